@@ -1,0 +1,584 @@
+//! One function per SQS action: check the request the way SQS does, call the
+//! service, and shape the answer.
+
+use std::collections::{BTreeMap, HashSet};
+
+use base64::Engine;
+use base64::engine::general_purpose::STANDARD as BASE64;
+
+use super::RequestContext;
+use super::model::*;
+use crate::error::{ErrorCode, Result, SqsError};
+use crate::queue::attributes::{self, READ_ONLY, SETTABLE};
+use crate::queue::message::{self, hex};
+use crate::queue::{AttributeValue, MessageAttribute, MessageAttributes, NewMessage, ReceiptHandle, Received, tags};
+use crate::service::Service;
+
+/// A batch may hold at most this many entries.
+const MAX_BATCH_ENTRIES: usize = 10;
+/// The payload of a SendMessageBatch (bodies and attributes) may not exceed 1 MiB.
+const MAX_BATCH_PAYLOAD: usize = 1_048_576;
+/// ListQueues answers at most this many URLs.
+const MAX_LIST_RESULTS: usize = 1_000;
+
+/// System attributes a receive may ask for. The FIFO and dead-letter ones are
+/// accepted and returned where they apply.
+const SYSTEM_ATTRIBUTES: &[&str] = &[
+    "All",
+    "ApproximateFirstReceiveTimestamp",
+    "ApproximateReceiveCount",
+    "AWSTraceHeader",
+    "DeadLetterQueueSourceArn",
+    "MessageDeduplicationId",
+    "MessageGroupId",
+    "SenderId",
+    "SentTimestamp",
+    "SequenceNumber",
+];
+
+fn required<T>(value: Option<T>, name: &str) -> Result<T> {
+    value.ok_or_else(|| SqsError::missing_parameter(name))
+}
+
+/// Checks an integer parameter against its range, as SQS words it.
+fn in_range(value: i64, name: &str, min: i64, max: i64) -> Result<u32> {
+    if (min..=max).contains(&value) {
+        Ok(value as u32)
+    } else {
+        Err(SqsError::invalid_parameter(format!(
+            "Value {value} for parameter {name} is invalid. Reason: Must be between {min} and {max}, if provided."
+        )))
+    }
+}
+
+pub(super) fn create_queue(svc: &Service, ctx: &RequestContext, input: CreateQueueInput) -> Result<QueueUrlOutput> {
+    let name = required(input.queue_name, "QueueName")?;
+    svc.create_queue(
+        &name,
+        &input.attributes.unwrap_or_default(),
+        input.tags.unwrap_or_default(),
+    )?;
+    Ok(QueueUrlOutput { queue_url: ctx.queue_url(&name) })
+}
+
+pub(super) fn delete_queue(svc: &Service, ctx: &RequestContext, input: QueueUrlInput) -> Result<Empty> {
+    svc.delete_queue(&ctx.queue_name(input.queue_url.as_deref())?)?;
+    Ok(Empty {})
+}
+
+pub(super) fn get_queue_url(svc: &Service, ctx: &RequestContext, input: GetQueueUrlInput) -> Result<QueueUrlOutput> {
+    let name = required(input.queue_name, "QueueName")?;
+    let ours = input
+        .queue_owner_aws_account_id
+        .is_none_or(|account| account == ctx.account_id);
+    if !ours || !svc.queue_exists(&name) {
+        return Err(SqsError::queue_does_not_exist());
+    }
+    Ok(QueueUrlOutput { queue_url: ctx.queue_url(&name) })
+}
+
+pub(super) fn list_queues(svc: &Service, ctx: &RequestContext, input: ListQueuesInput) -> Result<ListQueuesOutput> {
+    let prefix = input.queue_name_prefix.unwrap_or_default();
+    let page_size = match input.max_results {
+        Some(n) => Some(in_range(n, "MaxResults", 1, MAX_LIST_RESULTS as i64)? as usize),
+        None => None,
+    };
+    let after = match input.next_token.as_deref() {
+        Some(token) => Some(decode_token(token)?),
+        None => None,
+    };
+    let limit = page_size.unwrap_or(MAX_LIST_RESULTS);
+    // One more than asked for tells whether another page follows.
+    let mut names = svc.queue_names(&prefix, after.as_deref(), limit + 1);
+    let more = names.len() > limit;
+    names.truncate(limit);
+    let next_token = match (more && page_size.is_some(), names.last()) {
+        (true, Some(last)) => Some(BASE64.encode(last)),
+        _ => None,
+    };
+    Ok(ListQueuesOutput {
+        queue_urls: names.iter().map(|n| ctx.queue_url(n)).collect(),
+        next_token,
+    })
+}
+
+fn decode_token(token: &str) -> Result<String> {
+    BASE64
+        .decode(token)
+        .ok()
+        .and_then(|bytes| String::from_utf8(bytes).ok())
+        .ok_or_else(|| SqsError::invalid_parameter("Invalid NextToken value: pass the token a previous ListQueues returned."))
+}
+
+pub(super) fn get_queue_attributes(
+    svc: &Service,
+    ctx: &RequestContext,
+    input: GetQueueAttributesInput,
+) -> Result<AttributesOutput> {
+    let name = ctx.queue_name(input.queue_url.as_deref())?;
+    let requested = input.attribute_names.unwrap_or_default();
+    for attribute in &requested {
+        attributes::check_readable(attribute)?;
+    }
+    let all = requested.iter().any(|n| n == "All");
+    let wanted = |n: &str| all || requested.iter().any(|r| r == n);
+    let arn = ctx.queue_arn(&name);
+    svc.with_queue(&name, |queue, now| {
+        let counts = queue.counts(now);
+        let mut out = StringMap::new();
+        for &attribute in SETTABLE.iter().chain(READ_ONLY) {
+            if !wanted(attribute) {
+                continue;
+            }
+            let value = match attribute {
+                "ApproximateNumberOfMessages" => Some(counts.visible.to_string()),
+                "ApproximateNumberOfMessagesDelayed" => Some(counts.delayed.to_string()),
+                "ApproximateNumberOfMessagesNotVisible" => Some(counts.in_flight.to_string()),
+                "CreatedTimestamp" => Some((queue.created_at / 1000).to_string()),
+                "LastModifiedTimestamp" => Some((queue.last_modified_at / 1000).to_string()),
+                "QueueArn" => Some(arn.clone()),
+                settable => queue.attributes.get(settable),
+            };
+            if let Some(value) = value {
+                out.insert(attribute.to_string(), value);
+            }
+        }
+        AttributesOutput { attributes: out }
+    })
+}
+
+pub(super) fn set_queue_attributes(svc: &Service, ctx: &RequestContext, input: SetQueueAttributesInput) -> Result<Empty> {
+    let name = ctx.queue_name(input.queue_url.as_deref())?;
+    let changes = required(input.attributes, "Attributes")?;
+    svc.with_queue(&name, |queue, now| {
+        // Apply to a copy so that one bad attribute leaves all unchanged.
+        let mut updated = queue.attributes.clone();
+        for (key, value) in &changes {
+            updated.set(key, value)?;
+        }
+        queue.attributes = updated;
+        queue.last_modified_at = now;
+        Ok(Empty {})
+    })?
+}
+
+pub(super) fn purge_queue(svc: &Service, ctx: &RequestContext, input: QueueUrlInput) -> Result<Empty> {
+    let name = ctx.queue_name(input.queue_url.as_deref())?;
+    svc.with_queue(&name, |queue, now| queue.purge(now))??;
+    Ok(Empty {})
+}
+
+pub(super) fn tag_queue(svc: &Service, ctx: &RequestContext, input: TagQueueInput) -> Result<Empty> {
+    let name = ctx.queue_name(input.queue_url.as_deref())?;
+    let new = required(input.tags, "Tags")?;
+    svc.with_queue(&name, |queue, _| tags::merge(&mut queue.tags, new))??;
+    Ok(Empty {})
+}
+
+pub(super) fn untag_queue(svc: &Service, ctx: &RequestContext, input: UntagQueueInput) -> Result<Empty> {
+    let name = ctx.queue_name(input.queue_url.as_deref())?;
+    let keys = required(input.tag_keys, "TagKeys")?;
+    svc.with_queue(&name, |queue, _| {
+        for key in &keys {
+            queue.tags.remove(key);
+        }
+    })?;
+    Ok(Empty {})
+}
+
+pub(super) fn list_queue_tags(svc: &Service, ctx: &RequestContext, input: QueueUrlInput) -> Result<TagsOutput> {
+    let name = ctx.queue_name(input.queue_url.as_deref())?;
+    svc.with_queue(&name, |queue, _| TagsOutput { tags: queue.tags.clone() })
+}
+
+/// Turns the wire form of a message into the core's, checking what the
+/// core cannot see (wire encodings, parameters of other queue types).
+fn new_message(ctx: &RequestContext, fields: SendMessageFields) -> Result<(NewMessage, usize)> {
+    let body = required(fields.message_body, "MessageBody")?;
+    let delay_seconds = match fields.delay_seconds {
+        Some(delay) => Some(in_range(delay, "DelaySeconds", 0, 900)?),
+        None => None,
+    };
+    if fields.message_deduplication_id.is_some() {
+        return Err(SqsError::invalid_parameter(
+            "The request includes the parameter MessageDeduplicationId, which is only valid for FIFO queues.",
+        ));
+    }
+    let attributes = message_attributes_from_wire(fields.message_attributes.unwrap_or_default())?;
+    let trace_header = trace_header_from_wire(fields.message_system_attributes.unwrap_or_default())?;
+    let payload = body.len() + message::attributes_size(&attributes);
+    let message = NewMessage {
+        body,
+        attributes,
+        delay_seconds,
+        sender_id: ctx.sender_id.clone(),
+        trace_header,
+    };
+    Ok((message, payload))
+}
+
+fn message_attributes_from_wire(wire: MessageAttributeMap) -> Result<MessageAttributes> {
+    wire.into_iter()
+        .map(|(name, value)| {
+            let data_type = value.data_type.ok_or_else(|| {
+                SqsError::invalid_parameter(format!("The message attribute '{name}' must contain a non-empty attribute type."))
+            })?;
+            let lists_used = value.string_list_values.is_some_and(|l| !l.is_empty())
+                || value.binary_list_values.is_some_and(|l| !l.is_empty());
+            if lists_used {
+                return Err(SqsError::invalid_parameter(format!(
+                    "The message attribute '{name}' uses StringListValues or BinaryListValues, which SQS reserves and does not support."
+                )));
+            }
+            let value = match (value.string_value, value.binary_value) {
+                (Some(s), None) => AttributeValue::String(s),
+                (None, Some(b)) => AttributeValue::Binary(BASE64.decode(b).map_err(|_| {
+                    SqsError::invalid_parameter(format!("The BinaryValue of message attribute '{name}' is not valid base64."))
+                })?),
+                (None, None) => {
+                    return Err(SqsError::invalid_parameter(format!(
+                        "The message attribute '{name}' must contain a non-empty message attribute value."
+                    )));
+                }
+                (Some(_), Some(_)) => {
+                    return Err(SqsError::invalid_parameter(format!(
+                        "The message attribute '{name}' must have either a StringValue or a BinaryValue, not both."
+                    )));
+                }
+            };
+            Ok((name, MessageAttribute { data_type, value }))
+        })
+        .collect()
+}
+
+/// The only message system attribute SQS defines is AWSTraceHeader (String).
+fn trace_header_from_wire(wire: MessageAttributeMap) -> Result<Option<String>> {
+    let mut trace_header = None;
+    for (name, value) in wire {
+        match (name.as_str(), value.data_type.as_deref(), value.string_value) {
+            ("AWSTraceHeader", Some("String"), Some(header)) if !header.is_empty() => trace_header = Some(header),
+            ("AWSTraceHeader", ..) => {
+                return Err(SqsError::invalid_parameter(
+                    "The message system attribute AWSTraceHeader must be of type String with a non-empty StringValue.",
+                ));
+            }
+            _ => {
+                return Err(SqsError::invalid_parameter(format!(
+                    "Message system attribute name '{name}' is invalid: the only supported one is AWSTraceHeader."
+                )));
+            }
+        }
+    }
+    Ok(trace_header)
+}
+
+fn sent_output(sent: crate::queue::Sent) -> SendMessageOutput {
+    SendMessageOutput {
+        message_id: sent.message_id.to_string(),
+        md5_of_message_body: hex(&sent.md5_of_body),
+        md5_of_message_attributes: sent.md5_of_attributes.as_ref().map(hex),
+        md5_of_message_system_attributes: sent.md5_of_system_attributes.as_ref().map(hex),
+    }
+}
+
+pub(super) fn send_message(svc: &Service, ctx: &RequestContext, input: SendMessageInput) -> Result<SendMessageOutput> {
+    let name = ctx.queue_name(input.queue_url.as_deref())?;
+    let (message, _) = new_message(ctx, input.message)?;
+    let mut results = svc.send(&name, vec![message])?;
+    Ok(sent_output(results.pop().expect("one result per message")?))
+}
+
+/// Checks the batch rules common to every batch action and returns the
+/// entries with their ids.
+fn check_batch<E>(entries: Option<Vec<E>>, id: impl Fn(&E) -> Option<&String>, entry_kind: &str) -> Result<Vec<(String, E)>> {
+    let entries = entries.unwrap_or_default();
+    if entries.is_empty() {
+        return Err(SqsError::new(
+            ErrorCode::EmptyBatchRequest,
+            format!("There should be at least one {entry_kind} in the request."),
+        ));
+    }
+    if entries.len() > MAX_BATCH_ENTRIES {
+        return Err(SqsError::new(
+            ErrorCode::TooManyEntriesInBatchRequest,
+            format!("Maximum number of entries per request are {MAX_BATCH_ENTRIES}. You have sent {}.", entries.len()),
+        ));
+    }
+    let mut seen = HashSet::new();
+    entries
+        .into_iter()
+        .map(|entry| {
+            let entry_id = id(&entry).cloned().ok_or_else(|| SqsError::missing_parameter("Id"))?;
+            let valid = (1..=80).contains(&entry_id.len())
+                && entry_id.bytes().all(|b| b.is_ascii_alphanumeric() || b == b'-' || b == b'_');
+            if !valid {
+                return Err(SqsError::new(
+                    ErrorCode::InvalidBatchEntryId,
+                    "A batch entry id can only contain alphanumeric characters, hyphens and underscores. It can be at most 80 letters long.",
+                ));
+            }
+            if !seen.insert(entry_id.clone()) {
+                return Err(SqsError::new(
+                    ErrorCode::BatchEntryIdsNotDistinct,
+                    format!("Id {entry_id} repeated."),
+                ));
+            }
+            Ok((entry_id, entry))
+        })
+        .collect()
+}
+
+/// Splits per-entry outcomes into SQS's Successful and Failed lists.
+fn batch_output<S>(results: impl IntoIterator<Item = (String, Result<S>)>) -> BatchOutput<S> {
+    let mut output = BatchOutput { successful: Vec::new(), failed: Vec::new() };
+    for (id, result) in results {
+        match result {
+            Ok(success) => output.successful.push(success),
+            Err(error) => output.failed.push(BatchResultErrorEntry {
+                id,
+                sender_fault: error.code.is_sender_fault(),
+                code: error.code.code().to_string(),
+                message: error.message,
+            }),
+        }
+    }
+    output
+}
+
+pub(super) fn send_message_batch(
+    svc: &Service,
+    ctx: &RequestContext,
+    input: BatchInput<SendMessageBatchEntry>,
+) -> Result<BatchOutput<SendMessageBatchResultEntry>> {
+    let name = ctx.queue_name(input.queue_url.as_deref())?;
+    let entries = check_batch(input.entries, |e| e.id.as_ref(), "SendMessageBatchRequestEntry")?;
+    let mut payload = 0;
+    let mut results = Vec::with_capacity(entries.len());
+    let mut to_send = Vec::new();
+    for (id, entry) in entries {
+        match new_message(ctx, entry.message) {
+            Ok((message, size)) => {
+                payload += size;
+                results.push((id, None));
+                to_send.push(message);
+            }
+            Err(error) => results.push((id, Some(Err(error)))),
+        }
+    }
+    if payload > MAX_BATCH_PAYLOAD {
+        return Err(SqsError::new(
+            ErrorCode::BatchRequestTooLong,
+            format!("Batch requests cannot be longer than {MAX_BATCH_PAYLOAD} bytes. You have sent {payload} bytes."),
+        ));
+    }
+    let mut sent = svc.send(&name, to_send)?.into_iter();
+    Ok(batch_output(results.into_iter().map(|(id, early)| {
+        let outcome = early.unwrap_or_else(|| sent.next().expect("one result per message sent"));
+        let result = outcome.map(|s| SendMessageBatchResultEntry { id: id.clone(), result: sent_output(s) });
+        (id, result)
+    })))
+}
+
+pub(super) async fn receive_message(
+    svc: &Service,
+    ctx: &RequestContext,
+    input: ReceiveMessageInput,
+) -> Result<ReceiveMessageOutput> {
+    let name = ctx.queue_name(input.queue_url.as_deref())?;
+    let max = in_range(input.max_number_of_messages.unwrap_or(1), "MaxNumberOfMessages", 1, 10)?;
+    let visibility = input.visibility_timeout.map(|v| in_range(v, "VisibilityTimeout", 0, 43_200)).transpose()?;
+    let wait = input.wait_time_seconds.map(|w| in_range(w, "WaitTimeSeconds", 0, 20)).transpose()?;
+    let system_names: Vec<String> = input
+        .attribute_names
+        .into_iter()
+        .chain(input.message_system_attribute_names)
+        .flatten()
+        .collect();
+    if let Some(unknown) = system_names.iter().find(|n| !SYSTEM_ATTRIBUTES.contains(&n.as_str())) {
+        return Err(attributes::unknown_attribute(unknown));
+    }
+    let attribute_filter = input.message_attribute_names.unwrap_or_default();
+    let received = svc.receive(&name, max as usize, visibility, wait).await?;
+    let messages = received
+        .into_iter()
+        .map(|r| received_message(r, &system_names, &attribute_filter))
+        .collect();
+    Ok(ReceiveMessageOutput { messages })
+}
+
+fn received_message(received: Received, system_names: &[String], attribute_filter: &[String]) -> ReceivedMessage {
+    let m = &received.message;
+    let wants = |n: &str| system_names.iter().any(|s| s == "All" || s == n);
+    let mut system = StringMap::new();
+    if wants("SenderId") {
+        system.insert("SenderId".into(), m.sender_id.to_string());
+    }
+    if wants("SentTimestamp") {
+        system.insert("SentTimestamp".into(), m.sent_at.to_string());
+    }
+    if wants("ApproximateReceiveCount") {
+        system.insert("ApproximateReceiveCount".into(), m.receive_count.to_string());
+    }
+    if wants("ApproximateFirstReceiveTimestamp")
+        && let Some(first) = m.first_received_at
+    {
+        system.insert("ApproximateFirstReceiveTimestamp".into(), first.to_string());
+    }
+    if wants("AWSTraceHeader")
+        && let Some(trace) = &m.trace_header
+    {
+        system.insert("AWSTraceHeader".into(), trace.to_string());
+    }
+    let selected: BTreeMap<&String, &MessageAttribute> = m
+        .attributes
+        .iter()
+        .filter(|(name, _)| attribute_selected(name, attribute_filter))
+        .collect();
+    let md5_of_message_attributes = (!selected.is_empty()).then(|| hex(&message::md5_of_attributes(selected.iter().map(|(n, a)| (*n, *a)))));
+    let message_attributes = selected
+        .into_iter()
+        .map(|(name, attribute)| (name.clone(), attribute_to_wire(attribute)))
+        .collect();
+    ReceivedMessage {
+        message_id: m.id.to_string(),
+        receipt_handle: received.receipt_handle.encode(),
+        md5_of_body: hex(&m.md5_of_body),
+        body: m.body.clone(),
+        attributes: system,
+        md5_of_message_attributes,
+        message_attributes,
+    }
+}
+
+/// MessageAttributeNames: `All` or `.*`, exact names, or `prefix.*`.
+fn attribute_selected(name: &str, filter: &[String]) -> bool {
+    filter.iter().any(|f| {
+        f == "All"
+            || f == ".*"
+            || f == name
+            || f.strip_suffix(".*").is_some_and(|prefix| {
+                name.strip_prefix(prefix).is_some_and(|rest| rest.starts_with('.'))
+            })
+    })
+}
+
+fn attribute_to_wire(attribute: &MessageAttribute) -> MessageAttributeValue {
+    let (string_value, binary_value) = match &attribute.value {
+        AttributeValue::String(s) => (Some(s.clone()), None),
+        AttributeValue::Binary(b) => (None, Some(BASE64.encode(b))),
+    };
+    MessageAttributeValue {
+        data_type: Some(attribute.data_type.clone()),
+        string_value,
+        binary_value,
+        ..Default::default()
+    }
+}
+
+pub(super) fn delete_message(svc: &Service, ctx: &RequestContext, input: DeleteMessageInput) -> Result<Empty> {
+    let name = ctx.queue_name(input.queue_url.as_deref())?;
+    let handle = ReceiptHandle::decode(&required(input.receipt_handle, "ReceiptHandle")?)?;
+    if svc.with_queue(&name, |queue, now| queue.delete(handle, now))? {
+        svc.metrics.messages_deleted.inc();
+    }
+    Ok(Empty {})
+}
+
+pub(super) fn delete_message_batch(
+    svc: &Service,
+    ctx: &RequestContext,
+    input: BatchInput<DeleteMessageBatchEntry>,
+) -> Result<BatchOutput<BatchResultEntry>> {
+    let name = ctx.queue_name(input.queue_url.as_deref())?;
+    let entries = check_batch(input.entries, |e| e.id.as_ref(), "DeleteMessageBatchRequestEntry")?;
+    let results = svc.with_queue(&name, |queue, now| {
+        entries
+            .into_iter()
+            .map(|(id, entry)| {
+                let result = required(entry.receipt_handle, "ReceiptHandle")
+                    .and_then(|text| ReceiptHandle::decode(&text))
+                    .map(|handle| {
+                        if queue.delete(handle, now) {
+                            svc.metrics.messages_deleted.inc();
+                        }
+                        BatchResultEntry { id: id.clone() }
+                    });
+                (id, result)
+            })
+            .collect::<Vec<_>>()
+    })?;
+    Ok(batch_output(results))
+}
+
+pub(super) fn change_message_visibility(
+    svc: &Service,
+    ctx: &RequestContext,
+    input: ChangeMessageVisibilityInput,
+) -> Result<Empty> {
+    let name = ctx.queue_name(input.queue_url.as_deref())?;
+    let handle = ReceiptHandle::decode(&required(input.receipt_handle, "ReceiptHandle")?)?;
+    let timeout = in_range(required(input.visibility_timeout, "VisibilityTimeout")?, "VisibilityTimeout", 0, 43_200)?;
+    svc.with_queue(&name, |queue, now| queue.change_visibility(handle, timeout, now))??;
+    Ok(Empty {})
+}
+
+pub(super) fn change_message_visibility_batch(
+    svc: &Service,
+    ctx: &RequestContext,
+    input: BatchInput<ChangeMessageVisibilityBatchEntry>,
+) -> Result<BatchOutput<BatchResultEntry>> {
+    let name = ctx.queue_name(input.queue_url.as_deref())?;
+    let entries = check_batch(input.entries, |e| e.id.as_ref(), "ChangeMessageVisibilityBatchRequestEntry")?;
+    let results = svc.with_queue(&name, |queue, now| {
+        entries
+            .into_iter()
+            .map(|(id, entry)| {
+                let result = (|| {
+                    let handle = ReceiptHandle::decode(&required(entry.receipt_handle, "ReceiptHandle")?)?;
+                    let timeout = in_range(
+                        required(entry.visibility_timeout, "VisibilityTimeout")?,
+                        "VisibilityTimeout",
+                        0,
+                        43_200,
+                    )?;
+                    queue.change_visibility(handle, timeout, now)?;
+                    Ok(BatchResultEntry { id: id.clone() })
+                })();
+                (id, result)
+            })
+            .collect::<Vec<_>>()
+    })?;
+    Ok(batch_output(results))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn attribute_filters_match_names_prefixes_and_all() {
+        let filter = |f: &[&str], name: &str| attribute_selected(name, &f.iter().map(|s| s.to_string()).collect::<Vec<_>>());
+        assert!(filter(&["All"], "x"));
+        assert!(filter(&[".*"], "x"));
+        assert!(filter(&["x"], "x"));
+        assert!(!filter(&["x"], "xy"));
+        assert!(filter(&["bar.*"], "bar.baz"));
+        assert!(!filter(&["bar.*"], "barbaz"));
+        assert!(!filter(&[], "x"));
+    }
+
+    #[test]
+    fn batches_are_checked_for_size_ids_and_emptiness() {
+        let ids = |ids: &[&str]| Some(ids.iter().map(|s| Some(s.to_string())).collect::<Vec<_>>());
+        let check = |entries| check_batch(entries, |e: &Option<String>| e.as_ref(), "Entry").map(|v| v.len());
+        assert_eq!(check(ids(&["a", "b"])).unwrap(), 2);
+        assert_eq!(check(ids(&[])).unwrap_err().code, ErrorCode::EmptyBatchRequest);
+        assert_eq!(check(None).unwrap_err().code, ErrorCode::EmptyBatchRequest);
+        let eleven: Vec<String> = (0..11).map(|i| i.to_string()).collect();
+        let eleven: Vec<&str> = eleven.iter().map(String::as_str).collect();
+        assert_eq!(check(ids(&eleven)).unwrap_err().code, ErrorCode::TooManyEntriesInBatchRequest);
+        assert_eq!(check(ids(&["a", "a"])).unwrap_err().code, ErrorCode::BatchEntryIdsNotDistinct);
+        assert_eq!(check(ids(&["a.b"])).unwrap_err().code, ErrorCode::InvalidBatchEntryId);
+        assert_eq!(check(ids(&[&"x".repeat(81)])).unwrap_err().code, ErrorCode::InvalidBatchEntryId);
+    }
+}

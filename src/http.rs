@@ -1,0 +1,128 @@
+//! The HTTP surface: the SQS endpoint and the operational endpoints.
+//!
+//! `POST /` and `POST /{account}/{queue}` take SQS calls; `GET /health` says
+//! the process runs, `GET /ready` whether it serves queue calls (what a load
+//! balancer should check), and `GET /metrics` gives Prometheus text.
+
+use std::sync::Arc;
+use std::time::Instant;
+
+use axum::Router;
+use axum::body::{Body, Bytes};
+use axum::extract::State;
+use axum::http::{HeaderMap, StatusCode, header};
+use axum::response::{IntoResponse, Response};
+use axum::routing::{get, post};
+
+use crate::api::{self, Action, Input, RequestContext};
+use crate::error::{ErrorCode, SqsError};
+use crate::metrics::Metrics;
+use crate::protocol::json;
+use crate::service::Service;
+
+/// The largest request body read. A batch may carry 1 MiB of payload, and
+/// encodings inflate it (JSON's \uXXXX escapes up to 3x, base64 by 4/3).
+pub const MAX_REQUEST_BODY: usize = 5 * 1024 * 1024;
+
+pub struct AppState {
+    pub service: Arc<Service>,
+    pub metrics: Arc<Metrics>,
+    pub account_id: String,
+    pub region: String,
+    /// Base of queue URLs; taken from each request's Host header when unset.
+    pub public_url: Option<String>,
+}
+
+impl AppState {
+    fn context(&self, headers: &HeaderMap) -> RequestContext {
+        let base_url = match &self.public_url {
+            Some(url) => url.clone(),
+            None => {
+                let host = headers
+                    .get(header::HOST)
+                    .and_then(|h| h.to_str().ok())
+                    .filter(|h| !h.is_empty() && h.bytes().all(|b| b.is_ascii_graphic()))
+                    .unwrap_or("localhost");
+                format!("http://{host}")
+            }
+        };
+        RequestContext {
+            base_url,
+            account_id: self.account_id.clone(),
+            region: self.region.clone(),
+            sender_id: self.account_id.as_str().into(),
+        }
+    }
+}
+
+pub fn router(state: Arc<AppState>) -> Router {
+    Router::new()
+        .route("/", post(sqs))
+        .route("/{account}/{queue}", post(sqs))
+        .route("/health", get(|| async { "ok\n" }))
+        .route("/ready", get(|| async { "ready\n" }))
+        .route("/metrics", get(metrics))
+        .with_state(state)
+}
+
+async fn sqs(State(state): State<Arc<AppState>>, headers: HeaderMap, body: Body) -> Response {
+    let started = Instant::now();
+    let request_id = uuid::Uuid::new_v4().to_string();
+    let (action, result) = match json::target(&headers) {
+        Some(Ok(action)) => (Some(action), run(&state, &headers, action, body).await),
+        Some(Err(error)) => (None, Err(error)),
+        None => (
+            None,
+            Err(SqsError::new(
+                ErrorCode::UnsupportedOperation,
+                "ssq speaks the AWS JSON 1.0 protocol: send X-Amz-Target: AmazonSQS.<Action> \
+                 with Content-Type: application/x-amz-json-1.0.",
+            )),
+        ),
+    };
+    let label = action.map_or("unknown", Action::name);
+    let outcome = match &result {
+        Ok(_) => "ok",
+        Err(error) => error.code.code(),
+    };
+    state.metrics.requests.with_label_values(&[label, outcome]).inc();
+    state
+        .metrics
+        .request_seconds
+        .with_label_values(&[label])
+        .observe(started.elapsed().as_secs_f64());
+    match result {
+        Ok(output) => json::success(&request_id, &output),
+        Err(error) => {
+            if error.code == ErrorCode::InternalError {
+                tracing::error!(%request_id, action = label, %error, "internal error");
+            }
+            json::error(&request_id, &error)
+        }
+    }
+}
+
+async fn run(state: &AppState, headers: &HeaderMap, action: Action, body: Body) -> Result<serde_json::Value, SqsError> {
+    let body = read_body(body).await?;
+    let ctx = state.context(headers);
+    api::dispatch(&state.service, &ctx, action, Input::Json(&body)).await
+}
+
+async fn read_body(body: Body) -> Result<Bytes, SqsError> {
+    axum::body::to_bytes(body, MAX_REQUEST_BODY).await.map_err(|_| {
+        SqsError::new(
+            ErrorCode::RequestTooLarge,
+            format!("The request body is larger than the {MAX_REQUEST_BODY} bytes ssq reads."),
+        )
+    })
+}
+
+async fn metrics(State(state): State<Arc<AppState>>) -> Response {
+    let body = state.metrics.render(&state.service.counts_by_queue());
+    (
+        StatusCode::OK,
+        [(header::CONTENT_TYPE, "text/plain; version=0.0.4")],
+        body,
+    )
+        .into_response()
+}

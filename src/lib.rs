@@ -1,0 +1,11 @@
+//! ssq: an SQS-compatible queue server. See docs/ARCHITECTURE.md for the map.
+
+pub mod api;
+pub mod clock;
+pub mod config;
+pub mod error;
+pub mod http;
+pub mod metrics;
+pub mod protocol;
+pub mod queue;
+pub mod service;

@@ -1,0 +1,98 @@
+//! Prometheus metrics: what `/metrics` shows.
+//!
+//! Counters are bumped on the request path (an atomic add each). Per-queue
+//! message gauges are not maintained on that path at all: they are read from
+//! the queues when a scrape asks for them.
+
+use prometheus::{
+    Encoder, HistogramOpts, HistogramVec, IntCounter, IntCounterVec, IntGauge, IntGaugeVec, Opts, Registry,
+    TextEncoder,
+};
+
+use crate::queue::Counts;
+
+pub struct Metrics {
+    registry: Registry,
+    pub requests: IntCounterVec,
+    pub request_seconds: HistogramVec,
+    pub messages_sent: IntCounter,
+    pub messages_received: IntCounter,
+    pub messages_deleted: IntCounter,
+    queue_messages: IntGaugeVec,
+    /// 1 while this instance serves queue calls.
+    pub leader: IntGauge,
+}
+
+impl Metrics {
+    pub fn new(node_id: &str) -> Metrics {
+        let registry = Registry::new();
+        let requests = IntCounterVec::new(
+            Opts::new("ssq_requests_total", "SQS API requests by action and outcome (ok, or the error code)."),
+            &["action", "outcome"],
+        )
+        .expect("valid metric");
+        let request_seconds = HistogramVec::new(
+            HistogramOpts::new("ssq_request_duration_seconds", "Time to answer an SQS API request, by action.")
+                .buckets(vec![
+                    0.0001, 0.00025, 0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0,
+                    10.0, 20.0,
+                ]),
+            &["action"],
+        )
+        .expect("valid metric");
+        let counter = |name: &str, help: &str| IntCounter::new(name, help).expect("valid metric");
+        let messages_sent = counter("ssq_messages_sent_total", "Messages accepted by SendMessage and SendMessageBatch.");
+        let messages_received = counter("ssq_messages_received_total", "Messages handed out by ReceiveMessage.");
+        let messages_deleted = counter("ssq_messages_deleted_total", "Messages deleted by DeleteMessage and DeleteMessageBatch.");
+        let queue_messages = IntGaugeVec::new(
+            Opts::new("ssq_queue_messages", "Messages per queue by state: visible, in_flight or delayed."),
+            &["queue", "state"],
+        )
+        .expect("valid metric");
+        let leader = IntGauge::with_opts(
+            Opts::new("ssq_leader", "1 while this instance is the leader and serves queue calls, else 0.")
+                .const_label("node_id", node_id),
+        )
+        .expect("valid metric");
+        for collector in [
+            Box::new(requests.clone()) as Box<dyn prometheus::core::Collector>,
+            Box::new(request_seconds.clone()),
+            Box::new(messages_sent.clone()),
+            Box::new(messages_received.clone()),
+            Box::new(messages_deleted.clone()),
+            Box::new(queue_messages.clone()),
+            Box::new(leader.clone()),
+        ] {
+            registry.register(collector).expect("metric names are unique");
+        }
+        Metrics {
+            registry,
+            requests,
+            request_seconds,
+            messages_sent,
+            messages_received,
+            messages_deleted,
+            queue_messages,
+            leader,
+        }
+    }
+
+    /// The text exposition format, with queue gauges set from `counts`.
+    pub fn render(&self, counts: &[(String, Counts)]) -> String {
+        self.queue_messages.reset();
+        for (queue, counts) in counts {
+            for (state, value) in [
+                ("visible", counts.visible),
+                ("in_flight", counts.in_flight),
+                ("delayed", counts.delayed),
+            ] {
+                self.queue_messages.with_label_values(&[queue.as_str(), state]).set(value as i64);
+            }
+        }
+        let mut out = Vec::new();
+        TextEncoder::new()
+            .encode(&self.registry.gather(), &mut out)
+            .expect("text encoding into a Vec cannot fail");
+        String::from_utf8(out).expect("the text format is UTF-8")
+    }
+}

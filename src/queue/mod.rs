@@ -1,0 +1,20 @@
+//! The queue core: pure Rust, no I/O, no clock of its own.
+//!
+//! Every operation takes the current wall-clock time in milliseconds as an
+//! argument, so the timing rules (delays, visibility timeouts, retention) are
+//! tested by passing numbers, and so that deadlines mean the same thing on any
+//! instance that later loads them. Locking, long polling and persistence live
+//! in [`crate::service`], on top of this.
+
+pub mod attributes;
+pub mod message;
+#[allow(clippy::module_inception)]
+mod queue;
+pub mod receipt;
+
+pub use attributes::QueueAttributes;
+pub use message::{AttributeValue, Message, MessageAttribute, MessageAttributes};
+pub mod tags;
+
+pub use queue::{Counts, NewMessage, Queue, Received, Sent, validate_name};
+pub use receipt::ReceiptHandle;

@@ -1,0 +1,351 @@
+//! The service: every queue behind its own lock, and long polling.
+//!
+//! The queue map sits behind a `RwLock` that is only written when a queue is
+//! created or deleted; each queue has its own `std::sync::Mutex`, held for the
+//! short, non-async critical section of one core operation. A long poll never
+//! spins: it waits on the queue's `Notify`, or sleeps until the next moment a
+//! message turns visible by itself, whichever comes first.
+
+use std::collections::BTreeMap;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, Mutex, MutexGuard, RwLock};
+use std::time::Duration;
+
+use tokio::sync::Notify;
+use tokio::time::Instant;
+
+use crate::clock::Clock;
+use crate::error::{ErrorCode, Result, SqsError};
+use crate::metrics::Metrics;
+use crate::queue::validate_name;
+use crate::queue::{Counts, NewMessage, Queue, QueueAttributes, Received, Sent};
+
+/// The most queues one instance holds; CreateQueue beyond it answers OverLimit.
+pub const MAX_QUEUES: usize = 1_000_000;
+
+pub struct Service {
+    queues: RwLock<BTreeMap<String, Arc<QueueSlot>>>,
+    clock: Arc<dyn Clock>,
+    pub metrics: Arc<Metrics>,
+}
+
+/// One queue and what waits on it.
+struct QueueSlot {
+    queue: Mutex<Queue>,
+    /// Woken when a message may have become receivable, and on deletion.
+    ready: Notify,
+    deleted: AtomicBool,
+}
+
+impl QueueSlot {
+    fn lock(&self) -> MutexGuard<'_, Queue> {
+        // A panic while holding the lock is a bug; the queue state it guards
+        // is still consistent per operation, so keep serving rather than
+        // poisoning every later request.
+        self.queue.lock().unwrap_or_else(|poisoned| poisoned.into_inner())
+    }
+}
+
+/// The outcome of CreateQueue.
+#[derive(Debug, PartialEq, Eq)]
+pub enum Created {
+    New,
+    /// The queue existed with the same attributes: CreateQueue is idempotent.
+    Existing,
+}
+
+impl Service {
+    pub fn new(clock: Arc<dyn Clock>, metrics: Arc<Metrics>) -> Service {
+        Service {
+            queues: RwLock::new(BTreeMap::new()),
+            clock,
+            metrics,
+        }
+    }
+
+    pub fn now(&self) -> u64 {
+        self.clock.now_millis()
+    }
+
+    fn read_queues(&self) -> std::sync::RwLockReadGuard<'_, BTreeMap<String, Arc<QueueSlot>>> {
+        self.queues.read().unwrap_or_else(|poisoned| poisoned.into_inner())
+    }
+
+    fn write_queues(&self) -> std::sync::RwLockWriteGuard<'_, BTreeMap<String, Arc<QueueSlot>>> {
+        self.queues.write().unwrap_or_else(|poisoned| poisoned.into_inner())
+    }
+
+    fn slot(&self, name: &str) -> Result<Arc<QueueSlot>> {
+        self.read_queues()
+            .get(name)
+            .cloned()
+            .ok_or_else(SqsError::queue_does_not_exist)
+    }
+
+    /// Creates a queue, or confirms an existing one whose attributes agree
+    /// with every attribute given.
+    pub fn create_queue(
+        &self,
+        name: &str,
+        attributes: &BTreeMap<String, String>,
+        tags: BTreeMap<String, String>,
+    ) -> Result<Created> {
+        validate_name(name)?;
+        let mut parsed = QueueAttributes::default();
+        for (key, value) in attributes {
+            parsed.set(key, value)?;
+        }
+        crate::queue::tags::validate(&tags)?;
+        let now = self.now();
+        let mut queues = self.write_queues();
+        if let Some(existing) = queues.get(name) {
+            let existing = existing.lock();
+            for (key, value) in attributes {
+                if !existing.attributes.agrees_with(key, value)? {
+                    return Err(SqsError::new(
+                        ErrorCode::QueueNameExists,
+                        format!(
+                            "A queue already exists with the same name and a different value for attribute {key}"
+                        ),
+                    ));
+                }
+            }
+            return Ok(Created::Existing);
+        }
+        if queues.len() >= MAX_QUEUES {
+            return Err(SqsError::new(
+                ErrorCode::OverLimit,
+                format!("This server holds its maximum of {MAX_QUEUES} queues; delete one first."),
+            ));
+        }
+        let queue = Queue::new(name.to_string(), parsed, tags, now);
+        queues.insert(
+            name.to_string(),
+            Arc::new(QueueSlot {
+                queue: Mutex::new(queue),
+                ready: Notify::new(),
+                deleted: AtomicBool::new(false),
+            }),
+        );
+        Ok(Created::New)
+    }
+
+    pub fn delete_queue(&self, name: &str) -> Result<()> {
+        let slot = self
+            .write_queues()
+            .remove(name)
+            .ok_or_else(SqsError::queue_does_not_exist)?;
+        slot.deleted.store(true, Ordering::Release);
+        slot.ready.notify_waiters();
+        Ok(())
+    }
+
+    pub fn queue_exists(&self, name: &str) -> bool {
+        self.read_queues().contains_key(name)
+    }
+
+    /// Queue names in order, those starting with `prefix` and after `after`.
+    pub fn queue_names(&self, prefix: &str, after: Option<&str>, limit: usize) -> Vec<String> {
+        use std::ops::Bound;
+        let queues = self.read_queues();
+        let start = match after {
+            Some(after) => Bound::Excluded(after.to_string()),
+            None => Bound::Included(prefix.to_string()),
+        };
+        queues
+            .range::<String, _>((start, Bound::Unbounded))
+            .map(|(name, _)| name)
+            .skip_while(|name| name.as_str() < prefix)
+            .take_while(|name| name.starts_with(prefix))
+            .take(limit)
+            .cloned()
+            .collect()
+    }
+
+    /// Runs `operation` on the named queue under its lock, with the time.
+    /// Wakes the queue's long pollers afterwards, since any operation may
+    /// have made a message receivable.
+    pub fn with_queue<R>(&self, name: &str, operation: impl FnOnce(&mut Queue, u64) -> R) -> Result<R> {
+        let slot = self.slot(name)?;
+        let result = {
+            let mut queue = slot.lock();
+            operation(&mut queue, self.now())
+        };
+        slot.ready.notify_waiters();
+        Ok(result)
+    }
+
+    /// Sends messages in one critical section and wakes long pollers once.
+    pub fn send(&self, name: &str, messages: Vec<NewMessage>) -> Result<Vec<Result<Sent>>> {
+        let results: Vec<Result<Sent>> = self.with_queue(name, |queue, now| {
+            messages.into_iter().map(|m| queue.send(m, now)).collect()
+        })?;
+        let sent = results.iter().filter(|r| r.is_ok()).count();
+        self.metrics.messages_sent.inc_by(sent as u64);
+        Ok(results)
+    }
+
+    /// Receives up to `max` messages, waiting up to `wait_seconds` (or the
+    /// queue's ReceiveMessageWaitTimeSeconds) for the first to arrive.
+    pub async fn receive(
+        &self,
+        name: &str,
+        max: usize,
+        visibility_timeout: Option<u32>,
+        wait_seconds: Option<u32>,
+    ) -> Result<Vec<Received>> {
+        let slot = self.slot(name)?;
+        let mut deadline = None;
+        loop {
+            // Register interest before looking, so that a send between the
+            // look and the wait still wakes us.
+            let notified = slot.ready.notified();
+            tokio::pin!(notified);
+            notified.as_mut().enable();
+
+            let (received, wait_default, next_wakeup) = {
+                let mut queue = slot.lock();
+                let now = self.now();
+                let received = queue.receive(max, visibility_timeout, now);
+                let next_wakeup = queue.next_wakeup().map(|at| at.saturating_sub(now));
+                (received, queue.attributes.receive_message_wait_time_seconds, next_wakeup)
+            };
+            let deadline = *deadline.get_or_insert_with(|| {
+                Instant::now() + Duration::from_secs(wait_seconds.unwrap_or(wait_default).into())
+            });
+            self.metrics.messages_received.inc_by(received.len() as u64);
+            if !received.is_empty() || slot.deleted.load(Ordering::Acquire) || Instant::now() >= deadline {
+                return Ok(received);
+            }
+            let wake_at = match next_wakeup {
+                Some(ms) => deadline.min(Instant::now() + Duration::from_millis(ms)),
+                None => deadline,
+            };
+            tokio::select! {
+                _ = &mut notified => {}
+                _ = tokio::time::sleep_until(wake_at) => {}
+            }
+        }
+    }
+
+    /// Message counts of every queue, for the metrics scrape.
+    pub fn counts_by_queue(&self) -> Vec<(String, Counts)> {
+        let slots: Vec<_> = self.read_queues().iter().map(|(n, s)| (n.clone(), s.clone())).collect();
+        let now = self.now();
+        slots
+            .into_iter()
+            .map(|(name, slot)| {
+                let counts = slot.lock().counts(now);
+                (name, counts)
+            })
+            .collect()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::clock::TokioClock;
+    use crate::queue::MessageAttributes;
+
+    const T0: u64 = 1_700_000_000_000;
+
+    fn service() -> Arc<Service> {
+        let service = Arc::new(Service::new(Arc::new(TokioClock::new(T0)), Arc::new(Metrics::new("test"))));
+        service.create_queue("q", &BTreeMap::new(), BTreeMap::new()).unwrap();
+        service
+    }
+
+    fn message(body: &str, delay: Option<u32>) -> NewMessage {
+        NewMessage {
+            body: body.into(),
+            attributes: MessageAttributes::new(),
+            delay_seconds: delay,
+            sender_id: "t".into(),
+            trace_header: None,
+        }
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn long_poll_returns_as_soon_as_a_message_arrives() {
+        let svc = service();
+        let poller = {
+            let svc = svc.clone();
+            tokio::spawn(async move {
+                let started = Instant::now();
+                let got = svc.receive("q", 10, None, Some(20)).await.unwrap();
+                (got.len(), started.elapsed())
+            })
+        };
+        tokio::time::sleep(Duration::from_secs(3)).await;
+        svc.send("q", vec![message("hi", None)]).unwrap();
+        let (count, waited) = poller.await.unwrap();
+        assert_eq!(count, 1);
+        assert_eq!(waited, Duration::from_secs(3));
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn long_poll_times_out_empty_after_the_wait() {
+        let svc = service();
+        let started = Instant::now();
+        let got = svc.receive("q", 10, None, Some(7)).await.unwrap();
+        assert!(got.is_empty());
+        assert_eq!(started.elapsed(), Duration::from_secs(7));
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn long_poll_wakes_when_a_delayed_message_turns_visible() {
+        let svc = service();
+        svc.send("q", vec![message("later", Some(4))]).unwrap();
+        let started = Instant::now();
+        let got = svc.receive("q", 10, None, Some(20)).await.unwrap();
+        assert_eq!(got.len(), 1);
+        assert_eq!(started.elapsed(), Duration::from_secs(4));
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn queue_wait_time_applies_when_the_request_gives_none() {
+        let svc = service();
+        svc.with_queue("q", |q, _| q.attributes.receive_message_wait_time_seconds = 2).unwrap();
+        let started = Instant::now();
+        assert!(svc.receive("q", 1, None, None).await.unwrap().is_empty());
+        assert_eq!(started.elapsed(), Duration::from_secs(2));
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn deleting_a_queue_ends_its_long_polls() {
+        let svc = service();
+        let poller = {
+            let svc = svc.clone();
+            tokio::spawn(async move { svc.receive("q", 1, None, Some(20)).await })
+        };
+        tokio::time::sleep(Duration::from_secs(1)).await;
+        svc.delete_queue("q").unwrap();
+        let started = Instant::now();
+        assert!(poller.await.unwrap().unwrap().is_empty());
+        assert_eq!(started.elapsed(), Duration::ZERO);
+    }
+
+    #[test]
+    fn create_is_idempotent_only_for_agreeing_attributes() {
+        let svc = Service::new(Arc::new(crate::clock::SystemClock), Arc::new(Metrics::new("test")));
+        let attrs = BTreeMap::from([("VisibilityTimeout".to_string(), "60".to_string())]);
+        assert_eq!(svc.create_queue("a", &attrs, BTreeMap::new()).unwrap(), Created::New);
+        assert_eq!(svc.create_queue("a", &attrs, BTreeMap::new()).unwrap(), Created::Existing);
+        assert_eq!(svc.create_queue("a", &BTreeMap::new(), BTreeMap::new()).unwrap(), Created::Existing);
+        let other = BTreeMap::from([("VisibilityTimeout".to_string(), "61".to_string())]);
+        let err = svc.create_queue("a", &other, BTreeMap::new()).unwrap_err();
+        assert_eq!(err.code, ErrorCode::QueueNameExists);
+    }
+
+    #[test]
+    fn names_list_by_prefix_in_pages() {
+        let svc = Service::new(Arc::new(crate::clock::SystemClock), Arc::new(Metrics::new("test")));
+        for name in ["b1", "a", "b2", "b3", "c"] {
+            svc.create_queue(name, &BTreeMap::new(), BTreeMap::new()).unwrap();
+        }
+        assert_eq!(svc.queue_names("b", None, 2), ["b1", "b2"]);
+        assert_eq!(svc.queue_names("b", Some("b2"), 2), ["b3"]);
+        assert_eq!(svc.queue_names("", None, 10).len(), 5);
+    }
+}
