@@ -5,7 +5,11 @@ use std::net::SocketAddr;
 use clap::{Parser, ValueEnum};
 
 #[derive(Debug, Clone, Parser)]
-#[command(name = "ssq", version, about = "An SQS-compatible queue server: in memory, or highly available through Redis.")]
+#[command(
+    name = "ssq",
+    version,
+    about = "An SQS-compatible queue server: in memory, or highly available through Redis."
+)]
 pub struct Config {
     /// Address to serve HTTP on (SQS API, /health, /ready, /metrics).
     #[arg(long, env = "SSQ_LISTEN", default_value = "127.0.0.1:9324")]
@@ -63,7 +67,9 @@ fn parse_public_url(value: &str) -> Result<String, String> {
     if (url.starts_with("http://") || url.starts_with("https://")) && url.len() > "https://".len() {
         Ok(url.to_string())
     } else {
-        Err(format!("{value:?} is not an http:// or https:// URL, e.g. http://sqs.internal:9324"))
+        Err(format!(
+            "{value:?} is not an http:// or https:// URL, e.g. http://sqs.internal:9324"
+        ))
     }
 }
 

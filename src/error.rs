@@ -125,9 +125,7 @@ impl ErrorCode {
             ErrorCode::PurgeQueueInProgress => "AWS.SimpleQueueService.PurgeQueueInProgress",
             ErrorCode::QueueDoesNotExist => "AWS.SimpleQueueService.NonExistentQueue",
             ErrorCode::QueueNameExists => "QueueAlreadyExists",
-            ErrorCode::TooManyEntriesInBatchRequest => {
-                "AWS.SimpleQueueService.TooManyEntriesInBatchRequest"
-            }
+            ErrorCode::TooManyEntriesInBatchRequest => "AWS.SimpleQueueService.TooManyEntriesInBatchRequest",
             ErrorCode::UnsupportedOperation => "AWS.SimpleQueueService.UnsupportedOperation",
             other => other.code(),
         }
@@ -145,10 +143,7 @@ impl ErrorCode {
 
     /// Whether the client caused the error ("Sender") or the server ("Receiver").
     pub fn is_sender_fault(self) -> bool {
-        !matches!(
-            self,
-            ErrorCode::ServiceUnavailable | ErrorCode::InternalError
-        )
+        !matches!(self, ErrorCode::ServiceUnavailable | ErrorCode::InternalError)
     }
 
     /// The JSON protocol's `__type` namespace differs for the framework-level

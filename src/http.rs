@@ -102,7 +102,12 @@ async fn sqs(State(state): State<Arc<AppState>>, headers: HeaderMap, body: Body)
     }
 }
 
-async fn run(state: &AppState, headers: &HeaderMap, action: Action, body: Body) -> Result<serde_json::Value, SqsError> {
+async fn run(
+    state: &AppState,
+    headers: &HeaderMap,
+    action: Action,
+    body: Body,
+) -> Result<serde_json::Value, SqsError> {
     let body = read_body(body).await?;
     let ctx = state.context(headers);
     api::dispatch(&state.service, &ctx, action, Input::Json(&body)).await

@@ -36,7 +36,9 @@ async fn main() {
     };
     let address = listener.local_addr().map_or(config.listen, |a| a);
     tracing::info!(mode = "memory-only", listen = %address, node_id = %node_id, "ssq started");
-    tracing::warn!("memory-only mode: a single instance with no failover; queues and messages are lost when it stops");
+    tracing::warn!(
+        "memory-only mode: a single instance with no failover; queues and messages are lost when it stops"
+    );
 
     let state = Arc::new(AppState {
         service,
@@ -57,7 +59,9 @@ async fn main() {
 
 fn init_logging(format: LogFormat) {
     let filter = EnvFilter::try_from_default_env().unwrap_or_else(|_| EnvFilter::new("info"));
-    let builder = tracing_subscriber::fmt().with_env_filter(filter).with_writer(std::io::stderr);
+    let builder = tracing_subscriber::fmt()
+        .with_env_filter(filter)
+        .with_writer(std::io::stderr);
     match format {
         LogFormat::Text => builder.init(),
         LogFormat::Json => builder.json().init(),

@@ -27,31 +27,52 @@ impl Metrics {
     pub fn new(node_id: &str) -> Metrics {
         let registry = Registry::new();
         let requests = IntCounterVec::new(
-            Opts::new("ssq_requests_total", "SQS API requests by action and outcome (ok, or the error code)."),
+            Opts::new(
+                "ssq_requests_total",
+                "SQS API requests by action and outcome (ok, or the error code).",
+            ),
             &["action", "outcome"],
         )
         .expect("valid metric");
         let request_seconds = HistogramVec::new(
-            HistogramOpts::new("ssq_request_duration_seconds", "Time to answer an SQS API request, by action.")
-                .buckets(vec![
-                    0.0001, 0.00025, 0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0,
-                    10.0, 20.0,
-                ]),
+            HistogramOpts::new(
+                "ssq_request_duration_seconds",
+                "Time to answer an SQS API request, by action.",
+            )
+            .buckets(vec![
+                0.0001, 0.00025, 0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5,
+                5.0, 10.0, 20.0,
+            ]),
             &["action"],
         )
         .expect("valid metric");
         let counter = |name: &str, help: &str| IntCounter::new(name, help).expect("valid metric");
-        let messages_sent = counter("ssq_messages_sent_total", "Messages accepted by SendMessage and SendMessageBatch.");
-        let messages_received = counter("ssq_messages_received_total", "Messages handed out by ReceiveMessage.");
-        let messages_deleted = counter("ssq_messages_deleted_total", "Messages deleted by DeleteMessage and DeleteMessageBatch.");
+        let messages_sent = counter(
+            "ssq_messages_sent_total",
+            "Messages accepted by SendMessage and SendMessageBatch.",
+        );
+        let messages_received = counter(
+            "ssq_messages_received_total",
+            "Messages handed out by ReceiveMessage.",
+        );
+        let messages_deleted = counter(
+            "ssq_messages_deleted_total",
+            "Messages deleted by DeleteMessage and DeleteMessageBatch.",
+        );
         let queue_messages = IntGaugeVec::new(
-            Opts::new("ssq_queue_messages", "Messages per queue by state: visible, in_flight or delayed."),
+            Opts::new(
+                "ssq_queue_messages",
+                "Messages per queue by state: visible, in_flight or delayed.",
+            ),
             &["queue", "state"],
         )
         .expect("valid metric");
         let leader = IntGauge::with_opts(
-            Opts::new("ssq_leader", "1 while this instance is the leader and serves queue calls, else 0.")
-                .const_label("node_id", node_id),
+            Opts::new(
+                "ssq_leader",
+                "1 while this instance is the leader and serves queue calls, else 0.",
+            )
+            .const_label("node_id", node_id),
         )
         .expect("valid metric");
         for collector in [
@@ -86,7 +107,9 @@ impl Metrics {
                 ("in_flight", counts.in_flight),
                 ("delayed", counts.delayed),
             ] {
-                self.queue_messages.with_label_values(&[queue.as_str(), state]).set(value as i64);
+                self.queue_messages
+                    .with_label_values(&[queue.as_str(), state])
+                    .set(value as i64);
             }
         }
         let mut out = Vec::new();

@@ -68,11 +68,15 @@ impl Service {
     }
 
     fn read_queues(&self) -> std::sync::RwLockReadGuard<'_, BTreeMap<String, Arc<QueueSlot>>> {
-        self.queues.read().unwrap_or_else(|poisoned| poisoned.into_inner())
+        self.queues
+            .read()
+            .unwrap_or_else(|poisoned| poisoned.into_inner())
     }
 
     fn write_queues(&self) -> std::sync::RwLockWriteGuard<'_, BTreeMap<String, Arc<QueueSlot>>> {
-        self.queues.write().unwrap_or_else(|poisoned| poisoned.into_inner())
+        self.queues
+            .write()
+            .unwrap_or_else(|poisoned| poisoned.into_inner())
     }
 
     fn slot(&self, name: &str) -> Result<Arc<QueueSlot>> {
@@ -208,7 +212,11 @@ impl Service {
                 let now = self.now();
                 let received = queue.receive(max, visibility_timeout, now);
                 let next_wakeup = queue.next_wakeup().map(|at| at.saturating_sub(now));
-                (received, queue.attributes.receive_message_wait_time_seconds, next_wakeup)
+                (
+                    received,
+                    queue.attributes.receive_message_wait_time_seconds,
+                    next_wakeup,
+                )
             };
             let deadline = *deadline.get_or_insert_with(|| {
                 Instant::now() + Duration::from_secs(wait_seconds.unwrap_or(wait_default).into())
@@ -230,7 +238,11 @@ impl Service {
 
     /// Message counts of every queue, for the metrics scrape.
     pub fn counts_by_queue(&self) -> Vec<(String, Counts)> {
-        let slots: Vec<_> = self.read_queues().iter().map(|(n, s)| (n.clone(), s.clone())).collect();
+        let slots: Vec<_> = self
+            .read_queues()
+            .iter()
+            .map(|(n, s)| (n.clone(), s.clone()))
+            .collect();
         let now = self.now();
         slots
             .into_iter()
@@ -251,8 +263,13 @@ mod tests {
     const T0: u64 = 1_700_000_000_000;
 
     fn service() -> Arc<Service> {
-        let service = Arc::new(Service::new(Arc::new(TokioClock::new(T0)), Arc::new(Metrics::new("test"))));
-        service.create_queue("q", &BTreeMap::new(), BTreeMap::new()).unwrap();
+        let service = Arc::new(Service::new(
+            Arc::new(TokioClock::new(T0)),
+            Arc::new(Metrics::new("test")),
+        ));
+        service
+            .create_queue("q", &BTreeMap::new(), BTreeMap::new())
+            .unwrap();
         service
     }
 
@@ -306,7 +323,8 @@ mod tests {
     #[tokio::test(start_paused = true)]
     async fn queue_wait_time_applies_when_the_request_gives_none() {
         let svc = service();
-        svc.with_queue("q", |q, _| q.attributes.receive_message_wait_time_seconds = 2).unwrap();
+        svc.with_queue("q", |q, _| q.attributes.receive_message_wait_time_seconds = 2)
+            .unwrap();
         let started = Instant::now();
         assert!(svc.receive("q", 1, None, None).await.unwrap().is_empty());
         assert_eq!(started.elapsed(), Duration::from_secs(2));
@@ -328,11 +346,23 @@ mod tests {
 
     #[test]
     fn create_is_idempotent_only_for_agreeing_attributes() {
-        let svc = Service::new(Arc::new(crate::clock::SystemClock), Arc::new(Metrics::new("test")));
+        let svc = Service::new(
+            Arc::new(crate::clock::SystemClock),
+            Arc::new(Metrics::new("test")),
+        );
         let attrs = BTreeMap::from([("VisibilityTimeout".to_string(), "60".to_string())]);
-        assert_eq!(svc.create_queue("a", &attrs, BTreeMap::new()).unwrap(), Created::New);
-        assert_eq!(svc.create_queue("a", &attrs, BTreeMap::new()).unwrap(), Created::Existing);
-        assert_eq!(svc.create_queue("a", &BTreeMap::new(), BTreeMap::new()).unwrap(), Created::Existing);
+        assert_eq!(
+            svc.create_queue("a", &attrs, BTreeMap::new()).unwrap(),
+            Created::New
+        );
+        assert_eq!(
+            svc.create_queue("a", &attrs, BTreeMap::new()).unwrap(),
+            Created::Existing
+        );
+        assert_eq!(
+            svc.create_queue("a", &BTreeMap::new(), BTreeMap::new()).unwrap(),
+            Created::Existing
+        );
         let other = BTreeMap::from([("VisibilityTimeout".to_string(), "61".to_string())]);
         let err = svc.create_queue("a", &other, BTreeMap::new()).unwrap_err();
         assert_eq!(err.code, ErrorCode::QueueNameExists);
@@ -340,7 +370,10 @@ mod tests {
 
     #[test]
     fn names_list_by_prefix_in_pages() {
-        let svc = Service::new(Arc::new(crate::clock::SystemClock), Arc::new(Metrics::new("test")));
+        let svc = Service::new(
+            Arc::new(crate::clock::SystemClock),
+            Arc::new(Metrics::new("test")),
+        );
         for name in ["b1", "a", "b2", "b3", "c"] {
             svc.create_queue(name, &BTreeMap::new(), BTreeMap::new()).unwrap();
         }

@@ -11,7 +11,9 @@ use super::model::*;
 use crate::error::{ErrorCode, Result, SqsError};
 use crate::queue::attributes::{self, READ_ONLY, SETTABLE};
 use crate::queue::message::{self, hex};
-use crate::queue::{AttributeValue, MessageAttribute, MessageAttributes, NewMessage, ReceiptHandle, Received, tags};
+use crate::queue::{
+    AttributeValue, MessageAttribute, MessageAttributes, NewMessage, ReceiptHandle, Received, tags,
+};
 use crate::service::Service;
 
 /// A batch may hold at most this many entries.
@@ -51,14 +53,20 @@ fn in_range(value: i64, name: &str, min: i64, max: i64) -> Result<u32> {
     }
 }
 
-pub(super) fn create_queue(svc: &Service, ctx: &RequestContext, input: CreateQueueInput) -> Result<QueueUrlOutput> {
+pub(super) fn create_queue(
+    svc: &Service,
+    ctx: &RequestContext,
+    input: CreateQueueInput,
+) -> Result<QueueUrlOutput> {
     let name = required(input.queue_name, "QueueName")?;
     svc.create_queue(
         &name,
         &input.attributes.unwrap_or_default(),
         input.tags.unwrap_or_default(),
     )?;
-    Ok(QueueUrlOutput { queue_url: ctx.queue_url(&name) })
+    Ok(QueueUrlOutput {
+        queue_url: ctx.queue_url(&name),
+    })
 }
 
 pub(super) fn delete_queue(svc: &Service, ctx: &RequestContext, input: QueueUrlInput) -> Result<Empty> {
@@ -66,7 +74,11 @@ pub(super) fn delete_queue(svc: &Service, ctx: &RequestContext, input: QueueUrlI
     Ok(Empty {})
 }
 
-pub(super) fn get_queue_url(svc: &Service, ctx: &RequestContext, input: GetQueueUrlInput) -> Result<QueueUrlOutput> {
+pub(super) fn get_queue_url(
+    svc: &Service,
+    ctx: &RequestContext,
+    input: GetQueueUrlInput,
+) -> Result<QueueUrlOutput> {
     let name = required(input.queue_name, "QueueName")?;
     let ours = input
         .queue_owner_aws_account_id
@@ -74,10 +86,16 @@ pub(super) fn get_queue_url(svc: &Service, ctx: &RequestContext, input: GetQueue
     if !ours || !svc.queue_exists(&name) {
         return Err(SqsError::queue_does_not_exist());
     }
-    Ok(QueueUrlOutput { queue_url: ctx.queue_url(&name) })
+    Ok(QueueUrlOutput {
+        queue_url: ctx.queue_url(&name),
+    })
 }
 
-pub(super) fn list_queues(svc: &Service, ctx: &RequestContext, input: ListQueuesInput) -> Result<ListQueuesOutput> {
+pub(super) fn list_queues(
+    svc: &Service,
+    ctx: &RequestContext,
+    input: ListQueuesInput,
+) -> Result<ListQueuesOutput> {
     let prefix = input.queue_name_prefix.unwrap_or_default();
     let page_size = match input.max_results {
         Some(n) => Some(in_range(n, "MaxResults", 1, MAX_LIST_RESULTS as i64)? as usize),
@@ -107,7 +125,11 @@ fn decode_token(token: &str) -> Result<String> {
         .decode(token)
         .ok()
         .and_then(|bytes| String::from_utf8(bytes).ok())
-        .ok_or_else(|| SqsError::invalid_parameter("Invalid NextToken value: pass the token a previous ListQueues returned."))
+        .ok_or_else(|| {
+            SqsError::invalid_parameter(
+                "Invalid NextToken value: pass the token a previous ListQueues returned.",
+            )
+        })
 }
 
 pub(super) fn get_queue_attributes(
@@ -147,7 +169,11 @@ pub(super) fn get_queue_attributes(
     })
 }
 
-pub(super) fn set_queue_attributes(svc: &Service, ctx: &RequestContext, input: SetQueueAttributesInput) -> Result<Empty> {
+pub(super) fn set_queue_attributes(
+    svc: &Service,
+    ctx: &RequestContext,
+    input: SetQueueAttributesInput,
+) -> Result<Empty> {
     let name = ctx.queue_name(input.queue_url.as_deref())?;
     let changes = required(input.attributes, "Attributes")?;
     svc.with_queue(&name, |queue, now| {
@@ -186,9 +212,15 @@ pub(super) fn untag_queue(svc: &Service, ctx: &RequestContext, input: UntagQueue
     Ok(Empty {})
 }
 
-pub(super) fn list_queue_tags(svc: &Service, ctx: &RequestContext, input: QueueUrlInput) -> Result<TagsOutput> {
+pub(super) fn list_queue_tags(
+    svc: &Service,
+    ctx: &RequestContext,
+    input: QueueUrlInput,
+) -> Result<TagsOutput> {
     let name = ctx.queue_name(input.queue_url.as_deref())?;
-    svc.with_queue(&name, |queue, _| TagsOutput { tags: queue.tags.clone() })
+    svc.with_queue(&name, |queue, _| TagsOutput {
+        tags: queue.tags.clone(),
+    })
 }
 
 /// Turns the wire form of a message into the core's, checking what the
@@ -256,7 +288,9 @@ fn trace_header_from_wire(wire: MessageAttributeMap) -> Result<Option<String>> {
     let mut trace_header = None;
     for (name, value) in wire {
         match (name.as_str(), value.data_type.as_deref(), value.string_value) {
-            ("AWSTraceHeader", Some("String"), Some(header)) if !header.is_empty() => trace_header = Some(header),
+            ("AWSTraceHeader", Some("String"), Some(header)) if !header.is_empty() => {
+                trace_header = Some(header)
+            }
             ("AWSTraceHeader", ..) => {
                 return Err(SqsError::invalid_parameter(
                     "The message system attribute AWSTraceHeader must be of type String with a non-empty StringValue.",
@@ -281,7 +315,11 @@ fn sent_output(sent: crate::queue::Sent) -> SendMessageOutput {
     }
 }
 
-pub(super) fn send_message(svc: &Service, ctx: &RequestContext, input: SendMessageInput) -> Result<SendMessageOutput> {
+pub(super) fn send_message(
+    svc: &Service,
+    ctx: &RequestContext,
+    input: SendMessageInput,
+) -> Result<SendMessageOutput> {
     let name = ctx.queue_name(input.queue_url.as_deref())?;
     let (message, _) = new_message(ctx, input.message)?;
     let mut results = svc.send(&name, vec![message])?;
@@ -290,7 +328,11 @@ pub(super) fn send_message(svc: &Service, ctx: &RequestContext, input: SendMessa
 
 /// Checks the batch rules common to every batch action and returns the
 /// entries with their ids.
-fn check_batch<E>(entries: Option<Vec<E>>, id: impl Fn(&E) -> Option<&String>, entry_kind: &str) -> Result<Vec<(String, E)>> {
+fn check_batch<E>(
+    entries: Option<Vec<E>>,
+    id: impl Fn(&E) -> Option<&String>,
+    entry_kind: &str,
+) -> Result<Vec<(String, E)>> {
     let entries = entries.unwrap_or_default();
     if entries.is_empty() {
         return Err(SqsError::new(
@@ -301,7 +343,10 @@ fn check_batch<E>(entries: Option<Vec<E>>, id: impl Fn(&E) -> Option<&String>, e
     if entries.len() > MAX_BATCH_ENTRIES {
         return Err(SqsError::new(
             ErrorCode::TooManyEntriesInBatchRequest,
-            format!("Maximum number of entries per request are {MAX_BATCH_ENTRIES}. You have sent {}.", entries.len()),
+            format!(
+                "Maximum number of entries per request are {MAX_BATCH_ENTRIES}. You have sent {}.",
+                entries.len()
+            ),
         ));
     }
     let mut seen = HashSet::new();
@@ -330,7 +375,10 @@ fn check_batch<E>(entries: Option<Vec<E>>, id: impl Fn(&E) -> Option<&String>, e
 
 /// Splits per-entry outcomes into SQS's Successful and Failed lists.
 fn batch_output<S>(results: impl IntoIterator<Item = (String, Result<S>)>) -> BatchOutput<S> {
-    let mut output = BatchOutput { successful: Vec::new(), failed: Vec::new() };
+    let mut output = BatchOutput {
+        successful: Vec::new(),
+        failed: Vec::new(),
+    };
     for (id, result) in results {
         match result {
             Ok(success) => output.successful.push(success),
@@ -368,13 +416,18 @@ pub(super) fn send_message_batch(
     if payload > MAX_BATCH_PAYLOAD {
         return Err(SqsError::new(
             ErrorCode::BatchRequestTooLong,
-            format!("Batch requests cannot be longer than {MAX_BATCH_PAYLOAD} bytes. You have sent {payload} bytes."),
+            format!(
+                "Batch requests cannot be longer than {MAX_BATCH_PAYLOAD} bytes. You have sent {payload} bytes."
+            ),
         ));
     }
     let mut sent = svc.send(&name, to_send)?.into_iter();
     Ok(batch_output(results.into_iter().map(|(id, early)| {
         let outcome = early.unwrap_or_else(|| sent.next().expect("one result per message sent"));
-        let result = outcome.map(|s| SendMessageBatchResultEntry { id: id.clone(), result: sent_output(s) });
+        let result = outcome.map(|s| SendMessageBatchResultEntry {
+            id: id.clone(),
+            result: sent_output(s),
+        });
         (id, result)
     })))
 }
@@ -385,16 +438,30 @@ pub(super) async fn receive_message(
     input: ReceiveMessageInput,
 ) -> Result<ReceiveMessageOutput> {
     let name = ctx.queue_name(input.queue_url.as_deref())?;
-    let max = in_range(input.max_number_of_messages.unwrap_or(1), "MaxNumberOfMessages", 1, 10)?;
-    let visibility = input.visibility_timeout.map(|v| in_range(v, "VisibilityTimeout", 0, 43_200)).transpose()?;
-    let wait = input.wait_time_seconds.map(|w| in_range(w, "WaitTimeSeconds", 0, 20)).transpose()?;
+    let max = in_range(
+        input.max_number_of_messages.unwrap_or(1),
+        "MaxNumberOfMessages",
+        1,
+        10,
+    )?;
+    let visibility = input
+        .visibility_timeout
+        .map(|v| in_range(v, "VisibilityTimeout", 0, 43_200))
+        .transpose()?;
+    let wait = input
+        .wait_time_seconds
+        .map(|w| in_range(w, "WaitTimeSeconds", 0, 20))
+        .transpose()?;
     let system_names: Vec<String> = input
         .attribute_names
         .into_iter()
         .chain(input.message_system_attribute_names)
         .flatten()
         .collect();
-    if let Some(unknown) = system_names.iter().find(|n| !SYSTEM_ATTRIBUTES.contains(&n.as_str())) {
+    if let Some(unknown) = system_names
+        .iter()
+        .find(|n| !SYSTEM_ATTRIBUTES.contains(&n.as_str()))
+    {
         return Err(attributes::unknown_attribute(unknown));
     }
     let attribute_filter = input.message_attribute_names.unwrap_or_default();
@@ -406,7 +473,11 @@ pub(super) async fn receive_message(
     Ok(ReceiveMessageOutput { messages })
 }
 
-fn received_message(received: Received, system_names: &[String], attribute_filter: &[String]) -> ReceivedMessage {
+fn received_message(
+    received: Received,
+    system_names: &[String],
+    attribute_filter: &[String],
+) -> ReceivedMessage {
     let m = &received.message;
     let wants = |n: &str| system_names.iter().any(|s| s == "All" || s == n);
     let mut system = StringMap::new();
@@ -434,7 +505,11 @@ fn received_message(received: Received, system_names: &[String], attribute_filte
         .iter()
         .filter(|(name, _)| attribute_selected(name, attribute_filter))
         .collect();
-    let md5_of_message_attributes = (!selected.is_empty()).then(|| hex(&message::md5_of_attributes(selected.iter().map(|(n, a)| (*n, *a)))));
+    let md5_of_message_attributes = (!selected.is_empty()).then(|| {
+        hex(&message::md5_of_attributes(
+            selected.iter().map(|(n, a)| (*n, *a)),
+        ))
+    });
     let message_attributes = selected
         .into_iter()
         .map(|(name, attribute)| (name.clone(), attribute_to_wire(attribute)))
@@ -457,7 +532,8 @@ fn attribute_selected(name: &str, filter: &[String]) -> bool {
             || f == ".*"
             || f == name
             || f.strip_suffix(".*").is_some_and(|prefix| {
-                name.strip_prefix(prefix).is_some_and(|rest| rest.starts_with('.'))
+                name.strip_prefix(prefix)
+                    .is_some_and(|rest| rest.starts_with('.'))
             })
     })
 }
@@ -475,7 +551,11 @@ fn attribute_to_wire(attribute: &MessageAttribute) -> MessageAttributeValue {
     }
 }
 
-pub(super) fn delete_message(svc: &Service, ctx: &RequestContext, input: DeleteMessageInput) -> Result<Empty> {
+pub(super) fn delete_message(
+    svc: &Service,
+    ctx: &RequestContext,
+    input: DeleteMessageInput,
+) -> Result<Empty> {
     let name = ctx.queue_name(input.queue_url.as_deref())?;
     let handle = ReceiptHandle::decode(&required(input.receipt_handle, "ReceiptHandle")?)?;
     if svc.with_queue(&name, |queue, now| queue.delete(handle, now))? {
@@ -517,7 +597,12 @@ pub(super) fn change_message_visibility(
 ) -> Result<Empty> {
     let name = ctx.queue_name(input.queue_url.as_deref())?;
     let handle = ReceiptHandle::decode(&required(input.receipt_handle, "ReceiptHandle")?)?;
-    let timeout = in_range(required(input.visibility_timeout, "VisibilityTimeout")?, "VisibilityTimeout", 0, 43_200)?;
+    let timeout = in_range(
+        required(input.visibility_timeout, "VisibilityTimeout")?,
+        "VisibilityTimeout",
+        0,
+        43_200,
+    )?;
     svc.with_queue(&name, |queue, now| queue.change_visibility(handle, timeout, now))??;
     Ok(Empty {})
 }
@@ -528,7 +613,11 @@ pub(super) fn change_message_visibility_batch(
     input: BatchInput<ChangeMessageVisibilityBatchEntry>,
 ) -> Result<BatchOutput<BatchResultEntry>> {
     let name = ctx.queue_name(input.queue_url.as_deref())?;
-    let entries = check_batch(input.entries, |e| e.id.as_ref(), "ChangeMessageVisibilityBatchRequestEntry")?;
+    let entries = check_batch(
+        input.entries,
+        |e| e.id.as_ref(),
+        "ChangeMessageVisibilityBatchRequestEntry",
+    )?;
     let results = svc.with_queue(&name, |queue, now| {
         entries
             .into_iter()
@@ -557,7 +646,9 @@ mod tests {
 
     #[test]
     fn attribute_filters_match_names_prefixes_and_all() {
-        let filter = |f: &[&str], name: &str| attribute_selected(name, &f.iter().map(|s| s.to_string()).collect::<Vec<_>>());
+        let filter = |f: &[&str], name: &str| {
+            attribute_selected(name, &f.iter().map(|s| s.to_string()).collect::<Vec<_>>())
+        };
         assert!(filter(&["All"], "x"));
         assert!(filter(&[".*"], "x"));
         assert!(filter(&["x"], "x"));
@@ -576,9 +667,21 @@ mod tests {
         assert_eq!(check(None).unwrap_err().code, ErrorCode::EmptyBatchRequest);
         let eleven: Vec<String> = (0..11).map(|i| i.to_string()).collect();
         let eleven: Vec<&str> = eleven.iter().map(String::as_str).collect();
-        assert_eq!(check(ids(&eleven)).unwrap_err().code, ErrorCode::TooManyEntriesInBatchRequest);
-        assert_eq!(check(ids(&["a", "a"])).unwrap_err().code, ErrorCode::BatchEntryIdsNotDistinct);
-        assert_eq!(check(ids(&["a.b"])).unwrap_err().code, ErrorCode::InvalidBatchEntryId);
-        assert_eq!(check(ids(&[&"x".repeat(81)])).unwrap_err().code, ErrorCode::InvalidBatchEntryId);
+        assert_eq!(
+            check(ids(&eleven)).unwrap_err().code,
+            ErrorCode::TooManyEntriesInBatchRequest
+        );
+        assert_eq!(
+            check(ids(&["a", "a"])).unwrap_err().code,
+            ErrorCode::BatchEntryIdsNotDistinct
+        );
+        assert_eq!(
+            check(ids(&["a.b"])).unwrap_err().code,
+            ErrorCode::InvalidBatchEntryId
+        );
+        assert_eq!(
+            check(ids(&[&"x".repeat(81)])).unwrap_err().code,
+            ErrorCode::InvalidBatchEntryId
+        );
     }
 }

@@ -66,19 +66,21 @@ pub enum Input<'a> {
 
 impl Input<'_> {
     fn decode<T: DeserializeOwned>(self) -> Result<T> {
-        let parsed = match self {
-            Input::Json(bytes) if bytes.iter().all(u8::is_ascii_whitespace) => {
-                serde_json::from_slice(b"{}")
-            }
-            Input::Json(bytes) => serde_json::from_slice(bytes),
-            Input::Tree(value) => serde_json::from_value(value),
-        };
-        parsed.map_err(|e| {
+        let unreadable = |why: String| {
             SqsError::new(
                 ErrorCode::SerializationException,
-                format!("The request body could not be read: {e}."),
+                format!("The request body could not be read: {why}."),
             )
-        })
+        };
+        match self {
+            Input::Json(bytes) => match bytes.iter().find(|b| !b.is_ascii_whitespace()) {
+                None => serde_json::from_slice(b"{}").map_err(|e| unreadable(e.to_string())),
+                // serde would also read a struct from an array; SQS takes objects only.
+                Some(b'{') => serde_json::from_slice(bytes).map_err(|e| unreadable(e.to_string())),
+                Some(_) => Err(unreadable("the input must be a JSON object".into())),
+            },
+            Input::Tree(value) => serde_json::from_value(value).map_err(|e| unreadable(e.to_string())),
+        }
     }
 }
 
@@ -136,7 +138,7 @@ pub async fn dispatch(
     input: Input<'_>,
 ) -> Result<serde_json::Value> {
     use actions::*;
-    let output = match action {
+    match action {
         Action::CreateQueue => to_tree(create_queue(service, ctx, input.decode()?)),
         Action::DeleteQueue => to_tree(delete_queue(service, ctx, input.decode()?)),
         Action::GetQueueUrl => to_tree(get_queue_url(service, ctx, input.decode()?)),
@@ -152,9 +154,7 @@ pub async fn dispatch(
         Action::ReceiveMessage => to_tree(receive_message(service, ctx, input.decode()?).await),
         Action::DeleteMessage => to_tree(delete_message(service, ctx, input.decode()?)),
         Action::DeleteMessageBatch => to_tree(delete_message_batch(service, ctx, input.decode()?)),
-        Action::ChangeMessageVisibility => {
-            to_tree(change_message_visibility(service, ctx, input.decode()?))
-        }
+        Action::ChangeMessageVisibility => to_tree(change_message_visibility(service, ctx, input.decode()?)),
         Action::ChangeMessageVisibilityBatch => {
             to_tree(change_message_visibility_batch(service, ctx, input.decode()?))
         }
@@ -167,14 +167,17 @@ pub async fn dispatch(
             ErrorCode::UnsupportedOperation,
             format!("ssq does not support {} yet.", action.name()),
         )),
-    };
-    output
+    }
 }
 
 fn to_tree<T: serde::Serialize>(output: Result<T>) -> Result<serde_json::Value> {
     let output = output?;
-    serde_json::to_value(output)
-        .map_err(|e| SqsError::new(ErrorCode::InternalError, format!("could not render the response: {e}")))
+    serde_json::to_value(output).map_err(|e| {
+        SqsError::new(
+            ErrorCode::InternalError,
+            format!("could not render the response: {e}"),
+        )
+    })
 }
 
 #[cfg(test)]
@@ -202,13 +205,21 @@ mod tests {
             assert_eq!(ctx.queue_name(Some(url)).unwrap(), "orders", "{url}");
         }
         assert_eq!(
-            ctx.queue_name(Some("http://h/123456789012/orders")).unwrap_err().code,
+            ctx.queue_name(Some("http://h/123456789012/orders"))
+                .unwrap_err()
+                .code,
             ErrorCode::QueueDoesNotExist
         );
         for bad in ["http://h/", "http://h/orders", "x/y/z"] {
-            assert_eq!(ctx.queue_name(Some(bad)).unwrap_err().code, ErrorCode::InvalidAddress);
+            assert_eq!(
+                ctx.queue_name(Some(bad)).unwrap_err().code,
+                ErrorCode::InvalidAddress
+            );
         }
-        assert_eq!(ctx.queue_name(None).unwrap_err().code, ErrorCode::MissingParameter);
+        assert_eq!(
+            ctx.queue_name(None).unwrap_err().code,
+            ErrorCode::MissingParameter
+        );
     }
 
     #[test]

@@ -117,7 +117,10 @@ pub struct SendMessageOutput {
     pub md5_of_message_body: String,
     #[serde(rename = "MD5OfMessageAttributes", skip_serializing_if = "Option::is_none")]
     pub md5_of_message_attributes: Option<String>,
-    #[serde(rename = "MD5OfMessageSystemAttributes", skip_serializing_if = "Option::is_none")]
+    #[serde(
+        rename = "MD5OfMessageSystemAttributes",
+        skip_serializing_if = "Option::is_none"
+    )]
     pub md5_of_message_system_attributes: Option<String>,
 }
 

@@ -18,10 +18,7 @@ const TARGET_PREFIX: &str = "AmazonSQS.";
 /// The action a JSON request names, if it is a JSON request at all.
 pub fn target(headers: &HeaderMap) -> Option<Result<Action, SqsError>> {
     let target = headers.get("x-amz-target")?;
-    let name = target
-        .to_str()
-        .ok()
-        .and_then(|t| t.strip_prefix(TARGET_PREFIX));
+    let name = target.to_str().ok().and_then(|t| t.strip_prefix(TARGET_PREFIX));
     Some(name.and_then(Action::from_name).ok_or_else(|| {
         SqsError::new(
             ErrorCode::UnsupportedOperation,
@@ -46,7 +43,11 @@ pub fn error(request_id: &str, error: &SqsError) -> Response {
     let status = StatusCode::from_u16(error.code.status()).unwrap_or(StatusCode::BAD_REQUEST);
     let mut response = with_headers(status, request_id, body.to_string().into_bytes());
     if error.code != ErrorCode::SerializationException {
-        let fault = if error.code.is_sender_fault() { "Sender" } else { "Receiver" };
+        let fault = if error.code.is_sender_fault() {
+            "Sender"
+        } else {
+            "Receiver"
+        };
         if let Ok(value) = HeaderValue::from_str(&format!("{};{fault}", error.code.legacy_code())) {
             response.headers_mut().insert("x-amzn-query-error", value);
         }

@@ -91,9 +91,7 @@ impl QueueAttributes {
                     _ => return Err(invalid_value(name, "it must be true or false")),
                 }
             }
-            "VisibilityTimeout" => {
-                self.visibility_timeout = parse_in_range(name, value, 0, 43_200)?
-            }
+            "VisibilityTimeout" => self.visibility_timeout = parse_in_range(name, value, 0, 43_200)?,
             _ => return Err(unknown_attribute(name)),
         }
         Ok(())
@@ -197,7 +195,10 @@ mod tests {
     fn unknown_and_read_only_names_cannot_be_set() {
         let mut attrs = QueueAttributes::default();
         for name in ["Nope", "QueueArn", "ApproximateNumberOfMessages"] {
-            assert_eq!(attrs.set(name, "1").unwrap_err().code, ErrorCode::InvalidAttributeName);
+            assert_eq!(
+                attrs.set(name, "1").unwrap_err().code,
+                ErrorCode::InvalidAttributeName
+            );
         }
         assert!(check_readable("QueueArn").is_ok());
         assert!(check_readable("All").is_ok());

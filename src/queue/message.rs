@@ -184,9 +184,9 @@ fn validate_attribute(name: &str, attribute: &MessageAttribute) -> Result<()> {
             }
             Ok(())
         }
-        ("String" | "Number", AttributeValue::Binary(_)) => Err(SqsError::invalid_parameter(
-            format!("The message attribute '{name}' with type '{base}' must use field 'String'."),
-        )),
+        ("String" | "Number", AttributeValue::Binary(_)) => Err(SqsError::invalid_parameter(format!(
+            "The message attribute '{name}' with type '{base}' must use field 'String'."
+        ))),
         ("Binary", AttributeValue::String(_)) => Err(SqsError::invalid_parameter(format!(
             "The message attribute '{name}' with type 'Binary' must use field 'Binary'."
         ))),
@@ -332,20 +332,38 @@ mod tests {
         expected.push(1);
         expected.extend(1u32.to_be_bytes());
         expected.extend(b"b");
-        assert_eq!(md5_of_attributes(&attrs), <[u8; 16]>::from(Md5::digest(&expected)));
+        assert_eq!(
+            md5_of_attributes(&attrs),
+            <[u8; 16]>::from(Md5::digest(&expected))
+        );
     }
 
     #[test]
     fn bodies_with_forbidden_characters_are_rejected() {
         assert!(validate_body("tab\tnewline\ncr\r ok ✓ 𝄞").is_ok());
-        assert_eq!(validate_body("nul\0").unwrap_err().code, ErrorCode::InvalidMessageContents);
-        assert_eq!(validate_body("\u{FFFF}").unwrap_err().code, ErrorCode::InvalidMessageContents);
+        assert_eq!(
+            validate_body("nul\0").unwrap_err().code,
+            ErrorCode::InvalidMessageContents
+        );
+        assert_eq!(
+            validate_body("\u{FFFF}").unwrap_err().code,
+            ErrorCode::InvalidMessageContents
+        );
         assert_eq!(validate_body("").unwrap_err().code, ErrorCode::MissingParameter);
     }
 
     #[test]
     fn attribute_names_follow_the_sqs_rules() {
-        for bad in ["", ".a", "a.", "a..b", "AWS.x", "amazon.y", "sp ace", &"n".repeat(257)] {
+        for bad in [
+            "",
+            ".a",
+            "a.",
+            "a..b",
+            "AWS.x",
+            "amazon.y",
+            "sp ace",
+            &"n".repeat(257),
+        ] {
             let mut attrs = MessageAttributes::new();
             attrs.insert(bad.to_string(), string_attr("String", "v"));
             assert!(validate_attributes(&attrs).is_err(), "{bad:?} should be rejected");
@@ -358,10 +376,31 @@ mod tests {
 
     #[test]
     fn numbers_are_checked_for_format_precision_and_range() {
-        for good in ["0", "-1", "+3.25", "1e10", "1.5E-3", ".5", "5.", &"9".repeat(38), "1e126", "-1e128"] {
+        for good in [
+            "0",
+            "-1",
+            "+3.25",
+            "1e10",
+            "1.5E-3",
+            ".5",
+            "5.",
+            &"9".repeat(38),
+            "1e126",
+            "-1e128",
+        ] {
             assert!(validate_number("n", good).is_ok(), "{good} should be accepted");
         }
-        for bad in ["", "abc", "1..2", "--1", "1e", "0x10", &"9".repeat(39), "1e127", "NaN"] {
+        for bad in [
+            "",
+            "abc",
+            "1..2",
+            "--1",
+            "1e",
+            "0x10",
+            &"9".repeat(39),
+            "1e127",
+            "NaN",
+        ] {
             assert!(validate_number("n", bad).is_err(), "{bad} should be rejected");
         }
     }

@@ -74,12 +74,7 @@ pub struct Counts {
 }
 
 impl Queue {
-    pub fn new(
-        name: String,
-        attributes: QueueAttributes,
-        tags: BTreeMap<String, String>,
-        now: u64,
-    ) -> Queue {
+    pub fn new(name: String, attributes: QueueAttributes, tags: BTreeMap<String, String>, now: u64) -> Queue {
         Queue {
             name,
             attributes,
@@ -195,18 +190,24 @@ impl Queue {
     /// visibility timeout (the queue's, or `visibility_timeout` seconds).
     pub fn receive(&mut self, max: usize, visibility_timeout: Option<u32>, now: u64) -> Vec<Received> {
         self.advance(now);
-        let timeout_ms =
-            u64::from(visibility_timeout.unwrap_or(self.attributes.visibility_timeout)) * 1000;
+        let timeout_ms = u64::from(visibility_timeout.unwrap_or(self.attributes.visibility_timeout)) * 1000;
         let mut received = Vec::new();
         while received.len() < max {
-            let Some(seq) = self.visible.pop_first() else { break };
-            let Some(message) = self.messages.get_mut(&seq) else { continue };
+            let Some(seq) = self.visible.pop_first() else {
+                break;
+            };
+            let Some(message) = self.messages.get_mut(&seq) else {
+                continue;
+            };
             let nonce = uuid::Uuid::new_v4().as_u64_pair().0;
             message.receive_count += 1;
             message.first_received_at.get_or_insert(now);
             message.receipt = Some(nonce);
             let until = now + timeout_ms;
-            message.state = MessageState::InFlight { until, received_at: now };
+            message.state = MessageState::InFlight {
+                until,
+                received_at: now,
+            };
             self.in_flight.insert((until, seq));
             received.push(Received {
                 message: message.clone(),
@@ -267,7 +268,10 @@ impl Queue {
             message.state = MessageState::Visible;
             self.visible.insert(handle.seq);
         } else {
-            message.state = MessageState::InFlight { until: new_until, received_at };
+            message.state = MessageState::InFlight {
+                until: new_until,
+                received_at,
+            };
             self.in_flight.insert((new_until, handle.seq));
         }
         Ok(())
@@ -328,7 +332,9 @@ impl Queue {
 /// Queue names: 1 to 80 letters, digits, '-' and '_'.
 pub fn validate_name(name: &str) -> Result<()> {
     let valid = (1..=80).contains(&name.len())
-        && name.bytes().all(|b| b.is_ascii_alphanumeric() || b == b'-' || b == b'_');
+        && name
+            .bytes()
+            .all(|b| b.is_ascii_alphanumeric() || b == b'-' || b == b'_');
     if valid {
         Ok(())
     } else {
@@ -360,7 +366,10 @@ mod tests {
     }
 
     fn delayed(body: &str, seconds: u32) -> NewMessage {
-        NewMessage { delay_seconds: Some(seconds), ..msg(body) }
+        NewMessage {
+            delay_seconds: Some(seconds),
+            ..msg(body)
+        }
     }
 
     fn bodies(received: &[Received]) -> Vec<&str> {
@@ -402,7 +411,14 @@ mod tests {
         q.send(msg("queue-delay"), T0).unwrap();
         q.send(delayed("own-delay", 2), T0).unwrap();
         q.send(delayed("no-delay", 0), T0).unwrap();
-        assert_eq!(q.counts(T0), Counts { visible: 1, in_flight: 0, delayed: 2 });
+        assert_eq!(
+            q.counts(T0),
+            Counts {
+                visible: 1,
+                in_flight: 0,
+                delayed: 2
+            }
+        );
         assert_eq!(q.next_wakeup(), Some(T0 + 2_000));
         assert_eq!(bodies(&q.receive(10, None, T0 + 1_999)), ["no-delay"]);
         assert_eq!(bodies(&q.receive(10, None, T0 + 2_000)), ["own-delay"]);
@@ -416,8 +432,22 @@ mod tests {
         q.send(msg("old"), T0).unwrap();
         q.send(msg("young"), T0 + 30_000).unwrap();
         q.receive(1, Some(3_600), T0 + 30_000);
-        assert_eq!(q.counts(T0 + 59_999), Counts { visible: 1, in_flight: 1, delayed: 0 });
-        assert_eq!(q.counts(T0 + 60_000), Counts { visible: 1, in_flight: 0, delayed: 0 });
+        assert_eq!(
+            q.counts(T0 + 59_999),
+            Counts {
+                visible: 1,
+                in_flight: 1,
+                delayed: 0
+            }
+        );
+        assert_eq!(
+            q.counts(T0 + 60_000),
+            Counts {
+                visible: 1,
+                in_flight: 0,
+                delayed: 0
+            }
+        );
         assert_eq!(q.counts(T0 + 90_000), Counts::default());
     }
 
@@ -458,7 +488,10 @@ mod tests {
         let mut with_attr = msg(&"x".repeat(1_000));
         with_attr.attributes.insert(
             "name".into(),
-            MessageAttribute { data_type: "String".into(), value: AttributeValue::String("y".repeat(20)) },
+            MessageAttribute {
+                data_type: "String".into(),
+                value: AttributeValue::String("y".repeat(20)),
+            },
         );
         let err = q.send(with_attr, T0).unwrap_err();
         assert_eq!(err.code, ErrorCode::InvalidParameterValue);
@@ -471,7 +504,10 @@ mod tests {
         q.send(delayed("b", 10), T0).unwrap();
         q.purge(T0).unwrap();
         assert_eq!(q.counts(T0 + 20_000), Counts::default());
-        assert_eq!(q.purge(T0 + 59_999).unwrap_err().code, ErrorCode::PurgeQueueInProgress);
+        assert_eq!(
+            q.purge(T0 + 59_999).unwrap_err().code,
+            ErrorCode::PurgeQueueInProgress
+        );
         q.purge(T0 + 60_000).unwrap();
     }
 

@@ -32,14 +32,18 @@ impl ReceiptHandle {
         let invalid = || {
             SqsError::new(
                 ErrorCode::ReceiptHandleIsInvalid,
-                format!("The input receipt handle \"{}\" is not a valid receipt handle.", truncate(text)),
+                format!(
+                    "The input receipt handle \"{}\" is not a valid receipt handle.",
+                    truncate(text)
+                ),
             )
         };
         let bytes = URL_SAFE_NO_PAD.decode(text).map_err(|_| invalid())?;
         if bytes.len() != ENCODED_LEN || bytes[0] != VERSION {
             return Err(invalid());
         }
-        let word = |range: std::ops::Range<usize>| u64::from_be_bytes(bytes[range].try_into().expect("8 bytes"));
+        let word =
+            |range: std::ops::Range<usize>| u64::from_be_bytes(bytes[range].try_into().expect("8 bytes"));
         Ok(ReceiptHandle {
             seq: word(1..9),
             nonce: word(9..17),
@@ -61,7 +65,10 @@ mod tests {
 
     #[test]
     fn round_trips() {
-        let handle = ReceiptHandle { seq: 42, nonce: u64::MAX - 7 };
+        let handle = ReceiptHandle {
+            seq: 42,
+            nonce: u64::MAX - 7,
+        };
         assert_eq!(ReceiptHandle::decode(&handle.encode()).unwrap(), handle);
     }
 

@@ -45,8 +45,7 @@ mod tests {
 
     #[test]
     fn limits_hold_across_merges() {
-        let mut tags: BTreeMap<String, String> =
-            (0..49).map(|i| (format!("k{i}"), String::new())).collect();
+        let mut tags: BTreeMap<String, String> = (0..49).map(|i| (format!("k{i}"), String::new())).collect();
         merge(&mut tags, BTreeMap::from([("k0".into(), "replaced".into())])).unwrap();
         merge(&mut tags, BTreeMap::from([("new".into(), "v".into())])).unwrap();
         assert_eq!(tags.len(), 50);

@@ -1,0 +1,37 @@
+# ssq: common tasks. `make test` is what CI runs (see .ci/run).
+
+VENV := .venv
+PYTHON_DEPS := $(VENV)/.installed
+
+.PHONY: build run test test-rust test-python fmt lint clean
+
+build:
+	cargo build --release
+
+run:
+	cargo run --release
+
+test: test-rust test-python
+
+test-rust:
+	cargo test
+
+# Python clients (boto3, the AWS CLI) against the debug binary `cargo test` built.
+test-python: $(PYTHON_DEPS)
+	cargo build
+	SSQ_BIN=target/debug/ssq $(VENV)/bin/pytest -q tests/python
+
+$(PYTHON_DEPS): tests/python/requirements.txt
+	python3 -m venv $(VENV)
+	$(VENV)/bin/pip install -q -r tests/python/requirements.txt
+	touch $@
+
+fmt:
+	cargo fmt
+
+lint:
+	cargo clippy --all-targets -- -D warnings
+
+clean:
+	cargo clean
+	rm -rf $(VENV)

@@ -1,0 +1,289 @@
+//! Hostile and malformed requests get SQS-shaped 4xx answers: never a 5xx,
+//! never a hang, and the server keeps serving.
+
+mod common;
+
+use common::Server;
+use serde_json::{Value, json};
+
+struct Answer {
+    status: u16,
+    query_error: Option<String>,
+    body: Value,
+}
+
+async fn call(server: &Server, target: Option<&str>, body: impl Into<reqwest::Body>) -> Answer {
+    let mut request = reqwest::Client::new()
+        .post(&server.url)
+        .header("content-type", "application/x-amz-json-1.0")
+        .body(body);
+    if let Some(target) = target {
+        request = request.header("x-amz-target", target);
+    }
+    let response = tokio::time::timeout(std::time::Duration::from_secs(10), request.send())
+        .await
+        .expect("ssq answers within 10 s")
+        .expect("ssq answers");
+    let status = response.status().as_u16();
+    let query_error = response
+        .headers()
+        .get("x-amzn-query-error")
+        .map(|v| v.to_str().unwrap().to_string());
+    assert!(response.headers().contains_key("x-amzn-requestid"));
+    let bytes = response.bytes().await.unwrap();
+    let body = serde_json::from_slice(&bytes).unwrap_or_else(|_| panic!("JSON error body, got {bytes:?}"));
+    Answer {
+        status,
+        query_error,
+        body,
+    }
+}
+
+fn error_type(answer: &Answer) -> &str {
+    answer.body["__type"].as_str().expect("__type is set")
+}
+
+#[tokio::test]
+async fn unknown_or_missing_actions_are_unsupported_operations() {
+    let server = Server::start();
+    for target in [Some("AmazonSQS.LaunchRockets"), Some("Bogus"), None] {
+        let answer = call(&server, target, "{}").await;
+        assert_eq!(answer.status, 400, "{target:?}");
+        assert_eq!(error_type(&answer), "com.amazonaws.sqs#UnsupportedOperation");
+        assert_eq!(
+            answer.query_error.as_deref(),
+            Some("AWS.SimpleQueueService.UnsupportedOperation;Sender")
+        );
+        assert!(!answer.body["message"].as_str().unwrap().is_empty());
+    }
+}
+
+#[tokio::test]
+async fn unreadable_bodies_are_serialization_errors() {
+    let server = Server::start();
+    let nested = "[".repeat(10_000) + &"]".repeat(10_000);
+    let cases: Vec<Vec<u8>> = vec![
+        b"{not json".to_vec(),
+        b"\xff\xfe\x00garbage".to_vec(),
+        br#"{"QueueName": 5}"#.to_vec(),
+        br#"{"QueueName": ["a"]}"#.to_vec(),
+        br#"{"QueueUrl": "x", "MaxNumberOfMessages": 1e400}"#.to_vec(),
+        br#"{"QueueUrl": "x", "MaxNumberOfMessages": 99999999999999999999999}"#.to_vec(),
+        br#"{"QueueUrl": "x", "MaxNumberOfMessages": "ten"}"#.to_vec(),
+        nested.into_bytes(),
+        b"[]".to_vec(),
+    ];
+    for body in cases {
+        let target = if body.starts_with(br#"{"QueueUrl""#) {
+            "AmazonSQS.ReceiveMessage"
+        } else {
+            "AmazonSQS.CreateQueue"
+        };
+        let answer = call(&server, Some(target), body.clone()).await;
+        assert_eq!(
+            answer.status,
+            400,
+            "{}",
+            String::from_utf8_lossy(&body[..body.len().min(60)])
+        );
+        assert_eq!(
+            error_type(&answer),
+            "com.amazon.coral.service#SerializationException"
+        );
+    }
+}
+
+#[tokio::test]
+async fn missing_parameters_and_out_of_range_numbers_are_named() {
+    let server = Server::start();
+    let answer = call(&server, Some("AmazonSQS.CreateQueue"), "{}").await;
+    assert_eq!(error_type(&answer), "com.amazonaws.sqs#MissingParameter");
+    assert!(answer.body["message"].as_str().unwrap().contains("QueueName"));
+
+    let url = call(&server, Some("AmazonSQS.CreateQueue"), r#"{"QueueName":"q"}"#)
+        .await
+        .body["QueueUrl"]
+        .as_str()
+        .unwrap()
+        .to_string();
+    let answer = call(
+        &server,
+        Some("AmazonSQS.SendMessage"),
+        json!({"QueueUrl": url}).to_string(),
+    )
+    .await;
+    assert_eq!(error_type(&answer), "com.amazonaws.sqs#MissingParameter");
+    for (field, value) in [
+        ("MaxNumberOfMessages", json!(-1)),
+        ("MaxNumberOfMessages", json!(i64::MAX)),
+        ("VisibilityTimeout", json!(-5)),
+        ("WaitTimeSeconds", json!(i64::MIN)),
+    ] {
+        let answer = call(
+            &server,
+            Some("AmazonSQS.ReceiveMessage"),
+            json!({"QueueUrl": url, field: value}).to_string(),
+        )
+        .await;
+        assert_eq!(answer.status, 400);
+        assert_eq!(
+            error_type(&answer),
+            "com.amazonaws.sqs#InvalidParameterValue",
+            "{field}={value}"
+        );
+        assert_eq!(
+            answer.query_error.as_deref(),
+            Some("InvalidParameterValue;Sender")
+        );
+    }
+}
+
+#[tokio::test]
+async fn oversized_bodies_are_refused_without_reading_them_all() {
+    let server = Server::start();
+    let body = vec![b' '; 6 * 1024 * 1024];
+    let answer = call(&server, Some("AmazonSQS.SendMessage"), body).await;
+    assert_eq!(answer.status, 413);
+    assert_eq!(error_type(&answer), "com.amazonaws.sqs#RequestEntityTooLarge");
+}
+
+/// A small deterministic generator, so a failure can be replayed by seed.
+struct XorShift(u64);
+
+impl XorShift {
+    fn next(&mut self) -> u64 {
+        self.0 ^= self.0 << 13;
+        self.0 ^= self.0 >> 7;
+        self.0 ^= self.0 << 17;
+        self.0
+    }
+
+    fn below(&mut self, n: u64) -> u64 {
+        self.next() % n
+    }
+
+    fn value(&mut self, depth: u32) -> Value {
+        const FIELDS: &[&str] = &[
+            "QueueUrl",
+            "QueueName",
+            "MessageBody",
+            "Attributes",
+            "MessageAttributes",
+            "Entries",
+            "Id",
+            "ReceiptHandle",
+            "MaxNumberOfMessages",
+            "VisibilityTimeout",
+            "WaitTimeSeconds",
+            "DelaySeconds",
+            "AttributeNames",
+            "MessageAttributeNames",
+            "Tags",
+            "TagKeys",
+            "DataType",
+            "StringValue",
+            "BinaryValue",
+            "MaxResults",
+            "NextToken",
+            "tags",
+            "MessageSystemAttributes",
+        ];
+        let leaf_only = depth >= 4;
+        match self.below(if leaf_only { 6 } else { 8 }) {
+            0 => Value::Null,
+            1 => json!(self.below(2) == 0),
+            2 => json!(self.next() as i64 >> self.below(64)),
+            3 => json!(
+                [
+                    "",
+                    "http://127.0.0.1/000000000000/fuzz",
+                    "String",
+                    "Number",
+                    "Binary",
+                    "AAAA",
+                    "-1",
+                    "1e999",
+                    "All",
+                    "\u{0}"
+                ][self.below(10) as usize]
+            ),
+            4 => {
+                let float = f64::from_bits(self.next());
+                json!(if float.is_finite() { float } else { 1.5 })
+            }
+            5 => json!("x".repeat(self.below(300) as usize)),
+            6 => Value::Array((0..self.below(12)).map(|_| self.value(depth + 1)).collect()),
+            _ => Value::Object(
+                (0..self.below(6))
+                    .map(|_| {
+                        (
+                            FIELDS[self.below(FIELDS.len() as u64) as usize].to_string(),
+                            self.value(depth + 1),
+                        )
+                    })
+                    .collect(),
+            ),
+        }
+    }
+}
+
+#[tokio::test]
+async fn random_json_for_every_action_never_breaks_the_server() {
+    let server = Server::start();
+    call(&server, Some("AmazonSQS.CreateQueue"), r#"{"QueueName":"fuzz"}"#).await;
+    let actions = [
+        "CreateQueue",
+        "DeleteQueue",
+        "GetQueueUrl",
+        "ListQueues",
+        "GetQueueAttributes",
+        "SetQueueAttributes",
+        "PurgeQueue",
+        "SendMessage",
+        "SendMessageBatch",
+        "ReceiveMessage",
+        "DeleteMessage",
+        "DeleteMessageBatch",
+        "ChangeMessageVisibility",
+        "ChangeMessageVisibilityBatch",
+        "TagQueue",
+        "UntagQueue",
+        "ListQueueTags",
+        "AddPermission",
+        "RemovePermission",
+        "ListDeadLetterSourceQueues",
+        "StartMessageMoveTask",
+        "CancelMessageMoveTask",
+        "ListMessageMoveTasks",
+    ];
+    let mut rng = XorShift(0x5eed_1234_abcd_0001);
+    for round in 0..1_500 {
+        let action = actions[rng.below(actions.len() as u64) as usize];
+        let mut input = rng.value(0);
+        if let Value::Object(map) = &mut input {
+            if rng.below(2) == 0 {
+                map.insert("QueueUrl".into(), json!("http://127.0.0.1/000000000000/fuzz"));
+            }
+            // Keep long polls short so the test stays quick.
+            if map.contains_key("WaitTimeSeconds") {
+                map.insert("WaitTimeSeconds".into(), json!(0));
+            }
+        }
+        let answer = call(&server, Some(&format!("AmazonSQS.{action}")), input.to_string()).await;
+        assert!(
+            answer.status == 200 || (400..500).contains(&answer.status),
+            "round {round}: {action} {input} answered {} {}",
+            answer.status,
+            answer.body
+        );
+        if answer.status != 200 {
+            assert!(
+                answer.body["__type"].is_string() && answer.body["message"].is_string(),
+                "round {round}: {}",
+                answer.body
+            );
+        }
+    }
+    let health = reqwest::get(format!("{}/health", server.url)).await.unwrap();
+    assert_eq!(health.status(), 200);
+}

@@ -1,0 +1,41 @@
+"""Starts a memory-only ssq for the Python client tests.
+
+The binary comes from SSQ_BIN, or else target/debug/ssq (built by `cargo test`).
+"""
+import os
+import socket
+import subprocess
+import time
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[2]
+
+
+def free_port():
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+@pytest.fixture(scope="session")
+def endpoint():
+    binary = os.environ.get("SSQ_BIN", str(ROOT / "target" / "debug" / "ssq"))
+    if not Path(binary).exists():
+        pytest.fail(f"{binary} does not exist: run `cargo build` first or set SSQ_BIN")
+    port = free_port()
+    proc = subprocess.Popen([binary, "--listen", f"127.0.0.1:{port}"], env={**os.environ, "RUST_LOG": "error"})
+    deadline = time.time() + 10
+    while True:
+        try:
+            socket.create_connection(("127.0.0.1", port), timeout=0.2).close()
+            break
+        except OSError:
+            if time.time() > deadline or proc.poll() is not None:
+                proc.kill()
+                pytest.fail("ssq did not start")
+            time.sleep(0.02)
+    yield f"http://127.0.0.1:{port}"
+    proc.terminate()
+    proc.wait(timeout=10)

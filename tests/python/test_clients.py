@@ -1,0 +1,153 @@
+"""boto3 and the AWS CLI against ssq, as users run them.
+
+The MD5 of message attributes is recomputed here from AWS's documented
+algorithm, independently of ssq's Rust implementation.
+"""
+import base64
+import hashlib
+import json
+import os
+import struct
+import subprocess
+import sys
+import threading
+import time
+from pathlib import Path
+
+import boto3
+import pytest
+from botocore.exceptions import ClientError
+
+
+@pytest.fixture
+def sqs(endpoint):
+    return boto3.client(
+        "sqs",
+        endpoint_url=endpoint,
+        region_name="us-east-1",
+        aws_access_key_id="test",
+        aws_secret_access_key="test",
+    )
+
+
+def attributes_md5(attributes):
+    """MD5OfMessageAttributes as documented by AWS (SQS developer guide)."""
+    digest = hashlib.md5()
+
+    def put(data):
+        digest.update(struct.pack(">I", len(data)))
+        digest.update(data)
+
+    for name in sorted(attributes):
+        value = attributes[name]
+        put(name.encode())
+        put(value["DataType"].encode())
+        if "StringValue" in value:
+            digest.update(b"\x01")
+            put(value["StringValue"].encode())
+        else:
+            digest.update(b"\x02")
+            put(value["BinaryValue"])
+    return digest.hexdigest()
+
+
+def test_boto3_round_trip_with_md5s(sqs):
+    url = sqs.create_queue(QueueName="boto3-q", Attributes={"VisibilityTimeout": "40"})["QueueUrl"]
+    attributes = {
+        "s": {"DataType": "String", "StringValue": "välue"},
+        "n": {"DataType": "Number.float", "StringValue": "3.14"},
+        "b": {"DataType": "Binary", "BinaryValue": b"\x00\x01\xff"},
+    }
+    body = "body with ümlauts and 🎉"
+    sent = sqs.send_message(QueueUrl=url, MessageBody=body, MessageAttributes=attributes)
+    assert sent["MD5OfMessageBody"] == hashlib.md5(body.encode()).hexdigest()
+    assert sent["MD5OfMessageAttributes"] == attributes_md5(attributes)
+
+    got = sqs.receive_message(QueueUrl=url, MessageAttributeNames=["All"], AttributeNames=["All"], WaitTimeSeconds=1)
+    [message] = got["Messages"]
+    assert message["Body"] == body
+    assert message["MD5OfBody"] == hashlib.md5(body.encode()).hexdigest()
+    assert message["MD5OfMessageAttributes"] == attributes_md5(attributes)
+    assert message["MessageAttributes"]["b"]["BinaryValue"] == b"\x00\x01\xff"
+    assert message["Attributes"]["ApproximateReceiveCount"] == "1"
+
+    sqs.change_message_visibility(QueueUrl=url, ReceiptHandle=message["ReceiptHandle"], VisibilityTimeout=0)
+    again = sqs.receive_message(QueueUrl=url, AttributeNames=["ApproximateReceiveCount"])["Messages"][0]
+    assert again["Attributes"]["ApproximateReceiveCount"] == "2"
+    sqs.delete_message(QueueUrl=url, ReceiptHandle=again["ReceiptHandle"])
+    assert "Messages" not in sqs.receive_message(QueueUrl=url)
+
+
+def test_boto3_batches_long_polling_purge_and_listing(sqs):
+    url = sqs.create_queue(QueueName="boto3-batch")["QueueUrl"]
+    result = sqs.send_message_batch(
+        QueueUrl=url, Entries=[{"Id": f"m{i}", "MessageBody": f"msg {i}"} for i in range(10)]
+    )
+    assert len(result["Successful"]) == 10
+    received = sqs.receive_message(QueueUrl=url, MaxNumberOfMessages=10)["Messages"]
+    assert len(received) == 10
+    deleted = sqs.delete_message_batch(
+        QueueUrl=url, Entries=[{"Id": str(i), "ReceiptHandle": m["ReceiptHandle"]} for i, m in enumerate(received)]
+    )
+    assert len(deleted["Successful"]) == 10
+
+    def send_later():
+        time.sleep(0.5)
+        sqs.send_message(QueueUrl=url, MessageBody="late")
+
+    threading.Thread(target=send_later).start()
+    started = time.monotonic()
+    polled = sqs.receive_message(QueueUrl=url, WaitTimeSeconds=10)
+    assert polled["Messages"][0]["Body"] == "late"
+    assert time.monotonic() - started < 5
+
+    sqs.purge_queue(QueueUrl=url)
+    with pytest.raises(ClientError) as error:
+        sqs.purge_queue(QueueUrl=url)
+    assert error.value.response["Error"]["Code"] == "AWS.SimpleQueueService.PurgeQueueInProgress"
+    assert url in sqs.list_queues(QueueNamePrefix="boto3-")["QueueUrls"]
+
+
+def test_boto3_sees_sqs_error_codes(sqs):
+    with pytest.raises(sqs.exceptions.QueueDoesNotExist):
+        sqs.get_queue_url(QueueName="never-created")
+    url = sqs.create_queue(QueueName="boto3-err")["QueueUrl"]
+    with pytest.raises(ClientError) as error:
+        sqs.send_message(QueueUrl=url, MessageBody="x", DelaySeconds=1000)
+    assert error.value.response["Error"]["Code"] == "InvalidParameterValue"
+    assert error.value.response["ResponseMetadata"]["HTTPStatusCode"] == 400
+
+
+def aws(endpoint, *args):
+    """Runs the AWS CLI (from this venv) against ssq and returns parsed JSON."""
+    cli = Path(sys.executable).parent / "aws"
+    env = {
+        **os.environ,
+        "AWS_ACCESS_KEY_ID": "test",
+        "AWS_SECRET_ACCESS_KEY": "test",
+        "AWS_DEFAULT_REGION": "us-east-1",
+    }
+    out = subprocess.run(
+        [str(cli), "--endpoint-url", endpoint, "--output", "json", "sqs", *args],
+        env=env, capture_output=True, text=True, timeout=60,
+    )
+    assert out.returncode == 0, out.stderr
+    return json.loads(out.stdout) if out.stdout.strip() else {}
+
+
+def test_aws_cli_round_trip(endpoint):
+    url = aws(endpoint, "create-queue", "--queue-name", "cli-q")["QueueUrl"]
+    assert url.endswith("/000000000000/cli-q")
+    sent = aws(endpoint, "send-message", "--queue-url", url, "--message-body", "from the cli",
+               "--message-attributes", '{"k": {"DataType": "String", "StringValue": "v"}}')
+    assert sent["MD5OfMessageBody"] == hashlib.md5(b"from the cli").hexdigest()
+    got = aws(endpoint, "receive-message", "--queue-url", url, "--wait-time-seconds", "1",
+              "--message-attribute-names", "All")
+    [message] = got["Messages"]
+    assert message["Body"] == "from the cli"
+    assert message["MessageAttributes"]["k"]["StringValue"] == "v"
+    aws(endpoint, "delete-message", "--queue-url", url, "--receipt-handle", message["ReceiptHandle"])
+    attrs = aws(endpoint, "get-queue-attributes", "--queue-url", url, "--attribute-names", "All")["Attributes"]
+    assert attrs["ApproximateNumberOfMessages"] == "0"
+    assert url in aws(endpoint, "list-queues")["QueueUrls"]
+    aws(endpoint, "delete-queue", "--queue-url", url)
