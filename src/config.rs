@@ -1,6 +1,7 @@
 //! Command-line flags, each also readable from an `SSQ_*` environment variable.
 
 use std::net::SocketAddr;
+use std::time::Duration;
 
 use clap::{Parser, ValueEnum};
 
@@ -21,7 +22,7 @@ pub struct Config {
     pub redis_url: Option<String>,
 
     /// This instance's id in logs, metrics and the leader lock [default: hostname-pid].
-    #[arg(long, env = "SSQ_NODE_ID")]
+    #[arg(long, env = "SSQ_NODE_ID", value_parser = parse_node_id)]
     pub node_id: Option<String>,
 
     /// Base of the queue URLs ssq hands out, e.g. http://sqs.internal:9324
@@ -37,6 +38,36 @@ pub struct Config {
     #[arg(long, env = "SSQ_REGION", default_value = "us-east-1")]
     pub region: String,
 
+    /// URL at which other instances and clients reach this one; passives
+    /// name the leader's in the x-ssq-leader header [default: http://LISTEN].
+    #[arg(long, env = "SSQ_ADVERTISE_URL", value_parser = parse_public_url)]
+    pub advertise_url: Option<String>,
+
+    /// Prefix of ssq's Redis keys (used as the keys' hash tag).
+    #[arg(long, env = "SSQ_REDIS_PREFIX", default_value = "ssq")]
+    pub redis_prefix: String,
+
+    /// Time limit of every Redis command.
+    #[arg(long, env = "SSQ_REDIS_TIMEOUT", default_value = "500ms", value_parser = parse_duration)]
+    pub redis_timeout: Duration,
+
+    /// Lease of the leader lock in Redis.
+    #[arg(long, env = "SSQ_LOCK_TTL", default_value = "5s", value_parser = parse_duration)]
+    pub lock_ttl: Duration,
+
+    /// How often the leader renews its lock.
+    #[arg(long, env = "SSQ_LOCK_RENEW", default_value = "1s", value_parser = parse_duration)]
+    pub lock_renew: Duration,
+
+    /// A leader whose last good renewal was sent this long ago stops serving.
+    /// Must be shorter than --lock-ttl and longer than --lock-renew.
+    #[arg(long, env = "SSQ_LOCK_STEP_DOWN", default_value = "3s", value_parser = parse_duration)]
+    pub lock_step_down: Duration,
+
+    /// How often a passive tries to take the lock.
+    #[arg(long, env = "SSQ_LOCK_RETRY", default_value = "500ms", value_parser = parse_duration)]
+    pub lock_retry: Duration,
+
     /// Log line format.
     #[arg(long, env = "SSQ_LOG_FORMAT", value_enum, default_value_t = LogFormat::Text)]
     pub log_format: LogFormat,
@@ -49,6 +80,22 @@ pub enum LogFormat {
 }
 
 impl Config {
+    pub fn election(&self) -> crate::election::ElectionConfig {
+        crate::election::ElectionConfig {
+            ttl: self.lock_ttl,
+            renew_every: self.lock_renew,
+            step_down_after: self.lock_step_down,
+            retry_every: self.lock_retry,
+            redis_timeout: self.redis_timeout,
+        }
+    }
+
+    pub fn advertise_url(&self) -> String {
+        self.advertise_url
+            .clone()
+            .unwrap_or_else(|| format!("http://{}", self.listen))
+    }
+
     pub fn node_id(&self) -> String {
         self.node_id.clone().unwrap_or_else(|| {
             let host = std::fs::read_to_string("/proc/sys/kernel/hostname")
@@ -59,6 +106,38 @@ impl Config {
                 .unwrap_or_else(|| "ssq".to_string());
             format!("{host}-{}", std::process::id())
         })
+    }
+}
+
+/// Durations as `500ms`, `5s`, `1.5s` or `2m`; a bare number is seconds.
+fn parse_duration(value: &str) -> Result<Duration, String> {
+    let value = value.trim();
+    let (number, unit_ms) = if let Some(n) = value.strip_suffix("ms") {
+        (n, 1.0)
+    } else if let Some(n) = value.strip_suffix('s') {
+        (n, 1_000.0)
+    } else if let Some(n) = value.strip_suffix('m') {
+        (n, 60_000.0)
+    } else {
+        (value, 1_000.0)
+    };
+    match number.trim().parse::<f64>() {
+        Ok(n) if n.is_finite() && n >= 0.0 && n * unit_ms < 1e12 => {
+            Ok(Duration::from_secs_f64(n * unit_ms / 1_000.0))
+        }
+        _ => Err(format!(
+            "{value:?} is not a duration such as 500ms, 5s, 1.5s or 2m"
+        )),
+    }
+}
+
+fn parse_node_id(value: &str) -> Result<String, String> {
+    if !value.is_empty() && value.len() <= 128 && value.bytes().all(|b| b.is_ascii_graphic() && b != b'|') {
+        Ok(value.to_string())
+    } else {
+        Err(format!(
+            "{value:?} is not a node id: use 1 to 128 visible ASCII characters other than '|'"
+        ))
     }
 }
 
@@ -102,5 +181,31 @@ mod tests {
         assert!(err.to_string().contains("http://"));
         let ok = Config::try_parse_from(["ssq", "--public-url", "http://sqs:9324/"]).unwrap();
         assert_eq!(ok.public_url.as_deref(), Some("http://sqs:9324"));
+    }
+
+    #[test]
+    fn durations_take_units() {
+        assert_eq!(parse_duration("500ms").unwrap(), Duration::from_millis(500));
+        assert_eq!(parse_duration("1.5s").unwrap(), Duration::from_millis(1_500));
+        assert_eq!(parse_duration("2m").unwrap(), Duration::from_secs(120));
+        assert_eq!(parse_duration("3").unwrap(), Duration::from_secs(3));
+        for bad in ["", "fast", "-1s", "1h", "NaNs"] {
+            assert!(parse_duration(bad).is_err(), "{bad}");
+        }
+    }
+
+    #[test]
+    fn election_defaults_keep_step_down_inside_the_lease() {
+        let config = Config::try_parse_from(["ssq"]).unwrap();
+        config.election().validate().unwrap();
+        let bad = Config::try_parse_from(["ssq", "--lock-step-down", "5s"]).unwrap();
+        assert!(
+            bad.election()
+                .validate()
+                .unwrap_err()
+                .contains("shorter than --lock-ttl")
+        );
+        let bad = Config::try_parse_from(["ssq", "--lock-renew", "3s"]).unwrap();
+        assert!(bad.election().validate().unwrap_err().contains("--lock-renew"));
     }
 }

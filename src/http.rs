@@ -2,7 +2,9 @@
 //!
 //! `POST /` and `POST /{account}/{queue}` take SQS calls; `GET /health` says
 //! the process runs, `GET /ready` whether it serves queue calls (what a load
-//! balancer should check), and `GET /metrics` gives Prometheus text.
+//! balancer should check), `GET /status` who leads, and `GET /metrics` gives
+//! Prometheus text. An instance that does not serve (a passive, or a leader
+//! stepping down) answers every SQS call with a retryable 503.
 
 use std::sync::Arc;
 use std::time::Instant;
@@ -16,6 +18,7 @@ use axum::routing::{get, post};
 
 use crate::api::{self, Action, Input, RequestContext};
 use crate::error::{ErrorCode, SqsError};
+use crate::leader::Leadership;
 use crate::metrics::Metrics;
 use crate::protocol::json;
 use crate::service::Service;
@@ -26,6 +29,7 @@ pub const MAX_REQUEST_BODY: usize = 5 * 1024 * 1024;
 
 pub struct AppState {
     pub service: Arc<Service>,
+    pub leadership: Arc<Leadership>,
     pub metrics: Arc<Metrics>,
     pub account_id: String,
     pub region: String,
@@ -60,7 +64,8 @@ pub fn router(state: Arc<AppState>) -> Router {
         .route("/", post(sqs))
         .route("/{account}/{queue}", post(sqs))
         .route("/health", get(|| async { "ok\n" }))
-        .route("/ready", get(|| async { "ready\n" }))
+        .route("/ready", get(ready))
+        .route("/status", get(status))
         .route("/metrics", get(metrics))
         .with_state(state)
 }
@@ -69,6 +74,7 @@ async fn sqs(State(state): State<Arc<AppState>>, headers: HeaderMap, body: Body)
     let started = Instant::now();
     let request_id = uuid::Uuid::new_v4().to_string();
     let (action, result) = match json::target(&headers) {
+        Some(Ok(action)) if !state.leadership.is_serving() => (Some(action), Err(not_serving(&state))),
         Some(Ok(action)) => (Some(action), run(&state, &headers, action, body).await),
         Some(Err(error)) => (None, Err(error)),
         None => (
@@ -97,9 +103,73 @@ async fn sqs(State(state): State<Arc<AppState>>, headers: HeaderMap, body: Body)
             if error.code == ErrorCode::InternalError {
                 tracing::error!(%request_id, action = label, %error, "internal error");
             }
-            json::error(&request_id, &error)
+            let mut response = json::error(&request_id, &error);
+            if error.code == ErrorCode::ServiceUnavailable {
+                add_leader_headers(&state, &mut response);
+            }
+            response
         }
     }
+}
+
+fn not_serving(state: &AppState) -> SqsError {
+    let leadership = &state.leadership;
+    let leader = match leadership.leader_url() {
+        Some(url) => format!(" The leader is at {url}."),
+        None => String::new(),
+    };
+    SqsError::new(
+        ErrorCode::ServiceUnavailable,
+        format!(
+            "This ssq instance ({}, {}) is not serving queue calls: only the leader does. Retry; a load \
+             balancer checking /ready sends requests to the leader.{leader}",
+            leadership.node_id(),
+            leadership.role().name(),
+        ),
+    )
+}
+
+/// Tells a client on a passive when to retry and, when known, where the leader is.
+fn add_leader_headers(state: &AppState, response: &mut Response) {
+    let headers = response.headers_mut();
+    headers.insert(header::RETRY_AFTER, header::HeaderValue::from_static("1"));
+    if let Some(url) = state.leadership.leader_url()
+        && let Ok(value) = header::HeaderValue::from_str(&url)
+    {
+        headers.insert("x-ssq-leader", value);
+    }
+}
+
+async fn ready(State(state): State<Arc<AppState>>) -> Response {
+    if state.leadership.is_serving() {
+        (StatusCode::OK, "ready\n").into_response()
+    } else {
+        let role = state.leadership.role().name();
+        (StatusCode::SERVICE_UNAVAILABLE, format!("not ready: {role}\n")).into_response()
+    }
+}
+
+async fn status(State(state): State<Arc<AppState>>) -> Response {
+    let status = state.leadership.status();
+    let epoch = status.leader.as_ref().map(|l| l.epoch);
+    let body = serde_json::json!({
+        "node_id": state.leadership.node_id(),
+        "role": status.role.name(),
+        "serving": status.serving,
+        "leader": status.leader.map(|l| serde_json::json!({
+            "node_id": l.node_id,
+            "url": l.url,
+            "epoch": l.epoch,
+        })),
+        "epoch": epoch,
+        "ms_since_last_renew": status.since_last_renew.map(|d| d.as_millis() as u64),
+    });
+    (
+        StatusCode::OK,
+        [(header::CONTENT_TYPE, "application/json")],
+        body.to_string(),
+    )
+        .into_response()
 }
 
 async fn run(

@@ -3,9 +3,12 @@
 pub mod api;
 pub mod clock;
 pub mod config;
+pub mod election;
 pub mod error;
 pub mod http;
+pub mod leader;
 pub mod metrics;
 pub mod protocol;
 pub mod queue;
+pub mod redis;
 pub mod service;

@@ -2,13 +2,18 @@
 //! parts together. Everything else lives in the library.
 
 use std::sync::Arc;
+use std::time::Duration;
 
 use clap::Parser;
+use fred::prelude::ClientLike;
+use tokio::sync::{Notify, oneshot, watch};
 use tracing_subscriber::EnvFilter;
 
 use ssq::clock::SystemClock;
 use ssq::config::{Config, LogFormat};
+use ssq::election::{self, LockStore, RedisLock};
 use ssq::http::{AppState, router};
+use ssq::leader::{Leadership, Role};
 use ssq::metrics::Metrics;
 use ssq::service::Service;
 
@@ -17,48 +22,131 @@ async fn main() {
     let config = Config::parse();
     init_logging(config.log_format);
     let node_id = config.node_id();
-
-    if config.redis_url.is_some() {
-        tracing::error!("--redis-url is not supported yet: run without it for memory-only mode");
-        std::process::exit(2);
+    let election_config = config.election();
+    if let Err(why) = election_config.validate() {
+        fail(&format!("invalid lock timings: {why}"), 2);
     }
 
     let metrics = Arc::new(Metrics::new(&node_id));
     let service = Arc::new(Service::new(Arc::new(SystemClock), metrics.clone()));
-    metrics.leader.set(1);
+    let role = if config.redis_url.is_some() {
+        Role::Passive
+    } else {
+        Role::MemoryOnly
+    };
+    let leadership = Arc::new(Leadership::new(
+        node_id.clone(),
+        role,
+        election_config.step_down_after,
+        service.clone(),
+        metrics.clone(),
+    ));
 
     let listener = match tokio::net::TcpListener::bind(config.listen).await {
         Ok(listener) => listener,
-        Err(error) => {
-            tracing::error!(listen = %config.listen, %error, "cannot listen; is another server on that port? pick another with --listen");
-            std::process::exit(1);
-        }
+        Err(error) => fail(
+            &format!(
+                "cannot listen on {}: {error}; is another server on that port? pick another with --listen",
+                config.listen
+            ),
+            1,
+        ),
     };
     let address = listener.local_addr().map_or(config.listen, |a| a);
-    tracing::info!(mode = "memory-only", listen = %address, node_id = %node_id, "ssq started");
-    tracing::warn!(
-        "memory-only mode: a single instance with no failover; queues and messages are lost when it stops"
-    );
+
+    let (stop_tasks, stopped) = watch::channel(false);
+    let lock = match &config.redis_url {
+        None => {
+            tracing::info!(mode = "memory-only", listen = %address, node_id = %node_id, "ssq started");
+            tracing::warn!(
+                "memory-only mode: one instance, no failover; queues and messages are lost when it stops"
+            );
+            None
+        }
+        Some(url) => {
+            let client = ssq::redis::client(url, config.redis_timeout).unwrap_or_else(|e| fail(&e, 2));
+            let subscriber =
+                ssq::redis::subscriber(url, config.redis_timeout).unwrap_or_else(|e| fail(&e, 2));
+            client.connect();
+            subscriber.connect();
+            let lock = Arc::new(RedisLock::new(
+                client,
+                &config.redis_prefix,
+                &node_id,
+                &config.advertise_url(),
+                election_config.ttl,
+            ));
+            let released = Arc::new(Notify::new());
+            tokio::spawn(election::watch_releases(
+                subscriber,
+                lock.release_channel.clone(),
+                released.clone(),
+            ));
+            tokio::spawn(election::run_elector(
+                leadership.clone(),
+                lock.clone(),
+                election_config,
+                metrics.clone(),
+                released,
+                stopped.clone(),
+            ));
+            tokio::spawn(election::run_watchdog(
+                leadership.clone(),
+                lock.clone(),
+                election_config,
+                stopped.clone(),
+            ));
+            tracing::info!(
+                mode = "redis", listen = %address, node_id = %node_id, advertise = %config.advertise_url(),
+                "ssq started as a passive; it serves once it holds the leader lock"
+            );
+            Some(lock)
+        }
+    };
 
     let state = Arc::new(AppState {
         service,
+        leadership: leadership.clone(),
         metrics,
         account_id: config.account_id.clone(),
         region: config.region.clone(),
         public_url: config.public_url.clone(),
     });
+    let (token_tx, token_rx) = oneshot::channel();
+    let shutdown = async move {
+        shutdown_signal().await;
+        // Refuse new queue calls and end long polls; requests in flight finish.
+        let _ = token_tx.send(leadership.begin_shutdown());
+    };
     let served = axum::serve(listener, router(state))
-        .with_graceful_shutdown(shutdown_signal())
+        .with_graceful_shutdown(shutdown)
         .await;
+    let _ = stop_tasks.send(true);
     if let Err(error) = served {
         tracing::error!(%error, "server failed");
-        std::process::exit(1);
+    }
+    if let (Some(lock), Ok(Some(token))) = (lock, token_rx.await) {
+        match tokio::time::timeout(Duration::from_secs(2), lock.release(&token)).await {
+            Ok(Ok(true)) => tracing::info!("released the leader lock"),
+            Ok(Ok(false)) => tracing::warn!("the leader lock was no longer ours to release"),
+            Ok(Err(error)) => {
+                tracing::warn!(%error, "could not release the leader lock; it expires with its TTL")
+            }
+            Err(_) => tracing::warn!("releasing the leader lock timed out; it expires with its TTL"),
+        }
     }
     tracing::info!("ssq stopped");
 }
 
+fn fail(message: &str, code: i32) -> ! {
+    tracing::error!("{message}");
+    std::process::exit(code)
+}
+
 fn init_logging(format: LogFormat) {
-    let filter = EnvFilter::try_from_default_env().unwrap_or_else(|_| EnvFilter::new("info"));
+    // fred logs every reconnection attempt; ssq logs Redis reachability
+    // once per change itself.
+    let filter = EnvFilter::try_from_default_env().unwrap_or_else(|_| EnvFilter::new("info,fred=error"));
     let builder = tracing_subscriber::fmt()
         .with_env_filter(filter)
         .with_writer(std::io::stderr);
@@ -82,5 +170,5 @@ async fn shutdown_signal() {
         _ = tokio::signal::ctrl_c() => {}
         _ = terminate => {}
     }
-    tracing::info!("shutdown requested: finishing requests in flight");
+    tracing::info!("shutdown requested: refusing new queue calls, finishing those in flight");
 }

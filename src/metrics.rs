@@ -5,8 +5,8 @@
 //! the queues when a scrape asks for them.
 
 use prometheus::{
-    Encoder, HistogramOpts, HistogramVec, IntCounter, IntCounterVec, IntGauge, IntGaugeVec, Opts, Registry,
-    TextEncoder,
+    Encoder, Histogram, HistogramOpts, HistogramVec, IntCounter, IntCounterVec, IntGauge, IntGaugeVec, Opts,
+    Registry, TextEncoder,
 };
 
 use crate::queue::Counts;
@@ -21,6 +21,11 @@ pub struct Metrics {
     queue_messages: IntGaugeVec,
     /// 1 while this instance serves queue calls.
     pub leader: IntGauge,
+    pub leader_transitions: IntCounter,
+    pub step_downs: IntCounterVec,
+    pub lock_acquire_attempts: IntCounter,
+    pub lock_renew_failures: IntCounter,
+    pub lock_renew_seconds: Histogram,
 }
 
 impl Metrics {
@@ -75,6 +80,34 @@ impl Metrics {
             .const_label("node_id", node_id),
         )
         .expect("valid metric");
+        let leader_transitions = counter(
+            "ssq_leader_transitions_total",
+            "Times this instance became leader or stopped being leader.",
+        );
+        let step_downs = IntCounterVec::new(
+            Opts::new(
+                "ssq_step_downs_total",
+                "Times this leader stepped down, by reason.",
+            ),
+            &["reason"],
+        )
+        .expect("valid metric");
+        let lock_acquire_attempts = counter(
+            "ssq_lock_acquire_attempts_total",
+            "Attempts to take the leader lock.",
+        );
+        let lock_renew_failures = counter(
+            "ssq_lock_renew_failures_total",
+            "Lock renewals that failed: an error, a timeout, or the lock lost.",
+        );
+        let lock_renew_seconds = Histogram::with_opts(
+            HistogramOpts::new("ssq_lock_renew_seconds", "Round trip of a leader lock renewal.").buckets(
+                vec![
+                    0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0,
+                ],
+            ),
+        )
+        .expect("valid metric");
         for collector in [
             Box::new(requests.clone()) as Box<dyn prometheus::core::Collector>,
             Box::new(request_seconds.clone()),
@@ -83,6 +116,11 @@ impl Metrics {
             Box::new(messages_deleted.clone()),
             Box::new(queue_messages.clone()),
             Box::new(leader.clone()),
+            Box::new(leader_transitions.clone()),
+            Box::new(step_downs.clone()),
+            Box::new(lock_acquire_attempts.clone()),
+            Box::new(lock_renew_failures.clone()),
+            Box::new(lock_renew_seconds.clone()),
         ] {
             registry.register(collector).expect("metric names are unique");
         }
@@ -95,6 +133,11 @@ impl Metrics {
             messages_deleted,
             queue_messages,
             leader,
+            leader_transitions,
+            step_downs,
+            lock_acquire_attempts,
+            lock_renew_failures,
+            lock_renew_seconds,
         }
     }
 

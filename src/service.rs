@@ -27,6 +27,8 @@ pub struct Service {
     queues: RwLock<BTreeMap<String, Arc<QueueSlot>>>,
     clock: Arc<dyn Clock>,
     pub metrics: Arc<Metrics>,
+    /// Set once at shutdown: long polls return at once.
+    closing: AtomicBool,
 }
 
 /// One queue and what waits on it.
@@ -38,6 +40,11 @@ struct QueueSlot {
 }
 
 impl QueueSlot {
+    fn close(&self) {
+        self.deleted.store(true, Ordering::Release);
+        self.ready.notify_waiters();
+    }
+
     fn lock(&self) -> MutexGuard<'_, Queue> {
         // A panic while holding the lock is a bug; the queue state it guards
         // is still consistent per operation, so keep serving rather than
@@ -60,6 +67,7 @@ impl Service {
             queues: RwLock::new(BTreeMap::new()),
             clock,
             metrics,
+            closing: AtomicBool::new(false),
         }
     }
 
@@ -139,9 +147,26 @@ impl Service {
             .write_queues()
             .remove(name)
             .ok_or_else(SqsError::queue_does_not_exist)?;
-        slot.deleted.store(true, Ordering::Release);
-        slot.ready.notify_waiters();
+        slot.close();
         Ok(())
+    }
+
+    /// Drops every queue: on a change of leadership, memory can no longer be
+    /// trusted. Long polls on the dropped queues return at once.
+    pub fn clear(&self) {
+        let dropped = std::mem::take(&mut *self.write_queues());
+        for slot in dropped.values() {
+            slot.close();
+        }
+    }
+
+    /// Ends every long poll now and any started later: the server is
+    /// shutting down and must not keep requests waiting.
+    pub fn close_long_polls(&self) {
+        self.closing.store(true, Ordering::Release);
+        for slot in self.read_queues().values() {
+            slot.ready.notify_waiters();
+        }
     }
 
     pub fn queue_exists(&self, name: &str) -> bool {
@@ -222,7 +247,8 @@ impl Service {
                 Instant::now() + Duration::from_secs(wait_seconds.unwrap_or(wait_default).into())
             });
             self.metrics.messages_received.inc_by(received.len() as u64);
-            if !received.is_empty() || slot.deleted.load(Ordering::Acquire) || Instant::now() >= deadline {
+            let closed = slot.deleted.load(Ordering::Acquire) || self.closing.load(Ordering::Acquire);
+            if !received.is_empty() || closed || Instant::now() >= deadline {
                 return Ok(received);
             }
             let wake_at = match next_wakeup {

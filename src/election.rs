@@ -1,0 +1,533 @@
+//! The election: the tasks that take, renew and give up the leader lock.
+//!
+//! Two tasks per instance. The *elector* acquires the lock while passive and
+//! renews it every renew interval while leading; an answer that the lock is
+//! gone or another's means leadership is lost at once. The *watchdog* is
+//! apart from it, so that a Redis call that hangs cannot delay it: it sleeps
+//! until the serving deadline (last good renewal *sent* + step-down) and
+//! steps down when that passes. Both act on [`Leadership`], which the request
+//! path reads.
+//!
+//! The lock itself is behind [`LockStore`], so the timing rules are tested
+//! on a paused clock with a store that can be made to hang or fail.
+
+use std::future::Future;
+use std::sync::Arc;
+use std::time::Duration;
+
+use fred::prelude::*;
+use fred::types::scripts::Script;
+use tokio::sync::{Notify, watch};
+use tokio::time::{Instant, sleep, sleep_until, timeout};
+
+use crate::leader::{LeaderInfo, Leadership, StepDown};
+use crate::metrics::Metrics;
+
+#[derive(Debug, Clone, Copy)]
+pub struct ElectionConfig {
+    pub ttl: Duration,
+    pub renew_every: Duration,
+    pub step_down_after: Duration,
+    pub retry_every: Duration,
+    pub redis_timeout: Duration,
+}
+
+impl ElectionConfig {
+    /// Refuses timings that would let a leader serve past its lease.
+    pub fn validate(&self) -> Result<(), String> {
+        if self.renew_every >= self.step_down_after {
+            return Err(format!(
+                "--lock-renew ({:?}) must be shorter than --lock-step-down ({:?}): a leader must get \
+                 at least one renewal in before it has to step down",
+                self.renew_every, self.step_down_after
+            ));
+        }
+        if self.step_down_after >= self.ttl {
+            return Err(format!(
+                "--lock-step-down ({:?}) must be shorter than --lock-ttl ({:?}): a leader must stop \
+                 serving before its lock can expire and another instance takes over",
+                self.step_down_after, self.ttl
+            ));
+        }
+        if self.retry_every.is_zero() || self.redis_timeout.is_zero() {
+            return Err("--lock-retry and --redis-timeout must be greater than zero".into());
+        }
+        Ok(())
+    }
+}
+
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Acquire {
+    Won(String),
+    Held(String),
+}
+
+pub type LockError = String;
+
+/// The leader lock: acquire with a fresh token, renew, release.
+pub trait LockStore: Send + Sync + 'static {
+    fn acquire(&self) -> impl Future<Output = Result<Acquire, LockError>> + Send;
+    fn renew(&self, token: &str) -> impl Future<Output = Result<bool, LockError>> + Send;
+    fn release(&self, token: &str) -> impl Future<Output = Result<bool, LockError>> + Send;
+}
+
+/// Logs Redis reachability once per change, not once per attempt.
+struct Reachability {
+    reachable: Option<bool>,
+}
+
+impl Reachability {
+    fn ok(&mut self) {
+        if self.reachable != Some(true) {
+            if self.reachable.is_some() {
+                tracing::info!("Redis reachable again");
+            }
+            self.reachable = Some(true);
+        }
+    }
+
+    fn failed(&mut self, error: &str) {
+        if self.reachable != Some(false) {
+            tracing::warn!(%error, "Redis unreachable: will keep retrying");
+            self.reachable = Some(false);
+        }
+    }
+}
+
+/// Acquires and renews until `shutdown` turns true.
+pub async fn run_elector<S: LockStore>(
+    leadership: Arc<Leadership>,
+    store: Arc<S>,
+    config: ElectionConfig,
+    metrics: Arc<Metrics>,
+    released: Arc<Notify>,
+    mut shutdown: watch::Receiver<bool>,
+) {
+    let mut reachability = Reachability { reachable: None };
+    let max_backoff = (config.retry_every * 8).max(Duration::from_secs(2));
+    let mut backoff = config.retry_every;
+    while !*shutdown.borrow() {
+        let wait_until = if let Some((term, token)) = leadership.current_term() {
+            let sent_at = Instant::now();
+            let answer = timeout(config.redis_timeout, store.renew(&token)).await;
+            metrics
+                .lock_renew_seconds
+                .observe(sent_at.elapsed().as_secs_f64());
+            match answer {
+                Ok(Ok(true)) => {
+                    reachability.ok();
+                    leadership.renewed(term, sent_at);
+                }
+                Ok(Ok(false)) => {
+                    reachability.ok();
+                    metrics.lock_renew_failures.inc();
+                    leadership.step_down(Some(term), StepDown::RenewLost);
+                }
+                Ok(Err(error)) => {
+                    metrics.lock_renew_failures.inc();
+                    reachability.failed(&error);
+                }
+                Err(_) => {
+                    metrics.lock_renew_failures.inc();
+                    reachability.failed("renewal timed out");
+                }
+            }
+            sent_at + config.renew_every
+        } else if leadership.role() == crate::leader::Role::Passive {
+            metrics.lock_acquire_attempts.inc();
+            let sent_at = Instant::now();
+            match timeout(config.redis_timeout, store.acquire()).await {
+                Ok(Ok(Acquire::Won(token))) => {
+                    reachability.ok();
+                    backoff = config.retry_every;
+                    match LeaderInfo::parse(&token) {
+                        Some(info) => {
+                            if let Some(term) = leadership.acquired(info, sent_at) {
+                                leadership.restored(term);
+                            }
+                        }
+                        None => tracing::error!(%token, "the lock holds a token ssq cannot read"),
+                    }
+                    sent_at + config.renew_every
+                }
+                Ok(Ok(Acquire::Held(token))) => {
+                    reachability.ok();
+                    backoff = config.retry_every;
+                    leadership.observe_leader(LeaderInfo::parse(&token));
+                    Instant::now() + config.retry_every
+                }
+                Ok(Err(error)) => {
+                    reachability.failed(&error);
+                    backoff = (backoff * 2).min(max_backoff);
+                    Instant::now() + backoff
+                }
+                Err(_) => {
+                    reachability.failed("lock acquisition timed out");
+                    backoff = (backoff * 2).min(max_backoff);
+                    Instant::now() + backoff
+                }
+            }
+        } else {
+            return; // memory-only, or shutting down
+        };
+        tokio::select! {
+            _ = sleep_until(wait_until) => {}
+            _ = released.notified(), if leadership.current_term().is_none() => {}
+            _ = shutdown.changed() => {}
+        }
+    }
+}
+
+/// Steps the leader down when its serving deadline passes, whatever the
+/// elector is doing. Gives the lock up too if Redis still answers, so that a
+/// passive need not wait for the TTL.
+pub async fn run_watchdog<S: LockStore>(
+    leadership: Arc<Leadership>,
+    store: Arc<S>,
+    config: ElectionConfig,
+    mut shutdown: watch::Receiver<bool>,
+) {
+    while !*shutdown.borrow() {
+        let changed = leadership.changed.notified();
+        tokio::pin!(changed);
+        changed.as_mut().enable();
+        if let Some(token) = leadership.step_down_if_expired() {
+            let store = store.clone();
+            tokio::spawn(async move {
+                let _ = timeout(config.redis_timeout, store.release(&token)).await;
+            });
+            continue;
+        }
+        match leadership.deadline() {
+            Some(deadline) => tokio::select! {
+                _ = sleep_until(deadline) => {}
+                _ = &mut changed => {}
+                _ = shutdown.changed() => {}
+            },
+            None => tokio::select! {
+                _ = &mut changed => {}
+                _ = shutdown.changed() => {}
+            },
+        }
+    }
+}
+
+/// Wakes the elector when the leader announces that it let go.
+pub async fn watch_releases(
+    subscriber: fred::clients::SubscriberClient,
+    channel: String,
+    released: Arc<Notify>,
+) {
+    let mut messages = subscriber.message_rx();
+    // Re-subscribes after every reconnection; the task runs detached.
+    drop(subscriber.manage_subscriptions());
+    // The subscriber retries by itself after reconnecting; an error here
+    // only means Redis is not up yet.
+    let _ = subscriber.subscribe(channel.clone()).await;
+    loop {
+        match messages.recv().await {
+            Ok(_) => released.notify_one(),
+            Err(tokio::sync::broadcast::error::RecvError::Lagged(_)) => released.notify_one(),
+            Err(tokio::sync::broadcast::error::RecvError::Closed) => {
+                sleep(Duration::from_millis(100)).await;
+                messages = subscriber.message_rx();
+            }
+        }
+    }
+}
+
+/// The leader lock in Redis. All keys share the hash tag `{prefix}`, so the
+/// scripts touch one slot and stay valid behind Redis Cluster.
+pub struct RedisLock {
+    client: Client,
+    lock_key: String,
+    epoch_key: String,
+    pub release_channel: String,
+    node_id: String,
+    advertise_url: String,
+    ttl_ms: u64,
+    acquire: Script,
+    renew: Script,
+    release: Script,
+}
+
+impl RedisLock {
+    pub fn new(client: Client, prefix: &str, node_id: &str, advertise_url: &str, ttl: Duration) -> RedisLock {
+        RedisLock {
+            client,
+            lock_key: format!("{{{prefix}}}:leader"),
+            epoch_key: format!("{{{prefix}}}:epoch"),
+            release_channel: format!("{{{prefix}}}:leader-released"),
+            node_id: node_id.to_string(),
+            advertise_url: advertise_url.to_string(),
+            ttl_ms: ttl.as_millis() as u64,
+            acquire: Script::from_lua(include_str!("lua/lock_acquire.lua")),
+            renew: Script::from_lua(include_str!("lua/lock_renew.lua")),
+            release: Script::from_lua(include_str!("lua/lock_release.lua")),
+        }
+    }
+}
+
+impl LockStore for RedisLock {
+    async fn acquire(&self) -> Result<Acquire, LockError> {
+        let (won, token): (i64, String) = self
+            .acquire
+            .evalsha_with_reload(
+                &self.client,
+                vec![self.lock_key.clone(), self.epoch_key.clone()],
+                vec![
+                    self.node_id.clone(),
+                    self.advertise_url.clone(),
+                    self.ttl_ms.to_string(),
+                    format!("{:016x}", uuid::Uuid::new_v4().as_u64_pair().0),
+                ],
+            )
+            .await
+            .map_err(|e| e.to_string())?;
+        Ok(if won == 1 {
+            Acquire::Won(token)
+        } else {
+            Acquire::Held(token)
+        })
+    }
+
+    async fn renew(&self, token: &str) -> Result<bool, LockError> {
+        let renewed: i64 = self
+            .renew
+            .evalsha_with_reload(
+                &self.client,
+                vec![self.lock_key.clone()],
+                vec![token.to_string(), self.ttl_ms.to_string()],
+            )
+            .await
+            .map_err(|e| e.to_string())?;
+        Ok(renewed == 1)
+    }
+
+    async fn release(&self, token: &str) -> Result<bool, LockError> {
+        let released: i64 = self
+            .release
+            .evalsha_with_reload(
+                &self.client,
+                vec![self.lock_key.clone()],
+                vec![token.to_string(), self.release_channel.clone()],
+            )
+            .await
+            .map_err(|e| e.to_string())?;
+        Ok(released == 1)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::sync::Mutex;
+
+    use super::*;
+    use crate::clock::SystemClock;
+    use crate::leader::Role;
+    use crate::service::Service;
+
+    /// A lock in memory whose answers the test controls.
+    #[derive(Default)]
+    struct FakeLock {
+        state: Mutex<FakeState>,
+    }
+
+    #[derive(Default)]
+    struct FakeState {
+        holder: Option<String>,
+        epoch: u64,
+        /// Every call hangs forever, like a Redis that stopped answering.
+        hang: bool,
+    }
+
+    impl FakeLock {
+        fn set(&self, change: impl FnOnce(&mut FakeState)) {
+            change(&mut self.state.lock().unwrap());
+        }
+
+        async fn answer<T>(&self, op: impl FnOnce(&mut FakeState) -> T) -> Result<T, LockError> {
+            let hang = self.state.lock().unwrap().hang;
+            if hang {
+                std::future::pending::<()>().await;
+            }
+            Ok(op(&mut self.state.lock().unwrap()))
+        }
+    }
+
+    impl LockStore for FakeLock {
+        async fn acquire(&self) -> Result<Acquire, LockError> {
+            self.answer(|s| match &s.holder {
+                Some(holder) => Acquire::Held(holder.clone()),
+                None => {
+                    s.epoch += 1;
+                    let token = format!("{}|me|00|http://me", s.epoch);
+                    s.holder = Some(token.clone());
+                    Acquire::Won(token)
+                }
+            })
+            .await
+        }
+
+        async fn renew(&self, token: &str) -> Result<bool, LockError> {
+            self.answer(|s| s.holder.as_deref() == Some(token)).await
+        }
+
+        async fn release(&self, token: &str) -> Result<bool, LockError> {
+            self.answer(|s| {
+                let ours = s.holder.as_deref() == Some(token);
+                if ours {
+                    s.holder = None;
+                }
+                ours
+            })
+            .await
+        }
+    }
+
+    const CONFIG: ElectionConfig = ElectionConfig {
+        ttl: Duration::from_secs(5),
+        renew_every: Duration::from_secs(1),
+        step_down_after: Duration::from_secs(3),
+        retry_every: Duration::from_millis(500),
+        redis_timeout: Duration::from_millis(500),
+    };
+
+    struct Harness {
+        leadership: Arc<Leadership>,
+        lock: Arc<FakeLock>,
+        released: Arc<Notify>,
+        _stop: watch::Sender<bool>,
+    }
+
+    fn start(config: ElectionConfig) -> Harness {
+        start_with_holder(config, None)
+    }
+
+    /// Starts the tasks with `holder` already holding the lock.
+    fn start_with_holder(config: ElectionConfig, holder: Option<&str>) -> Harness {
+        let metrics = Arc::new(Metrics::new("me"));
+        let service = Arc::new(Service::new(Arc::new(SystemClock), metrics.clone()));
+        let leadership = Arc::new(Leadership::new(
+            "me".into(),
+            Role::Passive,
+            config.step_down_after,
+            service,
+            metrics.clone(),
+        ));
+        let lock = Arc::new(FakeLock::default());
+        lock.set(|s| s.holder = holder.map(str::to_string));
+        let released = Arc::new(Notify::new());
+        let (stop, stopped) = watch::channel(false);
+        tokio::spawn(run_elector(
+            leadership.clone(),
+            lock.clone(),
+            config,
+            metrics,
+            released.clone(),
+            stopped.clone(),
+        ));
+        tokio::spawn(run_watchdog(leadership.clone(), lock.clone(), config, stopped));
+        Harness {
+            leadership,
+            lock,
+            released,
+            _stop: stop,
+        }
+    }
+
+    async fn settle() {
+        // Let spawned tasks run without moving the paused clock.
+        for _ in 0..10 {
+            tokio::task::yield_now().await;
+        }
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn takes_a_free_lock_and_keeps_it_by_renewing() {
+        let h = start(CONFIG);
+        settle().await;
+        assert!(h.leadership.is_serving());
+        tokio::time::sleep(Duration::from_secs(60)).await;
+        assert!(h.leadership.is_serving(), "renewals keep the lease");
+        assert_eq!(h.leadership.role(), Role::Leader);
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn steps_down_at_the_deadline_when_redis_hangs() {
+        let h = start(CONFIG);
+        settle().await;
+        // Renewals go out at t = 0 (the acquisition), 1 s, 2 s...; hang just after the one at 2 s.
+        tokio::time::sleep(Duration::from_millis(2_100)).await;
+        h.lock.set(|s| s.hang = true);
+        let last_good_sent = h.leadership.deadline().unwrap() - CONFIG.step_down_after;
+        tokio::time::sleep_until(last_good_sent + CONFIG.step_down_after - Duration::from_millis(1)).await;
+        assert!(h.leadership.is_serving());
+        tokio::time::sleep(Duration::from_millis(1)).await;
+        assert!(
+            !h.leadership.is_serving(),
+            "stops serving exactly at the deadline"
+        );
+        settle().await;
+        assert_eq!(h.leadership.role(), Role::Passive);
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn the_watchdog_needs_no_answer_from_a_hung_elector() {
+        // With an hour-long command timeout the elector itself stays stuck in
+        // the hung renewal; the watchdog alone must step down.
+        let config = ElectionConfig {
+            redis_timeout: Duration::from_secs(3_600),
+            ..CONFIG
+        };
+        let h = start(config);
+        settle().await;
+        h.lock.set(|s| s.hang = true);
+        tokio::time::sleep(Duration::from_millis(2_999)).await;
+        assert!(h.leadership.is_serving());
+        tokio::time::sleep(Duration::from_millis(2)).await;
+        assert!(!h.leadership.is_serving());
+        assert_eq!(h.leadership.role(), Role::Passive);
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn a_renewal_that_finds_another_token_steps_down_at_once() {
+        let h = start(CONFIG);
+        settle().await;
+        h.lock.set(|s| s.holder = Some("9|other|00|http://other".into()));
+        tokio::time::sleep(Duration::from_millis(1_001)).await;
+        assert!(
+            !h.leadership.is_serving(),
+            "lost at the next renewal, well before the deadline"
+        );
+        assert_eq!(h.leadership.role(), Role::Passive);
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn a_passive_takes_over_within_a_retry_once_the_key_is_gone() {
+        let h = start_with_holder(CONFIG, Some("1|other|00|http://other:9324"));
+        settle().await;
+        assert_eq!(h.leadership.role(), Role::Passive);
+        assert_eq!(h.leadership.leader_url().as_deref(), Some("http://other:9324"));
+        h.lock.set(|s| s.holder = None);
+        tokio::time::sleep(CONFIG.retry_every).await;
+        settle().await;
+        assert!(h.leadership.is_serving());
+        assert_eq!(h.leadership.leader_url(), None, "a leader names no other leader");
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn a_release_announcement_wakes_a_passive_at_once() {
+        let config = ElectionConfig {
+            retry_every: Duration::from_secs(30),
+            ..CONFIG
+        };
+        let h = start_with_holder(config, Some("1|other|00|http://other"));
+        tokio::time::sleep(Duration::from_millis(100)).await;
+        assert_eq!(h.leadership.role(), Role::Passive);
+        h.lock.set(|s| s.holder = None);
+        h.released.notify_one();
+        settle().await;
+        assert!(h.leadership.is_serving(), "did not wait for the 30 s retry");
+    }
+}

@@ -1,0 +1,449 @@
+//! Who serves queue calls: the leadership state that every request checks.
+//!
+//! An instance is a passive, the leader, or (with no Redis) alone in
+//! memory-only mode. The leader may serve only until its *serving deadline*:
+//! the moment its last good lock renewal was sent, plus the step-down
+//! deadline, which is shorter than the lock's TTL. That deadline sits in an
+//! atomic read by [`Leadership::is_serving`] on every request, so a leader
+//! whose renewals stall stops serving at the deadline even if no task has
+//! run since (after a SIGSTOP, say): it never outlives its lease in Redis.
+//!
+//! Transitions happen here, under one short lock, and each leadership term
+//! is numbered, so that a late answer from an old term cannot revive it.
+//! Losing leadership drops the in-memory queue state, which can no longer
+//! be trusted; gaining it starts with empty state until the new leader has
+//! loaded what it must serve.
+
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, Mutex, MutexGuard};
+use std::time::Duration;
+
+use tokio::sync::Notify;
+use tokio::time::Instant;
+
+use crate::metrics::Metrics;
+use crate::service::Service;
+
+/// `serve_until` value for "never": not serving.
+const NOT_SERVING: u64 = 0;
+/// `serve_until` value for "always": memory-only mode has no lease.
+const ALWAYS: u64 = u64::MAX;
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Role {
+    /// No Redis: the only instance, always serving.
+    MemoryOnly,
+    /// Waiting to take the lock.
+    Passive,
+    /// Holds the lock. Serves once its state is loaded, until its deadline.
+    Leader,
+    /// Shutting down gracefully: no new queue calls.
+    ShuttingDown,
+}
+
+impl Role {
+    pub fn name(self) -> &'static str {
+        match self {
+            Role::MemoryOnly => "memory-only",
+            Role::Passive => "passive",
+            Role::Leader => "leader",
+            Role::ShuttingDown => "shutting-down",
+        }
+    }
+}
+
+/// The holder of the lock, as its token describes it: `epoch|node|nonce|url`.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct LeaderInfo {
+    pub token: String,
+    pub epoch: u64,
+    pub node_id: String,
+    pub url: String,
+}
+
+impl LeaderInfo {
+    pub fn parse(token: &str) -> Option<LeaderInfo> {
+        let mut parts = token.splitn(4, '|');
+        let epoch = parts.next()?.parse().ok()?;
+        let node_id = parts.next()?.to_string();
+        let _nonce = parts.next()?;
+        let url = parts.next()?.to_string();
+        Some(LeaderInfo {
+            token: token.to_string(),
+            epoch,
+            node_id,
+            url,
+        })
+    }
+}
+
+/// A snapshot for `/status`.
+#[derive(Debug, Clone)]
+pub struct Status {
+    pub role: Role,
+    pub serving: bool,
+    pub leader: Option<LeaderInfo>,
+    pub since_last_renew: Option<Duration>,
+}
+
+pub struct Leadership {
+    node_id: String,
+    step_down_after: Duration,
+    origin: Instant,
+    /// Nanoseconds after `origin` until which queue calls are served.
+    serve_until: AtomicU64,
+    inner: Mutex<Inner>,
+    /// Wakes the watchdog when the deadline moves or the role changes.
+    pub changed: Notify,
+    service: Arc<Service>,
+    metrics: Arc<Metrics>,
+}
+
+struct Inner {
+    role: Role,
+    term: u64,
+    /// The current leader: ourselves while we lead, else the last holder seen.
+    leader: Option<LeaderInfo>,
+    last_good_renew_sent: Option<Instant>,
+}
+
+/// Why an instance stopped leading, for the log line and the metric.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum StepDown {
+    /// A renewal found another token or no key.
+    RenewLost,
+    /// No renewal succeeded within the step-down deadline.
+    DeadlinePassed,
+    /// A fenced write found another leader's token.
+    Fenced,
+}
+
+impl StepDown {
+    fn label(self) -> &'static str {
+        match self {
+            StepDown::RenewLost => "renew_lost",
+            StepDown::DeadlinePassed => "deadline_passed",
+            StepDown::Fenced => "fenced",
+        }
+    }
+
+    fn reason(self) -> &'static str {
+        match self {
+            StepDown::RenewLost => "renew lost: the lock holds another token or none",
+            StepDown::DeadlinePassed => "deadline passed: no renewal succeeded in time",
+            StepDown::Fenced => "fenced: a write found another leader's token",
+        }
+    }
+}
+
+impl Leadership {
+    pub fn new(
+        node_id: String,
+        role: Role,
+        step_down_after: Duration,
+        service: Arc<Service>,
+        metrics: Arc<Metrics>,
+    ) -> Leadership {
+        let serve_until = if role == Role::MemoryOnly {
+            ALWAYS
+        } else {
+            NOT_SERVING
+        };
+        metrics.leader.set(i64::from(role == Role::MemoryOnly));
+        Leadership {
+            node_id,
+            step_down_after,
+            origin: Instant::now(),
+            serve_until: AtomicU64::new(serve_until),
+            inner: Mutex::new(Inner {
+                role,
+                term: 0,
+                leader: None,
+                last_good_renew_sent: None,
+            }),
+            changed: Notify::new(),
+            service,
+            metrics,
+        }
+    }
+
+    fn lock(&self) -> MutexGuard<'_, Inner> {
+        self.inner.lock().unwrap_or_else(|poisoned| poisoned.into_inner())
+    }
+
+    fn nanos_since_origin(&self, at: Instant) -> u64 {
+        at.saturating_duration_since(self.origin).as_nanos() as u64
+    }
+
+    /// Whether this instance may answer queue calls right now. Cheap: one
+    /// atomic load and a clock read.
+    pub fn is_serving(&self) -> bool {
+        match self.serve_until.load(Ordering::Acquire) {
+            NOT_SERVING => false,
+            ALWAYS => true,
+            until => self.nanos_since_origin(Instant::now()) < until,
+        }
+    }
+
+    pub fn node_id(&self) -> &str {
+        &self.node_id
+    }
+
+    pub fn role(&self) -> Role {
+        self.lock().role
+    }
+
+    /// The leader's advertised URL, when this instance is not it.
+    pub fn leader_url(&self) -> Option<String> {
+        let inner = self.lock();
+        match inner.role {
+            Role::Passive => inner.leader.as_ref().map(|l| l.url.clone()),
+            _ => None,
+        }
+    }
+
+    pub fn status(&self) -> Status {
+        let inner = self.lock();
+        Status {
+            role: inner.role,
+            serving: self.is_serving(),
+            leader: inner.leader.clone(),
+            since_last_renew: inner.last_good_renew_sent.map(|at| at.elapsed()),
+        }
+    }
+
+    /// The moment this leader must stop serving, if it leads.
+    pub fn deadline(&self) -> Option<Instant> {
+        let inner = self.lock();
+        match inner.role {
+            Role::Leader => inner.last_good_renew_sent.map(|at| at + self.step_down_after),
+            _ => None,
+        }
+    }
+
+    /// A passive saw who holds the lock.
+    pub fn observe_leader(&self, holder: Option<LeaderInfo>) {
+        let mut inner = self.lock();
+        if inner.role == Role::Passive {
+            inner.leader = holder;
+        }
+    }
+
+    /// We took the lock with the acquisition sent at `sent_at`. Returns the
+    /// new term; the instance serves once [`Leadership::restored`] is called
+    /// for it. Starts from empty state: whatever memory held is stale.
+    pub fn acquired(&self, info: LeaderInfo, sent_at: Instant) -> Option<u64> {
+        let term = {
+            let mut inner = self.lock();
+            if inner.role != Role::Passive {
+                return None;
+            }
+            inner.role = Role::Leader;
+            inner.term += 1;
+            inner.last_good_renew_sent = Some(sent_at);
+            tracing::info!(node_id = %self.node_id, epoch = info.epoch, "became leader: lock acquired; loading state");
+            inner.leader = Some(info);
+            inner.term
+        };
+        self.service.clear();
+        self.metrics.leader_transitions.inc();
+        self.changed.notify_waiters();
+        Some(term)
+    }
+
+    /// The state of `term` is loaded: start serving, until the deadline.
+    pub fn restored(&self, term: u64) {
+        let inner = self.lock();
+        if inner.role != Role::Leader || inner.term != term {
+            return;
+        }
+        if let Some(sent) = inner.last_good_renew_sent {
+            let until = self.nanos_since_origin(sent + self.step_down_after).max(1);
+            self.serve_until.store(until, Ordering::Release);
+            self.metrics.leader.set(1);
+            tracing::info!(node_id = %self.node_id, "serving as leader");
+        }
+    }
+
+    /// A renewal sent at `sent_at` succeeded: the lease holds until
+    /// `sent_at` + TTL in Redis, so we may serve until `sent_at` + step-down.
+    pub fn renewed(&self, term: u64, sent_at: Instant) {
+        let mut inner = self.lock();
+        if inner.role != Role::Leader || inner.term != term {
+            return;
+        }
+        if inner.last_good_renew_sent.is_some_and(|last| last >= sent_at) {
+            return;
+        }
+        inner.last_good_renew_sent = Some(sent_at);
+        if self.serve_until.load(Ordering::Acquire) != NOT_SERVING {
+            let until = self.nanos_since_origin(sent_at + self.step_down_after).max(1);
+            self.serve_until.store(until, Ordering::Release);
+        }
+        drop(inner);
+        self.changed.notify_waiters();
+    }
+
+    /// Stops leading, if `term` (or any term, for `None`) is the current
+    /// one. Returns the token held, so that the caller may try to release it.
+    pub fn step_down(&self, term: Option<u64>, why: StepDown) -> Option<String> {
+        let token = {
+            let mut inner = self.lock();
+            if inner.role != Role::Leader || term.is_some_and(|t| t != inner.term) {
+                return None;
+            }
+            self.serve_until.store(NOT_SERVING, Ordering::Release);
+            inner.role = Role::Passive;
+            inner.last_good_renew_sent = None;
+            tracing::warn!(node_id = %self.node_id, reason = why.reason(), "stepped down: now passive");
+            inner.leader.take().map(|l| l.token)
+        };
+        self.service.clear();
+        self.metrics.leader.set(0);
+        self.metrics.leader_transitions.inc();
+        self.metrics.step_downs.with_label_values(&[why.label()]).inc();
+        self.changed.notify_waiters();
+        token
+    }
+
+    /// Steps down if the serving deadline has passed; checked and done under
+    /// one lock, so that a renewal landing meanwhile is not overruled.
+    pub fn step_down_if_expired(&self) -> Option<String> {
+        let term = {
+            let inner = self.lock();
+            let expired = inner.role == Role::Leader
+                && inner
+                    .last_good_renew_sent
+                    .is_some_and(|at| Instant::now() >= at + self.step_down_after);
+            if !expired {
+                return None;
+            }
+            inner.term
+        };
+        self.step_down(Some(term), StepDown::DeadlinePassed)
+    }
+
+    /// Graceful shutdown: refuse new queue calls and end long polls.
+    /// Returns the lock token to release once requests in flight are done.
+    pub fn begin_shutdown(&self) -> Option<String> {
+        let token = {
+            let mut inner = self.lock();
+            let was_leader = inner.role == Role::Leader;
+            inner.role = Role::ShuttingDown;
+            self.serve_until.store(NOT_SERVING, Ordering::Release);
+            let token = inner.leader.as_ref().map(|l| l.token.clone());
+            was_leader.then_some(token).flatten()
+        };
+        self.metrics.leader.set(0);
+        self.service.close_long_polls();
+        self.changed.notify_waiters();
+        token
+    }
+
+    /// The current term and token, while leading.
+    pub fn current_term(&self) -> Option<(u64, String)> {
+        let inner = self.lock();
+        match (inner.role, &inner.leader) {
+            (Role::Leader, Some(info)) => Some((inner.term, info.token.clone())),
+            _ => None,
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::clock::SystemClock;
+
+    fn leadership() -> Leadership {
+        let metrics = Arc::new(Metrics::new("n1"));
+        let service = Arc::new(Service::new(Arc::new(SystemClock), metrics.clone()));
+        Leadership::new(
+            "n1".into(),
+            Role::Passive,
+            Duration::from_secs(3),
+            service,
+            metrics,
+        )
+    }
+
+    fn info(epoch: u64) -> LeaderInfo {
+        LeaderInfo::parse(&format!("{epoch}|n1|00ff|http://127.0.0.1:1")).unwrap()
+    }
+
+    #[test]
+    fn tokens_parse_into_epoch_node_and_url() {
+        let info = LeaderInfo::parse("42|node-a|1f2e|http://10.0.0.1:9324").unwrap();
+        assert_eq!(
+            (info.epoch, info.node_id.as_str(), info.url.as_str()),
+            (42, "node-a", "http://10.0.0.1:9324")
+        );
+        assert!(LeaderInfo::parse("x|y|z").is_none());
+        assert!(LeaderInfo::parse("1|only|nonce").is_none());
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn serves_only_after_restore_and_until_the_deadline() {
+        let l = leadership();
+        assert!(!l.is_serving());
+        let sent = Instant::now();
+        let term = l.acquired(info(1), sent).unwrap();
+        assert!(!l.is_serving(), "not before the state is loaded");
+        l.restored(term);
+        assert!(l.is_serving());
+        tokio::time::advance(Duration::from_millis(2_999)).await;
+        assert!(l.is_serving());
+        tokio::time::advance(Duration::from_millis(1)).await;
+        assert!(
+            !l.is_serving(),
+            "the deadline counts from when the renewal was sent"
+        );
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn a_renewal_moves_the_deadline_from_its_send_time() {
+        let l = leadership();
+        let term = l.acquired(info(1), Instant::now()).unwrap();
+        l.restored(term);
+        tokio::time::advance(Duration::from_secs(1)).await;
+        let sent = Instant::now();
+        tokio::time::advance(Duration::from_millis(400)).await; // the answer takes 400 ms
+        l.renewed(term, sent);
+        assert_eq!(l.deadline(), Some(sent + Duration::from_secs(3)));
+        tokio::time::advance(Duration::from_millis(2_599)).await;
+        assert!(l.is_serving());
+        tokio::time::advance(Duration::from_millis(1)).await;
+        assert!(!l.is_serving());
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn an_old_terms_answers_change_nothing() {
+        let l = leadership();
+        let old = l.acquired(info(1), Instant::now()).unwrap();
+        l.restored(old);
+        l.step_down(Some(old), StepDown::RenewLost);
+        assert_eq!(l.role(), Role::Passive);
+        let new = l.acquired(info(2), Instant::now()).unwrap();
+        assert_ne!(old, new);
+        l.restored(old);
+        assert!(!l.is_serving(), "restoring an old term does not serve");
+        assert!(l.step_down(Some(old), StepDown::DeadlinePassed).is_none());
+        assert_eq!(l.role(), Role::Leader);
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn stepping_down_drops_the_queue_state() {
+        let l = leadership();
+        let term = l.acquired(info(1), Instant::now()).unwrap();
+        l.restored(term);
+        l.service
+            .create_queue("q", &Default::default(), Default::default())
+            .unwrap();
+        assert_eq!(
+            l.step_down(None, StepDown::Fenced).as_deref(),
+            Some("1|n1|00ff|http://127.0.0.1:1")
+        );
+        assert!(!l.service.queue_exists("q"));
+        assert!(!l.is_serving());
+    }
+}
