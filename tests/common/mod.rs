@@ -95,3 +95,206 @@ where
         .unwrap_or_else(|| panic!("not a service error: {error:?}"))
         .to_string()
 }
+
+/// A private `redis-server` on a free port, killed when dropped.
+pub struct RedisServer {
+    child: Option<Child>,
+    pub port: u16,
+    dir: std::path::PathBuf,
+    extra: Vec<String>,
+}
+
+impl RedisServer {
+    /// Starts Redis with no persistence.
+    pub fn start() -> RedisServer {
+        RedisServer::start_with(&["--appendonly", "no"])
+    }
+
+    /// Starts Redis with extra arguments, e.g. `--appendonly yes`.
+    pub fn start_with(args: &[&str]) -> RedisServer {
+        let port = free_port();
+        let dir = std::env::temp_dir().join(format!("ssq-test-redis-{}-{port}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let mut redis = RedisServer {
+            child: None,
+            port,
+            dir,
+            extra: args.iter().map(|s| s.to_string()).collect(),
+        };
+        redis.restart();
+        redis
+    }
+
+    pub fn url(&self) -> String {
+        format!("redis://127.0.0.1:{}", self.port)
+    }
+
+    /// Starts (again) on the same port with the same data directory.
+    pub fn restart(&mut self) {
+        assert!(self.child.is_none(), "redis is already running");
+        let child = Command::new("redis-server")
+            .args([
+                "--port",
+                &self.port.to_string(),
+                "--bind",
+                "127.0.0.1",
+                "--save",
+                "",
+            ])
+            .arg("--dir")
+            .arg(&self.dir)
+            .args(&self.extra)
+            .stdout(Stdio::null())
+            .stderr(Stdio::inherit())
+            .spawn()
+            .expect("redis-server is installed (.ci/run installs it)");
+        self.child = Some(child);
+        let deadline = Instant::now() + Duration::from_secs(10);
+        while std::net::TcpStream::connect(("127.0.0.1", self.port)).is_err() {
+            assert!(
+                Instant::now() < deadline,
+                "redis-server did not start on {}",
+                self.port
+            );
+            std::thread::sleep(Duration::from_millis(10));
+        }
+    }
+
+    /// Kills Redis at once (SIGKILL), as a crash would.
+    pub fn kill(&mut self) {
+        if let Some(mut child) = self.child.take() {
+            let _ = child.kill();
+            let _ = child.wait();
+        }
+    }
+}
+
+impl Drop for RedisServer {
+    fn drop(&mut self) {
+        self.kill();
+        let _ = std::fs::remove_dir_all(&self.dir);
+    }
+}
+
+/// Lock timings short enough for tests: TTL 2 s, renew every 250 ms, step
+/// down 1.2 s after the last good renewal was sent.
+pub const FAST_LOCK: &[&str] = &[
+    "--lock-ttl",
+    "2s",
+    "--lock-renew",
+    "250ms",
+    "--lock-step-down",
+    "1200ms",
+    "--lock-retry",
+    "200ms",
+    "--redis-timeout",
+    "250ms",
+];
+
+impl Server {
+    /// Starts an instance of a Redis-backed group with the test timings.
+    pub fn start_node(redis: &RedisServer, node_id: &str) -> Server {
+        let url = redis.url();
+        let mut args = vec!["--redis-url", url.as_str(), "--node-id", node_id];
+        args.extend_from_slice(FAST_LOCK);
+        Server::start_with(&args)
+    }
+
+    pub fn pid(&self) -> u32 {
+        self.child.id()
+    }
+
+    /// Sends a signal by name (KILL, TERM, STOP, CONT).
+    pub fn signal(&self, name: &str) {
+        let status = Command::new("kill")
+            .args([&format!("-{name}"), &self.pid().to_string()])
+            .status()
+            .unwrap();
+        assert!(status.success(), "kill -{name} failed");
+    }
+
+    /// GET `path`, or None if the instance does not answer within 500 ms.
+    pub async fn get(&self, path: &str) -> Option<(u16, String)> {
+        let client = reqwest::Client::builder()
+            .timeout(Duration::from_millis(500))
+            .build()
+            .unwrap();
+        let response = client.get(format!("{}{path}", self.url)).send().await.ok()?;
+        let status = response.status().as_u16();
+        Some((status, response.text().await.ok()?))
+    }
+
+    pub async fn is_ready(&self) -> bool {
+        matches!(self.get("/ready").await, Some((200, _)))
+    }
+
+    /// The HTTP status of a cheap SQS call (ListQueues), or None if no answer.
+    pub async fn queue_call_status(&self) -> Option<u16> {
+        let client = reqwest::Client::builder()
+            .timeout(Duration::from_millis(500))
+            .build()
+            .unwrap();
+        let response = client
+            .post(&self.url)
+            .header("x-amz-target", "AmazonSQS.ListQueues")
+            .header("content-type", "application/x-amz-json-1.0")
+            .body("{}")
+            .send()
+            .await
+            .ok()?;
+        Some(response.status().as_u16())
+    }
+
+    /// The value of the `ssq_leader` gauge.
+    pub async fn leader_gauge(&self) -> i64 {
+        let (_, text) = self.get("/metrics").await.expect("metrics answer");
+        text.lines()
+            .find(|l| l.starts_with("ssq_leader{"))
+            .and_then(|l| l.rsplit(' ').next())
+            .and_then(|v| v.parse().ok())
+            .expect("ssq_leader is exported")
+    }
+
+    pub async fn status(&self) -> serde_json::Value {
+        let (_, text) = self.get("/status").await.expect("status answers");
+        serde_json::from_str(&text).unwrap()
+    }
+}
+
+/// Polls `condition` every 10 ms until it holds or `limit` passes; returns
+/// how long it took, or None.
+pub async fn wait_for<F, Fut>(limit: Duration, mut condition: F) -> Option<Duration>
+where
+    F: FnMut() -> Fut,
+    Fut: std::future::Future<Output = bool>,
+{
+    let started = Instant::now();
+    while started.elapsed() < limit {
+        if condition().await {
+            return Some(started.elapsed());
+        }
+        tokio::time::sleep(Duration::from_millis(10)).await;
+    }
+    None
+}
+
+/// The index of the one ready instance, once exactly one is.
+pub async fn single_leader(nodes: &[Server], limit: Duration) -> usize {
+    let started = Instant::now();
+    loop {
+        let mut ready = Vec::new();
+        for (i, node) in nodes.iter().enumerate() {
+            if node.is_ready().await {
+                ready.push(i);
+            }
+        }
+        if let [only] = ready[..] {
+            return only;
+        }
+        assert!(
+            started.elapsed() < limit,
+            "no single leader within {limit:?}: ready = {ready:?}"
+        );
+        tokio::time::sleep(Duration::from_millis(10)).await;
+    }
+}
