@@ -22,6 +22,7 @@ use tokio::time::{Instant, sleep, sleep_until, timeout};
 
 use crate::leader::{LeaderInfo, Leadership, StepDown};
 use crate::metrics::Metrics;
+use crate::store::Layout;
 
 #[derive(Debug, Clone, Copy)]
 pub struct ElectionConfig {
@@ -94,12 +95,17 @@ impl Reachability {
     }
 }
 
+/// Called with the new term when this instance takes the lock: it loads the
+/// state and calls [`Leadership::restored`] when the leader may serve.
+pub type LoadState = Arc<dyn Fn(u64) + Send + Sync>;
+
 /// Acquires and renews until `shutdown` turns true.
 pub async fn run_elector<S: LockStore>(
     leadership: Arc<Leadership>,
     store: Arc<S>,
     config: ElectionConfig,
     metrics: Arc<Metrics>,
+    load_state: LoadState,
     released: Arc<Notify>,
     mut shutdown: watch::Receiver<bool>,
 ) {
@@ -143,7 +149,7 @@ pub async fn run_elector<S: LockStore>(
                     match LeaderInfo::parse(&token) {
                         Some(info) => {
                             if let Some(term) = leadership.acquired(info, sent_at) {
-                                leadership.restored(term);
+                                load_state(term);
                             }
                         }
                         None => tracing::error!(%token, "the lock holds a token ssq cannot read"),
@@ -252,12 +258,12 @@ pub struct RedisLock {
 }
 
 impl RedisLock {
-    pub fn new(client: Client, prefix: &str, node_id: &str, advertise_url: &str, ttl: Duration) -> RedisLock {
+    pub fn new(client: Client, layout: &Layout, node_id: &str, advertise_url: &str, ttl: Duration) -> RedisLock {
         RedisLock {
             client,
-            lock_key: format!("{{{prefix}}}:leader"),
-            epoch_key: format!("{{{prefix}}}:epoch"),
-            release_channel: format!("{{{prefix}}}:leader-released"),
+            lock_key: layout.lock(),
+            epoch_key: layout.epoch(),
+            release_channel: layout.release_channel(),
             node_id: node_id.to_string(),
             advertise_url: advertise_url.to_string(),
             ttl_ms: ttl.as_millis() as u64,
@@ -419,11 +425,13 @@ mod tests {
         lock.set(|s| s.holder = holder.map(str::to_string));
         let released = Arc::new(Notify::new());
         let (stop, stopped) = watch::channel(false);
+        let restore = leadership.clone();
         tokio::spawn(run_elector(
             leadership.clone(),
             lock.clone(),
             config,
             metrics,
+            Arc::new(move |term| restore.restored(term)),
             released.clone(),
             stopped.clone(),
         ));

@@ -253,16 +253,49 @@ impl Leadership {
 
     /// The state of `term` is loaded: start serving, until the deadline.
     pub fn restored(&self, term: u64) {
+        self.restored_with(term, || ());
+    }
+
+    /// Runs `install` (putting the loaded state in place) and starts serving,
+    /// both only if `term` is still the current term: under the same lock
+    /// that a step-down takes, so no state of an ended term is installed.
+    pub fn restored_with(&self, term: u64, install: impl FnOnce()) -> bool {
         let inner = self.lock();
         if inner.role != Role::Leader || inner.term != term {
-            return;
+            return false;
         }
+        install();
         if let Some(sent) = inner.last_good_renew_sent {
             let until = self.nanos_since_origin(sent + self.step_down_after).max(1);
             self.serve_until.store(until, Ordering::Release);
             self.metrics.leader.set(1);
             tracing::info!(node_id = %self.node_id, "serving as leader");
         }
+        true
+    }
+
+    /// Whether `term` is the current leadership term.
+    pub fn holds_term(&self, term: u64) -> bool {
+        let inner = self.lock();
+        inner.role == Role::Leader && inner.term == term
+    }
+
+    /// A write to Redis failed: memory may differ from Redis. Stop serving
+    /// and drop memory; the caller reloads it. Returns false if `term` is
+    /// already over, or a reload is already under way.
+    pub fn begin_resync(&self, term: u64) -> bool {
+        {
+            let inner = self.lock();
+            if inner.role != Role::Leader || inner.term != term {
+                return false;
+            }
+            if self.serve_until.swap(NOT_SERVING, Ordering::AcqRel) == NOT_SERVING {
+                return false;
+            }
+        }
+        self.metrics.leader.set(0);
+        self.service.clear();
+        true
     }
 
     /// A renewal sent at `sent_at` succeeded: the lease holds until
@@ -438,7 +471,7 @@ mod tests {
         l.restored(term);
         l.service
             .create_queue("q", &Default::default(), Default::default())
-            .unwrap();
+            .await.unwrap();
         assert_eq!(
             l.step_down(None, StepDown::Fenced).as_deref(),
             Some("1|n1|00ff|http://127.0.0.1:1")

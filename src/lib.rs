@@ -12,3 +12,4 @@ pub mod protocol;
 pub mod queue;
 pub mod redis;
 pub mod service;
+pub mod store;

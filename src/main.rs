@@ -6,7 +6,7 @@ use std::time::Duration;
 
 use clap::Parser;
 use fred::prelude::ClientLike;
-use tokio::sync::{Notify, oneshot, watch};
+use tokio::sync::{Notify, mpsc, oneshot, watch};
 use tracing_subscriber::EnvFilter;
 
 use ssq::clock::SystemClock;
@@ -16,6 +16,9 @@ use ssq::http::{AppState, router};
 use ssq::leader::{Leadership, Role};
 use ssq::metrics::Metrics;
 use ssq::service::Service;
+use ssq::store::Layout;
+use ssq::store::committer::Committer;
+use ssq::store::loader::Loader;
 
 #[tokio::main]
 async fn main() {
@@ -28,7 +31,9 @@ async fn main() {
     }
 
     let metrics = Arc::new(Metrics::new(&node_id));
-    let service = Arc::new(Service::new(Arc::new(SystemClock), metrics.clone()));
+    let (journal, journal_rx) = mpsc::unbounded_channel();
+    let service = Service::new(Arc::new(SystemClock), metrics.clone());
+    let service = Arc::new(if config.redis_url.is_some() { service.persisting_to(journal) } else { service });
     let role = if config.redis_url.is_some() {
         Role::Passive
     } else {
@@ -69,13 +74,25 @@ async fn main() {
                 ssq::redis::subscriber(url, config.redis_timeout).unwrap_or_else(|e| fail(&e, 2));
             client.connect();
             subscriber.connect();
+            let layout = Layout::new(&config.redis_prefix);
             let lock = Arc::new(RedisLock::new(
-                client,
-                &config.redis_prefix,
+                client.clone(),
+                &layout,
                 &node_id,
                 &config.advertise_url(),
                 election_config.ttl,
             ));
+            let loader = Arc::new(Loader::new(client.clone(), layout.clone(), service.clone(), leadership.clone()));
+            let committer = Committer::new(
+                client,
+                layout,
+                leadership.clone(),
+                service.clone(),
+                loader.clone(),
+                metrics.clone(),
+                config.redis_timeout,
+            );
+            tokio::spawn(committer.run(journal_rx));
             let released = Arc::new(Notify::new());
             tokio::spawn(election::watch_releases(
                 subscriber,
@@ -87,6 +104,7 @@ async fn main() {
                 lock.clone(),
                 election_config,
                 metrics.clone(),
+                Arc::new(move |term| loader.spawn_restore(term)),
                 released,
                 stopped.clone(),
             ));

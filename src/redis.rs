@@ -34,6 +34,10 @@ fn builder(url: &str, command_timeout: Duration) -> Result<Builder, String> {
         .with_connection_config(|connection| {
             connection.connection_timeout = command_timeout.max(Duration::from_millis(500));
             connection.internal_command_timeout = command_timeout.max(Duration::from_millis(500));
+            // Never resend a command on a new connection: a write whose
+            // outcome is unknown is handled by reloading state, and a resend
+            // arriving after that reload would change Redis behind memory.
+            connection.max_command_attempts = 1;
             // A connection that stops answering is closed and replaced.
             connection.unresponsive.max_timeout = Some(command_timeout * 4);
             connection.unresponsive.interval = command_timeout.max(Duration::from_millis(100));

@@ -1,17 +1,25 @@
-//! The service: every queue behind its own lock, and long polling.
+//! The service: every queue behind its own lock, long polling, and the hand-
+//! off of each change to the store.
 //!
 //! The queue map sits behind a `RwLock` that is only written when a queue is
 //! created or deleted; each queue has its own `std::sync::Mutex`, held for the
 //! short, non-async critical section of one core operation. A long poll never
 //! spins: it waits on the queue's `Notify`, or sleeps until the next moment a
 //! message turns visible by itself, whichever comes first.
+//!
+//! With persistence on, an operation's changes are submitted to the store
+//! *while the queue's lock is held*, so the store receives each queue's
+//! changes in the order memory applied them; the operation then waits, lock
+//! released, for its commit before it answers. Memory has a generation that
+//! every leadership change or reload bumps; the store refuses changes made in
+//! an older generation.
 
 use std::collections::BTreeMap;
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard, RwLock};
 use std::time::Duration;
 
-use tokio::sync::Notify;
+use tokio::sync::{Notify, mpsc, oneshot};
 use tokio::time::Instant;
 
 use crate::clock::Clock;
@@ -19,6 +27,7 @@ use crate::error::{ErrorCode, Result, SqsError};
 use crate::metrics::Metrics;
 use crate::queue::validate_name;
 use crate::queue::{Counts, NewMessage, Queue, QueueAttributes, Received, Sent};
+use crate::store::{Pending, Write};
 
 /// The most queues one instance holds; CreateQueue beyond it answers OverLimit.
 pub const MAX_QUEUES: usize = 1_000_000;
@@ -29,20 +38,46 @@ pub struct Service {
     pub metrics: Arc<Metrics>,
     /// Set once at shutdown: long polls return at once.
     closing: AtomicBool,
+    /// Where changes go to be made durable; `None` in memory-only mode.
+    journal: Option<mpsc::UnboundedSender<Pending>>,
+    generation: AtomicU64,
 }
+
+/// A commit to wait for before answering.
+type Commit = Option<oneshot::Receiver<Result<()>>>;
 
 /// One queue and what waits on it.
 struct QueueSlot {
     queue: Mutex<Queue>,
     /// Woken when a message may have become receivable, and on deletion.
     ready: Notify,
+    /// Set under the queue's lock when the queue is deleted or dropped; no
+    /// operation applies to it afterwards.
     deleted: AtomicBool,
+    /// The memory generation the queue belongs to.
+    generation: u64,
 }
 
 impl QueueSlot {
+    fn new(queue: Queue, generation: u64) -> Arc<QueueSlot> {
+        Arc::new(QueueSlot {
+            queue: Mutex::new(queue),
+            ready: Notify::new(),
+            deleted: AtomicBool::new(false),
+            generation,
+        })
+    }
+
+    /// Marks the queue gone, under its lock, so that an operation either ran
+    /// before (and submitted its changes first) or sees it gone.
     fn close(&self) {
+        let _queue = self.lock();
         self.deleted.store(true, Ordering::Release);
         self.ready.notify_waiters();
+    }
+
+    fn is_closed(&self) -> bool {
+        self.deleted.load(Ordering::Acquire)
     }
 
     fn lock(&self) -> MutexGuard<'_, Queue> {
@@ -68,6 +103,44 @@ impl Service {
             clock,
             metrics,
             closing: AtomicBool::new(false),
+            journal: None,
+            generation: AtomicU64::new(0),
+        }
+    }
+
+    /// Persists every change through `journal` from now on.
+    pub fn persisting_to(mut self, journal: mpsc::UnboundedSender<Pending>) -> Service {
+        self.journal = Some(journal);
+        self
+    }
+
+    pub fn generation(&self) -> u64 {
+        self.generation.load(Ordering::Acquire)
+    }
+
+    /// Hands a write to the store; call with the queue's lock held.
+    fn submit(&self, generation: u64, write: Write) -> Commit {
+        let journal = self.journal.as_ref()?;
+        if let Write::Queue { changes, .. } = &write
+            && changes.is_empty()
+        {
+            return None;
+        }
+        let (done, committed) = oneshot::channel();
+        journal.send(Pending { generation, write, done }).ok()?;
+        Some(committed)
+    }
+
+    /// Waits until the store holds the change.
+    async fn committed(commit: Commit) -> Result<()> {
+        match commit {
+            None => Ok(()),
+            Some(committed) => committed.await.unwrap_or_else(|_| {
+                Err(SqsError::new(
+                    ErrorCode::ServiceUnavailable,
+                    "ssq is shutting down and could not make this change durable; retry.",
+                ))
+            }),
         }
     }
 
@@ -96,7 +169,7 @@ impl Service {
 
     /// Creates a queue, or confirms an existing one whose attributes agree
     /// with every attribute given.
-    pub fn create_queue(
+    pub async fn create_queue(
         &self,
         name: &str,
         attributes: &BTreeMap<String, String>,
@@ -109,52 +182,84 @@ impl Service {
         }
         crate::queue::tags::validate(&tags)?;
         let now = self.now();
-        let mut queues = self.write_queues();
-        if let Some(existing) = queues.get(name) {
-            let existing = existing.lock();
-            for (key, value) in attributes {
-                if !existing.attributes.agrees_with(key, value)? {
-                    return Err(SqsError::new(
-                        ErrorCode::QueueNameExists,
-                        format!(
-                            "A queue already exists with the same name and a different value for attribute {key}"
-                        ),
-                    ));
+        let commit = {
+            let mut queues = self.write_queues();
+            if let Some(existing) = queues.get(name) {
+                let existing = existing.lock();
+                for (key, value) in attributes {
+                    if !existing.attributes.agrees_with(key, value)? {
+                        return Err(SqsError::new(
+                            ErrorCode::QueueNameExists,
+                            format!(
+                                "A queue already exists with the same name and a different value for attribute {key}"
+                            ),
+                        ));
+                    }
                 }
+                return Ok(Created::Existing);
             }
-            return Ok(Created::Existing);
-        }
-        if queues.len() >= MAX_QUEUES {
-            return Err(SqsError::new(
-                ErrorCode::OverLimit,
-                format!("This server holds its maximum of {MAX_QUEUES} queues; delete one first."),
-            ));
-        }
-        let queue = Queue::new(name.to_string(), parsed, tags, now);
-        queues.insert(
-            name.to_string(),
-            Arc::new(QueueSlot {
-                queue: Mutex::new(queue),
-                ready: Notify::new(),
-                deleted: AtomicBool::new(false),
-            }),
-        );
+            if queues.len() >= MAX_QUEUES {
+                return Err(SqsError::new(
+                    ErrorCode::OverLimit,
+                    format!("This server holds its maximum of {MAX_QUEUES} queues; delete one first."),
+                ));
+            }
+            let mut queue = Queue::new(name.to_string(), parsed, tags, now);
+            if self.journal.is_some() {
+                queue.enable_journal();
+                queue.record_meta();
+            }
+            let changes = queue.take_changes();
+            let generation = self.generation();
+            queues.insert(name.to_string(), QueueSlot::new(queue, generation));
+            self.submit(generation, Write::Queue { name: name.to_string(), changes })
+        };
+        Self::committed(commit).await?;
         Ok(Created::New)
     }
 
-    pub fn delete_queue(&self, name: &str) -> Result<()> {
-        let slot = self
-            .write_queues()
-            .remove(name)
-            .ok_or_else(SqsError::queue_does_not_exist)?;
-        slot.close();
-        Ok(())
+    pub async fn delete_queue(&self, name: &str) -> Result<()> {
+        let slot = self.write_queues().remove(name).ok_or_else(SqsError::queue_does_not_exist)?;
+        let commit = {
+            let _queue = slot.lock();
+            slot.deleted.store(true, Ordering::Release);
+            self.submit(slot.generation, Write::DeleteQueue { name: name.to_string() })
+        };
+        slot.ready.notify_waiters();
+        Self::committed(commit).await
     }
 
-    /// Drops every queue: on a change of leadership, memory can no longer be
-    /// trusted. Long polls on the dropped queues return at once.
+    /// Drops every queue and starts a new memory generation: on a change of
+    /// leadership, or before a reload, memory can no longer be trusted. Long
+    /// polls on the dropped queues return at once.
     pub fn clear(&self) {
-        let dropped = std::mem::take(&mut *self.write_queues());
+        let dropped = {
+            let mut queues = self.write_queues();
+            self.generation.fetch_add(1, Ordering::AcqRel);
+            std::mem::take(&mut *queues)
+        };
+        for slot in dropped.values() {
+            slot.close();
+        }
+    }
+
+    /// Puts loaded queues in place of whatever memory held.
+    pub fn install(&self, queues: Vec<Queue>) {
+        let mut map = self.write_queues();
+        let generation = self.generation.fetch_add(1, Ordering::AcqRel) + 1;
+        let dropped = std::mem::replace(
+            &mut *map,
+            queues
+                .into_iter()
+                .map(|mut queue| {
+                    if self.journal.is_some() {
+                        queue.enable_journal();
+                    }
+                    (queue.name.clone(), QueueSlot::new(queue, generation))
+                })
+                .collect(),
+        );
+        drop(map);
         for slot in dropped.values() {
             slot.close();
         }
@@ -191,24 +296,30 @@ impl Service {
             .collect()
     }
 
-    /// Runs `operation` on the named queue under its lock, with the time.
-    /// Wakes the queue's long pollers afterwards, since any operation may
-    /// have made a message receivable.
-    pub fn with_queue<R>(&self, name: &str, operation: impl FnOnce(&mut Queue, u64) -> R) -> Result<R> {
+    /// Runs `operation` on the named queue under its lock, with the time,
+    /// and answers once its changes are durable. Wakes the queue's long
+    /// pollers, since any operation may have made a message receivable.
+    pub async fn with_queue<R>(&self, name: &str, operation: impl FnOnce(&mut Queue, u64) -> R) -> Result<R> {
         let slot = self.slot(name)?;
-        let result = {
+        let (result, commit) = {
             let mut queue = slot.lock();
-            operation(&mut queue, self.now())
+            if slot.is_closed() {
+                return Err(SqsError::queue_does_not_exist());
+            }
+            let result = operation(&mut queue, self.now());
+            let commit = self.submit(slot.generation, Write::Queue { name: name.to_string(), changes: queue.take_changes() });
+            (result, commit)
         };
         slot.ready.notify_waiters();
+        Self::committed(commit).await?;
         Ok(result)
     }
 
     /// Sends messages in one critical section and wakes long pollers once.
-    pub fn send(&self, name: &str, messages: Vec<NewMessage>) -> Result<Vec<Result<Sent>>> {
-        let results: Vec<Result<Sent>> = self.with_queue(name, |queue, now| {
-            messages.into_iter().map(|m| queue.send(m, now)).collect()
-        })?;
+    pub async fn send(&self, name: &str, messages: Vec<NewMessage>) -> Result<Vec<Result<Sent>>> {
+        let results: Vec<Result<Sent>> = self
+            .with_queue(name, |queue, now| messages.into_iter().map(|m| queue.send(m, now)).collect())
+            .await?;
         let sent = results.iter().filter(|r| r.is_ok()).count();
         self.metrics.messages_sent.inc_by(sent as u64);
         Ok(results)
@@ -247,7 +358,7 @@ impl Service {
                 Instant::now() + Duration::from_secs(wait_seconds.unwrap_or(wait_default).into())
             });
             self.metrics.messages_received.inc_by(received.len() as u64);
-            let closed = slot.deleted.load(Ordering::Acquire) || self.closing.load(Ordering::Acquire);
+            let closed = slot.is_closed() || self.closing.load(Ordering::Acquire);
             if !received.is_empty() || closed || Instant::now() >= deadline {
                 return Ok(received);
             }
@@ -288,14 +399,14 @@ mod tests {
 
     const T0: u64 = 1_700_000_000_000;
 
-    fn service() -> Arc<Service> {
+    async fn service() -> Arc<Service> {
         let service = Arc::new(Service::new(
             Arc::new(TokioClock::new(T0)),
             Arc::new(Metrics::new("test")),
         ));
         service
             .create_queue("q", &BTreeMap::new(), BTreeMap::new())
-            .unwrap();
+            .await.unwrap();
         service
     }
 
@@ -311,7 +422,7 @@ mod tests {
 
     #[tokio::test(start_paused = true)]
     async fn long_poll_returns_as_soon_as_a_message_arrives() {
-        let svc = service();
+        let svc = service().await;
         let poller = {
             let svc = svc.clone();
             tokio::spawn(async move {
@@ -321,7 +432,7 @@ mod tests {
             })
         };
         tokio::time::sleep(Duration::from_secs(3)).await;
-        svc.send("q", vec![message("hi", None)]).unwrap();
+        svc.send("q", vec![message("hi", None)]).await.unwrap();
         let (count, waited) = poller.await.unwrap();
         assert_eq!(count, 1);
         assert_eq!(waited, Duration::from_secs(3));
@@ -329,7 +440,7 @@ mod tests {
 
     #[tokio::test(start_paused = true)]
     async fn long_poll_times_out_empty_after_the_wait() {
-        let svc = service();
+        let svc = service().await;
         let started = Instant::now();
         let got = svc.receive("q", 10, None, Some(7)).await.unwrap();
         assert!(got.is_empty());
@@ -338,8 +449,8 @@ mod tests {
 
     #[tokio::test(start_paused = true)]
     async fn long_poll_wakes_when_a_delayed_message_turns_visible() {
-        let svc = service();
-        svc.send("q", vec![message("later", Some(4))]).unwrap();
+        let svc = service().await;
+        svc.send("q", vec![message("later", Some(4))]).await.unwrap();
         let started = Instant::now();
         let got = svc.receive("q", 10, None, Some(20)).await.unwrap();
         assert_eq!(got.len(), 1);
@@ -348,9 +459,9 @@ mod tests {
 
     #[tokio::test(start_paused = true)]
     async fn queue_wait_time_applies_when_the_request_gives_none() {
-        let svc = service();
+        let svc = service().await;
         svc.with_queue("q", |q, _| q.attributes.receive_message_wait_time_seconds = 2)
-            .unwrap();
+            .await.unwrap();
         let started = Instant::now();
         assert!(svc.receive("q", 1, None, None).await.unwrap().is_empty());
         assert_eq!(started.elapsed(), Duration::from_secs(2));
@@ -358,50 +469,50 @@ mod tests {
 
     #[tokio::test(start_paused = true)]
     async fn deleting_a_queue_ends_its_long_polls() {
-        let svc = service();
+        let svc = service().await;
         let poller = {
             let svc = svc.clone();
             tokio::spawn(async move { svc.receive("q", 1, None, Some(20)).await })
         };
         tokio::time::sleep(Duration::from_secs(1)).await;
-        svc.delete_queue("q").unwrap();
+        svc.delete_queue("q").await.unwrap();
         let started = Instant::now();
         assert!(poller.await.unwrap().unwrap().is_empty());
         assert_eq!(started.elapsed(), Duration::ZERO);
     }
 
-    #[test]
-    fn create_is_idempotent_only_for_agreeing_attributes() {
+    #[tokio::test]
+    async fn create_is_idempotent_only_for_agreeing_attributes() {
         let svc = Service::new(
             Arc::new(crate::clock::SystemClock),
             Arc::new(Metrics::new("test")),
         );
         let attrs = BTreeMap::from([("VisibilityTimeout".to_string(), "60".to_string())]);
         assert_eq!(
-            svc.create_queue("a", &attrs, BTreeMap::new()).unwrap(),
+            svc.create_queue("a", &attrs, BTreeMap::new()).await.unwrap(),
             Created::New
         );
         assert_eq!(
-            svc.create_queue("a", &attrs, BTreeMap::new()).unwrap(),
+            svc.create_queue("a", &attrs, BTreeMap::new()).await.unwrap(),
             Created::Existing
         );
         assert_eq!(
-            svc.create_queue("a", &BTreeMap::new(), BTreeMap::new()).unwrap(),
+            svc.create_queue("a", &BTreeMap::new(), BTreeMap::new()).await.unwrap(),
             Created::Existing
         );
         let other = BTreeMap::from([("VisibilityTimeout".to_string(), "61".to_string())]);
-        let err = svc.create_queue("a", &other, BTreeMap::new()).unwrap_err();
+        let err = svc.create_queue("a", &other, BTreeMap::new()).await.unwrap_err();
         assert_eq!(err.code, ErrorCode::QueueNameExists);
     }
 
-    #[test]
-    fn names_list_by_prefix_in_pages() {
+    #[tokio::test]
+    async fn names_list_by_prefix_in_pages() {
         let svc = Service::new(
             Arc::new(crate::clock::SystemClock),
             Arc::new(Metrics::new("test")),
         );
         for name in ["b1", "a", "b2", "b3", "c"] {
-            svc.create_queue(name, &BTreeMap::new(), BTreeMap::new()).unwrap();
+            svc.create_queue(name, &BTreeMap::new(), BTreeMap::new()).await.unwrap();
         }
         assert_eq!(svc.queue_names("b", None, 2), ["b1", "b2"]);
         assert_eq!(svc.queue_names("b", Some("b2"), 2), ["b3"]);

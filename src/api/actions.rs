@@ -12,7 +12,7 @@ use crate::error::{ErrorCode, Result, SqsError};
 use crate::queue::attributes::{self, READ_ONLY, SETTABLE};
 use crate::queue::message::{self, hex};
 use crate::queue::{
-    AttributeValue, MessageAttribute, MessageAttributes, NewMessage, ReceiptHandle, Received, tags,
+    AttributeValue, MessageAttribute, MessageAttributes, NewMessage, ReceiptHandle, Received,
 };
 use crate::service::Service;
 
@@ -53,24 +53,21 @@ fn in_range(value: i64, name: &str, min: i64, max: i64) -> Result<u32> {
     }
 }
 
-pub(super) fn create_queue(
+pub(super) async fn create_queue(
     svc: &Service,
     ctx: &RequestContext,
     input: CreateQueueInput,
 ) -> Result<QueueUrlOutput> {
     let name = required(input.queue_name, "QueueName")?;
-    svc.create_queue(
-        &name,
-        &input.attributes.unwrap_or_default(),
-        input.tags.unwrap_or_default(),
-    )?;
+    svc.create_queue(&name, &input.attributes.unwrap_or_default(), input.tags.unwrap_or_default())
+        .await?;
     Ok(QueueUrlOutput {
         queue_url: ctx.queue_url(&name),
     })
 }
 
-pub(super) fn delete_queue(svc: &Service, ctx: &RequestContext, input: QueueUrlInput) -> Result<Empty> {
-    svc.delete_queue(&ctx.queue_name(input.queue_url.as_deref())?)?;
+pub(super) async fn delete_queue(svc: &Service, ctx: &RequestContext, input: QueueUrlInput) -> Result<Empty> {
+    svc.delete_queue(&ctx.queue_name(input.queue_url.as_deref())?).await?;
     Ok(Empty {})
 }
 
@@ -132,7 +129,7 @@ fn decode_token(token: &str) -> Result<String> {
         })
 }
 
-pub(super) fn get_queue_attributes(
+pub(super) async fn get_queue_attributes(
     svc: &Service,
     ctx: &RequestContext,
     input: GetQueueAttributesInput,
@@ -167,52 +164,41 @@ pub(super) fn get_queue_attributes(
         }
         AttributesOutput { attributes: out }
     })
+    .await
 }
 
-pub(super) fn set_queue_attributes(
+pub(super) async fn set_queue_attributes(
     svc: &Service,
     ctx: &RequestContext,
     input: SetQueueAttributesInput,
 ) -> Result<Empty> {
     let name = ctx.queue_name(input.queue_url.as_deref())?;
     let changes = required(input.attributes, "Attributes")?;
-    svc.with_queue(&name, |queue, now| {
-        // Apply to a copy so that one bad attribute leaves all unchanged.
-        let mut updated = queue.attributes.clone();
-        for (key, value) in &changes {
-            updated.set(key, value)?;
-        }
-        queue.attributes = updated;
-        queue.last_modified_at = now;
-        Ok(Empty {})
-    })?
-}
-
-pub(super) fn purge_queue(svc: &Service, ctx: &RequestContext, input: QueueUrlInput) -> Result<Empty> {
-    let name = ctx.queue_name(input.queue_url.as_deref())?;
-    svc.with_queue(&name, |queue, now| queue.purge(now))??;
+    svc.with_queue(&name, |queue, now| queue.set_attributes(&changes, now)).await??;
     Ok(Empty {})
 }
 
-pub(super) fn tag_queue(svc: &Service, ctx: &RequestContext, input: TagQueueInput) -> Result<Empty> {
+pub(super) async fn purge_queue(svc: &Service, ctx: &RequestContext, input: QueueUrlInput) -> Result<Empty> {
+    let name = ctx.queue_name(input.queue_url.as_deref())?;
+    svc.with_queue(&name, |queue, now| queue.purge(now)).await??;
+    Ok(Empty {})
+}
+
+pub(super) async fn tag_queue(svc: &Service, ctx: &RequestContext, input: TagQueueInput) -> Result<Empty> {
     let name = ctx.queue_name(input.queue_url.as_deref())?;
     let new = required(input.tags, "Tags")?;
-    svc.with_queue(&name, |queue, _| tags::merge(&mut queue.tags, new))??;
+    svc.with_queue(&name, |queue, _| queue.tag(new)).await??;
     Ok(Empty {})
 }
 
-pub(super) fn untag_queue(svc: &Service, ctx: &RequestContext, input: UntagQueueInput) -> Result<Empty> {
+pub(super) async fn untag_queue(svc: &Service, ctx: &RequestContext, input: UntagQueueInput) -> Result<Empty> {
     let name = ctx.queue_name(input.queue_url.as_deref())?;
     let keys = required(input.tag_keys, "TagKeys")?;
-    svc.with_queue(&name, |queue, _| {
-        for key in &keys {
-            queue.tags.remove(key);
-        }
-    })?;
+    svc.with_queue(&name, |queue, _| queue.untag(&keys)).await?;
     Ok(Empty {})
 }
 
-pub(super) fn list_queue_tags(
+pub(super) async fn list_queue_tags(
     svc: &Service,
     ctx: &RequestContext,
     input: QueueUrlInput,
@@ -220,7 +206,7 @@ pub(super) fn list_queue_tags(
     let name = ctx.queue_name(input.queue_url.as_deref())?;
     svc.with_queue(&name, |queue, _| TagsOutput {
         tags: queue.tags.clone(),
-    })
+    }).await
 }
 
 /// Turns the wire form of a message into the core's, checking what the
@@ -315,14 +301,14 @@ fn sent_output(sent: crate::queue::Sent) -> SendMessageOutput {
     }
 }
 
-pub(super) fn send_message(
+pub(super) async fn send_message(
     svc: &Service,
     ctx: &RequestContext,
     input: SendMessageInput,
 ) -> Result<SendMessageOutput> {
     let name = ctx.queue_name(input.queue_url.as_deref())?;
     let (message, _) = new_message(ctx, input.message)?;
-    let mut results = svc.send(&name, vec![message])?;
+    let mut results = svc.send(&name, vec![message]).await?;
     Ok(sent_output(results.pop().expect("one result per message")?))
 }
 
@@ -393,7 +379,7 @@ fn batch_output<S>(results: impl IntoIterator<Item = (String, Result<S>)>) -> Ba
     output
 }
 
-pub(super) fn send_message_batch(
+pub(super) async fn send_message_batch(
     svc: &Service,
     ctx: &RequestContext,
     input: BatchInput<SendMessageBatchEntry>,
@@ -421,7 +407,7 @@ pub(super) fn send_message_batch(
             ),
         ));
     }
-    let mut sent = svc.send(&name, to_send)?.into_iter();
+    let mut sent = svc.send(&name, to_send).await?.into_iter();
     Ok(batch_output(results.into_iter().map(|(id, early)| {
         let outcome = early.unwrap_or_else(|| sent.next().expect("one result per message sent"));
         let result = outcome.map(|s| SendMessageBatchResultEntry {
@@ -551,20 +537,20 @@ fn attribute_to_wire(attribute: &MessageAttribute) -> MessageAttributeValue {
     }
 }
 
-pub(super) fn delete_message(
+pub(super) async fn delete_message(
     svc: &Service,
     ctx: &RequestContext,
     input: DeleteMessageInput,
 ) -> Result<Empty> {
     let name = ctx.queue_name(input.queue_url.as_deref())?;
     let handle = ReceiptHandle::decode(&required(input.receipt_handle, "ReceiptHandle")?)?;
-    if svc.with_queue(&name, |queue, now| queue.delete(handle, now))? {
+    if svc.with_queue(&name, |queue, now| queue.delete(handle, now)).await? {
         svc.metrics.messages_deleted.inc();
     }
     Ok(Empty {})
 }
 
-pub(super) fn delete_message_batch(
+pub(super) async fn delete_message_batch(
     svc: &Service,
     ctx: &RequestContext,
     input: BatchInput<DeleteMessageBatchEntry>,
@@ -586,11 +572,12 @@ pub(super) fn delete_message_batch(
                 (id, result)
             })
             .collect::<Vec<_>>()
-    })?;
+    })
+    .await?;
     Ok(batch_output(results))
 }
 
-pub(super) fn change_message_visibility(
+pub(super) async fn change_message_visibility(
     svc: &Service,
     ctx: &RequestContext,
     input: ChangeMessageVisibilityInput,
@@ -603,11 +590,11 @@ pub(super) fn change_message_visibility(
         0,
         43_200,
     )?;
-    svc.with_queue(&name, |queue, now| queue.change_visibility(handle, timeout, now))??;
+    svc.with_queue(&name, |queue, now| queue.change_visibility(handle, timeout, now)).await??;
     Ok(Empty {})
 }
 
-pub(super) fn change_message_visibility_batch(
+pub(super) async fn change_message_visibility_batch(
     svc: &Service,
     ctx: &RequestContext,
     input: BatchInput<ChangeMessageVisibilityBatchEntry>,
@@ -636,7 +623,8 @@ pub(super) fn change_message_visibility_batch(
                 (id, result)
             })
             .collect::<Vec<_>>()
-    })?;
+    })
+    .await?;
     Ok(batch_output(results))
 }
 

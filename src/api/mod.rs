@@ -139,24 +139,24 @@ pub async fn dispatch(
 ) -> Result<serde_json::Value> {
     use actions::*;
     match action {
-        Action::CreateQueue => to_tree(create_queue(service, ctx, input.decode()?)),
-        Action::DeleteQueue => to_tree(delete_queue(service, ctx, input.decode()?)),
+        Action::CreateQueue => to_tree(create_queue(service, ctx, input.decode()?).await),
+        Action::DeleteQueue => to_tree(delete_queue(service, ctx, input.decode()?).await),
         Action::GetQueueUrl => to_tree(get_queue_url(service, ctx, input.decode()?)),
         Action::ListQueues => to_tree(list_queues(service, ctx, input.decode()?)),
-        Action::GetQueueAttributes => to_tree(get_queue_attributes(service, ctx, input.decode()?)),
-        Action::SetQueueAttributes => to_tree(set_queue_attributes(service, ctx, input.decode()?)),
-        Action::PurgeQueue => to_tree(purge_queue(service, ctx, input.decode()?)),
-        Action::TagQueue => to_tree(tag_queue(service, ctx, input.decode()?)),
-        Action::UntagQueue => to_tree(untag_queue(service, ctx, input.decode()?)),
-        Action::ListQueueTags => to_tree(list_queue_tags(service, ctx, input.decode()?)),
-        Action::SendMessage => to_tree(send_message(service, ctx, input.decode()?)),
-        Action::SendMessageBatch => to_tree(send_message_batch(service, ctx, input.decode()?)),
+        Action::GetQueueAttributes => to_tree(get_queue_attributes(service, ctx, input.decode()?).await),
+        Action::SetQueueAttributes => to_tree(set_queue_attributes(service, ctx, input.decode()?).await),
+        Action::PurgeQueue => to_tree(purge_queue(service, ctx, input.decode()?).await),
+        Action::TagQueue => to_tree(tag_queue(service, ctx, input.decode()?).await),
+        Action::UntagQueue => to_tree(untag_queue(service, ctx, input.decode()?).await),
+        Action::ListQueueTags => to_tree(list_queue_tags(service, ctx, input.decode()?).await),
+        Action::SendMessage => to_tree(send_message(service, ctx, input.decode()?).await),
+        Action::SendMessageBatch => to_tree(send_message_batch(service, ctx, input.decode()?).await),
         Action::ReceiveMessage => to_tree(receive_message(service, ctx, input.decode()?).await),
-        Action::DeleteMessage => to_tree(delete_message(service, ctx, input.decode()?)),
-        Action::DeleteMessageBatch => to_tree(delete_message_batch(service, ctx, input.decode()?)),
-        Action::ChangeMessageVisibility => to_tree(change_message_visibility(service, ctx, input.decode()?)),
+        Action::DeleteMessage => to_tree(delete_message(service, ctx, input.decode()?).await),
+        Action::DeleteMessageBatch => to_tree(delete_message_batch(service, ctx, input.decode()?).await),
+        Action::ChangeMessageVisibility => to_tree(change_message_visibility(service, ctx, input.decode()?).await),
         Action::ChangeMessageVisibilityBatch => {
-            to_tree(change_message_visibility_batch(service, ctx, input.decode()?))
+            to_tree(change_message_visibility_batch(service, ctx, input.decode()?).await)
         }
         Action::AddPermission
         | Action::RemovePermission

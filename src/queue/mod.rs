@@ -16,5 +16,5 @@ pub use attributes::QueueAttributes;
 pub use message::{AttributeValue, Message, MessageAttribute, MessageAttributes};
 pub mod tags;
 
-pub use queue::{Counts, NewMessage, Queue, Received, Sent, validate_name};
+pub use queue::{Change, Counts, NewMessage, Queue, QueueMeta, Received, Sent, validate_name};
 pub use receipt::ReceiptHandle;

@@ -8,6 +8,11 @@
 //! which pops only the entries whose deadline has passed. Receive, delete and
 //! visibility changes therefore cost O(log n) in the number of messages, and a
 //! queue with a million messages answers as fast as one with ten.
+//!
+//! With persistence on, every operation also records what it changed in a
+//! journal of [`Change`]s, which the service hands to the store. Turning
+//! visible by the clock is not recorded: the stored deadlines reproduce it.
+//! Expiry by retention is, so that Redis does not keep what memory dropped.
 
 use std::collections::{BTreeMap, BTreeSet, HashMap};
 use std::sync::Arc;
@@ -31,12 +36,41 @@ pub struct Queue {
     pub last_modified_at: u64,
     next_seq: u64,
     last_purge_at: Option<u64>,
+    /// What changed since the service last took it; `None` when nothing is
+    /// persisted (memory-only mode), so that nothing is recorded.
+    journal: Option<Vec<Change>>,
     messages: HashMap<u64, Message>,
     visible: BTreeSet<u64>,
     delayed: BTreeSet<(u64, u64)>,
     in_flight: BTreeSet<(u64, u64)>,
     /// (sent_at, seq): retention expires the oldest first.
     by_sent: BTreeSet<(u64, u64)>,
+}
+
+/// The settings of a queue, apart from its messages: what is stored for it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct QueueMeta {
+    pub name: String,
+    pub attributes: QueueAttributes,
+    pub tags: BTreeMap<String, String>,
+    pub created_at: u64,
+    pub last_modified_at: u64,
+    pub last_purge_at: Option<u64>,
+}
+
+/// One change to a queue, as the store must write it.
+#[derive(Debug, Clone)]
+pub enum Change {
+    /// The queue's settings, whole.
+    Meta(QueueMeta),
+    /// A new message (body and state).
+    Sent(Message),
+    /// A message's state changed (a receive, a visibility change).
+    State(Message),
+    /// A message is gone (deleted or expired).
+    Removed(u64),
+    /// Every message is gone.
+    Purged,
 }
 
 /// What a client sends; validated by [`Queue::send`].
@@ -83,12 +117,89 @@ impl Queue {
             last_modified_at: now,
             next_seq: 1,
             last_purge_at: None,
+            journal: None,
             messages: HashMap::new(),
             visible: BTreeSet::new(),
             delayed: BTreeSet::new(),
             in_flight: BTreeSet::new(),
             by_sent: BTreeSet::new(),
         }
+    }
+
+    /// Rebuilds a queue from stored state. `next_seq` is at least one past
+    /// the highest message, whatever was stored.
+    pub fn restore(meta: QueueMeta, next_seq: u64, messages: impl IntoIterator<Item = Message>) -> Queue {
+        let mut queue = Queue::new(meta.name, meta.attributes, meta.tags, meta.created_at);
+        queue.last_modified_at = meta.last_modified_at;
+        queue.last_purge_at = meta.last_purge_at;
+        queue.next_seq = next_seq.max(1);
+        for message in messages {
+            queue.next_seq = queue.next_seq.max(message.seq + 1);
+            queue.insert(message);
+        }
+        queue
+    }
+
+    pub fn meta(&self) -> QueueMeta {
+        QueueMeta {
+            name: self.name.clone(),
+            attributes: self.attributes.clone(),
+            tags: self.tags.clone(),
+            created_at: self.created_at,
+            last_modified_at: self.last_modified_at,
+            last_purge_at: self.last_purge_at,
+        }
+    }
+
+    /// Starts recording changes.
+    pub fn enable_journal(&mut self) {
+        self.journal = Some(Vec::new());
+    }
+
+    /// Records the queue's settings whole, as a new queue must be stored.
+    pub fn record_meta(&mut self) {
+        self.record(|queue| Change::Meta(queue.meta()));
+    }
+
+    /// The changes recorded since the last call.
+    pub fn take_changes(&mut self) -> Vec<Change> {
+        self.journal.as_mut().map(std::mem::take).unwrap_or_default()
+    }
+
+    fn record(&mut self, change: impl FnOnce(&Self) -> Change) {
+        if self.journal.is_some() {
+            let change = change(self);
+            self.journal.as_mut().expect("checked").push(change);
+        }
+    }
+
+    fn record_state(&mut self, seq: u64) {
+        self.record(|queue| Change::State(queue.messages[&seq].clone()));
+    }
+
+    /// Applies SetQueueAttributes: all of `changes` or, on any bad one, none.
+    pub fn set_attributes(&mut self, changes: &BTreeMap<String, String>, now: u64) -> Result<()> {
+        let mut updated = self.attributes.clone();
+        for (name, value) in changes {
+            updated.set(name, value)?;
+        }
+        self.attributes = updated;
+        self.last_modified_at = now;
+        self.record(|queue| Change::Meta(queue.meta()));
+        Ok(())
+    }
+
+    pub fn tag(&mut self, new: BTreeMap<String, String>) -> Result<()> {
+        super::tags::merge(&mut self.tags, new)?;
+        self.record(|queue| Change::Meta(queue.meta()));
+        Ok(())
+    }
+
+    pub fn untag(&mut self, keys: &[String]) {
+        for key in keys {
+            self.tags.remove(key);
+        }
+        self.record(|queue| Change::Meta(queue.meta()));
     }
 
     /// Moves every message whose deadline has passed: delayed and in-flight
@@ -113,6 +224,7 @@ impl Queue {
                 break;
             }
             self.remove(seq);
+            self.record(|_| Change::Removed(seq));
         }
     }
 
@@ -182,6 +294,7 @@ impl Queue {
             md5_of_attributes,
             md5_of_system_attributes: message.trace_header.as_deref().map(message::md5_of_trace_header),
         };
+        self.record(|_| Change::Sent(message.clone()));
         self.insert(message);
         Ok(sent)
     }
@@ -209,8 +322,10 @@ impl Queue {
                 received_at: now,
             };
             self.in_flight.insert((until, seq));
+            let snapshot = message.clone();
+            self.record(|_| Change::State(snapshot.clone()));
             received.push(Received {
-                message: message.clone(),
+                message: snapshot,
                 receipt_handle: ReceiptHandle { seq, nonce },
             });
         }
@@ -228,6 +343,7 @@ impl Queue {
             .is_some_and(|m| m.receipt == Some(handle.nonce));
         if current {
             self.remove(handle.seq);
+            self.record(|_| Change::Removed(handle.seq));
         }
         current
     }
@@ -274,6 +390,7 @@ impl Queue {
             };
             self.in_flight.insert((new_until, handle.seq));
         }
+        self.record_state(handle.seq);
         Ok(())
     }
 
@@ -297,6 +414,8 @@ impl Queue {
         self.delayed.clear();
         self.in_flight.clear();
         self.by_sent.clear();
+        self.record(|_| Change::Purged);
+        self.record(|queue| Change::Meta(queue.meta()));
         Ok(())
     }
 
@@ -521,6 +640,66 @@ mod tests {
         assert_eq!(bodies(&q.receive(10, None, T0)), ["2", "3"]);
         q.delete(first[0].receipt_handle, T0);
         assert!(q.receive(10, None, T0 + 60_000).len() == 2);
+    }
+
+    #[test]
+    fn the_journal_records_each_change_once_and_only_when_enabled() {
+        let mut q = queue();
+        q.send(msg("untracked"), T0).unwrap();
+        assert!(q.take_changes().is_empty(), "memory-only queues record nothing");
+
+        q.enable_journal();
+        q.record_meta();
+        assert!(matches!(q.take_changes()[..], [Change::Meta(_)]));
+        q.send(msg("a"), T0).unwrap();
+        let handle = q.receive(1, None, T0)[0].receipt_handle;
+        q.change_visibility(handle, 100, T0).unwrap();
+        q.delete(handle, T0);
+        let kinds: Vec<&str> = q
+            .take_changes()
+            .iter()
+            .map(|c| match c {
+                Change::Meta(_) => "meta",
+                Change::Sent(_) => "sent",
+                Change::State(_) => "state",
+                Change::Removed(_) => "removed",
+                Change::Purged => "purged",
+            })
+            .collect();
+        assert_eq!(kinds, ["sent", "state", "state", "removed"]);
+        assert!(q.take_changes().is_empty());
+    }
+
+    #[test]
+    fn expiry_is_recorded_but_turning_visible_is_not() {
+        let mut q = queue();
+        q.attributes.message_retention_period = 60;
+        q.enable_journal();
+        q.send(msg("a"), T0).unwrap();
+        q.send(delayed("b", 5), T0).unwrap();
+        q.receive(1, Some(1), T0);
+        q.take_changes();
+        q.counts(T0 + 10_000); // the delay and the visibility timeout pass
+        assert!(q.take_changes().is_empty());
+        q.counts(T0 + 60_000); // both expire
+        let removed = q.take_changes().iter().filter(|c| matches!(c, Change::Removed(_))).count();
+        assert_eq!(removed, 2);
+    }
+
+    #[test]
+    fn a_restored_queue_continues_where_the_stored_one_stopped() {
+        let mut q = queue();
+        q.send(msg("visible"), T0).unwrap();
+        q.send(msg("in flight"), T0).unwrap();
+        q.send(delayed("delayed", 50), T0).unwrap();
+        let taken = q.receive(1, Some(30), T0 + 1_000);
+        let stored: Vec<Message> = q.messages.values().cloned().collect();
+        let mut restored = Queue::restore(q.meta(), 0, stored);
+        assert_eq!(restored.counts(T0 + 2_000), Counts { visible: 1, in_flight: 1, delayed: 1 });
+        assert!(restored.delete(taken[0].receipt_handle, T0 + 2_000), "receipt handles survive");
+        let sent = restored.send(msg("new"), T0 + 2_000).unwrap();
+        let new_seq = restored.messages.values().find(|m| m.id == sent.message_id).unwrap().seq;
+        assert_eq!(new_seq, 4, "sequence numbers continue");
     }
 
     #[test]

@@ -1,0 +1,150 @@
+//! Reading the whole state back from Redis.
+//!
+//! A new leader loads every queue and message before it serves; so does a
+//! leader whose write to Redis failed, since memory may then differ from what
+//! Redis holds. Loading runs in its own task while the elector keeps renewing
+//! the lock, and it retries until it succeeds or the term ends.
+
+use std::collections::HashMap;
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use fred::prelude::*;
+use fred::types::{ClusterHash, CustomCommand};
+
+use super::codec;
+use super::layout::Layout;
+use crate::leader::Leadership;
+use crate::queue::Queue;
+use crate::service::Service;
+
+/// HSCAN pages aim at about this many bytes: many small messages per round
+/// trip, yet no giant reply when messages are large.
+const PAGE_BYTES: usize = 4 * 1024 * 1024;
+
+pub struct Loader {
+    client: Client,
+    layout: Layout,
+    service: Arc<Service>,
+    leadership: Arc<Leadership>,
+}
+
+/// What a load found.
+pub struct Loaded {
+    pub queues: Vec<Queue>,
+    pub messages: usize,
+    /// Records that could not be read: logged and left out.
+    pub damaged: usize,
+}
+
+impl Loader {
+    pub fn new(client: Client, layout: Layout, service: Arc<Service>, leadership: Arc<Leadership>) -> Loader {
+        Loader { client, layout, service, leadership }
+    }
+
+    /// Loads the state for leadership term `term` in the background, then
+    /// lets the leader serve.
+    pub fn spawn_restore(self: &Arc<Self>, term: u64) {
+        let loader = self.clone();
+        tokio::spawn(async move { loader.restore(term).await });
+    }
+
+    async fn restore(&self, term: u64) {
+        let mut delay = Duration::from_millis(100);
+        while self.leadership.holds_term(term) {
+            let started = Instant::now();
+            match self.load().await {
+                Ok(loaded) => {
+                    let (queues, messages, damaged) = (loaded.queues.len(), loaded.messages, loaded.damaged);
+                    let service = &self.service;
+                    if self.leadership.restored_with(term, || service.install(loaded.queues)) {
+                        tracing::info!(
+                            queues, messages, damaged, millis = started.elapsed().as_millis() as u64,
+                            "state loaded from Redis"
+                        );
+                    }
+                    return;
+                }
+                Err(error) => {
+                    tracing::warn!(%error, "loading state from Redis failed; retrying");
+                    tokio::time::sleep(delay).await;
+                    delay = (delay * 2).min(Duration::from_secs(2));
+                }
+            }
+        }
+    }
+
+    pub async fn load(&self) -> Result<Loaded, String> {
+        let records: HashMap<String, String> =
+            self.client.hgetall(self.layout.queues()).await.map_err(|e| e.to_string())?;
+        let sequences: HashMap<String, String> =
+            self.client.hgetall(self.layout.sequences()).await.map_err(|e| e.to_string())?;
+        let mut loaded = Loaded { queues: Vec::with_capacity(records.len()), messages: 0, damaged: 0 };
+        for (name, record) in records {
+            let meta = match codec::decode_queue(&name, &record) {
+                Ok(meta) => meta,
+                Err(error) => {
+                    tracing::error!(%error, "a stored queue cannot be read; it is left out");
+                    loaded.damaged += 1;
+                    continue;
+                }
+            };
+            let mut states = HashMap::new();
+            self.scan(&self.layout.states(&name), |seq, state| {
+                states.insert(seq, state);
+            })
+            .await?;
+            let mut messages = Vec::with_capacity(states.len());
+            let mut damaged = 0;
+            self.scan(&self.layout.bodies(&name), |seq, body| {
+                // HSCAN may repeat an entry; the state is taken once.
+                if let Some(state) = states.remove(&seq) {
+                    match codec::decode_message(seq, &body, &state) {
+                        Ok(message) => messages.push(message),
+                        Err(error) => {
+                            tracing::error!(queue = %name, %error, "a stored message cannot be read; it is left out");
+                            damaged += 1;
+                        }
+                    }
+                }
+            })
+            .await?;
+            loaded.damaged += damaged;
+            loaded.messages += messages.len();
+            let next_seq = sequences.get(&name).and_then(|s| s.parse().ok()).unwrap_or(1);
+            loaded.queues.push(Queue::restore(meta, next_seq, messages));
+        }
+        Ok(loaded)
+    }
+
+    /// Walks a hash with HSCAN, calling `each` with every field and value.
+    async fn scan(&self, key: &str, mut each: impl FnMut(u64, String)) -> Result<(), String> {
+        let mut cursor = "0".to_string();
+        let mut count = 1_000usize;
+        loop {
+            let (next, page): (String, Vec<String>) = self
+                .client
+                .custom(
+                    CustomCommand::new_static("HSCAN", ClusterHash::FirstKey, false),
+                    vec![key.to_string(), cursor, "COUNT".into(), count.to_string()],
+                )
+                .await
+                .map_err(|e| format!("HSCAN {key}: {e}"))?;
+            let entries = page.len() / 2;
+            let bytes: usize = page.iter().map(String::len).sum();
+            let mut page = page.into_iter();
+            while let (Some(field), Some(value)) = (page.next(), page.next()) {
+                if let Ok(seq) = field.parse() {
+                    each(seq, value);
+                }
+            }
+            if entries > 0 {
+                count = (PAGE_BYTES / (bytes / entries).max(1)).clamp(16, 10_000);
+            }
+            if next == "0" {
+                return Ok(());
+            }
+            cursor = next;
+        }
+    }
+}
