@@ -258,7 +258,13 @@ pub struct RedisLock {
 }
 
 impl RedisLock {
-    pub fn new(client: Client, layout: &Layout, node_id: &str, advertise_url: &str, ttl: Duration) -> RedisLock {
+    pub fn new(
+        client: Client,
+        layout: &Layout,
+        node_id: &str,
+        advertise_url: &str,
+        ttl: Duration,
+    ) -> RedisLock {
         RedisLock {
             client,
             lock_key: layout.lock(),

@@ -471,7 +471,8 @@ mod tests {
         l.restored(term);
         l.service
             .create_queue("q", &Default::default(), Default::default())
-            .await.unwrap();
+            .await
+            .unwrap();
         assert_eq!(
             l.step_down(None, StepDown::Fenced).as_deref(),
             Some("1|n1|00ff|http://127.0.0.1:1")

@@ -33,7 +33,11 @@ async fn main() {
     let metrics = Arc::new(Metrics::new(&node_id));
     let (journal, journal_rx) = mpsc::unbounded_channel();
     let service = Service::new(Arc::new(SystemClock), metrics.clone());
-    let service = Arc::new(if config.redis_url.is_some() { service.persisting_to(journal) } else { service });
+    let service = Arc::new(if config.redis_url.is_some() {
+        service.persisting_to(journal)
+    } else {
+        service
+    });
     let role = if config.redis_url.is_some() {
         Role::Passive
     } else {
@@ -82,7 +86,12 @@ async fn main() {
                 &config.advertise_url(),
                 election_config.ttl,
             ));
-            let loader = Arc::new(Loader::new(client.clone(), layout.clone(), service.clone(), leadership.clone()));
+            let loader = Arc::new(Loader::new(
+                client.clone(),
+                layout.clone(),
+                service.clone(),
+                leadership.clone(),
+            ));
             let committer = Committer::new(
                 client,
                 layout,

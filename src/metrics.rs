@@ -112,18 +112,27 @@ impl Metrics {
         )
         .expect("valid metric");
         let commit_writes = Histogram::with_opts(
-            HistogramOpts::new("ssq_commit_writes", "Requests' writes gathered into one Redis commit.")
-                .buckets(vec![1.0, 2.0, 4.0, 8.0, 16.0, 32.0, 64.0, 128.0, 256.0, 512.0, 1024.0]),
-        )
-        .expect("valid metric");
-        let commit_seconds = Histogram::with_opts(
-            HistogramOpts::new("ssq_commit_seconds", "Round trip of one group commit to Redis.").buckets(vec![
-                0.0001, 0.00025, 0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5,
+            HistogramOpts::new(
+                "ssq_commit_writes",
+                "Requests' writes gathered into one Redis commit.",
+            )
+            .buckets(vec![
+                1.0, 2.0, 4.0, 8.0, 16.0, 32.0, 64.0, 128.0, 256.0, 512.0, 1024.0,
             ]),
         )
         .expect("valid metric");
-        let commit_failures =
-            counter("ssq_commit_failures_total", "Group commits that failed (not counting fenced ones).");
+        let commit_seconds = Histogram::with_opts(
+            HistogramOpts::new("ssq_commit_seconds", "Round trip of one group commit to Redis.").buckets(
+                vec![
+                    0.0001, 0.00025, 0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5,
+                ],
+            ),
+        )
+        .expect("valid metric");
+        let commit_failures = counter(
+            "ssq_commit_failures_total",
+            "Group commits that failed (not counting fenced ones).",
+        );
         for collector in [
             Box::new(requests.clone()) as Box<dyn prometheus::core::Collector>,
             Box::new(request_seconds.clone()),

@@ -127,7 +127,13 @@ impl Service {
             return None;
         }
         let (done, committed) = oneshot::channel();
-        journal.send(Pending { generation, write, done }).ok()?;
+        journal
+            .send(Pending {
+                generation,
+                write,
+                done,
+            })
+            .ok()?;
         Some(committed)
     }
 
@@ -212,18 +218,32 @@ impl Service {
             let changes = queue.take_changes();
             let generation = self.generation();
             queues.insert(name.to_string(), QueueSlot::new(queue, generation));
-            self.submit(generation, Write::Queue { name: name.to_string(), changes })
+            self.submit(
+                generation,
+                Write::Queue {
+                    name: name.to_string(),
+                    changes,
+                },
+            )
         };
         Self::committed(commit).await?;
         Ok(Created::New)
     }
 
     pub async fn delete_queue(&self, name: &str) -> Result<()> {
-        let slot = self.write_queues().remove(name).ok_or_else(SqsError::queue_does_not_exist)?;
+        let slot = self
+            .write_queues()
+            .remove(name)
+            .ok_or_else(SqsError::queue_does_not_exist)?;
         let commit = {
             let _queue = slot.lock();
             slot.deleted.store(true, Ordering::Release);
-            self.submit(slot.generation, Write::DeleteQueue { name: name.to_string() })
+            self.submit(
+                slot.generation,
+                Write::DeleteQueue {
+                    name: name.to_string(),
+                },
+            )
         };
         slot.ready.notify_waiters();
         Self::committed(commit).await
@@ -307,7 +327,13 @@ impl Service {
                 return Err(SqsError::queue_does_not_exist());
             }
             let result = operation(&mut queue, self.now());
-            let commit = self.submit(slot.generation, Write::Queue { name: name.to_string(), changes: queue.take_changes() });
+            let commit = self.submit(
+                slot.generation,
+                Write::Queue {
+                    name: name.to_string(),
+                    changes: queue.take_changes(),
+                },
+            );
             (result, commit)
         };
         slot.ready.notify_waiters();
@@ -318,7 +344,9 @@ impl Service {
     /// Sends messages in one critical section and wakes long pollers once.
     pub async fn send(&self, name: &str, messages: Vec<NewMessage>) -> Result<Vec<Result<Sent>>> {
         let results: Vec<Result<Sent>> = self
-            .with_queue(name, |queue, now| messages.into_iter().map(|m| queue.send(m, now)).collect())
+            .with_queue(name, |queue, now| {
+                messages.into_iter().map(|m| queue.send(m, now)).collect()
+            })
             .await?;
         let sent = results.iter().filter(|r| r.is_ok()).count();
         self.metrics.messages_sent.inc_by(sent as u64);
@@ -406,7 +434,8 @@ mod tests {
         ));
         service
             .create_queue("q", &BTreeMap::new(), BTreeMap::new())
-            .await.unwrap();
+            .await
+            .unwrap();
         service
     }
 
@@ -461,7 +490,8 @@ mod tests {
     async fn queue_wait_time_applies_when_the_request_gives_none() {
         let svc = service().await;
         svc.with_queue("q", |q, _| q.attributes.receive_message_wait_time_seconds = 2)
-            .await.unwrap();
+            .await
+            .unwrap();
         let started = Instant::now();
         assert!(svc.receive("q", 1, None, None).await.unwrap().is_empty());
         assert_eq!(started.elapsed(), Duration::from_secs(2));
@@ -497,7 +527,9 @@ mod tests {
             Created::Existing
         );
         assert_eq!(
-            svc.create_queue("a", &BTreeMap::new(), BTreeMap::new()).await.unwrap(),
+            svc.create_queue("a", &BTreeMap::new(), BTreeMap::new())
+                .await
+                .unwrap(),
             Created::Existing
         );
         let other = BTreeMap::from([("VisibilityTimeout".to_string(), "61".to_string())]);
@@ -512,7 +544,9 @@ mod tests {
             Arc::new(Metrics::new("test")),
         );
         for name in ["b1", "a", "b2", "b3", "c"] {
-            svc.create_queue(name, &BTreeMap::new(), BTreeMap::new()).await.unwrap();
+            svc.create_queue(name, &BTreeMap::new(), BTreeMap::new())
+                .await
+                .unwrap();
         }
         assert_eq!(svc.queue_names("b", None, 2), ["b1", "b2"]);
         assert_eq!(svc.queue_names("b", Some("b2"), 2), ["b3"]);

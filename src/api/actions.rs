@@ -59,15 +59,20 @@ pub(super) async fn create_queue(
     input: CreateQueueInput,
 ) -> Result<QueueUrlOutput> {
     let name = required(input.queue_name, "QueueName")?;
-    svc.create_queue(&name, &input.attributes.unwrap_or_default(), input.tags.unwrap_or_default())
-        .await?;
+    svc.create_queue(
+        &name,
+        &input.attributes.unwrap_or_default(),
+        input.tags.unwrap_or_default(),
+    )
+    .await?;
     Ok(QueueUrlOutput {
         queue_url: ctx.queue_url(&name),
     })
 }
 
 pub(super) async fn delete_queue(svc: &Service, ctx: &RequestContext, input: QueueUrlInput) -> Result<Empty> {
-    svc.delete_queue(&ctx.queue_name(input.queue_url.as_deref())?).await?;
+    svc.delete_queue(&ctx.queue_name(input.queue_url.as_deref())?)
+        .await?;
     Ok(Empty {})
 }
 
@@ -174,7 +179,8 @@ pub(super) async fn set_queue_attributes(
 ) -> Result<Empty> {
     let name = ctx.queue_name(input.queue_url.as_deref())?;
     let changes = required(input.attributes, "Attributes")?;
-    svc.with_queue(&name, |queue, now| queue.set_attributes(&changes, now)).await??;
+    svc.with_queue(&name, |queue, now| queue.set_attributes(&changes, now))
+        .await??;
     Ok(Empty {})
 }
 
@@ -191,7 +197,11 @@ pub(super) async fn tag_queue(svc: &Service, ctx: &RequestContext, input: TagQue
     Ok(Empty {})
 }
 
-pub(super) async fn untag_queue(svc: &Service, ctx: &RequestContext, input: UntagQueueInput) -> Result<Empty> {
+pub(super) async fn untag_queue(
+    svc: &Service,
+    ctx: &RequestContext,
+    input: UntagQueueInput,
+) -> Result<Empty> {
     let name = ctx.queue_name(input.queue_url.as_deref())?;
     let keys = required(input.tag_keys, "TagKeys")?;
     svc.with_queue(&name, |queue, _| queue.untag(&keys)).await?;
@@ -206,7 +216,8 @@ pub(super) async fn list_queue_tags(
     let name = ctx.queue_name(input.queue_url.as_deref())?;
     svc.with_queue(&name, |queue, _| TagsOutput {
         tags: queue.tags.clone(),
-    }).await
+    })
+    .await
 }
 
 /// Turns the wire form of a message into the core's, checking what the
@@ -544,7 +555,10 @@ pub(super) async fn delete_message(
 ) -> Result<Empty> {
     let name = ctx.queue_name(input.queue_url.as_deref())?;
     let handle = ReceiptHandle::decode(&required(input.receipt_handle, "ReceiptHandle")?)?;
-    if svc.with_queue(&name, |queue, now| queue.delete(handle, now)).await? {
+    if svc
+        .with_queue(&name, |queue, now| queue.delete(handle, now))
+        .await?
+    {
         svc.metrics.messages_deleted.inc();
     }
     Ok(Empty {})
@@ -557,23 +571,24 @@ pub(super) async fn delete_message_batch(
 ) -> Result<BatchOutput<BatchResultEntry>> {
     let name = ctx.queue_name(input.queue_url.as_deref())?;
     let entries = check_batch(input.entries, |e| e.id.as_ref(), "DeleteMessageBatchRequestEntry")?;
-    let results = svc.with_queue(&name, |queue, now| {
-        entries
-            .into_iter()
-            .map(|(id, entry)| {
-                let result = required(entry.receipt_handle, "ReceiptHandle")
-                    .and_then(|text| ReceiptHandle::decode(&text))
-                    .map(|handle| {
-                        if queue.delete(handle, now) {
-                            svc.metrics.messages_deleted.inc();
-                        }
-                        BatchResultEntry { id: id.clone() }
-                    });
-                (id, result)
-            })
-            .collect::<Vec<_>>()
-    })
-    .await?;
+    let results = svc
+        .with_queue(&name, |queue, now| {
+            entries
+                .into_iter()
+                .map(|(id, entry)| {
+                    let result = required(entry.receipt_handle, "ReceiptHandle")
+                        .and_then(|text| ReceiptHandle::decode(&text))
+                        .map(|handle| {
+                            if queue.delete(handle, now) {
+                                svc.metrics.messages_deleted.inc();
+                            }
+                            BatchResultEntry { id: id.clone() }
+                        });
+                    (id, result)
+                })
+                .collect::<Vec<_>>()
+        })
+        .await?;
     Ok(batch_output(results))
 }
 
@@ -590,7 +605,8 @@ pub(super) async fn change_message_visibility(
         0,
         43_200,
     )?;
-    svc.with_queue(&name, |queue, now| queue.change_visibility(handle, timeout, now)).await??;
+    svc.with_queue(&name, |queue, now| queue.change_visibility(handle, timeout, now))
+        .await??;
     Ok(Empty {})
 }
 
@@ -605,26 +621,28 @@ pub(super) async fn change_message_visibility_batch(
         |e| e.id.as_ref(),
         "ChangeMessageVisibilityBatchRequestEntry",
     )?;
-    let results = svc.with_queue(&name, |queue, now| {
-        entries
-            .into_iter()
-            .map(|(id, entry)| {
-                let result = (|| {
-                    let handle = ReceiptHandle::decode(&required(entry.receipt_handle, "ReceiptHandle")?)?;
-                    let timeout = in_range(
-                        required(entry.visibility_timeout, "VisibilityTimeout")?,
-                        "VisibilityTimeout",
-                        0,
-                        43_200,
-                    )?;
-                    queue.change_visibility(handle, timeout, now)?;
-                    Ok(BatchResultEntry { id: id.clone() })
-                })();
-                (id, result)
-            })
-            .collect::<Vec<_>>()
-    })
-    .await?;
+    let results = svc
+        .with_queue(&name, |queue, now| {
+            entries
+                .into_iter()
+                .map(|(id, entry)| {
+                    let result = (|| {
+                        let handle =
+                            ReceiptHandle::decode(&required(entry.receipt_handle, "ReceiptHandle")?)?;
+                        let timeout = in_range(
+                            required(entry.visibility_timeout, "VisibilityTimeout")?,
+                            "VisibilityTimeout",
+                            0,
+                            43_200,
+                        )?;
+                        queue.change_visibility(handle, timeout, now)?;
+                        Ok(BatchResultEntry { id: id.clone() })
+                    })();
+                    (id, result)
+                })
+                .collect::<Vec<_>>()
+        })
+        .await?;
     Ok(batch_output(results))
 }
 

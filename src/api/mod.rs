@@ -154,7 +154,9 @@ pub async fn dispatch(
         Action::ReceiveMessage => to_tree(receive_message(service, ctx, input.decode()?).await),
         Action::DeleteMessage => to_tree(delete_message(service, ctx, input.decode()?).await),
         Action::DeleteMessageBatch => to_tree(delete_message_batch(service, ctx, input.decode()?).await),
-        Action::ChangeMessageVisibility => to_tree(change_message_visibility(service, ctx, input.decode()?).await),
+        Action::ChangeMessageVisibility => {
+            to_tree(change_message_visibility(service, ctx, input.decode()?).await)
+        }
         Action::ChangeMessageVisibilityBatch => {
             to_tree(change_message_visibility_batch(service, ctx, input.decode()?).await)
         }

@@ -167,9 +167,10 @@ impl Queue {
     }
 
     fn record(&mut self, change: impl FnOnce(&Self) -> Change) {
-        if self.journal.is_some() {
-            let change = change(self);
-            self.journal.as_mut().expect("checked").push(change);
+        // Taken out for the moment, so that `change` may read the queue.
+        if let Some(mut journal) = self.journal.take() {
+            journal.push(change(self));
+            self.journal = Some(journal);
         }
     }
 
@@ -682,7 +683,11 @@ mod tests {
         q.counts(T0 + 10_000); // the delay and the visibility timeout pass
         assert!(q.take_changes().is_empty());
         q.counts(T0 + 60_000); // both expire
-        let removed = q.take_changes().iter().filter(|c| matches!(c, Change::Removed(_))).count();
+        let removed = q
+            .take_changes()
+            .iter()
+            .filter(|c| matches!(c, Change::Removed(_)))
+            .count();
         assert_eq!(removed, 2);
     }
 
@@ -695,10 +700,25 @@ mod tests {
         let taken = q.receive(1, Some(30), T0 + 1_000);
         let stored: Vec<Message> = q.messages.values().cloned().collect();
         let mut restored = Queue::restore(q.meta(), 0, stored);
-        assert_eq!(restored.counts(T0 + 2_000), Counts { visible: 1, in_flight: 1, delayed: 1 });
-        assert!(restored.delete(taken[0].receipt_handle, T0 + 2_000), "receipt handles survive");
+        assert_eq!(
+            restored.counts(T0 + 2_000),
+            Counts {
+                visible: 1,
+                in_flight: 1,
+                delayed: 1
+            }
+        );
+        assert!(
+            restored.delete(taken[0].receipt_handle, T0 + 2_000),
+            "receipt handles survive"
+        );
         let sent = restored.send(msg("new"), T0 + 2_000).unwrap();
-        let new_seq = restored.messages.values().find(|m| m.id == sent.message_id).unwrap().seq;
+        let new_seq = restored
+            .messages
+            .values()
+            .find(|m| m.id == sent.message_id)
+            .unwrap()
+            .seq;
         assert_eq!(new_seq, 4, "sequence numbers continue");
     }
 

@@ -48,7 +48,9 @@ pub fn decode_queue(name: &str, text: &str) -> Result<QueueMeta, String> {
         serde_json::from_str(text).map_err(|e| format!("queue {name}: unreadable record: {e}"))?;
     let mut attributes = QueueAttributes::default();
     for (key, value) in &record.attributes {
-        attributes.set(key, value).map_err(|e| format!("queue {name}: {e}"))?;
+        attributes
+            .set(key, value)
+            .map_err(|e| format!("queue {name}: {e}"))?;
     }
     Ok(QueueMeta {
         name: name.to_string(),
@@ -106,7 +108,14 @@ pub fn encode_body(message: &Message) -> String {
                 AttributeValue::String(s) => (Some(s.clone()), None),
                 AttributeValue::Binary(b) => (None, Some(BASE64.encode(b))),
             };
-            (name.clone(), AttributeRecord { t: attribute.data_type.clone(), s, b })
+            (
+                name.clone(),
+                AttributeRecord {
+                    t: attribute.data_type.clone(),
+                    s,
+                    b,
+                },
+            )
         })
         .collect();
     let record = BodyRecord {
@@ -139,7 +148,8 @@ pub fn encode_state(message: &Message) -> String {
 
 /// Rebuilds a message from its two records.
 pub fn decode_message(seq: u64, body: &str, state: &str) -> Result<Message, String> {
-    let body: BodyRecord = serde_json::from_str(body).map_err(|e| format!("message {seq}: unreadable body: {e}"))?;
+    let body: BodyRecord =
+        serde_json::from_str(body).map_err(|e| format!("message {seq}: unreadable body: {e}"))?;
     let state: StateRecord =
         serde_json::from_str(state).map_err(|e| format!("message {seq}: unreadable state: {e}"))?;
     let attributes = body
@@ -149,11 +159,19 @@ pub fn decode_message(seq: u64, body: &str, state: &str) -> Result<Message, Stri
             let value = match (record.s, record.b) {
                 (Some(s), None) => AttributeValue::String(s),
                 (None, Some(b)) => AttributeValue::Binary(
-                    BASE64.decode(b).map_err(|e| format!("message {seq}: attribute {name}: {e}"))?,
+                    BASE64
+                        .decode(b)
+                        .map_err(|e| format!("message {seq}: attribute {name}: {e}"))?,
                 ),
                 _ => return Err(format!("message {seq}: attribute {name} has no single value")),
             };
-            Ok((name, MessageAttribute { data_type: record.t, value }))
+            Ok((
+                name,
+                MessageAttribute {
+                    data_type: record.t,
+                    value,
+                },
+            ))
         })
         .collect::<Result<_, String>>()?;
     let message_state = match (state.st, state.u, state.ra) {
@@ -187,9 +205,18 @@ mod tests {
         let mut attributes = MessageAttributes::new();
         attributes.insert(
             "s".into(),
-            MessageAttribute { data_type: "String.x".into(), value: AttributeValue::String("välue".into()) },
+            MessageAttribute {
+                data_type: "String.x".into(),
+                value: AttributeValue::String("välue".into()),
+            },
         );
-        attributes.insert("b".into(), MessageAttribute { data_type: "Binary".into(), value: AttributeValue::Binary(vec![0, 255]) });
+        attributes.insert(
+            "b".into(),
+            MessageAttribute {
+                data_type: "Binary".into(),
+                value: AttributeValue::Binary(vec![0, 255]),
+            },
+        );
         Message {
             seq: 7,
             id: uuid::Uuid::new_v4(),
@@ -211,7 +238,10 @@ mod tests {
         for state in [
             MessageState::Visible,
             MessageState::Delayed { until: 5 },
-            MessageState::InFlight { until: 9, received_at: 8 },
+            MessageState::InFlight {
+                until: 9,
+                received_at: 8,
+            },
         ] {
             let original = message(state);
             let decoded = decode_message(7, &encode_body(&original), &encode_state(&original)).unwrap();
@@ -221,8 +251,20 @@ mod tests {
             assert_eq!(decoded.md5_of_body, original.md5_of_body);
             assert_eq!(decoded.trace_header, original.trace_header);
             assert_eq!(
-                (decoded.sent_at, decoded.receive_count, decoded.first_received_at, decoded.receipt, decoded.state),
-                (original.sent_at, original.receive_count, original.first_received_at, original.receipt, original.state)
+                (
+                    decoded.sent_at,
+                    decoded.receive_count,
+                    decoded.first_received_at,
+                    decoded.receipt,
+                    decoded.state
+                ),
+                (
+                    original.sent_at,
+                    original.receive_count,
+                    original.first_received_at,
+                    original.receipt,
+                    original.state
+                )
             );
         }
     }

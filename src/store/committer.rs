@@ -90,7 +90,12 @@ impl Committer {
         let generation = self.service.generation();
         let (current, stale): (Vec<Pending>, Vec<Pending>) =
             batch.into_iter().partition(|p| p.generation == generation);
-        answer(stale, Err(unavailable("the state it changed was dropped by a change of leadership")));
+        answer(
+            stale,
+            Err(unavailable(
+                "the state it changed was dropped by a change of leadership",
+            )),
+        );
         let Some((term, token)) = self.leadership.current_term() else {
             answer(current, Err(unavailable("this instance is not the leader")));
             return;
@@ -107,7 +112,10 @@ impl Committer {
             if !self.send(term, args, chunk).await {
                 // Whatever follows was applied to memory after the failed
                 // writes; memory is being reloaded, so it cannot commit.
-                answer(rest.collect(), Err(unavailable("an earlier write to Redis failed")));
+                answer(
+                    rest.collect(),
+                    Err(unavailable("an earlier write to Redis failed")),
+                );
                 return;
             }
         }
@@ -119,17 +127,23 @@ impl Committer {
         self.metrics.commit_writes.observe(chunk.len() as f64);
         let result: Result<Result<i64, Error>, _> = tokio::time::timeout(
             self.timeout,
-            self.script.evalsha_with_reload(&self.client, args.keys, args.argv),
+            self.script
+                .evalsha_with_reload(&self.client, args.keys, args.argv),
         )
         .await;
-        self.metrics.commit_seconds.observe(started.elapsed().as_secs_f64());
+        self.metrics
+            .commit_seconds
+            .observe(started.elapsed().as_secs_f64());
         match result {
             Ok(Ok(_)) => {
                 answer(chunk, Ok(()));
                 true
             }
             Ok(Err(error)) if error.details().starts_with("FENCED") => {
-                answer(chunk, Err(unavailable("another instance has taken over as leader")));
+                answer(
+                    chunk,
+                    Err(unavailable("another instance has taken over as leader")),
+                );
                 self.leadership.step_down(Some(term), StepDown::Fenced);
                 false
             }
@@ -139,7 +153,10 @@ impl Committer {
                     _ => format!("no answer within {:?}", self.timeout),
                 };
                 tracing::warn!(error = %why, writes = chunk.len(), "a write to Redis failed: reloading state before serving again");
-                answer(chunk, Err(unavailable(&format!("the write to Redis failed ({why})"))));
+                answer(
+                    chunk,
+                    Err(unavailable(&format!("the write to Redis failed ({why})"))),
+                );
                 self.metrics.commit_failures.inc();
                 if self.leadership.begin_resync(term) {
                     self.loader.spawn_restore(term);
@@ -201,15 +218,23 @@ impl<'a> Args<'a> {
     fn push(&mut self, write: &Write) {
         match write {
             Write::DeleteQueue { name } => {
-                let (bodies, states) = (self.key(self.layout.bodies(name)), self.key(self.layout.states(name)));
+                let (bodies, states) = (
+                    self.key(self.layout.bodies(name)),
+                    self.key(self.layout.states(name)),
+                );
                 self.op(vec!["D".into(), name.clone(), bodies, states]);
             }
             Write::Queue { name, changes } => {
-                let (bodies, states) = (self.key(self.layout.bodies(name)), self.key(self.layout.states(name)));
+                let (bodies, states) = (
+                    self.key(self.layout.bodies(name)),
+                    self.key(self.layout.states(name)),
+                );
                 let mut next_seq = None;
                 for change in changes {
                     match change {
-                        Change::Meta(meta) => self.op(vec!["Q".into(), name.clone(), codec::encode_queue(meta)]),
+                        Change::Meta(meta) => {
+                            self.op(vec!["Q".into(), name.clone(), codec::encode_queue(meta)])
+                        }
                         Change::Sent(message) => {
                             next_seq = Some(message.seq + 1);
                             self.op(vec![

@@ -11,7 +11,9 @@ pub struct Layout {
 
 impl Layout {
     pub fn new(prefix: &str) -> Layout {
-        Layout { prefix: prefix.to_string() }
+        Layout {
+            prefix: prefix.to_string(),
+        }
     }
 
     /// The leader lock: `epoch|node|nonce|url` with a TTL.

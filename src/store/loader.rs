@@ -39,7 +39,12 @@ pub struct Loaded {
 
 impl Loader {
     pub fn new(client: Client, layout: Layout, service: Arc<Service>, leadership: Arc<Leadership>) -> Loader {
-        Loader { client, layout, service, leadership }
+        Loader {
+            client,
+            layout,
+            service,
+            leadership,
+        }
     }
 
     /// Loads the state for leadership term `term` in the background, then
@@ -57,9 +62,15 @@ impl Loader {
                 Ok(loaded) => {
                     let (queues, messages, damaged) = (loaded.queues.len(), loaded.messages, loaded.damaged);
                     let service = &self.service;
-                    if self.leadership.restored_with(term, || service.install(loaded.queues)) {
+                    if self
+                        .leadership
+                        .restored_with(term, || service.install(loaded.queues))
+                    {
                         tracing::info!(
-                            queues, messages, damaged, millis = started.elapsed().as_millis() as u64,
+                            queues,
+                            messages,
+                            damaged,
+                            millis = started.elapsed().as_millis() as u64,
                             "state loaded from Redis"
                         );
                     }
@@ -75,11 +86,21 @@ impl Loader {
     }
 
     pub async fn load(&self) -> Result<Loaded, String> {
-        let records: HashMap<String, String> =
-            self.client.hgetall(self.layout.queues()).await.map_err(|e| e.to_string())?;
-        let sequences: HashMap<String, String> =
-            self.client.hgetall(self.layout.sequences()).await.map_err(|e| e.to_string())?;
-        let mut loaded = Loaded { queues: Vec::with_capacity(records.len()), messages: 0, damaged: 0 };
+        let records: HashMap<String, String> = self
+            .client
+            .hgetall(self.layout.queues())
+            .await
+            .map_err(|e| e.to_string())?;
+        let sequences: HashMap<String, String> = self
+            .client
+            .hgetall(self.layout.sequences())
+            .await
+            .map_err(|e| e.to_string())?;
+        let mut loaded = Loaded {
+            queues: Vec::with_capacity(records.len()),
+            messages: 0,
+            damaged: 0,
+        };
         for (name, record) in records {
             let meta = match codec::decode_queue(&name, &record) {
                 Ok(meta) => meta,
@@ -138,8 +159,8 @@ impl Loader {
                     each(seq, value);
                 }
             }
-            if entries > 0 {
-                count = (PAGE_BYTES / (bytes / entries).max(1)).clamp(16, 10_000);
+            if let Some(per_entry) = bytes.checked_div(entries) {
+                count = (PAGE_BYTES / per_entry.max(1)).clamp(16, 10_000);
             }
             if next == "0" {
                 return Ok(());

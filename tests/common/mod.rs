@@ -298,3 +298,26 @@ pub async fn single_leader(nodes: &[Server], limit: Duration) -> usize {
         tokio::time::sleep(Duration::from_millis(10)).await;
     }
 }
+
+/// An SDK client that does not retry: tests that count failures see each.
+pub fn client_without_retries(url: &str) -> aws_sdk_sqs::Client {
+    let config = aws_sdk_sqs::Config::builder()
+        .behavior_version(BehaviorVersion::latest())
+        .region(Region::new("us-east-1"))
+        .credentials_provider(Credentials::new("test", "test", None, None, "ssq-tests"))
+        .endpoint_url(url)
+        .retry_config(aws_sdk_sqs::config::retry::RetryConfig::disabled())
+        .timeout_config(
+            aws_sdk_sqs::config::timeout::TimeoutConfig::builder()
+                .operation_attempt_timeout(Duration::from_secs(5))
+                .build(),
+        )
+        .build();
+    aws_sdk_sqs::Client::from_conf(config)
+}
+
+/// The queue URL every instance of a group answers for (queue URLs are
+/// matched by account and name, whatever the host).
+pub fn queue_url(name: &str) -> String {
+    format!("http://127.0.0.1/000000000000/{name}")
+}

@@ -1,0 +1,421 @@
+//! Durability with real processes: what a client was told succeeded is in
+//! Redis, and a new leader continues exactly where the old one stopped.
+
+mod common;
+
+use std::collections::{BTreeMap, BTreeSet};
+use std::time::Duration;
+
+use aws_sdk_sqs::types::{
+    MessageAttributeValue, MessageSystemAttributeName, QueueAttributeName, SendMessageBatchRequestEntry,
+};
+use common::{RedisServer, Server, client_without_retries, queue_url, single_leader};
+
+fn attr(value: &str) -> MessageAttributeValue {
+    MessageAttributeValue::builder()
+        .data_type("String")
+        .string_value(value)
+        .build()
+        .unwrap()
+}
+
+/// Receives until the queue answers empty; returns (body → message) of all.
+async fn drain(
+    sqs: &aws_sdk_sqs::Client,
+    url: &str,
+    delete: bool,
+) -> BTreeMap<String, aws_sdk_sqs::types::Message> {
+    let mut seen = BTreeMap::new();
+    loop {
+        let out = sqs
+            .receive_message()
+            .queue_url(url)
+            .max_number_of_messages(10)
+            .message_attribute_names("All")
+            .message_system_attribute_names(MessageSystemAttributeName::All)
+            .send()
+            .await
+            .unwrap();
+        if out.messages().is_empty() {
+            return seen;
+        }
+        for message in out.messages() {
+            if delete {
+                sqs.delete_message()
+                    .queue_url(url)
+                    .receipt_handle(message.receipt_handle().unwrap())
+                    .send()
+                    .await
+                    .unwrap();
+            }
+            let previous = seen.insert(message.body().unwrap().to_string(), message.clone());
+            assert!(previous.is_none(), "{:?} delivered twice", message.body());
+        }
+    }
+}
+
+async fn leader_of(nodes: &[Server]) -> usize {
+    single_leader(nodes, Duration::from_secs(8)).await
+}
+
+#[tokio::test]
+async fn every_acknowledged_message_survives_a_leader_crash() {
+    let redis = RedisServer::start();
+    let mut nodes: Vec<Server> = ["d1", "d2"]
+        .iter()
+        .map(|id| Server::start_node(&redis, id))
+        .collect();
+    let leader = leader_of(&nodes).await;
+    let sqs = client_without_retries(&nodes[leader].url);
+    let url = queue_url("orders");
+    sqs.create_queue()
+        .queue_name("orders")
+        .tags("team", "core")
+        .attributes(QueueAttributeName::VisibilityTimeout, "45")
+        .send()
+        .await
+        .unwrap();
+
+    let mut sent = BTreeMap::new();
+    for i in 0..100 {
+        let body = format!("single {i} ✓");
+        sqs.send_message()
+            .queue_url(&url)
+            .message_body(&body)
+            .message_attributes("i", attr(&i.to_string()))
+            .send()
+            .await
+            .unwrap();
+        sent.insert(body, i.to_string());
+    }
+    for batch in 0..10 {
+        let mut request = sqs.send_message_batch().queue_url(&url);
+        for j in 0..10 {
+            let body = format!("batch {batch}-{j}");
+            request = request.entries(
+                SendMessageBatchRequestEntry::builder()
+                    .id(format!("e{j}"))
+                    .message_body(&body)
+                    .message_attributes("i", attr(&format!("{batch}{j}")))
+                    .build()
+                    .unwrap(),
+            );
+            sent.insert(body, format!("{batch}{j}"));
+        }
+        assert!(request.send().await.unwrap().failed().is_empty());
+    }
+
+    nodes.remove(leader).signal("KILL");
+    let new_leader = leader_of(&nodes).await;
+    let sqs = client_without_retries(&nodes[new_leader].url);
+
+    let attributes = sqs
+        .get_queue_attributes()
+        .queue_url(&url)
+        .attribute_names(QueueAttributeName::All)
+        .send()
+        .await
+        .unwrap()
+        .attributes
+        .unwrap();
+    assert_eq!(
+        attributes[&QueueAttributeName::VisibilityTimeout],
+        "45",
+        "queue settings survive"
+    );
+    assert_eq!(
+        attributes[&QueueAttributeName::ApproximateNumberOfMessages],
+        "200"
+    );
+    let tags = sqs
+        .list_queue_tags()
+        .queue_url(&url)
+        .send()
+        .await
+        .unwrap()
+        .tags
+        .unwrap();
+    assert_eq!(tags["team"], "core");
+
+    let received = drain(&sqs, &url, true).await;
+    assert_eq!(received.len(), sent.len(), "none missing, none invented");
+    for (body, value) in &sent {
+        let message = &received[body];
+        assert_eq!(
+            message.message_attributes.as_ref().unwrap()["i"].string_value(),
+            Some(value.as_str())
+        );
+        assert_eq!(
+            message.attributes.as_ref().unwrap()[&MessageSystemAttributeName::ApproximateReceiveCount],
+            "1"
+        );
+    }
+}
+
+#[tokio::test]
+async fn in_flight_messages_stay_hidden_and_keep_their_receive_counts() {
+    let redis = RedisServer::start();
+    let mut nodes: Vec<Server> = ["f1", "f2"]
+        .iter()
+        .map(|id| Server::start_node(&redis, id))
+        .collect();
+    let leader = leader_of(&nodes).await;
+    let sqs = client_without_retries(&nodes[leader].url);
+    let url = queue_url("work");
+    sqs.create_queue().queue_name("work").send().await.unwrap();
+    for body in ["free", "busy"] {
+        sqs.send_message()
+            .queue_url(&url)
+            .message_body(body)
+            .send()
+            .await
+            .unwrap();
+    }
+    // "free" is received once and released; "busy" twice and kept in flight.
+    let first = sqs
+        .receive_message()
+        .queue_url(&url)
+        .max_number_of_messages(2)
+        .visibility_timeout(1)
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(first.messages().len(), 2);
+    tokio::time::sleep(Duration::from_millis(1_100)).await;
+    let second = sqs
+        .receive_message()
+        .queue_url(&url)
+        .max_number_of_messages(2)
+        .visibility_timeout(60)
+        .send()
+        .await
+        .unwrap();
+    let mut busy_handle = None;
+    for message in second.messages() {
+        if message.body() == Some("free") {
+            sqs.change_message_visibility()
+                .queue_url(&url)
+                .receipt_handle(message.receipt_handle().unwrap())
+                .visibility_timeout(0)
+                .send()
+                .await
+                .unwrap();
+        } else {
+            busy_handle = message.receipt_handle().map(str::to_string);
+        }
+    }
+    let busy_handle = busy_handle.expect("busy was received");
+
+    nodes.remove(leader).signal("KILL");
+    let new_leader = leader_of(&nodes).await;
+    let sqs = client_without_retries(&nodes[new_leader].url);
+
+    let visible = sqs
+        .receive_message()
+        .queue_url(&url)
+        .max_number_of_messages(10)
+        .visibility_timeout(60)
+        .message_system_attribute_names(MessageSystemAttributeName::ApproximateReceiveCount)
+        .send()
+        .await
+        .unwrap();
+    let bodies: Vec<_> = visible.messages().iter().map(|m| m.body().unwrap()).collect();
+    assert_eq!(
+        bodies,
+        ["free"],
+        "the in-flight message stays hidden on the new leader"
+    );
+    assert_eq!(
+        visible.messages()[0].attributes.as_ref().unwrap()
+            [&MessageSystemAttributeName::ApproximateReceiveCount],
+        "3"
+    );
+
+    // The receipt handle from the old leader still works on the new one.
+    sqs.change_message_visibility()
+        .queue_url(&url)
+        .receipt_handle(&busy_handle)
+        .visibility_timeout(0)
+        .send()
+        .await
+        .unwrap();
+    let busy = sqs
+        .receive_message()
+        .queue_url(&url)
+        .message_system_attribute_names(MessageSystemAttributeName::ApproximateReceiveCount)
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(busy.messages()[0].body(), Some("busy"));
+    assert_eq!(
+        busy.messages()[0].attributes.as_ref().unwrap()[&MessageSystemAttributeName::ApproximateReceiveCount],
+        "3"
+    );
+}
+
+#[tokio::test]
+async fn a_deleted_message_never_comes_back() {
+    let redis = RedisServer::start();
+    let mut nodes: Vec<Server> = ["x1", "x2"]
+        .iter()
+        .map(|id| Server::start_node(&redis, id))
+        .collect();
+    let leader = leader_of(&nodes).await;
+    let sqs = client_without_retries(&nodes[leader].url);
+    let url = queue_url("deletions");
+    sqs.create_queue()
+        .queue_name("deletions")
+        .attributes(QueueAttributeName::VisibilityTimeout, "1")
+        .send()
+        .await
+        .unwrap();
+    for i in 0..20 {
+        sqs.send_message()
+            .queue_url(&url)
+            .message_body(format!("m{i}"))
+            .send()
+            .await
+            .unwrap();
+    }
+    let mut kept = BTreeSet::new();
+    let mut deleted = 0;
+    for (body, message) in drain(&sqs, &url, false).await {
+        if deleted < 10 {
+            sqs.delete_message()
+                .queue_url(&url)
+                .receipt_handle(message.receipt_handle().unwrap())
+                .send()
+                .await
+                .unwrap();
+            deleted += 1;
+        } else {
+            kept.insert(body);
+        }
+    }
+    nodes.remove(leader).signal("KILL");
+    let new_leader = leader_of(&nodes).await;
+    let sqs = client_without_retries(&nodes[new_leader].url);
+    tokio::time::sleep(Duration::from_millis(1_100)).await; // the kept ones' visibility runs out
+    let after: BTreeSet<String> = drain(&sqs, &url, true).await.into_keys().collect();
+    assert_eq!(after, kept);
+}
+
+#[tokio::test]
+async fn a_frozen_leader_is_fenced_and_redis_keeps_the_new_leaders_data() {
+    let redis = RedisServer::start();
+    let nodes: Vec<Server> = ["z1", "z2"]
+        .iter()
+        .map(|id| Server::start_node(&redis, id))
+        .collect();
+    let old = leader_of(&nodes).await;
+    let new = 1 - old;
+    let url = queue_url("fenced");
+    client_without_retries(&nodes[old].url)
+        .create_queue()
+        .queue_name("fenced")
+        .send()
+        .await
+        .unwrap();
+
+    nodes[old].signal("STOP");
+    // A send that reaches the frozen leader: it waits in its socket buffer.
+    let stale_send = {
+        let client = client_without_retries(&nodes[old].url);
+        let url = url.clone();
+        tokio::spawn(async move {
+            client
+                .send_message()
+                .queue_url(url)
+                .message_body("from the old leader")
+                .send()
+                .await
+        })
+    };
+    tokio::time::sleep(Duration::from_millis(2_500)).await; // past the TTL
+    single_leader(&nodes[new..=new], Duration::from_secs(5)).await;
+    let sqs = client_without_retries(&nodes[new].url);
+    sqs.send_message()
+        .queue_url(&url)
+        .message_body("from the new leader")
+        .send()
+        .await
+        .unwrap();
+
+    nodes[old].signal("CONT");
+    let stale = stale_send.await.unwrap();
+    let error = stale.expect_err("the old leader must not acknowledge anything");
+    assert_eq!(error.raw_response().map(|r| r.status().as_u16()), Some(503));
+
+    let bodies: Vec<String> = drain(&sqs, &url, true).await.into_keys().collect();
+    assert_eq!(bodies, ["from the new leader"]);
+    assert_eq!(nodes[old].status().await["role"], "passive");
+}
+
+#[tokio::test]
+async fn with_redis_down_sends_fail_and_acknowledged_ones_survive() {
+    let mut redis = RedisServer::start_with(&["--appendonly", "yes", "--appendfsync", "always"]);
+    let nodes: Vec<Server> = ["r1", "r2"]
+        .iter()
+        .map(|id| Server::start_node(&redis, id))
+        .collect();
+    let leader = leader_of(&nodes).await;
+    let url = queue_url("outage");
+    client_without_retries(&nodes[leader].url)
+        .create_queue()
+        .queue_name("outage")
+        .send()
+        .await
+        .unwrap();
+
+    let clients: Vec<_> = nodes.iter().map(|n| client_without_retries(&n.url)).collect();
+    let mut acknowledged = BTreeSet::new();
+    let mut failed = 0;
+    let send_round = |from: usize, to: usize| {
+        let clients = &clients;
+        let url = &url;
+        async move {
+            let mut outcomes = Vec::new();
+            for i in from..to {
+                let body = format!("m{i}");
+                let mut ok = false;
+                for sqs in clients {
+                    if sqs
+                        .send_message()
+                        .queue_url(url)
+                        .message_body(&body)
+                        .send()
+                        .await
+                        .is_ok()
+                    {
+                        ok = true;
+                        break;
+                    }
+                }
+                outcomes.push((body, ok));
+            }
+            outcomes
+        }
+    };
+    for (body, ok) in send_round(0, 50).await {
+        assert!(ok, "{body} failed while Redis was up");
+        acknowledged.insert(body);
+    }
+    redis.kill();
+    for (body, ok) in send_round(50, 80).await {
+        if ok {
+            acknowledged.insert(body);
+        } else {
+            failed += 1;
+        }
+    }
+    assert!(failed > 0, "with Redis down, sends must fail");
+    redis.restart();
+    let leader = single_leader(&nodes, Duration::from_secs(10)).await;
+    for (body, ok) in send_round(80, 100).await {
+        assert!(ok, "{body} failed after Redis came back");
+        acknowledged.insert(body);
+    }
+    let received: BTreeSet<String> = drain(&clients[leader], &url, true).await.into_keys().collect();
+    let lost: Vec<_> = acknowledged.difference(&received).collect();
+    assert!(lost.is_empty(), "acknowledged but lost: {lost:?}");
+}
