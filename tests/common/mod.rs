@@ -321,3 +321,91 @@ pub fn client_without_retries(url: &str) -> aws_sdk_sqs::Client {
 pub fn queue_url(name: &str) -> String {
     format!("http://127.0.0.1/000000000000/{name}")
 }
+
+/// An in-process leader built from the library parts, holding the lock in
+/// `redis`: for tests and benchmarks that must drive the store directly.
+pub struct LibraryLeader {
+    pub service: std::sync::Arc<ssq::service::Service>,
+    pub leadership: std::sync::Arc<ssq::leader::Leadership>,
+    pub metrics: std::sync::Arc<ssq::metrics::Metrics>,
+    pub client: fred::prelude::Client,
+    pub layout: ssq::store::Layout,
+}
+
+impl LibraryLeader {
+    pub async fn start(redis: &RedisServer) -> LibraryLeader {
+        use fred::prelude::ClientLike;
+        use ssq::election::{Acquire, LockStore, RedisLock};
+        use std::sync::Arc;
+
+        let client = ssq::redis::client(&redis.url(), Duration::from_secs(5)).unwrap();
+        client.init().await.unwrap();
+        let layout = ssq::store::Layout::new("ssq");
+        let metrics = Arc::new(ssq::metrics::Metrics::new("library"));
+        let (journal, journal_rx) = tokio::sync::mpsc::unbounded_channel();
+        let service = Arc::new(
+            ssq::service::Service::new(Arc::new(ssq::clock::SystemClock), metrics.clone())
+                .persisting_to(journal),
+        );
+        let leadership = Arc::new(ssq::leader::Leadership::new(
+            "library".into(),
+            ssq::leader::Role::Passive,
+            Duration::from_secs(3),
+            service.clone(),
+            metrics.clone(),
+        ));
+        let loader = Arc::new(ssq::store::loader::Loader::new(
+            client.clone(),
+            layout.clone(),
+            service.clone(),
+            leadership.clone(),
+        ));
+        let committer = ssq::store::committer::Committer::new(
+            client.clone(),
+            layout.clone(),
+            leadership.clone(),
+            service.clone(),
+            loader,
+            metrics.clone(),
+            Duration::from_secs(5),
+        );
+        tokio::spawn(committer.run(journal_rx));
+        // A long lease: nothing renews it here.
+        let lock = RedisLock::new(
+            client.clone(),
+            &layout,
+            "library",
+            "http://library",
+            Duration::from_secs(600),
+        );
+        let Acquire::Won(token) = lock.acquire().await.unwrap() else {
+            panic!("the lock was free")
+        };
+        let info = ssq::leader::LeaderInfo::parse(&token).unwrap();
+        let term = leadership.acquired(info, tokio::time::Instant::now()).unwrap();
+        leadership.restored(term);
+        LibraryLeader {
+            service,
+            leadership,
+            metrics,
+            client,
+            layout,
+        }
+    }
+
+    /// Gives the lock up so that a process can take over.
+    pub async fn release(&self) {
+        use fred::prelude::KeysInterface;
+        let _: i64 = self.client.del(self.layout.lock()).await.unwrap();
+    }
+}
+
+pub fn new_message(body: &str) -> ssq::queue::NewMessage {
+    ssq::queue::NewMessage {
+        body: body.into(),
+        attributes: ssq::queue::MessageAttributes::new(),
+        delay_seconds: None,
+        sender_id: "t".into(),
+        trace_header: None,
+    }
+}

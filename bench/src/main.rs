@@ -1,0 +1,458 @@
+//! ssq-bench: a load generator for any SQS-compatible server.
+//!
+//! It speaks the AWS JSON 1.0 protocol with plain HTTP requests, so the same
+//! tool measures ssq and any other server that speaks it. Scenarios:
+//! - `send`: every worker sends, one message or a batch per request;
+//! - `receive`: the queues are filled first, then every worker receives and
+//!   deletes until they are empty or the time is up;
+//! - `roundtrip`: half the workers send, half receive and delete, at once;
+//! - `longpoll`: consumers long-poll (WaitTimeSeconds 20) while one producer
+//!   sends at a steady rate; reports the delay from send to receive.
+//!
+//! Figures: messages per second and latency percentiles per request kind
+//! (HdrHistogram), as a table and, with `--json`, as JSON.
+
+use std::collections::BTreeMap;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
+
+use clap::{Parser, ValueEnum};
+use hdrhistogram::Histogram;
+use serde_json::{Value, json};
+use tokio::sync::Mutex;
+
+#[derive(Parser, Debug, Clone)]
+#[command(
+    name = "ssq-bench",
+    about = "Load generator for SQS-compatible servers (AWS JSON 1.0)."
+)]
+struct Options {
+    /// The server, e.g. http://127.0.0.1:9324.
+    #[arg(long, default_value = "http://127.0.0.1:9324")]
+    endpoint: String,
+    #[arg(long, value_enum, default_value_t = Scenario::Roundtrip)]
+    scenario: Scenario,
+    /// Concurrent workers (requests in flight).
+    #[arg(long, default_value_t = 64)]
+    concurrency: usize,
+    /// Seconds to run (after the warm-up).
+    #[arg(long, default_value_t = 10.0)]
+    duration: f64,
+    /// Seconds of load before measuring starts.
+    #[arg(long, default_value_t = 1.0)]
+    warmup: f64,
+    /// Body size in bytes.
+    #[arg(long, default_value_t = 256)]
+    message_size: usize,
+    /// Messages per send and per receive (1 to 10; above 1 sends use SendMessageBatch).
+    #[arg(long, default_value_t = 1)]
+    batch: usize,
+    /// Queues to spread the workers over.
+    #[arg(long, default_value_t = 1)]
+    queues: usize,
+    /// Messages per queue to fill before the `receive` scenario.
+    #[arg(long, default_value_t = 100_000)]
+    prefill: usize,
+    /// Messages per second the `longpoll` producer sends.
+    #[arg(long, default_value_t = 200.0)]
+    rate: f64,
+    /// Label for this run in the output.
+    #[arg(long, default_value = "run")]
+    label: String,
+    /// Also write the figures as JSON to this file.
+    #[arg(long)]
+    json: Option<std::path::PathBuf>,
+    /// No progress line.
+    #[arg(long)]
+    quiet: bool,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+enum Scenario {
+    Send,
+    Receive,
+    Roundtrip,
+    Longpoll,
+}
+
+/// Latencies and counts of one request kind.
+struct Series {
+    latency_us: Histogram<u64>,
+    requests: u64,
+    messages: u64,
+    errors: u64,
+}
+
+impl Series {
+    fn new() -> Series {
+        Series {
+            latency_us: Histogram::new_with_bounds(1, 120_000_000, 3).unwrap(),
+            requests: 0,
+            messages: 0,
+            errors: 0,
+        }
+    }
+}
+
+#[derive(Clone)]
+struct Recorder {
+    series: Arc<Mutex<BTreeMap<&'static str, Series>>>,
+    measuring: Arc<AtomicBool>,
+    progress: Arc<AtomicU64>,
+}
+
+impl Recorder {
+    async fn record(&self, kind: &'static str, started: Instant, messages: usize, ok: bool) {
+        if !self.measuring.load(Ordering::Relaxed) {
+            return;
+        }
+        let micros = started.elapsed().as_micros().max(1) as u64;
+        let mut series = self.series.lock().await;
+        let entry = series.entry(kind).or_insert_with(Series::new);
+        if ok {
+            let _ = entry.latency_us.record(micros);
+            entry.requests += 1;
+            entry.messages += messages as u64;
+            self.progress.fetch_add(messages as u64, Ordering::Relaxed);
+        } else {
+            entry.errors += 1;
+        }
+    }
+}
+
+struct Sqs {
+    http: reqwest::Client,
+    endpoint: String,
+}
+
+impl Sqs {
+    async fn call(&self, action: &str, body: Value) -> Result<Value, String> {
+        let response = self
+            .http
+            .post(&self.endpoint)
+            .header("x-amz-target", format!("AmazonSQS.{action}"))
+            .header("content-type", "application/x-amz-json-1.0")
+            .body(body.to_string())
+            .send()
+            .await
+            .map_err(|e| e.to_string())?;
+        let status = response.status();
+        let bytes = response.bytes().await.map_err(|e| e.to_string())?;
+        let value: Value = serde_json::from_slice(&bytes).unwrap_or(Value::Null);
+        if status.is_success() {
+            Ok(value)
+        } else {
+            Err(format!("{action}: {status} {value}"))
+        }
+    }
+
+    async fn send(&self, queue: &str, body: &str, batch: usize) -> Result<usize, String> {
+        if batch <= 1 {
+            self.call("SendMessage", json!({"QueueUrl": queue, "MessageBody": body}))
+                .await?;
+            return Ok(1);
+        }
+        let entries: Vec<Value> = (0..batch)
+            .map(|i| json!({"Id": i.to_string(), "MessageBody": body}))
+            .collect();
+        let out = self
+            .call("SendMessageBatch", json!({"QueueUrl": queue, "Entries": entries}))
+            .await?;
+        Ok(out["Successful"].as_array().map_or(0, Vec::len))
+    }
+
+    async fn receive(&self, queue: &str, max: usize, wait: u32) -> Result<Vec<Value>, String> {
+        let out = self
+            .call(
+                "ReceiveMessage",
+                json!({"QueueUrl": queue, "MaxNumberOfMessages": max, "WaitTimeSeconds": wait}),
+            )
+            .await?;
+        Ok(out["Messages"].as_array().cloned().unwrap_or_default())
+    }
+
+    async fn delete(&self, queue: &str, messages: &[Value]) -> Result<(), String> {
+        if let [message] = messages {
+            self.call(
+                "DeleteMessage",
+                json!({"QueueUrl": queue, "ReceiptHandle": message["ReceiptHandle"]}),
+            )
+            .await?;
+            return Ok(());
+        }
+        let entries: Vec<Value> = messages
+            .iter()
+            .enumerate()
+            .map(|(i, m)| json!({"Id": i.to_string(), "ReceiptHandle": m["ReceiptHandle"]}))
+            .collect();
+        self.call(
+            "DeleteMessageBatch",
+            json!({"QueueUrl": queue, "Entries": entries}),
+        )
+        .await?;
+        Ok(())
+    }
+}
+
+fn now_micros() -> u128 {
+    SystemTime::now()
+        .duration_since(UNIX_EPOCH)
+        .unwrap_or_default()
+        .as_micros()
+}
+
+#[tokio::main]
+async fn main() {
+    let options = Options::parse();
+    if !(1..=10).contains(&options.batch) {
+        eprintln!("ssq-bench: --batch must be 1 to 10");
+        std::process::exit(2);
+    }
+    let http = reqwest::Client::builder()
+        .pool_max_idle_per_host(options.concurrency * 2)
+        .timeout(Duration::from_secs(60))
+        .build()
+        .expect("an HTTP client");
+    let sqs = Arc::new(Sqs {
+        http,
+        endpoint: options.endpoint.clone(),
+    });
+
+    let mut queues = Vec::new();
+    for i in 0..options.queues {
+        let name = format!("ssq-bench-{i}");
+        let out = sqs
+            .call("CreateQueue", json!({"QueueName": name}))
+            .await
+            .unwrap_or_else(|e| {
+                eprintln!(
+                    "ssq-bench: cannot create queue {name} at {}: {e}",
+                    options.endpoint
+                );
+                std::process::exit(1);
+            });
+        let url = out["QueueUrl"]
+            .as_str()
+            .expect("CreateQueue returns QueueUrl")
+            .to_string();
+        let _ = sqs.call("PurgeQueue", json!({"QueueUrl": url})).await;
+        queues.push(url);
+    }
+    let body = "x".repeat(options.message_size.max(1));
+
+    if options.scenario == Scenario::Receive {
+        prefill(&sqs, &queues, &body, options.prefill, options.concurrency).await;
+    }
+
+    let recorder = Recorder {
+        series: Arc::new(Mutex::new(BTreeMap::new())),
+        measuring: Arc::new(AtomicBool::new(false)),
+        progress: Arc::new(AtomicU64::new(0)),
+    };
+    let stop = Arc::new(AtomicBool::new(false));
+    let mut workers = Vec::new();
+    let worker_count = if options.scenario == Scenario::Longpoll {
+        options.concurrency + 1
+    } else {
+        options.concurrency
+    };
+    for w in 0..worker_count {
+        let role = match options.scenario {
+            Scenario::Send => Role::Producer,
+            Scenario::Receive => Role::Consumer,
+            Scenario::Roundtrip if w % 2 == 0 => Role::Producer,
+            Scenario::Roundtrip => Role::Consumer,
+            Scenario::Longpoll if w == 0 => Role::PacedProducer,
+            Scenario::Longpoll => Role::LongPoller,
+        };
+        let queue = queues[w % queues.len()].clone();
+        let (sqs, recorder, stop, body, options) = (
+            sqs.clone(),
+            recorder.clone(),
+            stop.clone(),
+            body.clone(),
+            options.clone(),
+        );
+        workers.push(tokio::spawn(async move {
+            work(role, &sqs, &queue, &body, &options, &recorder, &stop).await
+        }));
+    }
+
+    tokio::time::sleep(Duration::from_secs_f64(options.warmup)).await;
+    recorder.measuring.store(true, Ordering::Relaxed);
+    let started = Instant::now();
+    let measure_for = Duration::from_secs_f64(options.duration);
+    while started.elapsed() < measure_for {
+        tokio::time::sleep(Duration::from_millis(1_000).min(measure_for.saturating_sub(started.elapsed())))
+            .await;
+        if !options.quiet {
+            let done = recorder.progress.load(Ordering::Relaxed);
+            eprint!(
+                "\r[{:>5.1}s] {} messages, {:.0}/s   ",
+                started.elapsed().as_secs_f64(),
+                done,
+                done as f64 / started.elapsed().as_secs_f64()
+            );
+        }
+    }
+    recorder.measuring.store(false, Ordering::Relaxed);
+    let elapsed = started.elapsed().as_secs_f64();
+    stop.store(true, Ordering::Relaxed);
+    if !options.quiet {
+        eprintln!();
+    }
+    for worker in workers {
+        worker.abort();
+    }
+    report(&options, &*recorder.series.lock().await, elapsed);
+}
+
+#[derive(Clone, Copy)]
+enum Role {
+    Producer,
+    Consumer,
+    PacedProducer,
+    LongPoller,
+}
+
+async fn work(
+    role: Role,
+    sqs: &Sqs,
+    queue: &str,
+    body: &str,
+    options: &Options,
+    recorder: &Recorder,
+    stop: &AtomicBool,
+) {
+    let mut paced_next = Instant::now();
+    while !stop.load(Ordering::Relaxed) {
+        match role {
+            Role::Producer => {
+                let started = Instant::now();
+                let result = sqs.send(queue, body, options.batch).await;
+                let ok = result.is_ok();
+                recorder.record("send", started, result.unwrap_or(0), ok).await;
+            }
+            Role::PacedProducer => {
+                paced_next += Duration::from_secs_f64(1.0 / options.rate.max(0.001));
+                tokio::time::sleep_until(paced_next.into()).await;
+                let started = Instant::now();
+                let stamped = format!("{}", now_micros());
+                let ok = sqs.send(queue, &stamped, 1).await.is_ok();
+                recorder.record("send", started, 1, ok).await;
+            }
+            Role::Consumer | Role::LongPoller => {
+                let wait = if matches!(role, Role::LongPoller) { 20 } else { 0 };
+                let started = Instant::now();
+                let received = sqs.receive(queue, options.batch, wait).await;
+                let Ok(messages) = received else {
+                    recorder.record("receive", started, 0, false).await;
+                    continue;
+                };
+                recorder.record("receive", started, messages.len(), true).await;
+                if messages.is_empty() {
+                    if matches!(role, Role::Consumer) && options.scenario == Scenario::Receive {
+                        return; // drained
+                    }
+                    continue;
+                }
+                if matches!(role, Role::LongPoller) {
+                    for message in &messages {
+                        if let Some(sent) = message["Body"].as_str().and_then(|b| b.parse::<u128>().ok()) {
+                            let delay = Duration::from_micros(now_micros().saturating_sub(sent) as u64);
+                            recorder.record("delivery", Instant::now() - delay, 1, true).await;
+                        }
+                    }
+                }
+                let started = Instant::now();
+                let ok = sqs.delete(queue, &messages).await.is_ok();
+                recorder.record("delete", started, messages.len(), ok).await;
+            }
+        }
+    }
+}
+
+async fn prefill(sqs: &Arc<Sqs>, queues: &[String], body: &str, per_queue: usize, concurrency: usize) {
+    eprintln!(
+        "filling {} queue(s) with {per_queue} messages each...",
+        queues.len()
+    );
+    let started = Instant::now();
+    let mut tasks = Vec::new();
+    for queue in queues {
+        let per_task = per_queue.div_ceil(concurrency.max(1));
+        for t in 0..concurrency.max(1) {
+            let count = per_task.min(per_queue.saturating_sub(t * per_task));
+            let (sqs, queue, body) = (sqs.clone(), queue.clone(), body.to_string());
+            tasks.push(tokio::spawn(async move {
+                let mut sent = 0;
+                while sent < count {
+                    let n = (count - sent).min(10);
+                    match sqs.send(&queue, &body, n.max(2)).await {
+                        Ok(k) => sent += k.min(n),
+                        Err(e) => {
+                            eprintln!("prefill: {e}");
+                            tokio::time::sleep(Duration::from_millis(100)).await;
+                        }
+                    }
+                }
+            }));
+        }
+    }
+    for task in tasks {
+        let _ = task.await;
+    }
+    eprintln!("filled in {:.1}s", started.elapsed().as_secs_f64());
+}
+
+fn report(options: &Options, series: &BTreeMap<&'static str, Series>, elapsed: f64) {
+    println!(
+        "{} | {:?} | concurrency {} | {} B | batch {} | {} queue(s) | {:.1}s",
+        options.label,
+        options.scenario,
+        options.concurrency,
+        options.message_size,
+        options.batch,
+        options.queues,
+        elapsed
+    );
+    println!(
+        "{:<9} {:>10} {:>12} {:>12} {:>9} {:>9} {:>9} {:>9} {:>7}",
+        "kind", "requests", "req/s", "msgs/s", "p50 ms", "p90 ms", "p99 ms", "p99.9 ms", "errors"
+    );
+    let mut json_series = serde_json::Map::new();
+    for (kind, s) in series {
+        let q = |p: f64| s.latency_us.value_at_quantile(p) as f64 / 1000.0;
+        println!(
+            "{:<9} {:>10} {:>12.0} {:>12.0} {:>9.2} {:>9.2} {:>9.2} {:>9.2} {:>7}",
+            kind,
+            s.requests,
+            s.requests as f64 / elapsed,
+            s.messages as f64 / elapsed,
+            q(0.5),
+            q(0.9),
+            q(0.99),
+            q(0.999),
+            s.errors
+        );
+        json_series.insert(
+            kind.to_string(),
+            json!({
+                "requests": s.requests, "requests_per_second": s.requests as f64 / elapsed,
+                "messages_per_second": s.messages as f64 / elapsed, "errors": s.errors,
+                "p50_ms": q(0.5), "p90_ms": q(0.9), "p99_ms": q(0.99), "p999_ms": q(0.999),
+            }),
+        );
+    }
+    if let Some(path) = &options.json {
+        let document = json!({
+            "label": options.label, "scenario": format!("{:?}", options.scenario).to_lowercase(),
+            "endpoint": options.endpoint, "concurrency": options.concurrency, "message_size": options.message_size,
+            "batch": options.batch, "queues": options.queues, "seconds": elapsed, "series": json_series,
+        });
+        if let Err(e) = std::fs::write(path, serde_json::to_string_pretty(&document).unwrap()) {
+            eprintln!("ssq-bench: cannot write {}: {e}", path.display());
+        }
+    }
+}
