@@ -280,22 +280,36 @@ impl RedisLock {
     }
 }
 
+impl RedisLock {
+    async fn run<R: FromValue>(
+        &self,
+        script: &Script,
+        keys: Vec<String>,
+        args: Vec<String>,
+    ) -> Result<R, LockError> {
+        script
+            .evalsha_with_reload(&self.client, keys, args)
+            .await
+            .map_err(|e| e.to_string())
+    }
+}
+
 impl LockStore for RedisLock {
     async fn acquire(&self) -> Result<Acquire, LockError> {
+        let nonce = format!("{:016x}", uuid::Uuid::new_v4().as_u64_pair().0);
+        let args = vec![
+            self.node_id.clone(),
+            self.advertise_url.clone(),
+            self.ttl_ms.to_string(),
+            nonce,
+        ];
         let (won, token): (i64, String) = self
-            .acquire
-            .evalsha_with_reload(
-                &self.client,
+            .run(
+                &self.acquire,
                 vec![self.lock_key.clone(), self.epoch_key.clone()],
-                vec![
-                    self.node_id.clone(),
-                    self.advertise_url.clone(),
-                    self.ttl_ms.to_string(),
-                    format!("{:016x}", uuid::Uuid::new_v4().as_u64_pair().0),
-                ],
+                args,
             )
-            .await
-            .map_err(|e| e.to_string())?;
+            .await?;
         Ok(if won == 1 {
             Acquire::Won(token)
         } else {
@@ -304,29 +318,19 @@ impl LockStore for RedisLock {
     }
 
     async fn renew(&self, token: &str) -> Result<bool, LockError> {
-        let renewed: i64 = self
-            .renew
-            .evalsha_with_reload(
-                &self.client,
-                vec![self.lock_key.clone()],
-                vec![token.to_string(), self.ttl_ms.to_string()],
-            )
-            .await
-            .map_err(|e| e.to_string())?;
-        Ok(renewed == 1)
+        let args = vec![token.to_string(), self.ttl_ms.to_string()];
+        Ok(self
+            .run::<i64>(&self.renew, vec![self.lock_key.clone()], args)
+            .await?
+            == 1)
     }
 
     async fn release(&self, token: &str) -> Result<bool, LockError> {
-        let released: i64 = self
-            .release
-            .evalsha_with_reload(
-                &self.client,
-                vec![self.lock_key.clone()],
-                vec![token.to_string(), self.release_channel.clone()],
-            )
-            .await
-            .map_err(|e| e.to_string())?;
-        Ok(released == 1)
+        let args = vec![token.to_string(), self.release_channel.clone()];
+        Ok(self
+            .run::<i64>(&self.release, vec![self.lock_key.clone()], args)
+            .await?
+            == 1)
     }
 }
 

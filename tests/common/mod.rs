@@ -15,6 +15,18 @@ pub struct Server {
     pub url: String,
 }
 
+/// Waits up to 10 s until something accepts connections on `port`.
+fn wait_for_port(port: u16, what: &str) {
+    let deadline = Instant::now() + Duration::from_secs(10);
+    while std::net::TcpStream::connect(("127.0.0.1", port)).is_err() {
+        assert!(
+            Instant::now() < deadline,
+            "{what} did not start listening on {port}"
+        );
+        std::thread::sleep(Duration::from_millis(10));
+    }
+}
+
 pub fn free_port() -> u16 {
     TcpListener::bind("127.0.0.1:0")
         .unwrap()
@@ -49,15 +61,7 @@ impl Server {
     }
 
     fn wait_until_listening(&self) {
-        let deadline = Instant::now() + Duration::from_secs(10);
-        while std::net::TcpStream::connect(("127.0.0.1", self.port)).is_err() {
-            assert!(
-                Instant::now() < deadline,
-                "ssq did not start listening on {}",
-                self.port
-            );
-            std::thread::sleep(Duration::from_millis(20));
-        }
+        wait_for_port(self.port, "ssq");
     }
 
     pub fn client(&self) -> aws_sdk_sqs::Client {
@@ -149,15 +153,7 @@ impl RedisServer {
             .spawn()
             .expect("redis-server is installed (.ci/run installs it)");
         self.child = Some(child);
-        let deadline = Instant::now() + Duration::from_secs(10);
-        while std::net::TcpStream::connect(("127.0.0.1", self.port)).is_err() {
-            assert!(
-                Instant::now() < deadline,
-                "redis-server did not start on {}",
-                self.port
-            );
-            std::thread::sleep(Duration::from_millis(10));
-        }
+        wait_for_port(self.port, "redis-server");
     }
 
     /// Kills Redis at once (SIGKILL), as a crash would.
