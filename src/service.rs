@@ -26,7 +26,7 @@ use crate::clock::Clock;
 use crate::error::{ErrorCode, Result, SqsError};
 use crate::metrics::Metrics;
 use crate::queue::validate_name;
-use crate::queue::{Counts, NewMessage, Queue, QueueAttributes, Received, Sent};
+use crate::queue::{Counts, DeadLetter, NewMessage, Queue, QueueAttributes, Received, Sent};
 use crate::store::{Pending, Write};
 
 /// The most queues one instance holds; CreateQueue beyond it answers OverLimit.
@@ -88,6 +88,17 @@ impl QueueSlot {
     }
 }
 
+/// What a ReceiveMessage asks for.
+#[derive(Debug, Default, Clone, Copy)]
+pub struct ReceiveRequest<'a> {
+    pub max: usize,
+    pub visibility_timeout: Option<u32>,
+    /// Wait up to this long for a message; `None`: the queue's setting.
+    pub wait_seconds: Option<u32>,
+    /// FIFO: a retried receive with the same id gets the same messages.
+    pub attempt_id: Option<&'a str>,
+}
+
 /// The outcome of CreateQueue.
 #[derive(Debug, PartialEq, Eq)]
 pub enum Created {
@@ -118,23 +129,31 @@ impl Service {
         self.generation.load(Ordering::Acquire)
     }
 
-    /// Hands a write to the store; call with the queue's lock held.
-    fn submit(&self, generation: u64, write: Write) -> Commit {
+    /// Hands one request's writes to the store; call with the locks of the
+    /// queues they touch held.
+    fn submit(&self, generation: u64, mut writes: Vec<Write>) -> Commit {
         let journal = self.journal.as_ref()?;
-        if let Write::Queue { changes, .. } = &write
-            && changes.is_empty()
-        {
+        writes.retain(|write| !matches!(write, Write::Queue { changes, .. } if changes.is_empty()));
+        if writes.is_empty() {
             return None;
         }
         let (done, committed) = oneshot::channel();
         journal
             .send(Pending {
                 generation,
-                write,
+                writes,
                 done,
             })
             .ok()?;
         Some(committed)
+    }
+
+    /// The changes `queue` recorded, as a write.
+    fn changes_of(queue: &mut Queue) -> Write {
+        Write::Queue {
+            name: queue.name.clone(),
+            changes: queue.take_changes(),
+        }
     }
 
     /// Waits until the store holds the change.
@@ -186,6 +205,8 @@ impl Service {
         for (key, value) in attributes {
             parsed.set(key, value)?;
         }
+        let given: Vec<&str> = attributes.keys().map(String::as_str).collect();
+        parsed.check_consistency(name, &given)?;
         crate::queue::tags::validate(&tags)?;
         let now = self.now();
         let commit = {
@@ -220,10 +241,10 @@ impl Service {
             queues.insert(name.to_string(), QueueSlot::new(queue, generation));
             self.submit(
                 generation,
-                Write::Queue {
+                vec![Write::Queue {
                     name: name.to_string(),
                     changes,
-                },
+                }],
             )
         };
         Self::committed(commit).await?;
@@ -240,9 +261,9 @@ impl Service {
             slot.deleted.store(true, Ordering::Release);
             self.submit(
                 slot.generation,
-                Write::DeleteQueue {
+                vec![Write::DeleteQueue {
                     name: name.to_string(),
-                },
+                }],
             )
         };
         slot.ready.notify_waiters();
@@ -327,13 +348,7 @@ impl Service {
                 return Err(SqsError::queue_does_not_exist());
             }
             let result = operation(&mut queue, self.now());
-            let commit = self.submit(
-                slot.generation,
-                Write::Queue {
-                    name: name.to_string(),
-                    changes: queue.take_changes(),
-                },
-            );
+            let commit = self.submit(slot.generation, vec![Self::changes_of(&mut queue)]);
             (result, commit)
         };
         slot.ready.notify_waiters();
@@ -355,13 +370,7 @@ impl Service {
 
     /// Receives up to `max` messages, waiting up to `wait_seconds` (or the
     /// queue's ReceiveMessageWaitTimeSeconds) for the first to arrive.
-    pub async fn receive(
-        &self,
-        name: &str,
-        max: usize,
-        visibility_timeout: Option<u32>,
-        wait_seconds: Option<u32>,
-    ) -> Result<Vec<Received>> {
+    pub async fn receive(&self, name: &str, request: ReceiveRequest<'_>) -> Result<Vec<Received>> {
         let slot = self.slot(name)?;
         let mut deadline = None;
         loop {
@@ -371,21 +380,12 @@ impl Service {
             tokio::pin!(notified);
             notified.as_mut().enable();
 
-            let (received, wait_default, next_wakeup) = {
-                let mut queue = slot.lock();
-                let now = self.now();
-                let received = queue.receive(max, visibility_timeout, now);
-                let next_wakeup = queue.next_wakeup().map(|at| at.saturating_sub(now));
-                (
-                    received,
-                    queue.attributes.receive_message_wait_time_seconds,
-                    next_wakeup,
-                )
-            };
-            let deadline = *deadline.get_or_insert_with(|| {
-                Instant::now() + Duration::from_secs(wait_seconds.unwrap_or(wait_default).into())
-            });
+            let (received, wait_default, next_wakeup, commit) = self.receive_once(name, &slot, &request)?;
+            Self::committed(commit).await?;
             self.metrics.messages_received.inc_by(received.len() as u64);
+            let deadline = *deadline.get_or_insert_with(|| {
+                Instant::now() + Duration::from_secs(request.wait_seconds.unwrap_or(wait_default).into())
+            });
             let closed = slot.is_closed() || self.closing.load(Ordering::Acquire);
             if !received.is_empty() || closed || Instant::now() >= deadline {
                 return Ok(received);
@@ -399,6 +399,76 @@ impl Service {
                 _ = tokio::time::sleep_until(wake_at) => {}
             }
         }
+    }
+
+    /// One look at the queue: receives what it can, moving over-received
+    /// messages to the dead-letter queue. Both queues are locked, in name
+    /// order (so two queues redriving into each other cannot deadlock), and
+    /// their changes go to the store as one commit: a moved message is never
+    /// lost and never in both.
+    #[allow(clippy::type_complexity)]
+    fn receive_once(
+        &self,
+        name: &str,
+        slot: &Arc<QueueSlot>,
+        request: &ReceiveRequest<'_>,
+    ) -> Result<(Vec<Received>, u32, Option<u64>, Commit)> {
+        let policy = slot.lock().attributes.redrive_policy.clone();
+        let target = policy
+            .as_ref()
+            .filter(|p| p.target_name() != name)
+            .and_then(|p| Some((p, self.read_queues().get(p.target_name())?.clone())));
+        let (mut queue, mut dead_letters) = match &target {
+            None => (slot.lock(), None),
+            Some((policy, dlq)) if policy.target_name() < name => {
+                let dead_letters = dlq.lock();
+                (slot.lock(), Some(dead_letters))
+            }
+            Some((_, dlq)) => {
+                let queue = slot.lock();
+                (queue, Some(dlq.lock()))
+            }
+        };
+        if slot.is_closed() {
+            return Ok((Vec::new(), 0, None, None));
+        }
+        let now = self.now();
+        let source_arn: Option<Arc<str>> = target.as_ref().map(|(policy, _)| {
+            let prefix = policy
+                .dead_letter_target_arn
+                .rsplit_once(':')
+                .map_or("", |(prefix, _)| prefix);
+            format!("{prefix}:{name}").into()
+        });
+        let dead_letter = match (dead_letters.as_deref_mut(), &target, source_arn) {
+            (Some(dlq), Some((_, dlq_slot)), Some(source_arn)) if !dlq_slot.is_closed() => Some(DeadLetter {
+                queue: dlq,
+                source_arn,
+            }),
+            _ => None,
+        };
+        let received = queue.receive(
+            request.max,
+            request.visibility_timeout,
+            request.attempt_id,
+            dead_letter,
+            now,
+        );
+        let next_wakeup = queue.next_wakeup().map(|at| at.saturating_sub(now));
+        let mut writes = vec![Self::changes_of(&mut queue)];
+        if let Some(dlq) = dead_letters.as_deref_mut() {
+            writes.push(Self::changes_of(dlq));
+        }
+        let commit = self.submit(slot.generation, writes);
+        if let Some((_, dlq_slot)) = &target {
+            dlq_slot.ready.notify_waiters();
+        }
+        Ok((
+            received,
+            queue.attributes.receive_message_wait_time_seconds,
+            next_wakeup,
+            commit,
+        ))
     }
 
     /// Message counts of every queue, for the metrics scrape.
@@ -446,6 +516,16 @@ mod tests {
             delay_seconds: delay,
             sender_id: "t".into(),
             trace_header: None,
+            group_id: None,
+            dedup_id: None,
+        }
+    }
+
+    fn wait(max: usize, wait_seconds: Option<u32>) -> ReceiveRequest<'static> {
+        ReceiveRequest {
+            max,
+            wait_seconds,
+            ..Default::default()
         }
     }
 
@@ -456,7 +536,7 @@ mod tests {
             let svc = svc.clone();
             tokio::spawn(async move {
                 let started = Instant::now();
-                let got = svc.receive("q", 10, None, Some(20)).await.unwrap();
+                let got = svc.receive("q", wait(10, Some(20))).await.unwrap();
                 (got.len(), started.elapsed())
             })
         };
@@ -471,7 +551,7 @@ mod tests {
     async fn long_poll_times_out_empty_after_the_wait() {
         let svc = service().await;
         let started = Instant::now();
-        let got = svc.receive("q", 10, None, Some(7)).await.unwrap();
+        let got = svc.receive("q", wait(10, Some(7))).await.unwrap();
         assert!(got.is_empty());
         assert_eq!(started.elapsed(), Duration::from_secs(7));
     }
@@ -481,7 +561,7 @@ mod tests {
         let svc = service().await;
         svc.send("q", vec![message("later", Some(4))]).await.unwrap();
         let started = Instant::now();
-        let got = svc.receive("q", 10, None, Some(20)).await.unwrap();
+        let got = svc.receive("q", wait(10, Some(20))).await.unwrap();
         assert_eq!(got.len(), 1);
         assert_eq!(started.elapsed(), Duration::from_secs(4));
     }
@@ -493,7 +573,7 @@ mod tests {
             .await
             .unwrap();
         let started = Instant::now();
-        assert!(svc.receive("q", 1, None, None).await.unwrap().is_empty());
+        assert!(svc.receive("q", wait(1, None)).await.unwrap().is_empty());
         assert_eq!(started.elapsed(), Duration::from_secs(2));
     }
 
@@ -502,7 +582,7 @@ mod tests {
         let svc = service().await;
         let poller = {
             let svc = svc.clone();
-            tokio::spawn(async move { svc.receive("q", 1, None, Some(20)).await })
+            tokio::spawn(async move { svc.receive("q", wait(1, Some(20))).await })
         };
         tokio::time::sleep(Duration::from_secs(1)).await;
         svc.delete_queue("q").await.unwrap();

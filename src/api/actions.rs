@@ -14,7 +14,7 @@ use crate::queue::message::{self, hex};
 use crate::queue::{
     AttributeValue, MessageAttribute, MessageAttributes, NewMessage, ReceiptHandle, Received,
 };
-use crate::service::Service;
+use crate::service::{ReceiveRequest, Service};
 
 /// A batch may hold at most this many entries.
 const MAX_BATCH_ENTRIES: usize = 10;
@@ -228,11 +228,6 @@ fn new_message(ctx: &RequestContext, fields: SendMessageFields) -> Result<(NewMe
         Some(delay) => Some(in_range(delay, "DelaySeconds", 0, 900)?),
         None => None,
     };
-    if fields.message_deduplication_id.is_some() {
-        return Err(SqsError::invalid_parameter(
-            "The request includes the parameter MessageDeduplicationId, which is only valid for FIFO queues.",
-        ));
-    }
     let attributes = message_attributes_from_wire(fields.message_attributes.unwrap_or_default())?;
     let trace_header = trace_header_from_wire(fields.message_system_attributes.unwrap_or_default())?;
     let payload = body.len() + message::attributes_size(&attributes);
@@ -242,6 +237,8 @@ fn new_message(ctx: &RequestContext, fields: SendMessageFields) -> Result<(NewMe
         delay_seconds,
         sender_id: ctx.sender_id.clone(),
         trace_header,
+        group_id: fields.message_group_id,
+        dedup_id: fields.message_deduplication_id,
     };
     Ok((message, payload))
 }
@@ -303,12 +300,18 @@ fn trace_header_from_wire(wire: MessageAttributeMap) -> Result<Option<String>> {
     Ok(trace_header)
 }
 
+/// FIFO sequence numbers: zero-padded so that text order is number order.
+fn sequence_number(seq: u64) -> String {
+    format!("{seq:020}")
+}
+
 fn sent_output(sent: crate::queue::Sent) -> SendMessageOutput {
     SendMessageOutput {
         message_id: sent.message_id.to_string(),
         md5_of_message_body: hex(&sent.md5_of_body),
         md5_of_message_attributes: sent.md5_of_attributes.as_ref().map(hex),
         md5_of_message_system_attributes: sent.md5_of_system_attributes.as_ref().map(hex),
+        sequence_number: sent.sequence_number.map(sequence_number),
     }
 }
 
@@ -462,7 +465,16 @@ pub(super) async fn receive_message(
         return Err(attributes::unknown_attribute(unknown));
     }
     let attribute_filter = input.message_attribute_names.unwrap_or_default();
-    let received = svc.receive(&name, max as usize, visibility, wait).await?;
+    let request = ReceiveRequest {
+        max: max as usize,
+        visibility_timeout: visibility,
+        wait_seconds: wait,
+        attempt_id: input.receive_request_attempt_id.as_deref(),
+    };
+    if let Some(id) = request.attempt_id {
+        message::validate_fifo_id("ReceiveRequestAttemptId", id)?;
+    }
+    let received = svc.receive(&name, request).await?;
     let messages = received
         .into_iter()
         .map(|r| received_message(r, &system_names, &attribute_filter))
@@ -492,10 +504,27 @@ fn received_message(
     {
         system.insert("ApproximateFirstReceiveTimestamp".into(), first.to_string());
     }
-    if wants("AWSTraceHeader")
-        && let Some(trace) = &m.trace_header
-    {
-        system.insert("AWSTraceHeader".into(), trace.to_string());
+    let optional = [
+        ("AWSTraceHeader", m.trace_header.as_deref().map(str::to_string)),
+        ("MessageGroupId", m.group_id.as_deref().map(str::to_string)),
+        (
+            "MessageDeduplicationId",
+            m.dedup_id.as_deref().map(str::to_string),
+        ),
+        // Every FIFO message has a deduplication id; standard ones never do.
+        (
+            "SequenceNumber",
+            m.dedup_id.is_some().then(|| sequence_number(m.seq)),
+        ),
+        (
+            "DeadLetterQueueSourceArn",
+            m.dead_letter_source.as_deref().map(str::to_string),
+        ),
+    ];
+    for (name, value) in optional {
+        if let Some(value) = value.filter(|_| wants(name)) {
+            system.insert(name.into(), value);
+        }
     }
     let selected: BTreeMap<&String, &MessageAttribute> = m
         .attributes

@@ -122,6 +122,8 @@ pub struct SendMessageOutput {
         skip_serializing_if = "Option::is_none"
     )]
     pub md5_of_message_system_attributes: Option<String>,
+    #[serde(rename = "SequenceNumber", skip_serializing_if = "Option::is_none")]
+    pub sequence_number: Option<String>,
 }
 
 #[derive(Debug, Default, Deserialize)]

@@ -8,15 +8,28 @@ use crate::error::{ErrorCode, Result, SqsError};
 
 /// Attributes that a client sets (CreateQueue, SetQueueAttributes).
 pub const SETTABLE: &[&str] = &[
+    "ContentBasedDeduplication",
+    "DeduplicationScope",
     "DelaySeconds",
+    "FifoQueue",
+    "FifoThroughputLimit",
     "KmsDataKeyReusePeriodSeconds",
     "KmsMasterKeyId",
     "MaximumMessageSize",
     "MessageRetentionPeriod",
     "Policy",
     "ReceiveMessageWaitTimeSeconds",
+    "RedriveAllowPolicy",
+    "RedrivePolicy",
     "SqsManagedSseEnabled",
     "VisibilityTimeout",
+];
+
+/// Attributes that only FIFO queues have.
+const FIFO_ONLY: &[&str] = &[
+    "ContentBasedDeduplication",
+    "DeduplicationScope",
+    "FifoThroughputLimit",
 ];
 
 /// Attributes that the queue reports but a client cannot set.
@@ -29,16 +42,38 @@ pub const READ_ONLY: &[&str] = &[
     "QueueArn",
 ];
 
+/// Where a dead-letter queue takes messages received too often.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct RedrivePolicy {
+    pub dead_letter_target_arn: String,
+    pub max_receive_count: u32,
+}
+
+impl RedrivePolicy {
+    /// The dead-letter queue's name: the last part of its ARN.
+    pub fn target_name(&self) -> &str {
+        self.dead_letter_target_arn.rsplit(':').next().unwrap_or_default()
+    }
+}
+
 /// The settable attributes of a queue, typed. Durations are in seconds.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct QueueAttributes {
+    pub content_based_deduplication: bool,
+    /// `queue` or `messageGroup`.
+    pub deduplication_scope: String,
     pub delay_seconds: u32,
+    pub fifo_queue: bool,
+    /// `perQueue` or `perMessageGroupId`.
+    pub fifo_throughput_limit: String,
     pub kms_data_key_reuse_period_seconds: u32,
     pub kms_master_key_id: Option<String>,
     pub maximum_message_size: u32,
     pub message_retention_period: u32,
     pub policy: Option<String>,
     pub receive_message_wait_time_seconds: u32,
+    pub redrive_allow_policy: Option<String>,
+    pub redrive_policy: Option<RedrivePolicy>,
     pub sqs_managed_sse_enabled: bool,
     pub visibility_timeout: u32,
 }
@@ -47,13 +82,19 @@ impl Default for QueueAttributes {
     /// AWS's defaults for a new standard queue.
     fn default() -> Self {
         QueueAttributes {
+            content_based_deduplication: false,
+            deduplication_scope: "queue".into(),
             delay_seconds: 0,
+            fifo_queue: false,
+            fifo_throughput_limit: "perQueue".into(),
             kms_data_key_reuse_period_seconds: 300,
             kms_master_key_id: None,
             maximum_message_size: 1_048_576,
             message_retention_period: 345_600,
             policy: None,
             receive_message_wait_time_seconds: 0,
+            redrive_allow_policy: None,
+            redrive_policy: None,
             sqs_managed_sse_enabled: true,
             visibility_timeout: 30,
         }
@@ -64,7 +105,15 @@ impl QueueAttributes {
     /// Sets one attribute from its text form, checking name and range.
     pub fn set(&mut self, name: &str, value: &str) -> Result<()> {
         match name {
+            "ContentBasedDeduplication" => self.content_based_deduplication = parse_bool(name, value)?,
+            "DeduplicationScope" => {
+                self.deduplication_scope = one_of(name, value, &["queue", "messageGroup"])?;
+            }
             "DelaySeconds" => self.delay_seconds = parse_in_range(name, value, 0, 900)?,
+            "FifoQueue" => self.fifo_queue = parse_bool(name, value)?,
+            "FifoThroughputLimit" => {
+                self.fifo_throughput_limit = one_of(name, value, &["perQueue", "perMessageGroupId"])?;
+            }
             "KmsDataKeyReusePeriodSeconds" => {
                 self.kms_data_key_reuse_period_seconds = parse_in_range(name, value, 60, 86_400)?
             }
@@ -84,13 +133,9 @@ impl QueueAttributes {
             "ReceiveMessageWaitTimeSeconds" => {
                 self.receive_message_wait_time_seconds = parse_in_range(name, value, 0, 20)?
             }
-            "SqsManagedSseEnabled" => {
-                self.sqs_managed_sse_enabled = match value {
-                    "true" => true,
-                    "false" => false,
-                    _ => return Err(invalid_value(name, "it must be true or false")),
-                }
-            }
+            "RedriveAllowPolicy" => self.redrive_allow_policy = parse_redrive_allow_policy(value)?,
+            "RedrivePolicy" => self.redrive_policy = parse_redrive_policy(value)?,
+            "SqsManagedSseEnabled" => self.sqs_managed_sse_enabled = parse_bool(name, value)?,
             "VisibilityTimeout" => self.visibility_timeout = parse_in_range(name, value, 0, 43_200)?,
             _ => return Err(unknown_attribute(name)),
         }
@@ -99,18 +144,62 @@ impl QueueAttributes {
 
     /// The text form of a settable attribute; `None` when it is unset.
     pub fn get(&self, name: &str) -> Option<String> {
+        if FIFO_ONLY.contains(&name) && !self.fifo_queue {
+            return None;
+        }
         Some(match name {
+            "ContentBasedDeduplication" => self.content_based_deduplication.to_string(),
+            "DeduplicationScope" => self.deduplication_scope.clone(),
             "DelaySeconds" => self.delay_seconds.to_string(),
+            "FifoQueue" if self.fifo_queue => "true".into(),
             "KmsDataKeyReusePeriodSeconds" => self.kms_data_key_reuse_period_seconds.to_string(),
             "KmsMasterKeyId" => self.kms_master_key_id.clone()?,
             "MaximumMessageSize" => self.maximum_message_size.to_string(),
             "MessageRetentionPeriod" => self.message_retention_period.to_string(),
             "Policy" => self.policy.clone()?,
+            "FifoThroughputLimit" => self.fifo_throughput_limit.clone(),
             "ReceiveMessageWaitTimeSeconds" => self.receive_message_wait_time_seconds.to_string(),
+            "RedriveAllowPolicy" => self.redrive_allow_policy.clone()?,
+            "RedrivePolicy" => {
+                let policy = self.redrive_policy.as_ref()?;
+                serde_json::json!({
+                    "deadLetterTargetArn": policy.dead_letter_target_arn,
+                    "maxReceiveCount": policy.max_receive_count,
+                })
+                .to_string()
+            }
             "SqsManagedSseEnabled" => self.sqs_managed_sse_enabled.to_string(),
             "VisibilityTimeout" => self.visibility_timeout.to_string(),
             _ => return None,
         })
+    }
+
+    /// Checks the rules that tie attributes to each other and to the queue's
+    /// name: FIFO queues end in `.fifo` and only they have FIFO attributes.
+    pub fn check_consistency(&self, queue_name: &str, given: &[&str]) -> Result<()> {
+        let fifo_name = queue_name.ends_with(".fifo");
+        if self.fifo_queue != fifo_name {
+            return Err(SqsError::invalid_parameter(if fifo_name {
+                "The name of a FIFO queue can only include alphanumeric characters, hyphens, or underscores, must end with .fifo suffix, and FifoQueue must be true."
+            } else {
+                "Queues with FifoQueue=true must have a name that ends with .fifo."
+            }));
+        }
+        if !self.fifo_queue
+            && let Some(name) = given.iter().find(|n| FIFO_ONLY.contains(n) || **n == "FifoQueue")
+        {
+            return Err(SqsError::new(
+                ErrorCode::InvalidAttributeName,
+                format!("Unknown Attribute {name}: it applies to FIFO queues only."),
+            ));
+        }
+        if self.fifo_throughput_limit == "perMessageGroupId" && self.deduplication_scope != "messageGroup" {
+            return Err(invalid_value(
+                "FifoThroughputLimit",
+                "perMessageGroupId needs DeduplicationScope messageGroup",
+            ));
+        }
+        Ok(())
     }
 
     /// Whether setting `name` to `value` would leave these attributes as they
@@ -128,6 +217,84 @@ pub fn check_readable(name: &str) -> Result<()> {
         Ok(())
     } else {
         Err(unknown_attribute(name))
+    }
+}
+
+fn parse_bool(name: &str, value: &str) -> Result<bool> {
+    match value {
+        "true" => Ok(true),
+        "false" => Ok(false),
+        _ => Err(invalid_value(name, "it must be true or false")),
+    }
+}
+
+fn one_of(name: &str, value: &str, allowed: &[&str]) -> Result<String> {
+    if allowed.contains(&value) {
+        Ok(value.to_string())
+    } else {
+        Err(invalid_value(
+            name,
+            &format!("it must be one of {}", allowed.join(", ")),
+        ))
+    }
+}
+
+/// `{"deadLetterTargetArn": "arn:aws:sqs:…:name", "maxReceiveCount": 1..1000}`;
+/// an empty value removes the policy.
+fn parse_redrive_policy(value: &str) -> Result<Option<RedrivePolicy>> {
+    if value.is_empty() {
+        return Ok(None);
+    }
+    let invalid = |why: &str| invalid_value("RedrivePolicy", why);
+    let json: serde_json::Value =
+        serde_json::from_str(value).map_err(|_| invalid("it must be a JSON object"))?;
+    let arn = json["deadLetterTargetArn"]
+        .as_str()
+        .filter(|arn| arn.starts_with("arn:") && arn.split(':').count() == 6)
+        .ok_or_else(|| invalid("deadLetterTargetArn must be a queue ARN"))?;
+    // SDKs send the count as a number or as a string.
+    let count = match &json["maxReceiveCount"] {
+        serde_json::Value::Number(n) => n.as_u64(),
+        serde_json::Value::String(s) => s.parse().ok(),
+        _ => None,
+    }
+    .filter(|n| (1..=1000).contains(n))
+    .ok_or_else(|| invalid("maxReceiveCount must be a whole number from 1 to 1000"))?;
+    Ok(Some(RedrivePolicy {
+        dead_letter_target_arn: arn.to_string(),
+        max_receive_count: count as u32,
+    }))
+}
+
+/// `{"redrivePermission": "allowAll" | "denyAll" | "byQueue", "sourceQueueArns": [...]}`.
+fn parse_redrive_allow_policy(value: &str) -> Result<Option<String>> {
+    if value.is_empty() {
+        return Ok(None);
+    }
+    let invalid = |why: &str| invalid_value("RedriveAllowPolicy", why);
+    let json: serde_json::Value =
+        serde_json::from_str(value).map_err(|_| invalid("it must be a JSON object"))?;
+    let sources = json["sourceQueueArns"].as_array().map_or(0, Vec::len);
+    match json["redrivePermission"].as_str() {
+        Some("allowAll" | "denyAll") if sources == 0 => Ok(Some(value.to_string())),
+        Some("byQueue") if (1..=10).contains(&sources) => Ok(Some(value.to_string())),
+        Some("byQueue") => Err(invalid("byQueue needs 1 to 10 sourceQueueArns")),
+        Some("allowAll" | "denyAll") => Err(invalid("sourceQueueArns goes only with byQueue")),
+        _ => Err(invalid("redrivePermission must be allowAll, denyAll or byQueue")),
+    }
+}
+
+/// Whether a dead-letter queue with this RedriveAllowPolicy accepts `source_arn`.
+pub fn redrive_allowed(allow_policy: Option<&str>, source_arn: &str) -> bool {
+    let Some(policy) = allow_policy.and_then(|p| serde_json::from_str::<serde_json::Value>(p).ok()) else {
+        return true;
+    };
+    match policy["redrivePermission"].as_str() {
+        Some("denyAll") => false,
+        Some("byQueue") => policy["sourceQueueArns"]
+            .as_array()
+            .is_some_and(|arns| arns.iter().any(|a| a.as_str() == Some(source_arn))),
+        _ => true,
     }
 }
 
@@ -203,6 +370,78 @@ mod tests {
         assert!(check_readable("QueueArn").is_ok());
         assert!(check_readable("All").is_ok());
         assert!(check_readable("Nope").is_err());
+    }
+
+    #[test]
+    fn fifo_attributes_belong_to_fifo_queues() {
+        let mut attrs = QueueAttributes::default();
+        attrs.set("FifoQueue", "true").unwrap();
+        attrs.set("ContentBasedDeduplication", "true").unwrap();
+        attrs
+            .check_consistency("jobs.fifo", &["FifoQueue", "ContentBasedDeduplication"])
+            .unwrap();
+        assert!(attrs.check_consistency("jobs", &["FifoQueue"]).is_err());
+        let standard = QueueAttributes::default();
+        assert!(standard.check_consistency("jobs.fifo", &[]).is_err());
+        let err = standard
+            .check_consistency("jobs", &["ContentBasedDeduplication"])
+            .unwrap_err();
+        assert_eq!(err.code, ErrorCode::InvalidAttributeName);
+        assert_eq!(
+            standard.get("DeduplicationScope"),
+            None,
+            "standard queues do not show FIFO attributes"
+        );
+        attrs.set("FifoThroughputLimit", "perMessageGroupId").unwrap();
+        assert!(attrs.check_consistency("jobs.fifo", &[]).is_err());
+        attrs.set("DeduplicationScope", "messageGroup").unwrap();
+        attrs.check_consistency("jobs.fifo", &[]).unwrap();
+    }
+
+    #[test]
+    fn redrive_policies_are_parsed_and_rendered() {
+        let mut attrs = QueueAttributes::default();
+        attrs
+            .set(
+                "RedrivePolicy",
+                r#"{"deadLetterTargetArn":"arn:aws:sqs:us-east-1:000000000000:dlq","maxReceiveCount":"3"}"#,
+            )
+            .unwrap();
+        let policy = attrs.redrive_policy.clone().unwrap();
+        assert_eq!((policy.target_name(), policy.max_receive_count), ("dlq", 3));
+        assert!(
+            attrs
+                .get("RedrivePolicy")
+                .unwrap()
+                .contains("\"maxReceiveCount\":3")
+        );
+        for bad in [
+            r#"{"maxReceiveCount":3}"#,
+            r#"{"deadLetterTargetArn":"x","maxReceiveCount":3}"#,
+            r#"{"deadLetterTargetArn":"arn:aws:sqs:r:a:q","maxReceiveCount":0}"#,
+            "nope",
+        ] {
+            assert!(attrs.set("RedrivePolicy", bad).is_err(), "{bad}");
+        }
+        attrs.set("RedrivePolicy", "").unwrap();
+        assert!(attrs.redrive_policy.is_none());
+        assert!(
+            attrs
+                .set(
+                    "RedriveAllowPolicy",
+                    r#"{"redrivePermission":"byQueue","sourceQueueArns":["arn:aws:sqs:r:a:src"]}"#
+                )
+                .is_ok()
+        );
+        assert!(redrive_allowed(
+            attrs.redrive_allow_policy.as_deref(),
+            "arn:aws:sqs:r:a:src"
+        ));
+        assert!(!redrive_allowed(
+            attrs.redrive_allow_policy.as_deref(),
+            "arn:aws:sqs:r:a:other"
+        ));
+        assert!(redrive_allowed(None, "anything"));
     }
 
     #[test]

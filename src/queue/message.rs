@@ -48,6 +48,12 @@ pub struct Message {
     pub sender_id: Arc<str>,
     /// The AWSTraceHeader system attribute (X-Ray), if the sender set one.
     pub trace_header: Option<Arc<str>>,
+    /// MessageGroupId: FIFO ordering group, or a fair-queue group.
+    pub group_id: Option<Arc<str>>,
+    /// MessageDeduplicationId (FIFO).
+    pub dedup_id: Option<Arc<str>>,
+    /// The ARN of the queue this message was moved from as a dead letter.
+    pub dead_letter_source: Option<Arc<str>>,
     /// Wall-clock milliseconds.
     pub sent_at: u64,
     pub receive_count: u32,
@@ -69,6 +75,31 @@ pub enum MessageState {
     Visible,
     /// Received at `received_at` and hidden until `until`.
     InFlight { until: u64, received_at: u64 },
+}
+
+/// MessageGroupId and MessageDeduplicationId: 1 to 128 letters, digits and
+/// ASCII punctuation.
+pub fn validate_fifo_id(name: &str, value: &str) -> Result<()> {
+    let valid = (1..=128).contains(&value.len())
+        && value
+            .bytes()
+            .all(|b| b.is_ascii_alphanumeric() || b.is_ascii_punctuation());
+    if valid {
+        Ok(())
+    } else {
+        Err(SqsError::invalid_parameter(format!(
+            "Value {value} for parameter {name} is invalid. Reason: it must be 1 to 128 letters, digits or punctuation."
+        )))
+    }
+}
+
+/// The deduplication id of content-based deduplication: SHA-256 of the body.
+pub fn content_dedup_id(body: &str) -> String {
+    use sha2::Digest as _;
+    sha2::Sha256::digest(body.as_bytes())
+        .iter()
+        .map(|b| format!("{b:02x}"))
+        .collect()
 }
 
 /// Checks that a body only uses the characters SQS allows:

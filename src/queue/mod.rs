@@ -16,5 +16,7 @@ pub use attributes::QueueAttributes;
 pub use message::{AttributeValue, Message, MessageAttribute, MessageAttributes};
 pub mod tags;
 
-pub use queue::{Change, Counts, NewMessage, Queue, QueueMeta, Received, Sent, validate_name};
+pub use queue::{
+    Change, Counts, DeadLetter, DedupEntry, NewMessage, Queue, QueueMeta, Received, Sent, validate_name,
+};
 pub use receipt::ReceiptHandle;

@@ -7,7 +7,9 @@
 //! messages between them lazily: every operation first calls [`Queue::advance`],
 //! which pops only the entries whose deadline has passed. Receive, delete and
 //! visibility changes therefore cost O(log n) in the number of messages, and a
-//! queue with a million messages answers as fast as one with ten.
+//! queue with a million messages answers as fast as one with ten. Every move
+//! between indexes goes through `place` and `unplace`, which also keep the
+//! FIFO group indexes (see [`Groups`]) in step.
 //!
 //! With persistence on, every operation also records what it changed in a
 //! journal of [`Change`]s, which the service hands to the store. Turning
@@ -26,6 +28,8 @@ use crate::error::{ErrorCode, Result, SqsError};
 const MAX_VISIBILITY_MS: u64 = 43_200 * 1000;
 /// AWS allows one purge per queue every 60 seconds.
 const PURGE_INTERVAL_MS: u64 = 60_000;
+/// FIFO deduplication ids and receive attempt ids are remembered 5 minutes.
+const DEDUP_WINDOW_MS: u64 = 300_000;
 
 pub struct Queue {
     pub name: String,
@@ -45,6 +49,71 @@ pub struct Queue {
     in_flight: BTreeSet<(u64, u64)>,
     /// (sent_at, seq): retention expires the oldest first.
     by_sent: BTreeSet<(u64, u64)>,
+    groups: Groups,
+    dedup: Dedup,
+    /// FIFO ReceiveRequestAttemptId → when it expires and what it returned.
+    attempts: HashMap<String, (u64, Vec<ReceiptHandle>)>,
+}
+
+/// FIFO message groups. A group can deliver when its oldest visible message
+/// is at the head and none of its messages is in flight; `ready` orders such
+/// groups by their head, so the next receivable message is found in O(log n).
+#[derive(Default)]
+struct Groups {
+    by_name: HashMap<Arc<str>, Group>,
+    ready: BTreeSet<(u64, Arc<str>)>,
+}
+
+#[derive(Default)]
+struct Group {
+    visible: BTreeSet<u64>,
+    in_flight: usize,
+    /// The head under which this group sits in `ready`, if it does.
+    ready_at: Option<u64>,
+}
+
+impl Groups {
+    fn update(&mut self, name: &Arc<str>, change: impl FnOnce(&mut Group)) {
+        let group = self.by_name.entry(name.clone()).or_default();
+        change(group);
+        let head = if group.in_flight == 0 {
+            group.visible.first().copied()
+        } else {
+            None
+        };
+        if group.ready_at != head {
+            if let Some(old) = group.ready_at {
+                self.ready.remove(&(old, name.clone()));
+            }
+            if let Some(new) = head {
+                self.ready.insert((new, name.clone()));
+            }
+            group.ready_at = head;
+        }
+        if group.visible.is_empty() && group.in_flight == 0 {
+            self.by_name.remove(name);
+        }
+    }
+
+    /// The next visible message of `name`, if the group has one.
+    fn next_in(&self, name: &Arc<str>) -> Option<u64> {
+        self.by_name.get(name)?.visible.first().copied()
+    }
+}
+
+/// FIFO deduplication: ids seen within the last five minutes.
+#[derive(Default)]
+struct Dedup {
+    entries: HashMap<String, DedupEntry>,
+    expiry: BTreeSet<(u64, String)>,
+}
+
+/// What a deduplication id stands for while it is remembered.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct DedupEntry {
+    pub message_id: uuid::Uuid,
+    pub seq: u64,
+    pub expires_at: u64,
 }
 
 /// The settings of a queue, apart from its messages: what is stored for it.
@@ -67,10 +136,14 @@ pub enum Change {
     Sent(Message),
     /// A message's state changed (a receive, a visibility change).
     State(Message),
-    /// A message is gone (deleted or expired).
+    /// A message is gone (deleted, expired or moved).
     Removed(u64),
     /// Every message is gone.
     Purged,
+    /// A FIFO deduplication id to remember until it expires.
+    Deduplicated(String, DedupEntry),
+    /// A deduplication id expired.
+    DedupExpired(String),
 }
 
 /// What a client sends; validated by [`Queue::send`].
@@ -81,6 +154,8 @@ pub struct NewMessage {
     pub delay_seconds: Option<u32>,
     pub sender_id: Arc<str>,
     pub trace_header: Option<String>,
+    pub group_id: Option<String>,
+    pub dedup_id: Option<String>,
 }
 
 /// The answer to a send.
@@ -90,6 +165,8 @@ pub struct Sent {
     pub md5_of_body: [u8; 16],
     pub md5_of_attributes: Option<[u8; 16]>,
     pub md5_of_system_attributes: Option<[u8; 16]>,
+    /// FIFO queues: the message's sequence number.
+    pub sequence_number: Option<u64>,
 }
 
 /// A message as handed to a receiver: a snapshot taken at the receive, with
@@ -105,6 +182,13 @@ pub struct Counts {
     pub visible: usize,
     pub in_flight: usize,
     pub delayed: usize,
+}
+
+/// The dead-letter queue a receive moves over-received messages into.
+pub struct DeadLetter<'a> {
+    pub queue: &'a mut Queue,
+    /// The ARN of the queue the messages leave (DeadLetterQueueSourceArn).
+    pub source_arn: Arc<str>,
 }
 
 impl Queue {
@@ -123,12 +207,20 @@ impl Queue {
             delayed: BTreeSet::new(),
             in_flight: BTreeSet::new(),
             by_sent: BTreeSet::new(),
+            groups: Groups::default(),
+            dedup: Dedup::default(),
+            attempts: HashMap::new(),
         }
     }
 
     /// Rebuilds a queue from stored state. `next_seq` is at least one past
     /// the highest message, whatever was stored.
-    pub fn restore(meta: QueueMeta, next_seq: u64, messages: impl IntoIterator<Item = Message>) -> Queue {
+    pub fn restore(
+        meta: QueueMeta,
+        next_seq: u64,
+        messages: impl IntoIterator<Item = Message>,
+        dedup: impl IntoIterator<Item = (String, DedupEntry)>,
+    ) -> Queue {
         let mut queue = Queue::new(meta.name, meta.attributes, meta.tags, meta.created_at);
         queue.last_modified_at = meta.last_modified_at;
         queue.last_purge_at = meta.last_purge_at;
@@ -136,6 +228,10 @@ impl Queue {
         for message in messages {
             queue.next_seq = queue.next_seq.max(message.seq + 1);
             queue.insert(message);
+        }
+        for (key, entry) in dedup {
+            queue.dedup.expiry.insert((entry.expires_at, key.clone()));
+            queue.dedup.entries.insert(key, entry);
         }
         queue
     }
@@ -149,6 +245,10 @@ impl Queue {
             last_modified_at: self.last_modified_at,
             last_purge_at: self.last_purge_at,
         }
+    }
+
+    pub fn is_fifo(&self) -> bool {
+        self.attributes.fifo_queue
     }
 
     /// Starts recording changes.
@@ -180,10 +280,20 @@ impl Queue {
 
     /// Applies SetQueueAttributes: all of `changes` or, on any bad one, none.
     pub fn set_attributes(&mut self, changes: &BTreeMap<String, String>, now: u64) -> Result<()> {
+        if let Some(value) = changes.get("FifoQueue")
+            && !self.attributes.agrees_with("FifoQueue", value)?
+        {
+            return Err(SqsError::new(
+                ErrorCode::InvalidAttributeValue,
+                "Invalid value for the parameter FifoQueue: a queue's type is set when it is created.",
+            ));
+        }
         let mut updated = self.attributes.clone();
         for (name, value) in changes {
             updated.set(name, value)?;
         }
+        let given: Vec<&str> = changes.keys().map(String::as_str).collect();
+        updated.check_consistency(&self.name, &given)?;
         self.attributes = updated;
         self.last_modified_at = now;
         self.record(|queue| Change::Meta(queue.meta()));
@@ -203,21 +313,28 @@ impl Queue {
         self.record(|queue| Change::Meta(queue.meta()));
     }
 
+    /// Replaces the Policy attribute (AddPermission, RemovePermission).
+    pub fn set_policy(&mut self, policy: Option<String>, now: u64) {
+        self.attributes.policy = policy;
+        self.last_modified_at = now;
+        self.record(|queue| Change::Meta(queue.meta()));
+    }
+
     /// Moves every message whose deadline has passed: delayed and in-flight
     /// messages turn visible, and messages past the retention period are
     /// dropped. Costs O(log n) per message moved, nothing otherwise.
     pub fn advance(&mut self, now: u64) {
-        for index in [&mut self.delayed, &mut self.in_flight] {
-            while let Some(&(until, seq)) = index.first() {
-                if until > now {
-                    break;
-                }
-                index.pop_first();
-                if let Some(message) = self.messages.get_mut(&seq) {
-                    message.state = MessageState::Visible;
-                    self.visible.insert(seq);
-                }
+        while let Some(&(until, seq)) = self.delayed.first() {
+            if until > now {
+                break;
             }
+            self.set_state(seq, MessageState::Visible);
+        }
+        while let Some(&(until, seq)) = self.in_flight.first() {
+            if until > now {
+                break;
+            }
+            self.set_state(seq, MessageState::Visible);
         }
         let retention_ms = u64::from(self.attributes.message_retention_period) * 1000;
         while let Some(&(sent_at, seq)) = self.by_sent.first() {
@@ -226,6 +343,14 @@ impl Queue {
             }
             self.remove(seq);
             self.record(|_| Change::Removed(seq));
+        }
+        while let Some((expires_at, key)) = self.dedup.expiry.first().cloned() {
+            if expires_at > now {
+                break;
+            }
+            self.dedup.expiry.pop_first();
+            self.dedup.entries.remove(&key);
+            self.record(|_| Change::DedupExpired(key));
         }
     }
 
@@ -256,6 +381,14 @@ impl Queue {
                 "One or more parameters are invalid. Reason: Message must be shorter than {max} bytes."
             )));
         }
+        if let Some(group) = &new.group_id {
+            message::validate_fifo_id("MessageGroupId", group)?;
+        }
+        let dedup_id = if self.is_fifo() {
+            Some(self.check_fifo_send(&new)?)
+        } else {
+            self.check_standard_send(&new)?
+        };
         let delay_seconds = new.delay_seconds.unwrap_or(self.attributes.delay_seconds);
         if delay_seconds > 900 {
             return Err(SqsError::invalid_parameter(format!(
@@ -264,11 +397,26 @@ impl Queue {
         }
         self.advance(now);
 
-        let seq = self.next_seq;
-        self.next_seq += 1;
         let md5_of_body = message::md5_of_body(&new.body);
         let md5_of_attributes =
             (!new.attributes.is_empty()).then(|| message::md5_of_attributes(&new.attributes));
+        let md5_of_system_attributes = new.trace_header.as_deref().map(message::md5_of_trace_header);
+        let dedup_key = dedup_id
+            .as_deref()
+            .map(|id| self.dedup_key(new.group_id.as_deref(), id));
+        if let Some(entry) = dedup_key.as_ref().and_then(|key| self.dedup.entries.get(key)) {
+            // A duplicate within the window: accepted, nothing new delivered.
+            return Ok(Sent {
+                message_id: entry.message_id,
+                md5_of_body,
+                md5_of_attributes,
+                md5_of_system_attributes,
+                sequence_number: Some(entry.seq),
+            });
+        }
+
+        let seq = self.next_seq;
+        self.next_seq += 1;
         let message = Message {
             seq,
             id: uuid::Uuid::new_v4(),
@@ -277,6 +425,9 @@ impl Queue {
             md5_of_body,
             sender_id: new.sender_id,
             trace_header: new.trace_header.map(Arc::from),
+            group_id: new.group_id.map(Arc::from),
+            dedup_id: dedup_id.map(Arc::from),
+            dead_letter_source: None,
             sent_at: now,
             receive_count: 0,
             first_received_at: None,
@@ -293,36 +444,116 @@ impl Queue {
             message_id: message.id,
             md5_of_body,
             md5_of_attributes,
-            md5_of_system_attributes: message.trace_header.as_deref().map(message::md5_of_trace_header),
+            md5_of_system_attributes,
+            sequence_number: self.is_fifo().then_some(seq),
         };
+        if let Some(key) = dedup_key {
+            let entry = DedupEntry {
+                message_id: message.id,
+                seq,
+                expires_at: now + DEDUP_WINDOW_MS,
+            };
+            self.dedup.expiry.insert((entry.expires_at, key.clone()));
+            self.dedup.entries.insert(key.clone(), entry);
+            self.record(|_| Change::Deduplicated(key, entry));
+        }
         self.record(|_| Change::Sent(message.clone()));
         self.insert(message);
         Ok(sent)
     }
 
-    /// Takes up to `max` visible messages, oldest first, and hides each for the
-    /// visibility timeout (the queue's, or `visibility_timeout` seconds).
-    pub fn receive(&mut self, max: usize, visibility_timeout: Option<u32>, now: u64) -> Vec<Received> {
+    /// FIFO sends need a group and a deduplication id, and take no delay of
+    /// their own. Returns the deduplication id.
+    fn check_fifo_send(&self, new: &NewMessage) -> Result<String> {
+        if new.group_id.is_none() {
+            return Err(SqsError::missing_parameter("MessageGroupId"));
+        }
+        if new.delay_seconds.is_some_and(|d| d > 0) {
+            return Err(SqsError::invalid_parameter(
+                "Value for parameter DelaySeconds is invalid. Reason: FIFO queues take a delay per queue only, not per message.",
+            ));
+        }
+        match (&new.dedup_id, self.attributes.content_based_deduplication) {
+            (Some(id), _) => {
+                message::validate_fifo_id("MessageDeduplicationId", id)?;
+                Ok(id.clone())
+            }
+            (None, true) => Ok(message::content_dedup_id(&new.body)),
+            (None, false) => Err(SqsError::invalid_parameter(
+                "The queue should either have ContentBasedDeduplication enabled or MessageDeduplicationId provided explicitly",
+            )),
+        }
+    }
+
+    fn check_standard_send(&self, new: &NewMessage) -> Result<Option<String>> {
+        if new.dedup_id.is_some() {
+            return Err(SqsError::invalid_parameter(
+                "The request includes the parameter MessageDeduplicationId, which is only valid for FIFO queues.",
+            ));
+        }
+        Ok(None)
+    }
+
+    fn dedup_key(&self, group: Option<&str>, id: &str) -> String {
+        let scope = if self.attributes.deduplication_scope == "messageGroup" {
+            group.unwrap_or_default()
+        } else {
+            ""
+        };
+        format!("{scope}\u{1f}{id}")
+    }
+
+    /// Takes up to `max` messages and hides each for the visibility timeout
+    /// (the queue's, or `visibility_timeout` seconds). Standard queues give
+    /// the oldest visible messages; FIFO queues give, group by group, runs of
+    /// consecutive messages from groups with nothing in flight. A message
+    /// already received as often as the redrive policy allows moves to
+    /// `dead_letter` instead.
+    pub fn receive(
+        &mut self,
+        max: usize,
+        visibility_timeout: Option<u32>,
+        attempt_id: Option<&str>,
+        mut dead_letter: Option<DeadLetter<'_>>,
+        now: u64,
+    ) -> Vec<Received> {
         self.advance(now);
+        if let Some(previous) = attempt_id.and_then(|id| self.repeat_attempt(id)) {
+            return previous;
+        }
         let timeout_ms = u64::from(visibility_timeout.unwrap_or(self.attributes.visibility_timeout)) * 1000;
+        let max_receives = self
+            .attributes
+            .redrive_policy
+            .as_ref()
+            .map(|p| p.max_receive_count);
         let mut received = Vec::new();
+        let mut current_group: Option<Arc<str>> = None;
         while received.len() < max {
-            let Some(seq) = self.visible.pop_first() else {
+            let Some(seq) = self.next_receivable(&mut current_group) else {
                 break;
             };
-            let Some(message) = self.messages.get_mut(&seq) else {
+            if let (Some(limit), Some(target)) = (max_receives, dead_letter.as_mut())
+                && self.messages[&seq].receive_count >= limit
+            {
+                current_group = None;
+                let moved = self.remove(seq).expect("a receivable message exists");
+                self.record(|_| Change::Removed(seq));
+                target.queue.accept(moved, Some(target.source_arn.clone()), now);
                 continue;
-            };
+            }
             let nonce = uuid::Uuid::new_v4().as_u64_pair().0;
+            self.set_state(
+                seq,
+                MessageState::InFlight {
+                    until: now + timeout_ms,
+                    received_at: now,
+                },
+            );
+            let message = self.messages.get_mut(&seq).expect("just placed");
             message.receive_count += 1;
             message.first_received_at.get_or_insert(now);
             message.receipt = Some(nonce);
-            let until = now + timeout_ms;
-            message.state = MessageState::InFlight {
-                until,
-                received_at: now,
-            };
-            self.in_flight.insert((until, seq));
             let snapshot = message.clone();
             self.record(|_| Change::State(snapshot.clone()));
             received.push(Received {
@@ -330,7 +561,79 @@ impl Queue {
                 receipt_handle: ReceiptHandle { seq, nonce },
             });
         }
+        if let Some(id) = attempt_id.filter(|_| self.is_fifo()) {
+            self.remember_attempt(id, &received, now);
+        }
         received
+    }
+
+    /// The next message a receive may take. For FIFO queues, keeps taking
+    /// from `current_group` while it has visible messages, then moves on to
+    /// the ready group with the oldest head.
+    fn next_receivable(&self, current_group: &mut Option<Arc<str>>) -> Option<u64> {
+        if !self.is_fifo() {
+            return self.visible.first().copied();
+        }
+        if let Some(group) = current_group.as_ref()
+            && let Some(seq) = self.groups.next_in(group)
+        {
+            return Some(seq);
+        }
+        let (head, group) = self.groups.ready.first()?;
+        *current_group = Some(group.clone());
+        Some(*head)
+    }
+
+    /// A FIFO receive retried with the same ReceiveRequestAttemptId gets the
+    /// same messages and handles, while they are all still in flight.
+    fn repeat_attempt(&self, attempt_id: &str) -> Option<Vec<Received>> {
+        let (_, handles) = self.attempts.get(attempt_id)?;
+        handles
+            .iter()
+            .map(|handle| {
+                let message = self.messages.get(&handle.seq)?;
+                let in_flight = matches!(message.state, MessageState::InFlight { .. });
+                (in_flight && message.receipt == Some(handle.nonce)).then(|| Received {
+                    message: message.clone(),
+                    receipt_handle: *handle,
+                })
+            })
+            .collect()
+    }
+
+    fn remember_attempt(&mut self, attempt_id: &str, received: &[Received], now: u64) {
+        self.attempts.retain(|_, (expires_at, _)| *expires_at > now);
+        let handles = received.iter().map(|r| r.receipt_handle).collect();
+        self.attempts
+            .insert(attempt_id.to_string(), (now + DEDUP_WINDOW_MS, handles));
+    }
+
+    /// Takes a message from another queue (a dead letter, or a message move
+    /// task): same id, body, attributes and sent time, counted afresh.
+    pub fn accept(&mut self, mut message: Message, dead_letter_source: Option<Arc<str>>, now: u64) {
+        self.advance(now);
+        message.seq = self.next_seq;
+        self.next_seq += 1;
+        message.receive_count = 0;
+        message.first_received_at = None;
+        message.receipt = None;
+        message.state = MessageState::Visible;
+        message.dead_letter_source = dead_letter_source;
+        self.record(|_| Change::Sent(message.clone()));
+        self.insert(message);
+    }
+
+    /// Removes up to `max` visible messages, oldest first, to move them.
+    pub fn take_visible(&mut self, max: usize, now: u64) -> Vec<Message> {
+        self.advance(now);
+        let mut taken = Vec::new();
+        while taken.len() < max
+            && let Some(&seq) = self.visible.first()
+        {
+            taken.extend(self.remove(seq));
+            self.record(|_| Change::Removed(seq));
+        }
+        taken
     }
 
     /// Deletes the message if `handle` is its latest receipt. A stale handle
@@ -358,17 +661,13 @@ impl Queue {
             )));
         }
         self.advance(now);
-        let message = self
-            .messages
-            .get_mut(&handle.seq)
-            .filter(|m| m.receipt == Some(handle.nonce))
-            .ok_or_else(|| {
-                SqsError::invalid_parameter(format!(
-                    "Value {} for parameter ReceiptHandle is invalid. Reason: Message does not exist or is not available for visibility timeout change.",
-                    handle.encode()
-                ))
-            })?;
-        let MessageState::InFlight { until, received_at } = message.state else {
+        let message = self.messages.get(&handle.seq).filter(|m| m.receipt == Some(handle.nonce)).ok_or_else(|| {
+            SqsError::invalid_parameter(format!(
+                "Value {} for parameter ReceiptHandle is invalid. Reason: Message does not exist or is not available for visibility timeout change.",
+                handle.encode()
+            ))
+        })?;
+        let MessageState::InFlight { received_at, .. } = message.state else {
             return Err(SqsError::new(
                 ErrorCode::MessageNotInflight,
                 "The message referred to isn't in flight: its visibility timeout has expired.",
@@ -380,17 +679,15 @@ impl Queue {
                 "Value {timeout_seconds} for parameter VisibilityTimeout is invalid. Reason: Total VisibilityTimeout for the message is beyond the limit [43200 seconds]."
             )));
         }
-        self.in_flight.remove(&(until, handle.seq));
-        if timeout_seconds == 0 {
-            message.state = MessageState::Visible;
-            self.visible.insert(handle.seq);
+        let state = if timeout_seconds == 0 {
+            MessageState::Visible
         } else {
-            message.state = MessageState::InFlight {
+            MessageState::InFlight {
                 until: new_until,
                 received_at,
-            };
-            self.in_flight.insert((new_until, handle.seq));
-        }
+            }
+        };
+        self.set_state(handle.seq, state);
         self.record_state(handle.seq);
         Ok(())
     }
@@ -415,6 +712,8 @@ impl Queue {
         self.delayed.clear();
         self.in_flight.clear();
         self.by_sent.clear();
+        self.groups = Groups::default();
+        self.attempts.clear();
         self.record(|_| Change::Purged);
         self.record(|queue| Change::Meta(queue.meta()));
         Ok(())
@@ -422,44 +721,107 @@ impl Queue {
 
     fn insert(&mut self, message: Message) {
         let seq = message.seq;
-        match message.state {
+        self.by_sent.insert((message.sent_at, seq));
+        self.messages.insert(seq, message);
+        self.place(seq);
+    }
+
+    fn remove(&mut self, seq: u64) -> Option<Message> {
+        if !self.messages.contains_key(&seq) {
+            return None;
+        }
+        self.unplace(seq);
+        let message = self.messages.remove(&seq)?;
+        self.by_sent.remove(&(message.sent_at, seq));
+        Some(message)
+    }
+
+    fn set_state(&mut self, seq: u64, state: MessageState) {
+        self.unplace(seq);
+        if let Some(message) = self.messages.get_mut(&seq) {
+            message.state = state;
+        }
+        self.place(seq);
+    }
+
+    /// The message's FIFO group, if ordering applies to it.
+    fn fifo_group(&self, seq: u64) -> Option<Arc<str>> {
+        if self.is_fifo() {
+            self.messages.get(&seq)?.group_id.clone()
+        } else {
+            None
+        }
+    }
+
+    /// Adds the message to the index of its state.
+    fn place(&mut self, seq: u64) {
+        let Some(state) = self.messages.get(&seq).map(|m| m.state) else {
+            return;
+        };
+        let group = self.fifo_group(seq);
+        match state {
             MessageState::Visible => {
                 self.visible.insert(seq);
+                if let Some(group) = group {
+                    self.groups.update(&group, |g| {
+                        g.visible.insert(seq);
+                    });
+                }
             }
             MessageState::Delayed { until } => {
                 self.delayed.insert((until, seq));
             }
             MessageState::InFlight { until, .. } => {
                 self.in_flight.insert((until, seq));
+                if let Some(group) = group {
+                    self.groups.update(&group, |g| g.in_flight += 1);
+                }
             }
         }
-        self.by_sent.insert((message.sent_at, seq));
-        self.messages.insert(seq, message);
     }
 
-    fn remove(&mut self, seq: u64) -> Option<Message> {
-        let message = self.messages.remove(&seq)?;
-        match message.state {
-            MessageState::Visible => self.visible.remove(&seq),
-            MessageState::Delayed { until } => self.delayed.remove(&(until, seq)),
-            MessageState::InFlight { until, .. } => self.in_flight.remove(&(until, seq)),
+    /// Removes the message from the index of its state.
+    fn unplace(&mut self, seq: u64) {
+        let Some(state) = self.messages.get(&seq).map(|m| m.state) else {
+            return;
         };
-        self.by_sent.remove(&(message.sent_at, seq));
-        Some(message)
+        let group = self.fifo_group(seq);
+        match state {
+            MessageState::Visible => {
+                self.visible.remove(&seq);
+                if let Some(group) = group {
+                    self.groups.update(&group, |g| {
+                        g.visible.remove(&seq);
+                    });
+                }
+            }
+            MessageState::Delayed { until } => {
+                self.delayed.remove(&(until, seq));
+            }
+            MessageState::InFlight { until, .. } => {
+                self.in_flight.remove(&(until, seq));
+                if let Some(group) = group {
+                    self.groups.update(&group, |g| g.in_flight -= 1);
+                }
+            }
+        }
     }
 }
 
-/// Queue names: 1 to 80 letters, digits, '-' and '_'.
+/// Queue names: 1 to 80 letters, digits, '-' and '_', a FIFO queue's name
+/// ending in `.fifo` (counted in the 80).
 pub fn validate_name(name: &str) -> Result<()> {
+    let base = name.strip_suffix(".fifo").unwrap_or(name);
     let valid = (1..=80).contains(&name.len())
-        && name
+        && !base.is_empty()
+        && base
             .bytes()
             .all(|b| b.is_ascii_alphanumeric() || b == b'-' || b == b'_');
     if valid {
         Ok(())
     } else {
         Err(SqsError::invalid_parameter(
-            "Can only include alphanumeric characters, hyphens, or underscores. 1 to 80 in length",
+            "Can only include alphanumeric characters, hyphens, or underscores. 1 to 80 in length; FIFO queue names end in .fifo",
         ))
     }
 }
@@ -482,6 +844,8 @@ mod tests {
             delay_seconds: None,
             sender_id: "tester".into(),
             trace_header: None,
+            group_id: None,
+            dedup_id: None,
         }
     }
 
@@ -500,11 +864,11 @@ mod tests {
     fn receive_hides_a_message_until_its_visibility_timeout_passes() {
         let mut q = queue();
         q.send(msg("a"), T0).unwrap();
-        let first = q.receive(10, None, T0);
+        let first = q.receive(10, None, None, None, T0);
         assert_eq!(bodies(&first), ["a"]);
         assert_eq!(first[0].message.receive_count, 1);
-        assert!(q.receive(10, None, T0 + 29_999).is_empty());
-        let again = q.receive(10, None, T0 + 30_000);
+        assert!(q.receive(10, None, None, None, T0 + 29_999).is_empty());
+        let again = q.receive(10, None, None, None, T0 + 30_000);
         assert_eq!(bodies(&again), ["a"]);
         assert_eq!(again[0].message.receive_count, 2);
         assert_eq!(again[0].message.first_received_at, Some(T0));
@@ -515,8 +879,8 @@ mod tests {
     fn only_the_latest_receipt_deletes() {
         let mut q = queue();
         q.send(msg("a"), T0).unwrap();
-        let old = q.receive(1, Some(1), T0)[0].receipt_handle;
-        let new = q.receive(1, None, T0 + 1_000)[0].receipt_handle;
+        let old = q.receive(1, Some(1), None, None, T0)[0].receipt_handle;
+        let new = q.receive(1, None, None, None, T0 + 1_000)[0].receipt_handle;
         assert!(!q.delete(old, T0 + 1_000), "a stale handle deletes nothing");
         assert_eq!(q.counts(T0 + 1_000).in_flight, 1);
         assert!(q.delete(new, T0 + 1_000));
@@ -540,9 +904,15 @@ mod tests {
             }
         );
         assert_eq!(q.next_wakeup(), Some(T0 + 2_000));
-        assert_eq!(bodies(&q.receive(10, None, T0 + 1_999)), ["no-delay"]);
-        assert_eq!(bodies(&q.receive(10, None, T0 + 2_000)), ["own-delay"]);
-        assert_eq!(bodies(&q.receive(10, None, T0 + 5_000)), ["queue-delay"]);
+        assert_eq!(bodies(&q.receive(10, None, None, None, T0 + 1_999)), ["no-delay"]);
+        assert_eq!(
+            bodies(&q.receive(10, None, None, None, T0 + 2_000)),
+            ["own-delay"]
+        );
+        assert_eq!(
+            bodies(&q.receive(10, None, None, None, T0 + 5_000)),
+            ["queue-delay"]
+        );
     }
 
     #[test]
@@ -551,7 +921,7 @@ mod tests {
         q.attributes.message_retention_period = 60;
         q.send(msg("old"), T0).unwrap();
         q.send(msg("young"), T0 + 30_000).unwrap();
-        q.receive(1, Some(3_600), T0 + 30_000);
+        q.receive(1, Some(3_600), None, None, T0 + 30_000);
         assert_eq!(
             q.counts(T0 + 59_999),
             Counts {
@@ -575,11 +945,11 @@ mod tests {
     fn change_visibility_extends_shortens_and_releases() {
         let mut q = queue();
         q.send(msg("a"), T0).unwrap();
-        let handle = q.receive(1, None, T0)[0].receipt_handle;
+        let handle = q.receive(1, None, None, None, T0)[0].receipt_handle;
         q.change_visibility(handle, 100, T0 + 10_000).unwrap();
-        assert!(q.receive(1, None, T0 + 109_999).is_empty());
+        assert!(q.receive(1, None, None, None, T0 + 109_999).is_empty());
         q.change_visibility(handle, 0, T0 + 50_000).unwrap();
-        let again = q.receive(1, None, T0 + 50_000);
+        let again = q.receive(1, None, None, None, T0 + 50_000);
         assert_eq!(bodies(&again), ["a"]);
         let err = q.change_visibility(handle, 10, T0 + 50_000).unwrap_err();
         assert_eq!(err.code, ErrorCode::InvalidParameterValue, "old handle: {err}");
@@ -589,7 +959,7 @@ mod tests {
     fn change_visibility_respects_the_twelve_hour_cap_and_inflight_rule() {
         let mut q = queue();
         q.send(msg("a"), T0).unwrap();
-        let handle = q.receive(1, Some(10), T0)[0].receipt_handle;
+        let handle = q.receive(1, Some(10), None, None, T0)[0].receipt_handle;
         q.change_visibility(handle, 43_200, T0).unwrap();
         let err = q.change_visibility(handle, 43_200, T0 + 1_000).unwrap_err();
         assert_eq!(err.code, ErrorCode::InvalidParameterValue);
@@ -637,10 +1007,10 @@ mod tests {
         for body in ["1", "2", "3"] {
             q.send(msg(body), T0).unwrap();
         }
-        let first = q.receive(1, Some(5), T0);
-        assert_eq!(bodies(&q.receive(10, None, T0)), ["2", "3"]);
+        let first = q.receive(1, Some(5), None, None, T0);
+        assert_eq!(bodies(&q.receive(10, None, None, None, T0)), ["2", "3"]);
         q.delete(first[0].receipt_handle, T0);
-        assert!(q.receive(10, None, T0 + 60_000).len() == 2);
+        assert!(q.receive(10, None, None, None, T0 + 60_000).len() == 2);
     }
 
     #[test]
@@ -653,7 +1023,7 @@ mod tests {
         q.record_meta();
         assert!(matches!(q.take_changes()[..], [Change::Meta(_)]));
         q.send(msg("a"), T0).unwrap();
-        let handle = q.receive(1, None, T0)[0].receipt_handle;
+        let handle = q.receive(1, None, None, None, T0)[0].receipt_handle;
         q.change_visibility(handle, 100, T0).unwrap();
         q.delete(handle, T0);
         let kinds: Vec<&str> = q
@@ -665,6 +1035,7 @@ mod tests {
                 Change::State(_) => "state",
                 Change::Removed(_) => "removed",
                 Change::Purged => "purged",
+                Change::Deduplicated(..) | Change::DedupExpired(_) => "dedup",
             })
             .collect();
         assert_eq!(kinds, ["sent", "state", "state", "removed"]);
@@ -678,7 +1049,7 @@ mod tests {
         q.enable_journal();
         q.send(msg("a"), T0).unwrap();
         q.send(delayed("b", 5), T0).unwrap();
-        q.receive(1, Some(1), T0);
+        q.receive(1, Some(1), None, None, T0);
         q.take_changes();
         q.counts(T0 + 10_000); // the delay and the visibility timeout pass
         assert!(q.take_changes().is_empty());
@@ -697,9 +1068,9 @@ mod tests {
         q.send(msg("visible"), T0).unwrap();
         q.send(msg("in flight"), T0).unwrap();
         q.send(delayed("delayed", 50), T0).unwrap();
-        let taken = q.receive(1, Some(30), T0 + 1_000);
+        let taken = q.receive(1, Some(30), None, None, T0 + 1_000);
         let stored: Vec<Message> = q.messages.values().cloned().collect();
-        let mut restored = Queue::restore(q.meta(), 0, stored);
+        let mut restored = Queue::restore(q.meta(), 0, stored, []);
         assert_eq!(
             restored.counts(T0 + 2_000),
             Counts {
@@ -722,12 +1093,275 @@ mod tests {
         assert_eq!(new_seq, 4, "sequence numbers continue");
     }
 
+    fn fifo_queue() -> Queue {
+        let mut attributes = QueueAttributes::default();
+        attributes.set("FifoQueue", "true").unwrap();
+        Queue::new("q.fifo".into(), attributes, BTreeMap::new(), T0)
+    }
+
+    fn grouped(body: &str, group: &str) -> NewMessage {
+        NewMessage {
+            group_id: Some(group.into()),
+            dedup_id: Some(body.into()),
+            ..msg(body)
+        }
+    }
+
+    #[test]
+    fn fifo_groups_deliver_in_order_and_block_while_in_flight() {
+        let mut q = fifo_queue();
+        for (body, group) in [("a1", "a"), ("b1", "b"), ("a2", "a"), ("a3", "a"), ("b2", "b")] {
+            q.send(grouped(body, group), T0).unwrap();
+        }
+        // One receive takes a whole run of a group, in order, then the next group.
+        assert_eq!(
+            bodies(&q.receive(4, Some(30), None, None, T0)),
+            ["a1", "a2", "a3", "b1"]
+        );
+        // Both groups now have messages in flight: nothing to give.
+        assert!(q.receive(10, None, None, None, T0).is_empty());
+        // Visibility runs out: a1..a3 and b1 come back first, in order.
+        assert_eq!(
+            bodies(&q.receive(10, Some(30), None, None, T0 + 30_000)),
+            ["a1", "a2", "a3", "b1", "b2"]
+        );
+    }
+
+    #[test]
+    fn a_fifo_group_unblocks_when_its_message_is_deleted() {
+        let mut q = fifo_queue();
+        for body in ["1", "2"] {
+            q.send(grouped(body, "g"), T0).unwrap();
+        }
+        let first = q.receive(1, None, None, None, T0);
+        assert_eq!(bodies(&first), ["1"]);
+        assert!(
+            q.receive(1, None, None, None, T0).is_empty(),
+            "blocked while 1 is in flight"
+        );
+        q.delete(first[0].receipt_handle, T0);
+        assert_eq!(bodies(&q.receive(1, None, None, None, T0)), ["2"]);
+    }
+
+    #[test]
+    fn fifo_deduplicates_within_five_minutes() {
+        let mut q = fifo_queue();
+        let first = q.send(grouped("x", "g"), T0).unwrap();
+        let again = q.send(grouped("x", "g"), T0 + 299_999).unwrap();
+        assert_eq!(again.message_id, first.message_id);
+        assert_eq!(again.sequence_number, first.sequence_number);
+        assert_eq!(
+            q.counts(T0 + 299_999).visible,
+            1,
+            "a duplicate delivers nothing new"
+        );
+        let later = q.send(grouped("x", "g"), T0 + 300_000).unwrap();
+        assert_ne!(later.message_id, first.message_id);
+        assert!(later.sequence_number > first.sequence_number);
+    }
+
+    #[test]
+    fn content_based_deduplication_and_scopes() {
+        let mut q = fifo_queue();
+        q.attributes.content_based_deduplication = true;
+        let no_id = |body: &str, group: &str| NewMessage {
+            group_id: Some(group.into()),
+            ..msg(body)
+        };
+        let a = q.send(no_id("same body", "g1"), T0).unwrap();
+        assert_eq!(
+            q.send(no_id("same body", "g2"), T0).unwrap().message_id,
+            a.message_id,
+            "queue scope"
+        );
+        q.attributes.deduplication_scope = "messageGroup".into();
+        let b = q.send(no_id("other body", "g1"), T0).unwrap();
+        assert_ne!(
+            q.send(no_id("other body", "g2"), T0).unwrap().message_id,
+            b.message_id,
+            "group scope"
+        );
+    }
+
+    #[test]
+    fn fifo_sends_need_a_group_and_a_dedup_id_and_no_own_delay() {
+        let mut q = fifo_queue();
+        assert_eq!(
+            q.send(msg("x"), T0).unwrap_err().code,
+            ErrorCode::MissingParameter
+        );
+        let no_dedup = NewMessage {
+            group_id: Some("g".into()),
+            ..msg("x")
+        };
+        assert_eq!(
+            q.send(no_dedup, T0).unwrap_err().code,
+            ErrorCode::InvalidParameterValue
+        );
+        let delayed = NewMessage {
+            delay_seconds: Some(5),
+            ..grouped("x", "g")
+        };
+        assert!(q.send(delayed, T0).is_err());
+        let mut standard = queue();
+        let with_dedup = NewMessage {
+            dedup_id: Some("d".into()),
+            ..msg("x")
+        };
+        assert!(standard.send(with_dedup, T0).is_err());
+        let fair = NewMessage {
+            group_id: Some("tenant-1".into()),
+            ..msg("x")
+        };
+        assert!(
+            standard.send(fair, T0).is_ok(),
+            "standard queues accept a group id"
+        );
+    }
+
+    #[test]
+    fn a_retried_receive_attempt_gets_the_same_messages() {
+        let mut q = fifo_queue();
+        for body in ["1", "2", "3"] {
+            q.send(grouped(body, "g"), T0).unwrap();
+        }
+        let first = q.receive(2, None, Some("attempt-1"), None, T0);
+        let retried = q.receive(2, None, Some("attempt-1"), None, T0 + 1_000);
+        let handles = |r: &[Received]| r.iter().map(|r| r.receipt_handle).collect::<Vec<_>>();
+        assert_eq!(handles(&retried), handles(&first));
+        assert!(
+            q.receive(2, None, Some("attempt-2"), None, T0).is_empty(),
+            "the group is blocked"
+        );
+    }
+
+    #[test]
+    fn a_delayed_message_does_not_block_its_group() {
+        let mut q = fifo_queue();
+        q.attributes.delay_seconds = 10;
+        q.send(grouped("late", "g"), T0).unwrap();
+        q.attributes.delay_seconds = 0;
+        q.send(grouped("now", "g"), T0).unwrap();
+        assert_eq!(bodies(&q.receive(10, None, None, None, T0)), ["now"]);
+    }
+
+    #[test]
+    fn over_received_messages_move_to_the_dead_letter_queue() {
+        let mut source = queue();
+        source
+            .attributes
+            .set(
+                "RedrivePolicy",
+                r#"{"deadLetterTargetArn":"arn:aws:sqs:us-east-1:000000000000:dlq","maxReceiveCount":2}"#,
+            )
+            .unwrap();
+        let mut dlq = Queue::new("dlq".into(), QueueAttributes::default(), BTreeMap::new(), T0);
+        let sent = source.send(msg("poison"), T0).unwrap();
+        let arn: Arc<str> = "arn:aws:sqs:us-east-1:000000000000:q".into();
+        for i in 0..2 {
+            let dl = DeadLetter {
+                queue: &mut dlq,
+                source_arn: arn.clone(),
+            };
+            assert_eq!(
+                source.receive(1, Some(1), None, Some(dl), T0 + i * 1_000).len(),
+                1
+            );
+        }
+        let dl = DeadLetter {
+            queue: &mut dlq,
+            source_arn: arn.clone(),
+        };
+        assert!(
+            source.receive(1, Some(1), None, Some(dl), T0 + 2_000).is_empty(),
+            "the third receive moves it"
+        );
+        assert_eq!(source.counts(T0 + 2_000), Counts::default());
+        let moved = dlq.receive(1, None, None, None, T0 + 2_000);
+        assert_eq!(moved[0].message.id, sent.message_id, "same message id");
+        assert_eq!(moved[0].message.sent_at, T0, "original SentTimestamp");
+        assert_eq!(moved[0].message.dead_letter_source, Some(arn));
+        assert_eq!(moved[0].message.receive_count, 1, "counted afresh");
+    }
+
+    /// Random interleavings of send, receive, delete and time passing on a
+    /// FIFO queue: every receive returns, per group, a run that starts at the
+    /// group's oldest undeleted message and follows send order, and never
+    /// from a group that already had a message in flight.
+    #[test]
+    fn fifo_order_holds_under_random_interleavings() {
+        let mut seed = 0x0123_4567_89ab_cdefu64;
+        let mut rand = |n: u64| {
+            seed ^= seed << 13;
+            seed ^= seed >> 7;
+            seed ^= seed << 17;
+            seed % n
+        };
+        for _round in 0..200 {
+            let mut q = fifo_queue();
+            let mut now = T0;
+            let mut sent: HashMap<String, Vec<String>> = HashMap::new(); // group → undeleted bodies in order
+            let mut handles: Vec<(String, String, ReceiptHandle)> = Vec::new(); // (group, body, handle)
+            let mut counter = 0;
+            for _step in 0..60 {
+                match rand(4) {
+                    0 | 1 => {
+                        let group = format!("g{}", rand(3));
+                        let body = format!("m{counter}");
+                        counter += 1;
+                        q.send(grouped(&body, &group), now).unwrap();
+                        sent.entry(group).or_default().push(body);
+                    }
+                    2 => {
+                        q.advance(now);
+                        let busy: BTreeSet<String> = q
+                            .messages
+                            .values()
+                            .filter(|m| matches!(m.state, MessageState::InFlight { .. }))
+                            .map(|m| m.group_id.as_deref().unwrap().to_string())
+                            .collect();
+                        let got = q.receive(1 + rand(4) as usize, Some(1 + rand(3) as u32), None, None, now);
+                        let mut runs: Vec<(String, Vec<String>)> = Vec::new();
+                        for r in &got {
+                            let group = r.message.group_id.as_deref().unwrap().to_string();
+                            match runs.last_mut() {
+                                Some((g, bodies)) if *g == group => bodies.push(r.message.body.to_string()),
+                                _ => runs.push((group, vec![r.message.body.to_string()])),
+                            }
+                            handles.push((
+                                r.message.group_id.as_deref().unwrap().into(),
+                                r.message.body.to_string(),
+                                r.receipt_handle,
+                            ));
+                        }
+                        for (group, bodies) in runs {
+                            assert!(!busy.contains(&group), "group {group} had a message in flight");
+                            let expected = &sent[&group][..bodies.len()];
+                            assert_eq!(bodies, expected, "group {group} out of order");
+                        }
+                    }
+                    _ => {
+                        if !handles.is_empty() && rand(2) == 0 {
+                            let (group, body, handle) = handles.remove(rand(handles.len() as u64) as usize);
+                            if q.delete(handle, now) {
+                                sent.get_mut(&group).unwrap().retain(|b| *b != body);
+                            }
+                        } else {
+                            now += rand(2_500);
+                        }
+                    }
+                }
+            }
+        }
+    }
+
     #[test]
     fn names_are_validated() {
         for good in ["a", "A-b_9", &"n".repeat(80)] {
             assert!(validate_name(good).is_ok());
         }
-        for bad in ["", "a.b", "sp ace", "é", &"n".repeat(81)] {
+        assert!(validate_name("jobs.fifo").is_ok());
+        for bad in ["", "a.b", "sp ace", "é", &"n".repeat(81), ".fifo", "a.fifo.fifo"] {
             assert!(validate_name(bad).is_err());
         }
     }

@@ -16,7 +16,7 @@ use serde::{Deserialize, Serialize};
 
 use crate::queue::attributes::SETTABLE;
 use crate::queue::message::MessageState;
-use crate::queue::{AttributeValue, Message, MessageAttribute, QueueAttributes, QueueMeta};
+use crate::queue::{AttributeValue, DedupEntry, Message, MessageAttribute, QueueAttributes, QueueMeta};
 
 #[derive(Serialize, Deserialize)]
 struct QueueRecord {
@@ -80,6 +80,15 @@ struct BodyRecord {
     sender: String,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     trace: Option<String>,
+    /// MessageGroupId.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    g: Option<String>,
+    /// MessageDeduplicationId.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    d: Option<String>,
+    /// DeadLetterQueueSourceArn.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    dl: Option<String>,
     sent: u64,
 }
 
@@ -124,6 +133,9 @@ pub fn encode_body(message: &Message) -> String {
         attrs,
         sender: message.sender_id.to_string(),
         trace: message.trace_header.as_deref().map(str::to_string),
+        g: message.group_id.as_deref().map(str::to_string),
+        d: message.dedup_id.as_deref().map(str::to_string),
+        dl: message.dead_letter_source.as_deref().map(str::to_string),
         sent: message.sent_at,
     };
     serde_json::to_string(&record).expect("a body record serializes")
@@ -188,12 +200,30 @@ pub fn decode_message(seq: u64, body: &str, state: &str) -> Result<Message, Stri
         attributes: Arc::new(attributes),
         sender_id: body.sender.into(),
         trace_header: body.trace.map(Arc::from),
+        group_id: body.g.map(Arc::from),
+        dedup_id: body.d.map(Arc::from),
+        dead_letter_source: body.dl.map(Arc::from),
         sent_at: body.sent,
         receive_count: state.rc,
         first_received_at: state.fr,
         receipt: state.rh,
         state: message_state,
     })
+}
+
+/// A remembered FIFO deduplication id: `message id|sequence|expires at`.
+pub fn encode_dedup(entry: &DedupEntry) -> String {
+    format!("{}|{}|{}", entry.message_id, entry.seq, entry.expires_at)
+}
+
+pub fn decode_dedup(text: &str) -> Option<DedupEntry> {
+    let mut parts = text.split('|');
+    let entry = DedupEntry {
+        message_id: parts.next()?.parse().ok()?,
+        seq: parts.next()?.parse().ok()?,
+        expires_at: parts.next()?.parse().ok()?,
+    };
+    parts.next().is_none().then_some(entry)
 }
 
 #[cfg(test)]
@@ -225,6 +255,9 @@ mod tests {
             attributes: Arc::new(attributes),
             sender_id: "000000000000".into(),
             trace_header: Some("Root=1-abc".into()),
+            group_id: Some("group-1".into()),
+            dedup_id: Some("dedup-1".into()),
+            dead_letter_source: Some("arn:aws:sqs:us-east-1:000000000000:src".into()),
             sent_at: 1_700_000_000_123,
             receive_count: 3,
             first_received_at: Some(1_700_000_001_000),
@@ -250,6 +283,14 @@ mod tests {
             assert_eq!(decoded.attributes, original.attributes);
             assert_eq!(decoded.md5_of_body, original.md5_of_body);
             assert_eq!(decoded.trace_header, original.trace_header);
+            assert_eq!(
+                (&decoded.group_id, &decoded.dedup_id, &decoded.dead_letter_source),
+                (
+                    &original.group_id,
+                    &original.dedup_id,
+                    &original.dead_letter_source
+                )
+            );
             assert_eq!(
                 (
                     decoded.sent_at,
@@ -283,6 +324,18 @@ mod tests {
             last_purge_at: Some(3),
         };
         assert_eq!(decode_queue("q", &encode_queue(&meta)).unwrap(), meta);
+    }
+
+    #[test]
+    fn dedup_entries_round_trip() {
+        let entry = DedupEntry {
+            message_id: uuid::Uuid::new_v4(),
+            seq: 42,
+            expires_at: 1_700_000_300_000,
+        };
+        assert_eq!(decode_dedup(&encode_dedup(&entry)), Some(entry));
+        assert_eq!(decode_dedup("x|1|2"), None);
+        assert_eq!(decode_dedup(&format!("{}|1|2|3", entry.message_id)), None);
     }
 
     #[test]

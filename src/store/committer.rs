@@ -106,7 +106,9 @@ impl Committer {
             let mut args = Args::new(&self.layout, token.clone());
             let mut chunk = Vec::new();
             while let Some(pending) = rest.next_if(|_| args.bytes < MAX_BATCH_BYTES) {
-                args.push(&pending.write);
+                for write in &pending.writes {
+                    args.push(write);
+                }
                 chunk.push(pending);
             }
             if !self.send(term, args, chunk).await {
@@ -256,6 +258,14 @@ impl<'a> Args<'a> {
                             self.op(vec!["X".into(), bodies.clone(), states.clone(), seq.to_string()])
                         }
                         Change::Purged => self.op(vec!["P".into(), bodies.clone(), states.clone()]),
+                        Change::Deduplicated(key, entry) => {
+                            let dedup = self.key(self.layout.dedup(name));
+                            self.op(vec!["U".into(), dedup, key.clone(), codec::encode_dedup(entry)]);
+                        }
+                        Change::DedupExpired(key) => {
+                            let dedup = self.key(self.layout.dedup(name));
+                            self.op(vec!["V".into(), dedup, key.clone()]);
+                        }
                     }
                 }
                 if let Some(next) = next_seq {

@@ -46,6 +46,11 @@ impl Layout {
         format!("{{{}}}:q:{queue}:bodies", self.prefix)
     }
 
+    /// Hash: FIFO deduplication key → `message id|sequence|expires at`.
+    pub fn dedup(&self, queue: &str) -> String {
+        format!("{{{}}}:q:{queue}:dedup", self.prefix)
+    }
+
     /// Hash: sequence number → the message's changing state (JSON).
     pub fn states(&self, queue: &str) -> String {
         format!("{{{}}}:q:{queue}:states", self.prefix)

@@ -132,8 +132,23 @@ impl Loader {
             .await?;
             loaded.damaged += damaged;
             loaded.messages += messages.len();
+            let mut dedup = Vec::new();
+            if meta.attributes.fifo_queue {
+                let entries: HashMap<String, String> = self
+                    .client
+                    .hgetall(self.layout.dedup(&name))
+                    .await
+                    .map_err(|e| e.to_string())?;
+                dedup.extend(
+                    entries
+                        .into_iter()
+                        .filter_map(|(key, text)| Some((key, codec::decode_dedup(&text)?))),
+                );
+            }
             let next_seq = sequences.get(&name).and_then(|s| s.parse().ok()).unwrap_or(1);
-            loaded.queues.push(Queue::restore(meta, next_seq, messages));
+            loaded
+                .queues
+                .push(Queue::restore(meta, next_seq, messages, dedup));
         }
         Ok(loaded)
     }

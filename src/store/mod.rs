@@ -27,10 +27,12 @@ pub enum Write {
     DeleteQueue { name: String },
 }
 
-/// A write waiting for its commit; `generation` is the service's memory
-/// generation it was made in (see [`crate::service::Service::clear`]).
+/// The writes of one request, committed together (a receive that moves a
+/// message to a dead-letter queue writes both queues at once); `generation`
+/// is the service's memory generation they were made in (see
+/// [`crate::service::Service::clear`]).
 pub struct Pending {
     pub generation: u64,
-    pub write: Write,
+    pub writes: Vec<Write>,
     pub done: oneshot::Sender<Result<(), SqsError>>,
 }
