@@ -74,6 +74,7 @@ pub enum ErrorCode {
     QueueDoesNotExist,
     QueueNameExists,
     ReceiptHandleIsInvalid,
+    ResourceNotFound,
     TooManyEntriesInBatchRequest,
     UnsupportedOperation,
     /// The request body is larger than ssq reads.
@@ -106,6 +107,7 @@ impl ErrorCode {
             ErrorCode::QueueDoesNotExist => "QueueDoesNotExist",
             ErrorCode::QueueNameExists => "QueueNameExists",
             ErrorCode::ReceiptHandleIsInvalid => "ReceiptHandleIsInvalid",
+            ErrorCode::ResourceNotFound => "ResourceNotFoundException",
             ErrorCode::TooManyEntriesInBatchRequest => "TooManyEntriesInBatchRequest",
             ErrorCode::UnsupportedOperation => "UnsupportedOperation",
             ErrorCode::RequestTooLarge => "RequestEntityTooLarge",

@@ -8,6 +8,7 @@ pub mod error;
 pub mod http;
 pub mod leader;
 pub mod metrics;
+pub mod move_tasks;
 pub mod protocol;
 pub mod queue;
 pub mod redis;

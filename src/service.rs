@@ -41,6 +41,7 @@ pub struct Service {
     /// Where changes go to be made durable; `None` in memory-only mode.
     journal: Option<mpsc::UnboundedSender<Pending>>,
     generation: AtomicU64,
+    pub move_tasks: crate::move_tasks::MoveTasks,
 }
 
 /// A commit to wait for before answering.
@@ -48,6 +49,8 @@ type Commit = Option<oneshot::Receiver<Result<()>>>;
 
 /// One queue and what waits on it.
 struct QueueSlot {
+    /// The queue's name, readable without its lock (to order locking).
+    name: String,
     queue: Mutex<Queue>,
     /// Woken when a message may have become receivable, and on deletion.
     ready: Notify,
@@ -61,6 +64,7 @@ struct QueueSlot {
 impl QueueSlot {
     fn new(queue: Queue, generation: u64) -> Arc<QueueSlot> {
         Arc::new(QueueSlot {
+            name: queue.name.clone(),
             queue: Mutex::new(queue),
             ready: Notify::new(),
             deleted: AtomicBool::new(false),
@@ -85,6 +89,18 @@ impl QueueSlot {
         // is still consistent per operation, so keep serving rather than
         // poisoning every later request.
         self.queue.lock().unwrap_or_else(|poisoned| poisoned.into_inner())
+    }
+}
+
+/// Locks two queues in the order of their names and returns the guards in
+/// the order asked: every caller locks in the same order, so none deadlocks.
+fn lock_pair<'a>(a: &'a QueueSlot, b: &'a QueueSlot) -> (MutexGuard<'a, Queue>, MutexGuard<'a, Queue>) {
+    if a.name <= b.name {
+        let first = a.lock();
+        (first, b.lock())
+    } else {
+        let second = b.lock();
+        (a.lock(), second)
     }
 }
 
@@ -116,6 +132,7 @@ impl Service {
             closing: AtomicBool::new(false),
             journal: None,
             generation: AtomicU64::new(0),
+            move_tasks: Default::default(),
         }
     }
 
@@ -356,6 +373,53 @@ impl Service {
         Ok(result)
     }
 
+    /// Runs `operation` on two queues at once, both locked (in name order, so
+    /// that no two callers can deadlock), and commits both queues' changes
+    /// together: what moves from one to the other is never lost nor in both.
+    pub async fn with_queues<R>(
+        &self,
+        first: &str,
+        second: &str,
+        operation: impl FnOnce(&mut Queue, &mut Queue, u64) -> R,
+    ) -> Result<R> {
+        let (slot_a, slot_b) = (self.slot(first)?, self.slot(second)?);
+        if Arc::ptr_eq(&slot_a, &slot_b) {
+            return Err(SqsError::invalid_parameter(
+                "The source and the destination must be different queues.",
+            ));
+        }
+        let (result, commit) = {
+            let (mut a, mut b) = lock_pair(&slot_a, &slot_b);
+            if slot_a.is_closed() || slot_b.is_closed() {
+                return Err(SqsError::queue_does_not_exist());
+            }
+            let result = operation(&mut a, &mut b, self.now());
+            let commit = self.submit(
+                slot_a.generation,
+                vec![Self::changes_of(&mut a), Self::changes_of(&mut b)],
+            );
+            (result, commit)
+        };
+        slot_a.ready.notify_waiters();
+        slot_b.ready.notify_waiters();
+        Self::committed(commit).await?;
+        Ok(result)
+    }
+
+    /// The names of the queues for which `select` holds, in order.
+    pub fn queues_where(&self, select: impl Fn(&Queue) -> bool) -> Vec<String> {
+        let slots: Vec<_> = self
+            .read_queues()
+            .iter()
+            .map(|(n, s)| (n.clone(), s.clone()))
+            .collect();
+        slots
+            .into_iter()
+            .filter(|(_, slot)| select(&slot.lock()))
+            .map(|(name, _)| name)
+            .collect()
+    }
+
     /// Sends messages in one critical section and wakes long pollers once.
     pub async fn send(&self, name: &str, messages: Vec<NewMessage>) -> Result<Vec<Result<Sent>>> {
         let results: Vec<Result<Sent>> = self
@@ -420,13 +484,9 @@ impl Service {
             .and_then(|p| Some((p, self.read_queues().get(p.target_name())?.clone())));
         let (mut queue, mut dead_letters) = match &target {
             None => (slot.lock(), None),
-            Some((policy, dlq)) if policy.target_name() < name => {
-                let dead_letters = dlq.lock();
-                (slot.lock(), Some(dead_letters))
-            }
             Some((_, dlq)) => {
-                let queue = slot.lock();
-                (queue, Some(dlq.lock()))
+                let (queue, dead_letters) = lock_pair(slot, dlq);
+                (queue, Some(dead_letters))
             }
         };
         if slot.is_closed() {

@@ -826,12 +826,3 @@ async fn tags_are_added_listed_and_removed() {
     }
     assert_eq!(error_code(too_many.send().await), "InvalidParameterValue");
 }
-
-#[tokio::test]
-async fn actions_not_built_yet_say_so() {
-    let server = Server::start();
-    let sqs = server.client();
-    let url = create(&sqs, "q").await;
-    let result = sqs.list_dead_letter_source_queues().queue_url(&url).send().await;
-    assert_eq!(error_code(result), "AWS.SimpleQueueService.UnsupportedOperation");
-}

@@ -419,3 +419,109 @@ async fn with_redis_down_sends_fail_and_acknowledged_ones_survive() {
     let lost: Vec<_> = acknowledged.difference(&received).collect();
     assert!(lost.is_empty(), "acknowledged but lost: {lost:?}");
 }
+
+#[tokio::test]
+async fn fifo_order_deduplication_and_dead_letters_survive_a_failover() {
+    let redis = RedisServer::start();
+    let mut nodes: Vec<Server> = ["q1", "q2"]
+        .iter()
+        .map(|id| Server::start_node(&redis, id))
+        .collect();
+    let leader = leader_of(&nodes).await;
+    let sqs = client_without_retries(&nodes[leader].url);
+    sqs.create_queue().queue_name("dead").send().await.unwrap();
+    sqs.create_queue()
+        .queue_name("jobs.fifo")
+        .attributes(QueueAttributeName::FifoQueue, "true")
+        .send()
+        .await
+        .unwrap();
+    sqs.create_queue()
+        .queue_name("flaky")
+        .attributes(
+            QueueAttributeName::RedrivePolicy,
+            r#"{"deadLetterTargetArn":"arn:aws:sqs:us-east-1:000000000000:dead","maxReceiveCount":1}"#,
+        )
+        .send()
+        .await
+        .unwrap();
+    let (fifo, flaky, dead) = (queue_url("jobs.fifo"), queue_url("flaky"), queue_url("dead"));
+    let mut first_id = None;
+    for i in 0..5 {
+        let sent = sqs
+            .send_message()
+            .queue_url(&fifo)
+            .message_body(format!("m{i}"))
+            .message_group_id("g")
+            .message_deduplication_id(format!("d{i}"))
+            .send()
+            .await
+            .unwrap();
+        first_id.get_or_insert(sent.message_id.unwrap());
+    }
+    sqs.send_message()
+        .queue_url(&flaky)
+        .message_body("poison")
+        .send()
+        .await
+        .unwrap();
+    sqs.receive_message()
+        .queue_url(&flaky)
+        .visibility_timeout(0)
+        .send()
+        .await
+        .unwrap();
+    assert!(
+        sqs.receive_message()
+            .queue_url(&flaky)
+            .send()
+            .await
+            .unwrap()
+            .messages()
+            .is_empty(),
+        "moved to dead"
+    );
+
+    nodes.remove(leader).signal("KILL");
+    let leader = leader_of(&nodes).await;
+    let sqs = client_without_retries(&nodes[leader].url);
+
+    let duplicate = sqs
+        .send_message()
+        .queue_url(&fifo)
+        .message_body("m0")
+        .message_group_id("g")
+        .message_deduplication_id("d0")
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(
+        duplicate.message_id, first_id,
+        "the deduplication window survives"
+    );
+    let out = sqs
+        .receive_message()
+        .queue_url(&fifo)
+        .max_number_of_messages(10)
+        .send()
+        .await
+        .unwrap();
+    let bodies: Vec<_> = out.messages().iter().map(|m| m.body().unwrap()).collect();
+    assert_eq!(
+        bodies,
+        ["m0", "m1", "m2", "m3", "m4"],
+        "order survives, and the duplicate added nothing"
+    );
+    assert!(
+        sqs.receive_message()
+            .queue_url(&fifo)
+            .send()
+            .await
+            .unwrap()
+            .messages()
+            .is_empty(),
+        "the group is blocked"
+    );
+    let dead_letters = sqs.receive_message().queue_url(&dead).send().await.unwrap();
+    assert_eq!(dead_letters.messages()[0].body(), Some("poison"));
+}

@@ -59,6 +59,13 @@ pub(super) async fn create_queue(
     input: CreateQueueInput,
 ) -> Result<QueueUrlOutput> {
     let name = required(input.queue_name, "QueueName")?;
+    check_redrive_target(
+        svc,
+        ctx,
+        &name,
+        input.attributes.as_ref().unwrap_or(&StringMap::new()),
+    )
+    .await?;
     svc.create_queue(
         &name,
         &input.attributes.unwrap_or_default(),
@@ -179,6 +186,7 @@ pub(super) async fn set_queue_attributes(
 ) -> Result<Empty> {
     let name = ctx.queue_name(input.queue_url.as_deref())?;
     let changes = required(input.attributes, "Attributes")?;
+    check_redrive_target(svc, ctx, &name, &changes).await?;
     svc.with_queue(&name, |queue, now| queue.set_attributes(&changes, now))
         .await??;
     Ok(Empty {})
@@ -673,6 +681,337 @@ pub(super) async fn change_message_visibility_batch(
         })
         .await?;
     Ok(batch_output(results))
+}
+
+/// A RedrivePolicy may only name an existing queue of the same type (FIFO
+/// or standard) whose RedriveAllowPolicy lets this queue in.
+async fn check_redrive_target(
+    svc: &Service,
+    ctx: &RequestContext,
+    source: &str,
+    attributes: &StringMap,
+) -> Result<()> {
+    let Some(value) = attributes.get("RedrivePolicy").filter(|v| !v.is_empty()) else {
+        return Ok(());
+    };
+    let mut probe = crate::queue::QueueAttributes::default();
+    probe.set("RedrivePolicy", value)?;
+    let policy = probe.redrive_policy.expect("a non-empty policy parses to Some");
+    let invalid = |why: &str| {
+        SqsError::new(
+            ErrorCode::InvalidParameterValue,
+            format!("Value {value} for parameter RedrivePolicy is invalid. Reason: {why}"),
+        )
+    };
+    if policy.dead_letter_target_arn != ctx.queue_arn(policy.target_name()) {
+        return Err(invalid(
+            "Dead-letter target does not exist (it must be a queue of this account and region).",
+        ));
+    }
+    let (target_fifo, allow_policy) = svc
+        .with_queue(policy.target_name(), |q, _| {
+            (q.is_fifo(), q.attributes.redrive_allow_policy.clone())
+        })
+        .await
+        .map_err(|_| invalid("Dead-letter target does not exist."))?;
+    if target_fifo != source.ends_with(".fifo") {
+        return Err(invalid(
+            "The dead-letter queue of a FIFO queue must be a FIFO queue, and of a standard queue a standard queue.",
+        ));
+    }
+    if !attributes::redrive_allowed(allow_policy.as_deref(), &ctx.queue_arn(source)) {
+        return Err(invalid(
+            "The dead-letter queue's RedriveAllowPolicy does not allow this queue as a source.",
+        ));
+    }
+    Ok(())
+}
+
+pub(super) fn page_of(
+    names: Vec<String>,
+    max_results: Option<i64>,
+    next_token: Option<&str>,
+) -> Result<(Vec<String>, Option<String>)> {
+    let limit = match max_results {
+        Some(n) => in_range(n, "MaxResults", 1, MAX_LIST_RESULTS as i64)? as usize,
+        None => MAX_LIST_RESULTS,
+    };
+    let after = next_token.map(decode_token).transpose()?;
+    let mut rest: Vec<String> = names
+        .into_iter()
+        .filter(|n| after.as_ref().is_none_or(|a| n > a))
+        .collect();
+    let more = rest.len() > limit;
+    rest.truncate(limit);
+    let token = (more && max_results.is_some())
+        .then(|| rest.last().map(|last| BASE64.encode(last)))
+        .flatten();
+    Ok((rest, token))
+}
+
+pub(super) async fn list_dead_letter_source_queues(
+    svc: &Service,
+    ctx: &RequestContext,
+    input: ListDeadLetterSourceQueuesInput,
+) -> Result<ListDeadLetterSourceQueuesOutput> {
+    let name = ctx.queue_name(input.queue_url.as_deref())?;
+    if !svc.queue_exists(&name) {
+        return Err(SqsError::queue_does_not_exist());
+    }
+    let arn = ctx.queue_arn(&name);
+    let sources = svc.queues_where(|q| {
+        q.attributes
+            .redrive_policy
+            .as_ref()
+            .is_some_and(|p| p.dead_letter_target_arn == arn)
+    });
+    let (names, next_token) = page_of(sources, input.max_results, input.next_token.as_deref())?;
+    Ok(ListDeadLetterSourceQueuesOutput {
+        queue_urls: names.iter().map(|n| ctx.queue_url(n)).collect(),
+        next_token,
+    })
+}
+
+/// SQS actions a permission may grant (AddPermission's ActionName).
+const PERMISSION_ACTIONS: &[&str] = &[
+    "*",
+    "ChangeMessageVisibility",
+    "DeleteMessage",
+    "GetQueueAttributes",
+    "GetQueueUrl",
+    "ListDeadLetterSourceQueues",
+    "ListMessageMoveTasks",
+    "ListQueueTags",
+    "PurgeQueue",
+    "ReceiveMessage",
+    "SendMessage",
+    "StartMessageMoveTask",
+    "CancelMessageMoveTask",
+];
+
+pub(super) async fn add_permission(
+    svc: &Service,
+    ctx: &RequestContext,
+    input: AddPermissionInput,
+) -> Result<Empty> {
+    let name = ctx.queue_name(input.queue_url.as_deref())?;
+    let label = required(input.label, "Label")?;
+    let valid_label = (1..=80).contains(&label.len())
+        && label
+            .bytes()
+            .all(|b| b.is_ascii_alphanumeric() || b == b'-' || b == b'_');
+    if !valid_label {
+        return Err(SqsError::invalid_parameter(format!(
+            "Value {label} for parameter Label is invalid. Reason: 1 to 80 letters, digits, '-' and '_'."
+        )));
+    }
+    let accounts = required(input.aws_account_ids, "AWSAccountIds")?;
+    let actions = required(input.actions, "Actions")?;
+    if accounts.is_empty() || actions.is_empty() {
+        return Err(SqsError::invalid_parameter(
+            "AWSAccountIds and Actions must each name at least one.",
+        ));
+    }
+    if let Some(bad) = actions.iter().find(|a| !PERMISSION_ACTIONS.contains(&a.as_str())) {
+        return Err(SqsError::invalid_parameter(format!(
+            "Value SQS:{bad} for parameter ActionName is invalid."
+        )));
+    }
+    let arn = ctx.queue_arn(&name);
+    let statement = serde_json::json!({
+        "Sid": label,
+        "Effect": "Allow",
+        "Principal": {"AWS": accounts.iter().map(|a| format!("arn:aws:iam::{a}:root")).collect::<Vec<_>>()},
+        "Action": actions.iter().map(|a| format!("SQS:{a}")).collect::<Vec<_>>(),
+        "Resource": arn,
+    });
+    svc.with_queue(&name, |queue, now| {
+        let mut policy = policy_document(queue.attributes.policy.as_deref(), &arn);
+        let statements = policy["Statement"]
+            .as_array_mut()
+            .expect("a policy document has statements");
+        if statements.iter().any(|s| s["Sid"] == label.as_str()) {
+            return Err(SqsError::invalid_parameter(format!(
+                "Value {label} for parameter Label is invalid. Reason: Already exists."
+            )));
+        }
+        statements.push(statement);
+        queue.set_policy(Some(policy.to_string()), now);
+        Ok(Empty {})
+    })
+    .await?
+}
+
+pub(super) async fn remove_permission(
+    svc: &Service,
+    ctx: &RequestContext,
+    input: RemovePermissionInput,
+) -> Result<Empty> {
+    let name = ctx.queue_name(input.queue_url.as_deref())?;
+    let label = required(input.label, "Label")?;
+    let arn = ctx.queue_arn(&name);
+    svc.with_queue(&name, |queue, now| {
+        let mut policy = policy_document(queue.attributes.policy.as_deref(), &arn);
+        let statements = policy["Statement"]
+            .as_array_mut()
+            .expect("a policy document has statements");
+        let before = statements.len();
+        statements.retain(|s| s["Sid"] != label.as_str());
+        if statements.len() == before {
+            return Err(SqsError::invalid_parameter(format!(
+                "Value {label} for parameter Label is invalid. Reason: can't find label."
+            )));
+        }
+        let empty = statements.is_empty();
+        queue.set_policy((!empty).then(|| policy.to_string()), now);
+        Ok(Empty {})
+    })
+    .await?
+}
+
+/// The queue's policy document, or a new one with no statements.
+fn policy_document(policy: Option<&str>, arn: &str) -> serde_json::Value {
+    policy
+        .and_then(|p| serde_json::from_str::<serde_json::Value>(p).ok())
+        .filter(|p| p["Statement"].is_array())
+        .unwrap_or_else(|| serde_json::json!({"Version": "2012-10-17", "Id": format!("{arn}/SQSDefaultPolicy"), "Statement": []}))
+}
+
+/// The queue an ARN of this account and region names.
+fn queue_of_arn(ctx: &RequestContext, arn: &str, parameter: &str) -> Result<String> {
+    let name = arn.rsplit(':').next().unwrap_or_default();
+    if arn != ctx.queue_arn(name) {
+        return Err(SqsError::new(
+            ErrorCode::ResourceNotFound,
+            format!("The resource that {parameter} {arn} names does not exist."),
+        ));
+    }
+    Ok(name.to_string())
+}
+
+pub(super) async fn start_message_move_task(
+    svc: &std::sync::Arc<Service>,
+    ctx: &RequestContext,
+    input: StartMessageMoveTaskInput,
+) -> Result<TaskHandleOutput> {
+    let source_arn = required(input.source_arn, "SourceArn")?;
+    let source = queue_of_arn(ctx, &source_arn, "SourceArn")?;
+    let to_move = svc
+        .with_queue(&source, |q, now| q.counts(now).visible)
+        .await
+        .map_err(|_| {
+            SqsError::new(
+                ErrorCode::ResourceNotFound,
+                format!("The source queue {source_arn} does not exist."),
+            )
+        })?;
+    let is_dead_letter_queue = !svc
+        .queues_where(|q| {
+            q.attributes
+                .redrive_policy
+                .as_ref()
+                .is_some_and(|p| p.dead_letter_target_arn == source_arn)
+        })
+        .is_empty();
+    if !is_dead_letter_queue {
+        return Err(SqsError::invalid_parameter(format!(
+            "Source queue {source_arn} is not a dead-letter queue: no queue's RedrivePolicy names it."
+        )));
+    }
+    let destination = match input.destination_arn {
+        Some(arn) => {
+            let name = queue_of_arn(ctx, &arn, "DestinationArn")?;
+            if !svc.queue_exists(&name) {
+                return Err(SqsError::new(
+                    ErrorCode::ResourceNotFound,
+                    format!("The destination queue {arn} does not exist."),
+                ));
+            }
+            Some((name, arn))
+        }
+        None => None,
+    };
+    let rate = input
+        .max_number_of_messages_per_second
+        .map(|r| {
+            in_range(
+                r,
+                "MaxNumberOfMessagesPerSecond",
+                1,
+                i64::from(crate::move_tasks::MAX_RATE),
+            )
+        })
+        .transpose()?;
+    let task = svc.move_tasks.start(
+        svc.clone(),
+        crate::move_tasks::MoveRequest {
+            source,
+            source_arn,
+            destination,
+            rate,
+            to_move: to_move as u64,
+            now: svc.now(),
+        },
+    )?;
+    Ok(TaskHandleOutput {
+        task_handle: task.handle.clone(),
+    })
+}
+
+pub(super) fn cancel_message_move_task(
+    svc: &Service,
+    input: CancelMessageMoveTaskInput,
+) -> Result<CancelMessageMoveTaskOutput> {
+    let handle = required(input.task_handle, "TaskHandle")?;
+    let task = svc.move_tasks.cancel(&handle)?;
+    Ok(CancelMessageMoveTaskOutput {
+        approximate_number_of_messages_moved: task.moved.load(std::sync::atomic::Ordering::Acquire),
+    })
+}
+
+pub(super) fn list_message_move_tasks(
+    svc: &Service,
+    ctx: &RequestContext,
+    input: ListMessageMoveTasksInput,
+) -> Result<ListMessageMoveTasksOutput> {
+    let source_arn = required(input.source_arn, "SourceArn")?;
+    let source = queue_of_arn(ctx, &source_arn, "SourceArn")?;
+    if !svc.queue_exists(&source) {
+        return Err(SqsError::new(
+            ErrorCode::ResourceNotFound,
+            format!("The source queue {source_arn} does not exist."),
+        ));
+    }
+    let max = input
+        .max_results
+        .map(|n| in_range(n, "MaxResults", 1, 10))
+        .transpose()?
+        .unwrap_or(1) as usize;
+    let results = svc
+        .move_tasks
+        .for_source(&source_arn)
+        .into_iter()
+        .take(max)
+        .map(|task| {
+            let status = task.status_name().to_string();
+            let failure_reason = match task.status() {
+                crate::move_tasks::Status::Failed(why) => Some(why),
+                _ => None,
+            };
+            MessageMoveTaskEntry {
+                task_handle: (status == "RUNNING").then(|| task.handle.clone()),
+                status,
+                source_arn: task.source_arn.clone(),
+                destination_arn: task.destination.as_ref().map(|(_, arn)| arn.clone()),
+                max_number_of_messages_per_second: task.rate,
+                approximate_number_of_messages_moved: task.moved.load(std::sync::atomic::Ordering::Acquire),
+                approximate_number_of_messages_to_move: task.to_move,
+                failure_reason,
+                started_timestamp: task.started_at,
+            }
+        })
+        .collect();
+    Ok(ListMessageMoveTasksOutput { results })
 }
 
 #[cfg(test)]

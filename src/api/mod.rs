@@ -132,7 +132,7 @@ actions!(
 
 /// Runs one action and returns its response as a JSON tree.
 pub async fn dispatch(
-    service: &Service,
+    service: &std::sync::Arc<Service>,
     ctx: &RequestContext,
     action: Action,
     input: Input<'_>,
@@ -160,15 +160,14 @@ pub async fn dispatch(
         Action::ChangeMessageVisibilityBatch => {
             to_tree(change_message_visibility_batch(service, ctx, input.decode()?).await)
         }
-        Action::AddPermission
-        | Action::RemovePermission
-        | Action::ListDeadLetterSourceQueues
-        | Action::StartMessageMoveTask
-        | Action::CancelMessageMoveTask
-        | Action::ListMessageMoveTasks => Err(SqsError::new(
-            ErrorCode::UnsupportedOperation,
-            format!("ssq does not support {} yet.", action.name()),
-        )),
+        Action::AddPermission => to_tree(add_permission(service, ctx, input.decode()?).await),
+        Action::RemovePermission => to_tree(remove_permission(service, ctx, input.decode()?).await),
+        Action::ListDeadLetterSourceQueues => {
+            to_tree(list_dead_letter_source_queues(service, ctx, input.decode()?).await)
+        }
+        Action::StartMessageMoveTask => to_tree(start_message_move_task(service, ctx, input.decode()?).await),
+        Action::CancelMessageMoveTask => to_tree(cancel_message_move_task(service, input.decode()?)),
+        Action::ListMessageMoveTasks => to_tree(list_message_move_tasks(service, ctx, input.decode()?)),
     }
 }
 

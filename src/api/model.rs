@@ -270,3 +270,93 @@ pub struct TagsOutput {
 
 #[derive(Debug, Serialize)]
 pub struct Empty {}
+
+#[derive(Debug, Default, Deserialize)]
+#[serde(rename_all = "PascalCase", default)]
+pub struct ListDeadLetterSourceQueuesInput {
+    pub queue_url: Option<String>,
+    pub next_token: Option<String>,
+    pub max_results: Option<i64>,
+}
+
+#[derive(Debug, Serialize)]
+pub struct ListDeadLetterSourceQueuesOutput {
+    #[serde(rename = "queueUrls")]
+    pub queue_urls: Vec<String>,
+    #[serde(rename = "NextToken", skip_serializing_if = "Option::is_none")]
+    pub next_token: Option<String>,
+}
+
+#[derive(Debug, Default, Deserialize)]
+#[serde(rename_all = "PascalCase", default)]
+pub struct AddPermissionInput {
+    pub queue_url: Option<String>,
+    pub label: Option<String>,
+    #[serde(rename = "AWSAccountIds")]
+    pub aws_account_ids: Option<Vec<String>>,
+    pub actions: Option<Vec<String>>,
+}
+
+#[derive(Debug, Default, Deserialize)]
+#[serde(rename_all = "PascalCase", default)]
+pub struct RemovePermissionInput {
+    pub queue_url: Option<String>,
+    pub label: Option<String>,
+}
+
+#[derive(Debug, Default, Deserialize)]
+#[serde(rename_all = "PascalCase", default)]
+pub struct StartMessageMoveTaskInput {
+    pub source_arn: Option<String>,
+    pub destination_arn: Option<String>,
+    pub max_number_of_messages_per_second: Option<i64>,
+}
+
+#[derive(Debug, Serialize)]
+#[serde(rename_all = "PascalCase")]
+pub struct TaskHandleOutput {
+    pub task_handle: String,
+}
+
+#[derive(Debug, Default, Deserialize)]
+#[serde(rename_all = "PascalCase", default)]
+pub struct CancelMessageMoveTaskInput {
+    pub task_handle: Option<String>,
+}
+
+#[derive(Debug, Serialize)]
+#[serde(rename_all = "PascalCase")]
+pub struct CancelMessageMoveTaskOutput {
+    pub approximate_number_of_messages_moved: u64,
+}
+
+#[derive(Debug, Default, Deserialize)]
+#[serde(rename_all = "PascalCase", default)]
+pub struct ListMessageMoveTasksInput {
+    pub source_arn: Option<String>,
+    pub max_results: Option<i64>,
+}
+
+#[derive(Debug, Serialize)]
+#[serde(rename_all = "PascalCase")]
+pub struct MessageMoveTaskEntry {
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub task_handle: Option<String>,
+    pub status: String,
+    pub source_arn: String,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub destination_arn: Option<String>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub max_number_of_messages_per_second: Option<u32>,
+    pub approximate_number_of_messages_moved: u64,
+    pub approximate_number_of_messages_to_move: u64,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub failure_reason: Option<String>,
+    pub started_timestamp: u64,
+}
+
+#[derive(Debug, Serialize)]
+#[serde(rename_all = "PascalCase")]
+pub struct ListMessageMoveTasksOutput {
+    pub results: Vec<MessageMoveTaskEntry>,
+}

@@ -623,12 +623,21 @@ impl Queue {
         self.insert(message);
     }
 
-    /// Removes up to `max` visible messages, oldest first, to move them.
-    pub fn take_visible(&mut self, max: usize, now: u64) -> Vec<Message> {
+    /// The oldest visible message.
+    pub fn peek_visible(&mut self, now: u64) -> Option<&Message> {
+        self.advance(now);
+        let seq = self.visible.first()?;
+        self.messages.get(seq)
+    }
+
+    /// Removes up to `max` visible messages, oldest first, while `select`
+    /// accepts them, to move them to another queue.
+    pub fn take_visible(&mut self, max: usize, now: u64, select: impl Fn(&Message) -> bool) -> Vec<Message> {
         self.advance(now);
         let mut taken = Vec::new();
         while taken.len() < max
             && let Some(&seq) = self.visible.first()
+            && select(&self.messages[&seq])
         {
             taken.extend(self.remove(seq));
             self.record(|_| Change::Removed(seq));

@@ -403,5 +403,7 @@ pub fn new_message(body: &str) -> ssq::queue::NewMessage {
         delay_seconds: None,
         sender_id: "t".into(),
         trace_header: None,
+        group_id: None,
+        dedup_id: None,
     }
 }
