@@ -11,7 +11,7 @@ build:
 run:
 	cargo run --release
 
-test: test-rust test-python
+test: lint test-rust test-python
 
 test-rust:
 	cargo test
@@ -29,8 +29,9 @@ $(PYTHON_DEPS): tests/python/requirements.txt
 fmt:
 	cargo fmt
 
+# Checks every target, benches and the load generator included, so none rots.
 lint:
-	cargo clippy --all-targets -- -D warnings
+	cargo clippy --workspace --all-targets -- -D warnings
 
 clean:
 	cargo clean

@@ -28,6 +28,8 @@ fn message(i: usize) -> NewMessage {
         delay_seconds: None,
         sender_id: "bench".into(),
         trace_header: None,
+        group_id: None,
+        dedup_id: None,
     }
 }
 
@@ -37,7 +39,7 @@ fn cycle_ns(queue: &mut Queue) -> f64 {
     let started = Instant::now();
     for i in 0..OPS {
         let now = T0 + 1 + i as u64;
-        let received = queue.receive(1, None, now);
+        let received = queue.receive(1, None, None, None, now);
         let handle = received[0].receipt_handle;
         queue.change_visibility(handle, 60, now).expect("in flight");
         assert!(queue.delete(handle, now));
