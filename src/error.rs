@@ -64,6 +64,8 @@ pub enum ErrorCode {
     InvalidAddress,
     InvalidAttributeName,
     InvalidAttributeValue,
+    /// An action name the API does not have.
+    InvalidAction,
     InvalidBatchEntryId,
     InvalidMessageContents,
     InvalidParameterValue,
@@ -97,6 +99,7 @@ impl ErrorCode {
             ErrorCode::InvalidAddress => "InvalidAddress",
             ErrorCode::InvalidAttributeName => "InvalidAttributeName",
             ErrorCode::InvalidAttributeValue => "InvalidAttributeValue",
+            ErrorCode::InvalidAction => "InvalidAction",
             ErrorCode::InvalidBatchEntryId => "InvalidBatchEntryId",
             ErrorCode::InvalidMessageContents => "InvalidMessageContents",
             ErrorCode::InvalidParameterValue => "InvalidParameterValue",

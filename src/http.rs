@@ -12,7 +12,7 @@ use std::time::Instant;
 use axum::Router;
 use axum::body::{Body, Bytes};
 use axum::extract::State;
-use axum::http::{HeaderMap, StatusCode, header};
+use axum::http::{HeaderMap, StatusCode, Uri, header};
 use axum::response::{IntoResponse, Response};
 use axum::routing::{get, post};
 
@@ -20,7 +20,7 @@ use crate::api::{self, Action, Input, RequestContext};
 use crate::error::{ErrorCode, SqsError};
 use crate::leader::Leadership;
 use crate::metrics::Metrics;
-use crate::protocol::json;
+use crate::protocol::{json, query};
 use crate::service::Service;
 
 /// The largest request body read. A batch may carry 1 MiB of payload, and
@@ -70,21 +70,37 @@ pub fn router(state: Arc<AppState>) -> Router {
         .with_state(state)
 }
 
-async fn sqs(State(state): State<Arc<AppState>>, headers: HeaderMap, body: Body) -> Response {
+/// The wire format of a request: JSON when it names its action in
+/// X-Amz-Target or says it is JSON, the Query protocol otherwise.
+#[derive(Clone, Copy)]
+enum Wire {
+    Json,
+    Query,
+}
+
+async fn sqs(State(state): State<Arc<AppState>>, uri: Uri, headers: HeaderMap, body: Body) -> Response {
     let started = Instant::now();
     let request_id = uuid::Uuid::new_v4().to_string();
-    let (action, result) = match json::target(&headers) {
-        Some(Ok(action)) if !state.leadership.is_serving() => (Some(action), Err(not_serving(&state))),
-        Some(Ok(action)) => (Some(action), run(&state, &headers, action, body).await),
-        Some(Err(error)) => (None, Err(error)),
-        None => (
-            None,
-            Err(SqsError::new(
-                ErrorCode::UnsupportedOperation,
-                "ssq speaks the AWS JSON 1.0 protocol: send X-Amz-Target: AmazonSQS.<Action> \
-                 with Content-Type: application/x-amz-json-1.0.",
-            )),
-        ),
+    let wire = if json::is_json(&headers) {
+        Wire::Json
+    } else {
+        Wire::Query
+    };
+    let (action, result) = match read_request(wire, &uri, &headers, body).await {
+        Err(error) => (None, Err(error)),
+        Ok((action, _)) if !state.leadership.is_serving() => (Some(action), Err(not_serving(&state))),
+        Ok((action, input)) => {
+            let ctx = state.context(&headers);
+            let result = match input {
+                RequestInput::Json(bytes) => {
+                    api::dispatch(&state.service, &ctx, action, Input::Json(&bytes)).await
+                }
+                RequestInput::Tree(tree) => {
+                    api::dispatch(&state.service, &ctx, action, Input::Tree(tree)).await
+                }
+            };
+            (Some(action), result)
+        }
     };
     let label = action.map_or("unknown", Action::name);
     let outcome = match &result {
@@ -98,16 +114,49 @@ async fn sqs(State(state): State<Arc<AppState>>, headers: HeaderMap, body: Body)
         .with_label_values(&[label])
         .observe(started.elapsed().as_secs_f64());
     match result {
-        Ok(output) => json::success(&request_id, &output),
+        Ok(output) => match (wire, action) {
+            (Wire::Query, Some(action)) => query::success(&request_id, action, &output),
+            _ => json::success(&request_id, &output),
+        },
         Err(error) => {
             if error.code == ErrorCode::InternalError {
                 tracing::error!(%request_id, action = label, %error, "internal error");
             }
-            let mut response = json::error(&request_id, &error);
+            let mut response = match wire {
+                Wire::Json => json::error(&request_id, &error),
+                Wire::Query => query::error(&request_id, &error),
+            };
             if error.code == ErrorCode::ServiceUnavailable {
                 add_leader_headers(&state, &mut response);
             }
             response
+        }
+    }
+}
+
+/// A request's input, in the shape its wire format gave it.
+enum RequestInput {
+    Json(Bytes),
+    Tree(serde_json::Value),
+}
+
+async fn read_request(
+    wire: Wire,
+    uri: &Uri,
+    headers: &HeaderMap,
+    body: Body,
+) -> Result<(Action, RequestInput), SqsError> {
+    match wire {
+        Wire::Json => {
+            let action = json::target(headers)?;
+            Ok((action, RequestInput::Json(read_body(body).await?)))
+        }
+        Wire::Query => {
+            let body = read_body(body).await?;
+            // POST /{account}/{queue}: the path is the queue URL.
+            let queue_path = Some(uri.path()).filter(|p| p.trim_matches('/').contains('/'));
+            let (action, tree) = query::parse(&body, uri.query(), queue_path)?;
+            Ok((action, RequestInput::Tree(tree)))
         }
     }
 }
@@ -170,17 +219,6 @@ async fn status(State(state): State<Arc<AppState>>) -> Response {
         body.to_string(),
     )
         .into_response()
-}
-
-async fn run(
-    state: &AppState,
-    headers: &HeaderMap,
-    action: Action,
-    body: Body,
-) -> Result<serde_json::Value, SqsError> {
-    let body = read_body(body).await?;
-    let ctx = state.context(headers);
-    api::dispatch(&state.service, &ctx, action, Input::Json(&body)).await
 }
 
 async fn read_body(body: Body) -> Result<Bytes, SqsError> {

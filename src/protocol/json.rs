@@ -15,19 +15,29 @@ use crate::error::{ErrorCode, SqsError};
 pub const CONTENT_TYPE: &str = "application/x-amz-json-1.0";
 const TARGET_PREFIX: &str = "AmazonSQS.";
 
-/// The action a JSON request names, if it is a JSON request at all.
-pub fn target(headers: &HeaderMap) -> Option<Result<Action, SqsError>> {
-    let target = headers.get("x-amz-target")?;
-    let name = target.to_str().ok().and_then(|t| t.strip_prefix(TARGET_PREFIX));
-    Some(name.and_then(Action::from_name).ok_or_else(|| {
+/// Whether a request speaks this protocol: it names its action in
+/// X-Amz-Target or declares a JSON body.
+pub fn is_json(headers: &HeaderMap) -> bool {
+    let json_body = headers
+        .get(header::CONTENT_TYPE)
+        .and_then(|v| v.to_str().ok())
+        .is_some_and(|v| v.starts_with("application/x-amz-json"));
+    json_body || headers.contains_key("x-amz-target")
+}
+
+/// The action a JSON request names in X-Amz-Target.
+pub fn target(headers: &HeaderMap) -> Result<Action, SqsError> {
+    let target = headers.get("x-amz-target");
+    let name = target
+        .and_then(|t| t.to_str().ok())
+        .and_then(|t| t.strip_prefix(TARGET_PREFIX));
+    name.and_then(Action::from_name).ok_or_else(|| {
+        let given = target.map(|t| String::from_utf8_lossy(t.as_bytes()).into_owned()).unwrap_or_default();
         SqsError::new(
             ErrorCode::UnsupportedOperation,
-            format!(
-                "Unknown operation {:?}: X-Amz-Target must be AmazonSQS.<Action> with one of the SQS actions.",
-                String::from_utf8_lossy(target.as_bytes())
-            ),
+            format!("Unknown operation {given:?}: X-Amz-Target must be AmazonSQS.<Action> with one of the SQS actions."),
         )
-    }))
+    })
 }
 
 pub fn success(request_id: &str, output: &serde_json::Value) -> Response {

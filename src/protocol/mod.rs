@@ -5,3 +5,4 @@
 //! [`SqsError`](crate::error::SqsError) that [`crate::api::dispatch`] returns.
 
 pub mod json;
+pub mod query;
