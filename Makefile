@@ -3,7 +3,7 @@
 VENV := .venv
 PYTHON_DEPS := $(VENV)/.installed
 
-.PHONY: build run test test-rust test-python fmt lint clean
+.PHONY: build run test test-rust test-python bench fmt lint clean
 
 build:
 	cargo build --release
@@ -26,6 +26,10 @@ $(PYTHON_DEPS): tests/python/requirements.txt
 	$(VENV)/bin/pip install -q -r tests/python/requirements.txt
 	touch $@
 
+# Side-by-side figures (HTTP floor, memory-only, Redis-backed, moto) into docs/benchmarks.md.
+bench:
+	bash bench/run.sh
+
 fmt:
 	cargo fmt
 
@@ -35,4 +39,4 @@ lint:
 
 clean:
 	cargo clean
-	rm -rf $(VENV)
+	rm -rf $(VENV) .venv-bench

@@ -7,10 +7,16 @@
 //!   deletes until they are empty or the time is up;
 //! - `roundtrip`: half the workers send, half receive and delete, at once;
 //! - `longpoll`: consumers long-poll (WaitTimeSeconds 20) while one producer
-//!   sends at a steady rate; reports the delay from send to receive.
+//!   sends at a steady rate; reports the delay from send to receive;
+//! - `fill`: only fills the queues with `--prefill` messages each, and exits.
 //!
 //! Figures: messages per second and latency percentiles per request kind
 //! (HdrHistogram), as a table and, with `--json`, as JSON.
+//!
+//! `--serve-floor ADDR` instead serves the HTTP floor: an axum endpoint that
+//! does no queue work and answers each action with a fixed, well-formed
+//! response (a receive gets one message), so that the client's work per
+//! request is the same as against a real server.
 
 use std::collections::BTreeMap;
 use std::sync::Arc;
@@ -66,6 +72,9 @@ struct Options {
     /// No progress line.
     #[arg(long)]
     quiet: bool,
+    /// Serve the HTTP floor on this address instead of generating load.
+    #[arg(long)]
+    serve_floor: Option<std::net::SocketAddr>,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
@@ -74,6 +83,7 @@ enum Scenario {
     Receive,
     Roundtrip,
     Longpoll,
+    Fill,
 }
 
 /// Latencies and counts of one request kind.
@@ -133,6 +143,12 @@ impl Sqs {
             .post(&self.endpoint)
             .header("x-amz-target", format!("AmazonSQS.{action}"))
             .header("content-type", "application/x-amz-json-1.0")
+            // Unsigned, but shaped like SigV4: some servers (moto) route by
+            // the service in the credential scope.
+            .header(
+                "authorization",
+                "AWS4-HMAC-SHA256 Credential=bench/20260101/us-east-1/sqs/aws4_request, SignedHeaders=host, Signature=0",
+            )
             .body(body.to_string())
             .send()
             .await
@@ -202,9 +218,30 @@ fn now_micros() -> u128 {
         .as_micros()
 }
 
+/// The floor: fixed answers, no queue work.
+async fn serve_floor(address: std::net::SocketAddr) {
+    async fn answer(headers: axum::http::HeaderMap, _body: axum::body::Bytes) -> impl axum::response::IntoResponse {
+        let target = headers.get("x-amz-target").and_then(|v| v.to_str().ok()).unwrap_or_default();
+        let body = match target.trim_start_matches("AmazonSQS.") {
+            "CreateQueue" => r#"{"QueueUrl":"http://127.0.0.1/000000000000/floor"}"#,
+            "SendMessage" => r#"{"MessageId":"00000000-0000-0000-0000-000000000000","MD5OfMessageBody":"d41d8cd98f00b204e9800998ecf8427e"}"#,
+            "ReceiveMessage" => r#"{"Messages":[{"MessageId":"00000000-0000-0000-0000-000000000000","ReceiptHandle":"AQAAAAAAAAABAAAAAAAAAAE","MD5OfBody":"d41d8cd98f00b204e9800998ecf8427e","Body":"x"}]}"#,
+            _ => "{}",
+        };
+        ([("content-type", "application/x-amz-json-1.0")], body)
+    }
+    let listener = tokio::net::TcpListener::bind(address).await.expect("the floor's address is free");
+    eprintln!("HTTP floor serving on {address}");
+    axum::serve(listener, axum::Router::new().route("/", axum::routing::post(answer))).await.expect("the floor serves");
+}
+
 #[tokio::main]
 async fn main() {
     let options = Options::parse();
+    if let Some(address) = options.serve_floor {
+        serve_floor(address).await;
+        return;
+    }
     if !(1..=10).contains(&options.batch) {
         eprintln!("ssq-bench: --batch must be 1 to 10");
         std::process::exit(2);
@@ -241,8 +278,19 @@ async fn main() {
     }
     let body = "x".repeat(options.message_size.max(1));
 
-    if options.scenario == Scenario::Receive {
+    if matches!(options.scenario, Scenario::Receive | Scenario::Fill) {
+        let started = Instant::now();
         prefill(&sqs, &queues, &body, options.prefill, options.concurrency).await;
+        if options.scenario == Scenario::Fill {
+            let seconds = started.elapsed().as_secs_f64();
+            let total = options.prefill * queues.len();
+            println!("{} | filled {total} messages of {} B in {seconds:.1}s ({:.0}/s)", options.label, options.message_size, total as f64 / seconds);
+            if let Some(path) = &options.json {
+                let document = json!({"label": options.label, "scenario": "fill", "messages": total, "seconds": seconds});
+                let _ = std::fs::write(path, document.to_string());
+            }
+            return;
+        }
     }
 
     let recorder = Recorder {
@@ -259,7 +307,7 @@ async fn main() {
     };
     for w in 0..worker_count {
         let role = match options.scenario {
-            Scenario::Send => Role::Producer,
+            Scenario::Send | Scenario::Fill => Role::Producer,
             Scenario::Receive => Role::Consumer,
             Scenario::Roundtrip if w % 2 == 0 => Role::Producer,
             Scenario::Roundtrip => Role::Consumer,
@@ -387,12 +435,20 @@ async fn prefill(sqs: &Arc<Sqs>, queues: &[String], body: &str, per_queue: usize
             let (sqs, queue, body) = (sqs.clone(), queue.clone(), body.to_string());
             tasks.push(tokio::spawn(async move {
                 let mut sent = 0;
+                let mut failures = 0;
                 while sent < count {
                     let n = (count - sent).min(10);
                     match sqs.send(&queue, &body, n.max(2)).await {
-                        Ok(k) => sent += k.min(n),
-                        Err(e) => {
-                            eprintln!("prefill: {e}");
+                        Ok(k) if k > 0 => {
+                            sent += k.min(n);
+                            failures = 0;
+                        }
+                        outcome => {
+                            failures += 1;
+                            if failures > 50 {
+                                eprintln!("prefill: giving up, the server accepts nothing ({outcome:?})");
+                                std::process::exit(1);
+                            }
                             tokio::time::sleep(Duration::from_millis(100)).await;
                         }
                     }

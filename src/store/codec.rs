@@ -62,33 +62,35 @@ pub fn decode_queue(name: &str, text: &str) -> Result<QueueMeta, String> {
     })
 }
 
+/// Written from borrowed fields (a body is not copied to be stored) and
+/// read into owned ones.
 #[derive(Serialize, Deserialize)]
-struct AttributeRecord {
-    t: String,
+struct AttributeRecord<S> {
+    t: S,
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    s: Option<String>,
+    s: Option<S>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     b: Option<String>,
 }
 
 #[derive(Serialize, Deserialize)]
-struct BodyRecord {
+struct BodyRecord<S: Ord> {
     id: uuid::Uuid,
-    body: String,
-    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
-    attrs: BTreeMap<String, AttributeRecord>,
-    sender: String,
+    body: S,
+    #[serde(default = "BTreeMap::new", skip_serializing_if = "BTreeMap::is_empty")]
+    attrs: BTreeMap<S, AttributeRecord<S>>,
+    sender: S,
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    trace: Option<String>,
+    trace: Option<S>,
     /// MessageGroupId.
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    g: Option<String>,
+    g: Option<S>,
     /// MessageDeduplicationId.
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    d: Option<String>,
+    d: Option<S>,
     /// DeadLetterQueueSourceArn.
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    dl: Option<String>,
+    dl: Option<S>,
     sent: u64,
 }
 
@@ -160,7 +162,7 @@ pub fn encode_state(message: &Message) -> String {
 
 /// Rebuilds a message from its two records.
 pub fn decode_message(seq: u64, body: &str, state: &str) -> Result<Message, String> {
-    let body: BodyRecord =
+    let body: BodyRecord<String> =
         serde_json::from_str(body).map_err(|e| format!("message {seq}: unreadable body: {e}"))?;
     let state: StateRecord =
         serde_json::from_str(state).map_err(|e| format!("message {seq}: unreadable state: {e}"))?;

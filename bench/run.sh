@@ -1,0 +1,113 @@
+#!/usr/bin/env bash
+# `make bench`: measures, side by side in one run on this machine,
+#   (a) the HTTP floor (ssq-bench --serve-floor: fixed answers, no queue work),
+#   (b) ssq memory-only, (c) ssq Redis-backed, (d) moto's server mode,
+# with the same load generator, then the scale checks, and writes
+# docs/benchmarks.md and docs/benchmarks.svg.
+# BENCH_DURATION (seconds per run, default 5) shortens or lengthens it.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+DURATION=${BENCH_DURATION:-5}
+OUT=target/bench-results
+rm -rf "$OUT" && mkdir -p "$OUT"
+
+command -v redis-server >/dev/null || { echo "redis-server is needed: apt-get install redis-server" >&2; exit 1; }
+cargo build --release -q -p ssq -p ssq-bench
+if [ ! -x .venv-bench/bin/moto_server ]; then
+  python3 -m venv .venv-bench
+  .venv-bench/bin/pip install -q 'moto[server]==5.2.5'
+fi
+
+BENCH=target/release/ssq-bench
+SSQ=target/release/ssq
+PIDS=()
+cleanup() { for pid in "${PIDS[@]}"; do kill "$pid" 2>/dev/null || true; done; wait 2>/dev/null || true; }
+trap cleanup EXIT
+
+free_port() { python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])'; }
+wait_port() { for _ in $(seq 1 200); do (echo >/dev/tcp/127.0.0.1/"$1") 2>/dev/null && return 0; sleep 0.05; done; echo "nothing listens on $1" >&2; return 1; }
+rss_kib() { awk '/VmRSS/ {print $2}' "/proc/$1/status"; }
+
+FLOOR=$(free_port); MEM=$(free_port); RED=$(free_port); MOTO=$(free_port); REDIS=$(free_port)
+REDIS_DIR=$(mktemp -d)
+$BENCH --serve-floor 127.0.0.1:$FLOOR 2>/dev/null & PIDS+=($!)
+RUST_LOG=warn $SSQ --listen 127.0.0.1:$MEM 2>/dev/null & PIDS+=($!)
+redis-server --port $REDIS --bind 127.0.0.1 --save "" --appendonly yes --appendfsync everysec --dir "$REDIS_DIR" >/dev/null & PIDS+=($!)
+wait_port $REDIS
+RUST_LOG=warn $SSQ --listen 127.0.0.1:$RED --redis-url redis://127.0.0.1:$REDIS 2>/dev/null & PIDS+=($!)
+.venv-bench/bin/moto_server -p $MOTO >/dev/null 2>&1 & PIDS+=($!)
+for port in $FLOOR $MEM $RED $MOTO; do wait_port $port; done
+sleep 1   # the Redis-backed instance takes the lock
+
+declare -A URL=([floor]=http://127.0.0.1:$FLOOR [memory]=http://127.0.0.1:$MEM [redis]=http://127.0.0.1:$RED [moto]=http://127.0.0.1:$MOTO)
+run() { # target scenario concurrency [extra args...]
+  local target=$1 scenario=$2 concurrency=$3; shift 3
+  echo ">> $target $scenario c=$concurrency" >&2
+  $BENCH --endpoint "${URL[$target]}" --scenario "$scenario" --concurrency "$concurrency" --duration "$DURATION" \
+    --quiet --label "$target" --json "$OUT/$target-$scenario-$concurrency.json" "$@" >/dev/null
+}
+
+# Round trip against concurrency, every target, interleaved so that machine
+# noise hits all alike.
+for concurrency in 1 8 32 64; do
+  for target in floor memory redis moto; do
+    run $target roundtrip $concurrency
+  done
+done
+# Send only, and receive+delete of a filled queue, at 64 clients.
+for target in floor memory redis moto; do
+  run $target send 64
+  # The floor always has a message to give; moto fills slowly.
+  case $target in floor) prefill=0 ;; moto) prefill=1000 ;; *) prefill=20000 ;; esac
+  run $target receive 64 --prefill $prefill
+done
+
+# Scale checks on fresh memory-only instances.
+SCALE=$(free_port)
+RUST_LOG=warn $SSQ --listen 127.0.0.1:$SCALE 2>/dev/null & SCALE_PID=$!; PIDS+=($SCALE_PID)
+wait_port $SCALE
+URL[scale]=http://127.0.0.1:$SCALE
+before=$(rss_kib $SCALE_PID)
+$BENCH --endpoint "${URL[scale]}" --scenario fill --prefill 100000 --message-size 1024 --concurrency 32 --label kib --quiet >/dev/null
+after=$(rss_kib $SCALE_PID)
+echo "{\"messages\": 100000, \"body_bytes\": 1024, \"rss_before_kib\": $before, \"rss_after_kib\": $after}" > "$OUT/memory-per-message.json"
+kill $SCALE_PID
+
+# Receive latency with 10 messages queued against 1,000,000.
+SMALL=$(free_port); LARGE=$(free_port)
+RUST_LOG=warn $SSQ --listen 127.0.0.1:$SMALL 2>/dev/null & PIDS+=($!)
+RUST_LOG=warn $SSQ --listen 127.0.0.1:$LARGE 2>/dev/null & PIDS+=($!)
+wait_port $SMALL; wait_port $LARGE
+URL[small]=http://127.0.0.1:$SMALL; URL[large]=http://127.0.0.1:$LARGE
+$BENCH --endpoint "${URL[large]}" --scenario fill --prefill 1000000 --message-size 64 --concurrency 64 --label fill-1m --quiet --json "$OUT/fill-1m.json" >/dev/null
+$BENCH --endpoint "${URL[small]}" --scenario fill --prefill 10 --message-size 64 --concurrency 1 --label fill-10 --quiet >/dev/null
+# The workers send one message for each they take, so the queue keeps its size.
+for round in 1 2; do
+  run small roundtrip 8 --message-size 64
+  run large roundtrip 8 --message-size 64
+done
+
+# 10,000 queues: create them, then the round trip spread over all of them.
+MANY=$(free_port)
+RUST_LOG=warn $SSQ --listen 127.0.0.1:$MANY 2>/dev/null & PIDS+=($!)
+wait_port $MANY
+URL[many]=http://127.0.0.1:$MANY
+run many roundtrip 64 --queues 10000
+scrape_started=$(date +%s%N); curl -s "${URL[many]}/metrics" >/dev/null
+echo "{\"metrics_scrape_ms\": $(( ($(date +%s%N) - scrape_started) / 1000000 ))}" > "$OUT/many-queues-scrape.json"
+
+# 1,000 concurrent long-polling consumers, one producer at 500 messages/s.
+run memory longpoll 1000 --rate 500
+
+# Restore of 1,000,000 messages and failover times are measured by
+# `cargo bench --bench restore` and `cargo bench --bench failover`.
+
+{
+  echo "{\"cpu\": \"$(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2 | xargs)\","
+  echo " \"cores\": $(nproc), \"memory\": \"$(free -h | awk '/Mem:/ {print $2}')\","
+  echo " \"kernel\": \"$(uname -r)\", \"redis\": \"$(redis-server --version | awk '{print $3}')\","
+  echo " \"duration\": $DURATION, \"date\": \"$(date -u +%Y-%m-%d)\"}"
+} > "$OUT/machine.json"
+python3 bench/report.py "$OUT" docs/benchmarks.md docs/benchmarks.svg
+echo "wrote docs/benchmarks.md and docs/benchmarks.svg"
