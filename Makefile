@@ -3,7 +3,7 @@
 VENV := .venv
 PYTHON_DEPS := $(VENV)/.installed
 
-.PHONY: build run test test-rust test-python bench fmt lint clean
+.PHONY: build run test test-rust test-python bench cluster cluster-stop docker fmt lint clean
 
 build:
 	cargo build --release
@@ -29,6 +29,17 @@ $(PYTHON_DEPS): tests/python/requirements.txt
 # Side-by-side figures (HTTP floor, memory-only, Redis-backed, moto) into docs/benchmarks.md.
 bench:
 	bash bench/run.sh
+
+# Redis, three ssq instances and HAProxy on loopback (docker/compose.yaml without Docker).
+cluster:
+	bash scripts/cluster.sh start
+
+cluster-stop:
+	bash scripts/cluster.sh stop
+
+# Needs a Docker engine.
+docker:
+	docker build -f docker/Dockerfile -t ssq .
 
 fmt:
 	cargo fmt

@@ -1,9 +1,18 @@
-//! Command-line flags, each also readable from an `SSQ_*` environment variable.
+//! Configuration: command-line flags, each also readable from an `SSQ_*`
+//! environment variable, and an optional TOML file (`--config`) that holds
+//! the same settings and the queues to create at startup.
+//!
+//! Precedence: a flag on the command line, then the environment, then the
+//! file, then the default.
 
+use std::collections::BTreeMap;
 use std::net::SocketAddr;
+use std::path::PathBuf;
 use std::time::Duration;
 
-use clap::{Parser, ValueEnum};
+use clap::parser::ValueSource;
+use clap::{CommandFactory, FromArgMatches, Parser, ValueEnum};
+use serde::Deserialize;
 
 #[derive(Debug, Clone, Parser)]
 #[command(
@@ -12,6 +21,11 @@ use clap::{Parser, ValueEnum};
     about = "An SQS-compatible queue server: in memory, or highly available through Redis."
 )]
 pub struct Config {
+    /// A TOML file with any of these settings (same names, with underscores)
+    /// and [[queues]] to create at startup; see docs/configuration.md.
+    #[arg(long, env = "SSQ_CONFIG")]
+    pub config: Option<PathBuf>,
+
     /// Address to serve HTTP on (SQS API, /health, /ready, /metrics).
     #[arg(long, env = "SSQ_LISTEN", default_value = "127.0.0.1:9324")]
     pub listen: SocketAddr,
@@ -79,7 +93,115 @@ pub enum LogFormat {
     Json,
 }
 
+/// A queue the configuration file asks for.
+#[derive(Debug, Clone, PartialEq, Eq, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct QueueSpec {
+    pub name: String,
+    #[serde(default, deserialize_with = "string_map")]
+    pub attributes: BTreeMap<String, String>,
+    #[serde(default, deserialize_with = "string_map")]
+    pub tags: BTreeMap<String, String>,
+}
+
+/// Attribute values may be written as TOML numbers or booleans; SQS
+/// takes them as text.
+fn string_map<'de, D: serde::Deserializer<'de>>(
+    deserializer: D,
+) -> Result<BTreeMap<String, String>, D::Error> {
+    let raw = BTreeMap::<String, toml::Value>::deserialize(deserializer)?;
+    Ok(raw
+        .into_iter()
+        .map(|(key, value)| {
+            let text = match value {
+                toml::Value::String(s) => s,
+                other => other.to_string(),
+            };
+            (key, text)
+        })
+        .collect())
+}
+
+/// Creates the configured queues that do not exist yet; existing queues are
+/// left as they are (a failover must not reset what clients changed).
+pub async fn create_startup_queues(
+    service: &crate::service::Service,
+    specs: &[QueueSpec],
+) -> Result<usize, String> {
+    let mut created = 0;
+    for spec in specs {
+        if service.queue_exists(&spec.name) {
+            continue;
+        }
+        service
+            .create_queue(&spec.name, &spec.attributes, spec.tags.clone())
+            .await
+            .map_err(|e| format!("cannot create the configured queue {}: {}", spec.name, e.message))?;
+        created += 1;
+    }
+    Ok(created)
+}
+
+#[derive(Debug, Deserialize)]
+struct ConfigFile {
+    #[serde(default)]
+    queues: Vec<QueueSpec>,
+    #[serde(flatten)]
+    settings: BTreeMap<String, toml::Value>,
+}
+
 impl Config {
+    /// Reads the command line, the environment and the configuration file.
+    /// Exits with a usage message on bad flags, as clap does.
+    pub fn load() -> Result<(Config, Vec<QueueSpec>), String> {
+        Self::load_from(std::env::args_os().collect())
+    }
+
+    fn load_from(args: Vec<std::ffi::OsString>) -> Result<(Config, Vec<QueueSpec>), String> {
+        let matches = Config::command()
+            .try_get_matches_from(&args)
+            .unwrap_or_else(|e| e.exit());
+        let config = Config::from_arg_matches(&matches).map_err(|e| e.to_string())?;
+        let Some(path) = &config.config else {
+            return Ok((config, Vec::new()));
+        };
+        let text = std::fs::read_to_string(path)
+            .map_err(|e| format!("cannot read the configuration file {}: {e}", path.display()))?;
+        let file: ConfigFile = toml::from_str(&text)
+            .map_err(|e| format!("the configuration file {} is not valid: {e}", path.display()))?;
+        // Settings from the file go in as flags ahead of the real ones, but
+        // only those that neither the command line nor the environment set.
+        let mut merged: Vec<std::ffi::OsString> = args.iter().take(1).cloned().collect();
+        for (key, value) in &file.settings {
+            let id = key.replace('-', "_");
+            if id == "config"
+                || !Config::command()
+                    .get_arguments()
+                    .any(|a| a.get_id() == id.as_str())
+            {
+                return Err(format!(
+                    "the configuration file {} has an unknown setting {key:?}",
+                    path.display()
+                ));
+            }
+            if matches!(
+                matches.value_source(&id),
+                Some(ValueSource::CommandLine | ValueSource::EnvVariable)
+            ) {
+                continue;
+            }
+            let text = match value {
+                toml::Value::String(s) => s.clone(),
+                other => other.to_string(),
+            };
+            merged.push(format!("--{}", id.replace('_', "-")).into());
+            merged.push(text.into());
+        }
+        merged.extend(args.into_iter().skip(1));
+        let config = Config::try_parse_from(merged).map_err(|e| format!("in {}: {e}", path.display()))?;
+        Ok((config, file.queues))
+    }
+
     pub fn election(&self) -> crate::election::ElectionConfig {
         crate::election::ElectionConfig {
             ttl: self.lock_ttl,
@@ -181,6 +303,55 @@ mod tests {
         assert!(err.to_string().contains("http://"));
         let ok = Config::try_parse_from(["ssq", "--public-url", "http://sqs:9324/"]).unwrap();
         assert_eq!(ok.public_url.as_deref(), Some("http://sqs:9324"));
+    }
+
+    #[test]
+    fn the_file_fills_in_what_flags_and_environment_leave_unset() {
+        let dir = std::env::temp_dir().join(format!("ssq-config-test-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let path = dir.join("ssq.toml");
+        std::fs::write(
+            &path,
+            r#"
+listen = "127.0.0.1:9500"
+region = "eu-west-1"
+lock_ttl = "7s"
+
+[[queues]]
+name = "orders"
+attributes = { VisibilityTimeout = 60, FifoQueue = false }
+tags = { team = "core" }
+
+[[queues]]
+name = "events.fifo"
+attributes = { FifoQueue = true }
+"#,
+        )
+        .unwrap();
+        let args = |extra: &[&str]| {
+            let mut args: Vec<std::ffi::OsString> =
+                vec!["ssq".into(), "--config".into(), path.clone().into()];
+            args.extend(extra.iter().map(|a| a.into()));
+            args
+        };
+        let (config, queues) = Config::load_from(args(&["--region", "us-west-2"])).unwrap();
+        assert_eq!(config.listen.to_string(), "127.0.0.1:9500", "from the file");
+        assert_eq!(config.region, "us-west-2", "the command line wins");
+        assert_eq!(config.lock_ttl, Duration::from_secs(7));
+        assert_eq!(queues.len(), 2);
+        assert_eq!(queues[0].attributes["VisibilityTimeout"], "60");
+        assert_eq!(queues[0].attributes["FifoQueue"], "false");
+        assert_eq!(queues[1].attributes["FifoQueue"], "true");
+
+        std::fs::write(&path, "bogus_setting = 1\n").unwrap();
+        assert!(
+            Config::load_from(args(&[]))
+                .unwrap_err()
+                .contains("unknown setting")
+        );
+        std::fs::write(&path, "listen = [\n").unwrap();
+        assert!(Config::load_from(args(&[])).unwrap_err().contains("not valid"));
+        std::fs::remove_dir_all(&dir).unwrap();
     }
 
     #[test]

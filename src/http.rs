@@ -1,6 +1,7 @@
 //! The HTTP surface: the SQS endpoint and the operational endpoints.
 //!
-//! `POST /` and `POST /{account}/{queue}` take SQS calls; `GET /health` says
+//! `POST /` and `POST /{account}/{queue}` take SQS calls; `GET /` is a status
+//! page for people; `GET /health` says
 //! the process runs, `GET /ready` whether it serves queue calls (what a load
 //! balancer should check), `GET /status` who leads, and `GET /metrics` gives
 //! Prometheus text. An instance that does not serve (a passive, or a leader
@@ -61,7 +62,7 @@ impl AppState {
 
 pub fn router(state: Arc<AppState>) -> Router {
     Router::new()
-        .route("/", post(sqs))
+        .route("/", get(home).post(sqs))
         .route("/{account}/{queue}", post(sqs))
         .route("/health", get(|| async { "ok\n" }))
         .route("/ready", get(ready))
@@ -187,6 +188,22 @@ fn add_leader_headers(state: &AppState, response: &mut Response) {
     {
         headers.insert("x-ssq-leader", value);
     }
+}
+
+/// `GET /`: the status page; or an SQS Query request sent as a GET.
+async fn home(state: State<Arc<AppState>>, uri: Uri, headers: HeaderMap, body: Body) -> Response {
+    if uri
+        .query()
+        .is_some_and(|q| q.split('&').any(|pair| pair.starts_with("Action=")))
+    {
+        return sqs(state, uri, headers, body).await;
+    }
+    let html = crate::status_page::render(
+        state.leadership.node_id(),
+        &state.leadership.status(),
+        &state.service.counts_by_queue(),
+    );
+    ([(header::CONTENT_TYPE, "text/html; charset=utf-8")], html).into_response()
 }
 
 async fn ready(State(state): State<Arc<AppState>>) -> Response {

@@ -13,4 +13,5 @@ pub mod protocol;
 pub mod queue;
 pub mod redis;
 pub mod service;
+pub mod status_page;
 pub mod store;

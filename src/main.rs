@@ -4,7 +4,6 @@
 use std::sync::Arc;
 use std::time::Duration;
 
-use clap::Parser;
 use fred::prelude::ClientLike;
 use tokio::sync::{Notify, mpsc, oneshot, watch};
 use tracing_subscriber::EnvFilter;
@@ -22,7 +21,10 @@ use ssq::store::loader::Loader;
 
 #[tokio::main]
 async fn main() {
-    let config = Config::parse();
+    let (config, startup_queues) = Config::load().unwrap_or_else(|why| {
+        eprintln!("ssq: {why}");
+        std::process::exit(2)
+    });
     init_logging(config.log_format);
     let node_id = config.node_id();
     let election_config = config.election();
@@ -66,6 +68,11 @@ async fn main() {
     let (stop_tasks, stopped) = watch::channel(false);
     let lock = match &config.redis_url {
         None => {
+            match ssq::config::create_startup_queues(&service, &startup_queues).await {
+                Ok(0) => {}
+                Ok(created) => tracing::info!(created, "created the configured queues"),
+                Err(why) => fail(&why, 2),
+            }
             tracing::info!(mode = "memory-only", listen = %address, node_id = %node_id, "ssq started");
             tracing::warn!(
                 "memory-only mode: one instance, no failover; queues and messages are lost when it stops"
@@ -86,12 +93,15 @@ async fn main() {
                 &config.advertise_url(),
                 election_config.ttl,
             ));
-            let loader = Arc::new(Loader::new(
-                client.clone(),
-                layout.clone(),
-                service.clone(),
-                leadership.clone(),
-            ));
+            let loader = Arc::new(
+                Loader::new(
+                    client.clone(),
+                    layout.clone(),
+                    service.clone(),
+                    leadership.clone(),
+                )
+                .with_startup_queues(startup_queues.clone()),
+            );
             let committer = Committer::new(
                 client,
                 layout,

@@ -220,19 +220,36 @@ fn now_micros() -> u128 {
 
 /// The floor: fixed answers, no queue work.
 async fn serve_floor(address: std::net::SocketAddr) {
-    async fn answer(headers: axum::http::HeaderMap, _body: axum::body::Bytes) -> impl axum::response::IntoResponse {
-        let target = headers.get("x-amz-target").and_then(|v| v.to_str().ok()).unwrap_or_default();
+    async fn answer(
+        headers: axum::http::HeaderMap,
+        _body: axum::body::Bytes,
+    ) -> impl axum::response::IntoResponse {
+        let target = headers
+            .get("x-amz-target")
+            .and_then(|v| v.to_str().ok())
+            .unwrap_or_default();
         let body = match target.trim_start_matches("AmazonSQS.") {
             "CreateQueue" => r#"{"QueueUrl":"http://127.0.0.1/000000000000/floor"}"#,
-            "SendMessage" => r#"{"MessageId":"00000000-0000-0000-0000-000000000000","MD5OfMessageBody":"d41d8cd98f00b204e9800998ecf8427e"}"#,
-            "ReceiveMessage" => r#"{"Messages":[{"MessageId":"00000000-0000-0000-0000-000000000000","ReceiptHandle":"AQAAAAAAAAABAAAAAAAAAAE","MD5OfBody":"d41d8cd98f00b204e9800998ecf8427e","Body":"x"}]}"#,
+            "SendMessage" => {
+                r#"{"MessageId":"00000000-0000-0000-0000-000000000000","MD5OfMessageBody":"d41d8cd98f00b204e9800998ecf8427e"}"#
+            }
+            "ReceiveMessage" => {
+                r#"{"Messages":[{"MessageId":"00000000-0000-0000-0000-000000000000","ReceiptHandle":"AQAAAAAAAAABAAAAAAAAAAE","MD5OfBody":"d41d8cd98f00b204e9800998ecf8427e","Body":"x"}]}"#
+            }
             _ => "{}",
         };
         ([("content-type", "application/x-amz-json-1.0")], body)
     }
-    let listener = tokio::net::TcpListener::bind(address).await.expect("the floor's address is free");
+    let listener = tokio::net::TcpListener::bind(address)
+        .await
+        .expect("the floor's address is free");
     eprintln!("HTTP floor serving on {address}");
-    axum::serve(listener, axum::Router::new().route("/", axum::routing::post(answer))).await.expect("the floor serves");
+    axum::serve(
+        listener,
+        axum::Router::new().route("/", axum::routing::post(answer)),
+    )
+    .await
+    .expect("the floor serves");
 }
 
 #[tokio::main]
@@ -284,7 +301,12 @@ async fn main() {
         if options.scenario == Scenario::Fill {
             let seconds = started.elapsed().as_secs_f64();
             let total = options.prefill * queues.len();
-            println!("{} | filled {total} messages of {} B in {seconds:.1}s ({:.0}/s)", options.label, options.message_size, total as f64 / seconds);
+            println!(
+                "{} | filled {total} messages of {} B in {seconds:.1}s ({:.0}/s)",
+                options.label,
+                options.message_size,
+                total as f64 / seconds
+            );
             if let Some(path) = &options.json {
                 let document = json!({"label": options.label, "scenario": "fill", "messages": total, "seconds": seconds});
                 let _ = std::fs::write(path, document.to_string());

@@ -27,6 +27,8 @@ pub struct Loader {
     layout: Layout,
     service: Arc<Service>,
     leadership: Arc<Leadership>,
+    /// Queues from the configuration file, created after loading if missing.
+    startup_queues: Vec<crate::config::QueueSpec>,
 }
 
 /// What a load found.
@@ -44,7 +46,13 @@ impl Loader {
             layout,
             service,
             leadership,
+            startup_queues: Vec::new(),
         }
+    }
+
+    pub fn with_startup_queues(mut self, queues: Vec<crate::config::QueueSpec>) -> Loader {
+        self.startup_queues = queues;
+        self
     }
 
     /// Loads the state for leadership term `term` in the background, then
@@ -73,6 +81,13 @@ impl Loader {
                             millis = started.elapsed().as_millis() as u64,
                             "state loaded from Redis"
                         );
+                        match crate::config::create_startup_queues(service, &self.startup_queues).await {
+                            Ok(0) => {}
+                            Ok(created) => {
+                                tracing::info!(created, "created the configured queues that were missing")
+                            }
+                            Err(error) => tracing::error!(%error, "a configured queue could not be created"),
+                        }
                     }
                     return;
                 }
