@@ -82,6 +82,11 @@ pub struct Config {
     #[arg(long, env = "SSQ_LOCK_RETRY", default_value = "500ms", value_parser = parse_duration)]
     pub lock_retry: Duration,
 
+    /// A file of `access-key-id:secret` lines. When given, every SQS request
+    /// must carry a valid AWS Signature Version 4 made with one of them.
+    #[arg(long, env = "SSQ_CREDENTIALS")]
+    pub credentials: Option<PathBuf>,
+
     /// Log line format.
     #[arg(long, env = "SSQ_LOG_FORMAT", value_enum, default_value_t = LogFormat::Text)]
     pub log_format: LogFormat,

@@ -67,16 +67,20 @@ pub enum ErrorCode {
     /// An action name the API does not have.
     InvalidAction,
     InvalidBatchEntryId,
+    InvalidClientTokenId,
     InvalidMessageContents,
     InvalidParameterValue,
     MessageNotInflight,
+    MissingAuthenticationToken,
     MissingParameter,
     OverLimit,
     PurgeQueueInProgress,
     QueueDoesNotExist,
     QueueNameExists,
     ReceiptHandleIsInvalid,
+    RequestExpired,
     ResourceNotFound,
+    SignatureDoesNotMatch,
     TooManyEntriesInBatchRequest,
     UnsupportedOperation,
     /// The request body is larger than ssq reads.
@@ -101,16 +105,20 @@ impl ErrorCode {
             ErrorCode::InvalidAttributeValue => "InvalidAttributeValue",
             ErrorCode::InvalidAction => "InvalidAction",
             ErrorCode::InvalidBatchEntryId => "InvalidBatchEntryId",
+            ErrorCode::InvalidClientTokenId => "InvalidClientTokenId",
             ErrorCode::InvalidMessageContents => "InvalidMessageContents",
             ErrorCode::InvalidParameterValue => "InvalidParameterValue",
             ErrorCode::MessageNotInflight => "MessageNotInflight",
+            ErrorCode::MissingAuthenticationToken => "MissingAuthenticationToken",
             ErrorCode::MissingParameter => "MissingParameter",
             ErrorCode::OverLimit => "OverLimit",
             ErrorCode::PurgeQueueInProgress => "PurgeQueueInProgress",
             ErrorCode::QueueDoesNotExist => "QueueDoesNotExist",
             ErrorCode::QueueNameExists => "QueueNameExists",
             ErrorCode::ReceiptHandleIsInvalid => "ReceiptHandleIsInvalid",
+            ErrorCode::RequestExpired => "RequestExpired",
             ErrorCode::ResourceNotFound => "ResourceNotFoundException",
+            ErrorCode::SignatureDoesNotMatch => "SignatureDoesNotMatch",
             ErrorCode::TooManyEntriesInBatchRequest => "TooManyEntriesInBatchRequest",
             ErrorCode::UnsupportedOperation => "UnsupportedOperation",
             ErrorCode::RequestTooLarge => "RequestEntityTooLarge",
@@ -138,7 +146,12 @@ impl ErrorCode {
 
     pub fn status(self) -> u16 {
         match self {
-            ErrorCode::OverLimit | ErrorCode::PurgeQueueInProgress => 403,
+            ErrorCode::OverLimit
+            | ErrorCode::PurgeQueueInProgress
+            | ErrorCode::MissingAuthenticationToken
+            | ErrorCode::InvalidClientTokenId
+            | ErrorCode::SignatureDoesNotMatch
+            | ErrorCode::RequestExpired => 403,
             ErrorCode::RequestTooLarge => 413,
             ErrorCode::ServiceUnavailable => 503,
             ErrorCode::InternalError => 500,

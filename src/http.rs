@@ -13,7 +13,7 @@ use std::time::Instant;
 use axum::Router;
 use axum::body::{Body, Bytes};
 use axum::extract::State;
-use axum::http::{HeaderMap, StatusCode, Uri, header};
+use axum::http::{HeaderMap, Method, StatusCode, Uri, header};
 use axum::response::{IntoResponse, Response};
 use axum::routing::{get, post};
 
@@ -36,6 +36,8 @@ pub struct AppState {
     pub region: String,
     /// Base of queue URLs; taken from each request's Host header when unset.
     pub public_url: Option<String>,
+    /// When set, every SQS request must be signed with one of these.
+    pub credentials: Option<crate::sigv4::Credentials>,
 }
 
 impl AppState {
@@ -79,7 +81,13 @@ enum Wire {
     Query,
 }
 
-async fn sqs(State(state): State<Arc<AppState>>, uri: Uri, headers: HeaderMap, body: Body) -> Response {
+async fn sqs(
+    State(state): State<Arc<AppState>>,
+    method: Method,
+    uri: Uri,
+    headers: HeaderMap,
+    body: Body,
+) -> Response {
     let started = Instant::now();
     let request_id = uuid::Uuid::new_v4().to_string();
     let wire = if json::is_json(&headers) {
@@ -87,7 +95,12 @@ async fn sqs(State(state): State<Arc<AppState>>, uri: Uri, headers: HeaderMap, b
     } else {
         Wire::Query
     };
-    let (action, result) = match read_request(wire, &uri, &headers, body).await {
+    let request = match read_body(body).await {
+        Ok(body) => authenticate(&state, &method, &uri, &headers, &body)
+            .and_then(|()| read_request(wire, &uri, &headers, body)),
+        Err(error) => Err(error),
+    };
+    let (action, result) = match request {
         Err(error) => (None, Err(error)),
         Ok((action, _)) if !state.leadership.is_serving() => (Some(action), Err(not_serving(&state))),
         Ok((action, input)) => {
@@ -141,19 +154,35 @@ enum RequestInput {
     Tree(serde_json::Value),
 }
 
-async fn read_request(
+/// Checks the request's signature when credentials are configured.
+fn authenticate(
+    state: &AppState,
+    method: &Method,
+    uri: &Uri,
+    headers: &HeaderMap,
+    body: &[u8],
+) -> Result<(), SqsError> {
+    match &state.credentials {
+        None => Ok(()),
+        Some(credentials) => {
+            let now = (state.service.now() / 1000) as i64;
+            credentials.verify(method, uri, headers, body, now)
+        }
+    }
+}
+
+fn read_request(
     wire: Wire,
     uri: &Uri,
     headers: &HeaderMap,
-    body: Body,
+    body: Bytes,
 ) -> Result<(Action, RequestInput), SqsError> {
     match wire {
         Wire::Json => {
             let action = json::target(headers)?;
-            Ok((action, RequestInput::Json(read_body(body).await?)))
+            Ok((action, RequestInput::Json(body)))
         }
         Wire::Query => {
-            let body = read_body(body).await?;
             // POST /{account}/{queue}: the path is the queue URL.
             let queue_path = Some(uri.path()).filter(|p| p.trim_matches('/').contains('/'));
             let (action, tree) = query::parse(&body, uri.query(), queue_path)?;
@@ -191,12 +220,18 @@ fn add_leader_headers(state: &AppState, response: &mut Response) {
 }
 
 /// `GET /`: the status page; or an SQS Query request sent as a GET.
-async fn home(state: State<Arc<AppState>>, uri: Uri, headers: HeaderMap, body: Body) -> Response {
+async fn home(
+    state: State<Arc<AppState>>,
+    method: Method,
+    uri: Uri,
+    headers: HeaderMap,
+    body: Body,
+) -> Response {
     if uri
         .query()
         .is_some_and(|q| q.split('&').any(|pair| pair.starts_with("Action=")))
     {
-        return sqs(state, uri, headers, body).await;
+        return sqs(state, method, uri, headers, body).await;
     }
     let html = crate::status_page::render(
         state.leadership.node_id(),

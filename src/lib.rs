@@ -13,5 +13,6 @@ pub mod protocol;
 pub mod queue;
 pub mod redis;
 pub mod service;
+pub mod sigv4;
 pub mod status_page;
 pub mod store;

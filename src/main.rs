@@ -32,6 +32,20 @@ async fn main() {
         fail(&format!("invalid lock timings: {why}"), 2);
     }
 
+    let credentials = config.credentials.as_ref().map(|path| {
+        let text = std::fs::read_to_string(path).unwrap_or_else(|e| {
+            fail(
+                &format!("cannot read the credentials file {}: {e}", path.display()),
+                2,
+            )
+        });
+        ssq::sigv4::Credentials::parse(&text).unwrap_or_else(|e| {
+            fail(
+                &format!("the credentials file {} is not valid: {e}", path.display()),
+                2,
+            )
+        })
+    });
     let metrics = Arc::new(Metrics::new(&node_id));
     let (journal, journal_rx) = mpsc::unbounded_channel();
     let service = Service::new(Arc::new(SystemClock), metrics.clone());
@@ -148,6 +162,7 @@ async fn main() {
         account_id: config.account_id.clone(),
         region: config.region.clone(),
         public_url: config.public_url.clone(),
+        credentials,
     });
     let (token_tx, token_rx) = oneshot::channel();
     let shutdown = async move {
