@@ -87,6 +87,27 @@ pub struct Config {
     #[arg(long, env = "SSQ_CREDENTIALS")]
     pub credentials: Option<PathBuf>,
 
+    /// Queues this instance holds at most (CreateQueue answers OverLimit beyond).
+    #[arg(long, env = "SSQ_MAX_QUEUES", default_value_t = 100_000)]
+    pub max_queues: usize,
+
+    /// Messages held at most over all queues (sends answer OverLimit beyond).
+    #[arg(long, env = "SSQ_MAX_MESSAGES", default_value_t = 10_000_000)]
+    pub max_messages: u64,
+
+    /// Bytes of message bodies and attributes held at most over all queues,
+    /// e.g. 4GiB or 512MiB (sends answer OverLimit beyond).
+    #[arg(long, env = "SSQ_MAX_BYTES", default_value = "4GiB", value_parser = parse_size)]
+    pub max_bytes: u64,
+
+    /// Concurrent client connections at most; more wait to be accepted.
+    #[arg(long, env = "SSQ_MAX_CONNECTIONS", default_value_t = 10_000)]
+    pub max_connections: usize,
+
+    /// Time a client has to send a request's body (slow clients get 408).
+    #[arg(long, env = "SSQ_REQUEST_TIMEOUT", default_value = "30s", value_parser = parse_duration)]
+    pub request_timeout: Duration,
+
     /// Log line format.
     #[arg(long, env = "SSQ_LOG_FORMAT", value_enum, default_value_t = LogFormat::Text)]
     pub log_format: LogFormat,
@@ -207,6 +228,14 @@ impl Config {
         Ok((config, file.queues))
     }
 
+    pub fn limits(&self) -> crate::service::Limits {
+        crate::service::Limits {
+            max_queues: self.max_queues,
+            max_messages: self.max_messages,
+            max_bytes: self.max_bytes,
+        }
+    }
+
     pub fn election(&self) -> crate::election::ElectionConfig {
         crate::election::ElectionConfig {
             ttl: self.lock_ttl,
@@ -234,6 +263,21 @@ impl Config {
             format!("{host}-{}", std::process::id())
         })
     }
+}
+
+/// Sizes as `4GiB`, `512MiB`, `64KiB` or a number of bytes.
+fn parse_size(value: &str) -> Result<u64, String> {
+    let value = value.trim();
+    let (number, unit) = [("GiB", 1u64 << 30), ("MiB", 1 << 20), ("KiB", 1 << 10)]
+        .iter()
+        .find_map(|(suffix, unit)| value.strip_suffix(suffix).map(|n| (n, *unit)))
+        .unwrap_or((value, 1));
+    number
+        .trim()
+        .parse::<u64>()
+        .ok()
+        .and_then(|n| n.checked_mul(unit))
+        .ok_or_else(|| format!("{value:?} is not a size such as 4GiB, 512MiB, 64KiB or 1048576"))
 }
 
 /// Durations as `500ms`, `5s`, `1.5s` or `2m`; a bare number is seconds.
@@ -357,6 +401,15 @@ attributes = { FifoQueue = true }
         std::fs::write(&path, "listen = [\n").unwrap();
         assert!(Config::load_from(args(&[])).unwrap_err().contains("not valid"));
         std::fs::remove_dir_all(&dir).unwrap();
+    }
+
+    #[test]
+    fn sizes_take_binary_units() {
+        assert_eq!(parse_size("4GiB").unwrap(), 4 << 30);
+        assert_eq!(parse_size("512MiB").unwrap(), 512 << 20);
+        assert_eq!(parse_size("1048576").unwrap(), 1 << 20);
+        assert!(parse_size("lots").is_err());
+        assert!(parse_size("99999999999999GiB").is_err());
     }
 
     #[test]

@@ -85,6 +85,8 @@ pub enum ErrorCode {
     UnsupportedOperation,
     /// The request body is larger than ssq reads.
     RequestTooLarge,
+    /// The request body did not arrive in time.
+    RequestTimeout,
     /// The body could not be read as the protocol's format at all.
     SerializationException,
     /// This instance does not serve queue calls now (a passive, or a leader
@@ -122,6 +124,7 @@ impl ErrorCode {
             ErrorCode::TooManyEntriesInBatchRequest => "TooManyEntriesInBatchRequest",
             ErrorCode::UnsupportedOperation => "UnsupportedOperation",
             ErrorCode::RequestTooLarge => "RequestEntityTooLarge",
+            ErrorCode::RequestTimeout => "RequestTimeout",
             ErrorCode::SerializationException => "SerializationException",
             ErrorCode::ServiceUnavailable => "ServiceUnavailable",
             ErrorCode::InternalError => "InternalError",
@@ -153,6 +156,7 @@ impl ErrorCode {
             | ErrorCode::SignatureDoesNotMatch
             | ErrorCode::RequestExpired => 403,
             ErrorCode::RequestTooLarge => 413,
+            ErrorCode::RequestTimeout => 408,
             ErrorCode::ServiceUnavailable => 503,
             ErrorCode::InternalError => 500,
             _ => 400,

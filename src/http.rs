@@ -38,6 +38,8 @@ pub struct AppState {
     pub public_url: Option<String>,
     /// When set, every SQS request must be signed with one of these.
     pub credentials: Option<crate::sigv4::Credentials>,
+    /// Time a client has to send a request's body.
+    pub request_timeout: std::time::Duration,
 }
 
 impl AppState {
@@ -59,6 +61,110 @@ impl AppState {
             region: self.region.clone(),
             sender_id: self.account_id.as_str().into(),
         }
+    }
+}
+
+/// A listener that holds at most `max` connections open: beyond that,
+/// accepting waits until one closes (new clients queue in the kernel's
+/// backlog) instead of taking on unbounded work.
+pub struct LimitedListener {
+    inner: tokio::net::TcpListener,
+    permits: Arc<tokio::sync::Semaphore>,
+}
+
+impl LimitedListener {
+    pub fn new(inner: tokio::net::TcpListener, max: usize) -> LimitedListener {
+        LimitedListener {
+            inner,
+            permits: Arc::new(tokio::sync::Semaphore::new(max.max(1))),
+        }
+    }
+}
+
+impl axum::serve::Listener for LimitedListener {
+    type Io = LimitedStream;
+    type Addr = std::net::SocketAddr;
+
+    async fn accept(&mut self) -> (Self::Io, Self::Addr) {
+        let permit = self
+            .permits
+            .clone()
+            .acquire_owned()
+            .await
+            .expect("the semaphore is never closed");
+        loop {
+            match self.inner.accept().await {
+                Ok((stream, address)) => {
+                    let _ = stream.set_nodelay(true);
+                    return (
+                        LimitedStream {
+                            stream,
+                            _permit: permit,
+                        },
+                        address,
+                    );
+                }
+                // Out of file descriptors and the like: wait, as axum's own
+                // listener does, rather than spin.
+                Err(_) => tokio::time::sleep(std::time::Duration::from_millis(50)).await,
+            }
+        }
+    }
+
+    fn local_addr(&self) -> std::io::Result<Self::Addr> {
+        self.inner.local_addr()
+    }
+}
+
+/// A connection that gives its permit back when it closes.
+pub struct LimitedStream {
+    stream: tokio::net::TcpStream,
+    _permit: tokio::sync::OwnedSemaphorePermit,
+}
+
+impl tokio::io::AsyncRead for LimitedStream {
+    fn poll_read(
+        mut self: std::pin::Pin<&mut Self>,
+        cx: &mut std::task::Context<'_>,
+        buf: &mut tokio::io::ReadBuf<'_>,
+    ) -> std::task::Poll<std::io::Result<()>> {
+        std::pin::Pin::new(&mut self.stream).poll_read(cx, buf)
+    }
+}
+
+impl tokio::io::AsyncWrite for LimitedStream {
+    fn poll_write(
+        mut self: std::pin::Pin<&mut Self>,
+        cx: &mut std::task::Context<'_>,
+        buf: &[u8],
+    ) -> std::task::Poll<std::io::Result<usize>> {
+        std::pin::Pin::new(&mut self.stream).poll_write(cx, buf)
+    }
+
+    fn poll_write_vectored(
+        mut self: std::pin::Pin<&mut Self>,
+        cx: &mut std::task::Context<'_>,
+        bufs: &[std::io::IoSlice<'_>],
+    ) -> std::task::Poll<std::io::Result<usize>> {
+        std::pin::Pin::new(&mut self.stream).poll_write_vectored(cx, bufs)
+    }
+
+    fn is_write_vectored(&self) -> bool {
+        self.stream.is_write_vectored()
+    }
+
+    fn poll_flush(
+        mut self: std::pin::Pin<&mut Self>,
+        cx: &mut std::task::Context<'_>,
+    ) -> std::task::Poll<std::io::Result<()>> {
+        std::pin::Pin::new(&mut self.stream).poll_flush(cx)
+    }
+
+    fn poll_shutdown(
+        mut self: std::pin::Pin<&mut Self>,
+        cx: &mut std::task::Context<'_>,
+    ) -> std::task::Poll<std::io::Result<()>> {
+        std::pin::Pin::new(&mut self.stream).poll_shutdown(cx)
     }
 }
 
@@ -95,7 +201,7 @@ async fn sqs(
     } else {
         Wire::Query
     };
-    let request = match read_body(body).await {
+    let request = match read_body(body, state.request_timeout).await {
         Ok(body) => authenticate(&state, &method, &uri, &headers, &body)
             .and_then(|()| read_request(wire, &uri, &headers, body)),
         Err(error) => Err(error),
@@ -273,13 +379,20 @@ async fn status(State(state): State<Arc<AppState>>) -> Response {
         .into_response()
 }
 
-async fn read_body(body: Body) -> Result<Bytes, SqsError> {
-    axum::body::to_bytes(body, MAX_REQUEST_BODY).await.map_err(|_| {
-        SqsError::new(
+async fn read_body(body: Body, timeout: std::time::Duration) -> Result<Bytes, SqsError> {
+    match tokio::time::timeout(timeout, axum::body::to_bytes(body, MAX_REQUEST_BODY)).await {
+        Ok(Ok(bytes)) => Ok(bytes),
+        Ok(Err(_)) => Err(SqsError::new(
             ErrorCode::RequestTooLarge,
             format!("The request body is larger than the {MAX_REQUEST_BODY} bytes ssq reads."),
-        )
-    })
+        )),
+        Err(_) => Err(SqsError::new(
+            ErrorCode::RequestTimeout,
+            format!(
+                "The request body did not arrive within {timeout:?}; send it faster or raise --request-timeout."
+            ),
+        )),
+    }
 }
 
 async fn metrics(State(state): State<Arc<AppState>>) -> Response {

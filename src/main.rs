@@ -48,7 +48,7 @@ async fn main() {
     });
     let metrics = Arc::new(Metrics::new(&node_id));
     let (journal, journal_rx) = mpsc::unbounded_channel();
-    let service = Service::new(Arc::new(SystemClock), metrics.clone());
+    let service = Service::new(Arc::new(SystemClock), metrics.clone()).with_limits(config.limits());
     let service = Arc::new(if config.redis_url.is_some() {
         service.persisting_to(journal)
     } else {
@@ -163,6 +163,7 @@ async fn main() {
         region: config.region.clone(),
         public_url: config.public_url.clone(),
         credentials,
+        request_timeout: config.request_timeout,
     });
     let (token_tx, token_rx) = oneshot::channel();
     let shutdown = async move {
@@ -170,6 +171,7 @@ async fn main() {
         // Refuse new queue calls and end long polls; requests in flight finish.
         let _ = token_tx.send(leadership.begin_shutdown());
     };
+    let listener = ssq::http::LimitedListener::new(listener, config.max_connections);
     let served = axum::serve(listener, router(state))
         .with_graceful_shutdown(shutdown)
         .await;

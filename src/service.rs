@@ -29,8 +29,26 @@ use crate::queue::validate_name;
 use crate::queue::{Counts, DeadLetter, NewMessage, Queue, QueueAttributes, Received, Sent};
 use crate::store::{Pending, Write};
 
-/// The most queues one instance holds; CreateQueue beyond it answers OverLimit.
-pub const MAX_QUEUES: usize = 1_000_000;
+/// What one instance holds at most; beyond it, CreateQueue and sends answer
+/// OverLimit rather than letting memory run out.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Limits {
+    pub max_queues: usize,
+    /// Messages held over all queues, in any state.
+    pub max_messages: u64,
+    /// Payload bytes (bodies and attributes) held over all queues.
+    pub max_bytes: u64,
+}
+
+impl Default for Limits {
+    fn default() -> Self {
+        Limits {
+            max_queues: 1_000_000,
+            max_messages: u64::MAX,
+            max_bytes: u64::MAX,
+        }
+    }
+}
 
 pub struct Service {
     queues: RwLock<BTreeMap<String, Arc<QueueSlot>>>,
@@ -42,6 +60,11 @@ pub struct Service {
     journal: Option<mpsc::UnboundedSender<Pending>>,
     generation: AtomicU64,
     pub move_tasks: crate::move_tasks::MoveTasks,
+    limits: Limits,
+    /// Messages and payload bytes held over all queues, kept up to date by
+    /// applying each operation's difference.
+    held_messages: AtomicU64,
+    held_bytes: AtomicU64,
 }
 
 /// A commit to wait for before answering.
@@ -133,7 +156,61 @@ impl Service {
             journal: None,
             generation: AtomicU64::new(0),
             move_tasks: Default::default(),
+            limits: Limits::default(),
+            held_messages: AtomicU64::new(0),
+            held_bytes: AtomicU64::new(0),
         }
+    }
+
+    pub fn with_limits(mut self, limits: Limits) -> Service {
+        self.limits = limits;
+        self
+    }
+
+    /// Messages and payload bytes held over all queues.
+    pub fn held(&self) -> (u64, u64) {
+        (
+            self.held_messages.load(Ordering::Acquire),
+            self.held_bytes.load(Ordering::Acquire),
+        )
+    }
+
+    /// Applies the change in what one queue holds to the totals.
+    fn account(&self, before: (u64, u64), after: (u64, u64)) {
+        for (total, (old, new)) in [
+            (&self.held_messages, (before.0, after.0)),
+            (&self.held_bytes, (before.1, after.1)),
+        ] {
+            if new >= old {
+                total.fetch_add(new - old, Ordering::AcqRel);
+            } else {
+                total.fetch_sub(old - new, Ordering::AcqRel);
+            }
+        }
+    }
+
+    /// Refuses `messages` more messages of `bytes` payload beyond the limits.
+    fn check_room(&self, messages: u64, bytes: u64) -> Result<()> {
+        let (held_messages, held_bytes) = self.held();
+        if held_messages.saturating_add(messages) > self.limits.max_messages {
+            return Err(SqsError::new(
+                ErrorCode::OverLimit,
+                format!(
+                    "This server holds its maximum of {} messages (--max-messages); consume some or raise the limit.",
+                    self.limits.max_messages
+                ),
+            ));
+        }
+        if held_bytes.saturating_add(bytes) > self.limits.max_bytes {
+            return Err(SqsError::new(
+                ErrorCode::OverLimit,
+                format!(
+                    "This server holds its maximum of {} bytes of messages (--max-bytes); consume some or raise the limit.",
+                    self.limits.max_bytes
+                ),
+            ));
+        }
+        Ok(())
     }
 
     /// Persists every change through `journal` from now on.
@@ -242,10 +319,13 @@ impl Service {
                 }
                 return Ok(Created::Existing);
             }
-            if queues.len() >= MAX_QUEUES {
+            if queues.len() >= self.limits.max_queues {
                 return Err(SqsError::new(
                     ErrorCode::OverLimit,
-                    format!("This server holds its maximum of {MAX_QUEUES} queues; delete one first."),
+                    format!(
+                        "This server holds its maximum of {} queues (--max-queues); delete one first.",
+                        self.limits.max_queues
+                    ),
                 ));
             }
             let mut queue = Queue::new(name.to_string(), parsed, tags, now);
@@ -274,7 +354,8 @@ impl Service {
             .remove(name)
             .ok_or_else(SqsError::queue_does_not_exist)?;
         let commit = {
-            let _queue = slot.lock();
+            let queue = slot.lock();
+            self.account(queue.holding(), (0, 0));
             slot.deleted.store(true, Ordering::Release);
             self.submit(
                 slot.generation,
@@ -294,6 +375,8 @@ impl Service {
         let dropped = {
             let mut queues = self.write_queues();
             self.generation.fetch_add(1, Ordering::AcqRel);
+            self.held_messages.store(0, Ordering::Release);
+            self.held_bytes.store(0, Ordering::Release);
             std::mem::take(&mut *queues)
         };
         for slot in dropped.values() {
@@ -305,6 +388,12 @@ impl Service {
     pub fn install(&self, queues: Vec<Queue>) {
         let mut map = self.write_queues();
         let generation = self.generation.fetch_add(1, Ordering::AcqRel) + 1;
+        let (messages, bytes) = queues
+            .iter()
+            .map(Queue::holding)
+            .fold((0, 0), |(m, b), (qm, qb)| (m + qm, b + qb));
+        self.held_messages.store(messages, Ordering::Release);
+        self.held_bytes.store(bytes, Ordering::Release);
         let dropped = std::mem::replace(
             &mut *map,
             queues
@@ -364,7 +453,9 @@ impl Service {
             if slot.is_closed() {
                 return Err(SqsError::queue_does_not_exist());
             }
+            let before = queue.holding();
             let result = operation(&mut queue, self.now());
+            self.account(before, queue.holding());
             let commit = self.submit(slot.generation, vec![Self::changes_of(&mut queue)]);
             (result, commit)
         };
@@ -393,7 +484,10 @@ impl Service {
             if slot_a.is_closed() || slot_b.is_closed() {
                 return Err(SqsError::queue_does_not_exist());
             }
+            let before = (a.holding(), b.holding());
             let result = operation(&mut a, &mut b, self.now());
+            self.account(before.0, a.holding());
+            self.account(before.1, b.holding());
             let commit = self.submit(
                 slot_a.generation,
                 vec![Self::changes_of(&mut a), Self::changes_of(&mut b)],
@@ -422,6 +516,11 @@ impl Service {
 
     /// Sends messages in one critical section and wakes long pollers once.
     pub async fn send(&self, name: &str, messages: Vec<NewMessage>) -> Result<Vec<Result<Sent>>> {
+        let bytes = messages
+            .iter()
+            .map(|m| (m.body.len() + crate::queue::message::attributes_size(&m.attributes)) as u64)
+            .sum();
+        self.check_room(messages.len() as u64, bytes)?;
         let results: Vec<Result<Sent>> = self
             .with_queue(name, |queue, now| {
                 messages.into_iter().map(|m| queue.send(m, now)).collect()
@@ -493,6 +592,7 @@ impl Service {
             return Ok((Vec::new(), 0, None, None));
         }
         let now = self.now();
+        let held_before = (queue.holding(), dead_letters.as_deref().map(Queue::holding));
         let source_arn: Option<Arc<str>> = target.as_ref().map(|(policy, _)| {
             let prefix = policy
                 .dead_letter_target_arn
@@ -514,6 +614,10 @@ impl Service {
             dead_letter,
             now,
         );
+        self.account(held_before.0, queue.holding());
+        if let (Some(before), Some(dlq)) = (held_before.1, dead_letters.as_deref()) {
+            self.account(before, dlq.holding());
+        }
         let next_wakeup = queue.next_wakeup().map(|at| at.saturating_sub(now));
         let mut writes = vec![Self::changes_of(&mut queue)];
         if let Some(dlq) = dead_letters.as_deref_mut() {

@@ -282,6 +282,14 @@ fn validate_number(name: &str, value: &str) -> Result<()> {
     Ok(())
 }
 
+impl Message {
+    /// The bytes this message counts against the server's --max-bytes: body
+    /// and attributes, as SQS counts a message's size.
+    pub fn payload_size(&self) -> u64 {
+        (self.body.len() + attributes_size(&self.attributes)) as u64
+    }
+}
+
 impl MessageAttribute {
     fn value_len(&self) -> usize {
         match &self.value {

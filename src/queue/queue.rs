@@ -49,6 +49,8 @@ pub struct Queue {
     in_flight: BTreeSet<(u64, u64)>,
     /// (sent_at, seq): retention expires the oldest first.
     by_sent: BTreeSet<(u64, u64)>,
+    /// Sum of the payload sizes of the messages held.
+    payload_bytes: u64,
     groups: Groups,
     dedup: Dedup,
     /// FIFO ReceiveRequestAttemptId → when it expires and what it returned.
@@ -207,6 +209,7 @@ impl Queue {
             delayed: BTreeSet::new(),
             in_flight: BTreeSet::new(),
             by_sent: BTreeSet::new(),
+            payload_bytes: 0,
             groups: Groups::default(),
             dedup: Dedup::default(),
             attempts: HashMap::new(),
@@ -360,6 +363,11 @@ impl Queue {
         let delayed = self.delayed.first().map(|&(until, _)| until);
         let in_flight = self.in_flight.first().map(|&(until, _)| until);
         delayed.into_iter().chain(in_flight).min()
+    }
+
+    /// Messages held and their payload bytes, whatever their state.
+    pub fn holding(&self) -> (u64, u64) {
+        (self.messages.len() as u64, self.payload_bytes)
     }
 
     pub fn counts(&mut self, now: u64) -> Counts {
@@ -717,6 +725,7 @@ impl Queue {
         }
         self.last_purge_at = Some(now);
         self.messages.clear();
+        self.payload_bytes = 0;
         self.visible.clear();
         self.delayed.clear();
         self.in_flight.clear();
@@ -730,6 +739,7 @@ impl Queue {
 
     fn insert(&mut self, message: Message) {
         let seq = message.seq;
+        self.payload_bytes += message.payload_size();
         self.by_sent.insert((message.sent_at, seq));
         self.messages.insert(seq, message);
         self.place(seq);
@@ -741,6 +751,7 @@ impl Queue {
         }
         self.unplace(seq);
         let message = self.messages.remove(&seq)?;
+        self.payload_bytes -= message.payload_size();
         self.by_sent.remove(&(message.sent_at, seq));
         Some(message)
     }

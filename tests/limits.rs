@@ -1,0 +1,178 @@
+//! Limits: caps on queues, messages and bytes held answer OverLimit; the
+//! connection cap makes extra clients wait; slow, oversized and truncated
+//! requests get 4xx answers while the server keeps serving.
+
+mod common;
+
+use std::time::Duration;
+
+use common::{Server, error_code};
+use tokio::io::{AsyncReadExt, AsyncWriteExt};
+use tokio::net::TcpStream;
+
+#[tokio::test]
+async fn holding_caps_answer_over_limit() {
+    let server = Server::start_with(&["--max-queues", "2", "--max-messages", "3", "--max-bytes", "2KiB"]);
+    let sqs = server.client();
+    let url = sqs
+        .create_queue()
+        .queue_name("one")
+        .send()
+        .await
+        .unwrap()
+        .queue_url
+        .unwrap();
+    sqs.create_queue().queue_name("two").send().await.unwrap();
+    let result = sqs.create_queue().queue_name("three").send().await;
+    let error = result.as_ref().unwrap_err();
+    assert_eq!(error.raw_response().unwrap().status().as_u16(), 403);
+    assert_eq!(error_code(result), "OverLimit");
+
+    sqs.send_message()
+        .queue_url(&url)
+        .message_body("x".repeat(1_500))
+        .send()
+        .await
+        .unwrap();
+    let too_many_bytes = sqs
+        .send_message()
+        .queue_url(&url)
+        .message_body("y".repeat(1_000))
+        .send()
+        .await;
+    assert_eq!(error_code(too_many_bytes), "OverLimit");
+    sqs.send_message()
+        .queue_url(&url)
+        .message_body("small")
+        .send()
+        .await
+        .unwrap();
+    sqs.send_message()
+        .queue_url(&url)
+        .message_body("small")
+        .send()
+        .await
+        .unwrap();
+    let too_many = sqs
+        .send_message()
+        .queue_url(&url)
+        .message_body("small")
+        .send()
+        .await;
+    assert_eq!(error_code(too_many), "OverLimit");
+
+    // Consuming makes room again.
+    let received = sqs
+        .receive_message()
+        .queue_url(&url)
+        .max_number_of_messages(10)
+        .send()
+        .await
+        .unwrap();
+    for message in received.messages() {
+        sqs.delete_message()
+            .queue_url(&url)
+            .receipt_handle(message.receipt_handle().unwrap())
+            .send()
+            .await
+            .unwrap();
+    }
+    sqs.send_message()
+        .queue_url(&url)
+        .message_body("room again")
+        .send()
+        .await
+        .unwrap();
+}
+
+async fn raw(server: &Server, request: &[u8]) -> String {
+    let mut stream = TcpStream::connect(("127.0.0.1", server.port)).await.unwrap();
+    stream.write_all(request).await.unwrap();
+    let mut response = vec![0u8; 4096];
+    let n = tokio::time::timeout(Duration::from_secs(10), stream.read(&mut response))
+        .await
+        .unwrap()
+        .unwrap();
+    String::from_utf8_lossy(&response[..n]).into_owned()
+}
+
+#[tokio::test]
+async fn slow_oversized_and_truncated_requests_get_4xx_and_the_server_goes_on() {
+    let server = Server::start_with(&["--request-timeout", "1s"]);
+
+    // A body that never finishes arriving.
+    let mut slow = TcpStream::connect(("127.0.0.1", server.port)).await.unwrap();
+    slow.write_all(b"POST / HTTP/1.1\r\nHost: x\r\nX-Amz-Target: AmazonSQS.ListQueues\r\nContent-Type: application/x-amz-json-1.0\r\nContent-Length: 100\r\n\r\n{\"a").await.unwrap();
+    let mut response = vec![0u8; 4096];
+    let started = std::time::Instant::now();
+    let n = tokio::time::timeout(Duration::from_secs(5), slow.read(&mut response))
+        .await
+        .unwrap()
+        .unwrap();
+    let text = String::from_utf8_lossy(&response[..n]);
+    assert!(text.starts_with("HTTP/1.1 408"), "{text}");
+    assert!(text.contains("RequestTimeout"));
+    assert!(started.elapsed() >= Duration::from_millis(900));
+
+    // Headers far beyond any SDK's.
+    let mut huge = b"POST / HTTP/1.1\r\nHost: x\r\n".to_vec();
+    for i in 0..200 {
+        huge.extend(format!("X-Padding-{i}: {}\r\n", "p".repeat(2_000)).as_bytes());
+    }
+    huge.extend(b"Content-Length: 2\r\n\r\n{}");
+    let text = raw(&server, &huge).await;
+    assert!(
+        text.starts_with("HTTP/1.1 4"),
+        "oversized headers answer 4xx: {}",
+        &text[..text.len().min(80)]
+    );
+
+    // A body cut short by the client.
+    {
+        let mut cut = TcpStream::connect(("127.0.0.1", server.port)).await.unwrap();
+        cut.write_all(b"POST / HTTP/1.1\r\nHost: x\r\nX-Amz-Target: AmazonSQS.CreateQueue\r\nContent-Type: application/x-amz-json-1.0\r\nContent-Length: 100\r\n\r\n{\"QueueName\"").await.unwrap();
+    }
+    // A wrong content type with a JSON target stays a JSON error.
+    let text = raw(&server, b"POST / HTTP/1.1\r\nHost: x\r\nX-Amz-Target: AmazonSQS.ListQueues\r\nContent-Type: text/plain\r\nContent-Length: 2\r\n\r\n{}").await;
+    assert!(text.starts_with("HTTP/1.1 200"), "{text}");
+
+    let sqs = server.client();
+    sqs.create_queue()
+        .queue_name("still-serving")
+        .send()
+        .await
+        .unwrap();
+}
+
+#[tokio::test]
+async fn connections_beyond_the_cap_wait_for_one_to_close() {
+    let server = Server::start_with(&["--max-connections", "2"]);
+    let mut held = Vec::new();
+    for _ in 0..2 {
+        let mut stream = TcpStream::connect(("127.0.0.1", server.port)).await.unwrap();
+        stream
+            .write_all(b"GET /health HTTP/1.1\r\nHost: x\r\n\r\n")
+            .await
+            .unwrap();
+        let mut buf = [0u8; 256];
+        let n = stream.read(&mut buf).await.unwrap();
+        assert!(String::from_utf8_lossy(&buf[..n]).starts_with("HTTP/1.1 200"));
+        held.push(stream); // kept alive: it still holds its place
+    }
+    let client = reqwest::Client::builder()
+        .timeout(Duration::from_millis(500))
+        .build()
+        .unwrap();
+    let waiting = client.get(format!("{}/health", server.url)).send().await;
+    assert!(
+        waiting.is_err(),
+        "a third connection is not served while two are open"
+    );
+    held.pop();
+    let client = reqwest::Client::builder()
+        .timeout(Duration::from_secs(5))
+        .build()
+        .unwrap();
+    let served = client.get(format!("{}/health", server.url)).send().await.unwrap();
+    assert_eq!(served.status(), 200);
+}
