@@ -30,6 +30,11 @@ pub struct Config {
     #[arg(long, env = "SSQ_LISTEN", default_value = "127.0.0.1:9324")]
     pub listen: SocketAddr,
 
+    /// Serve the status page, /health, /ready, /status and /metrics on this
+    /// address instead of the SQS address (which then serves the API only).
+    #[arg(long, env = "SSQ_ADMIN_LISTEN")]
+    pub admin_listen: Option<SocketAddr>,
+
     /// Redis URL, e.g. redis://127.0.0.1:6379. Unset: memory-only mode, one
     /// instance, no failover, state lost on exit.
     #[arg(long, env = "SSQ_REDIS_URL")]

@@ -168,15 +168,34 @@ impl tokio::io::AsyncWrite for LimitedStream {
     }
 }
 
+/// Everything on one address: the SQS API and the operational endpoints.
 pub fn router(state: Arc<AppState>) -> Router {
+    sqs_routes().merge(admin_routes()).with_state(state)
+}
+
+/// The SQS API alone, for when the operational endpoints have an address of
+/// their own (`--admin-listen`).
+pub fn sqs_router(state: Arc<AppState>) -> Router {
+    sqs_routes().route("/", get(sqs_query_get)).with_state(state)
+}
+
+/// The status page, `/health`, `/ready`, `/status` and `/metrics`.
+pub fn admin_router(state: Arc<AppState>) -> Router {
+    admin_routes().route("/", get(status_page)).with_state(state)
+}
+
+fn sqs_routes() -> Router<Arc<AppState>> {
     Router::new()
-        .route("/", get(home).post(sqs))
+        .route("/", post(sqs))
         .route("/{account}/{queue}", post(sqs))
+}
+
+fn admin_routes() -> Router<Arc<AppState>> {
+    Router::new()
         .route("/health", get(|| async { "ok\n" }))
         .route("/ready", get(ready))
         .route("/status", get(status))
         .route("/metrics", get(metrics))
-        .with_state(state)
 }
 
 /// The wire format of a request: JSON when it names its action in
@@ -325,7 +344,8 @@ fn add_leader_headers(state: &AppState, response: &mut Response) {
     }
 }
 
-/// `GET /`: the status page; or an SQS Query request sent as a GET.
+/// `GET /` on a single address: the status page, or an SQS Query request
+/// sent as a GET.
 async fn home(
     state: State<Arc<AppState>>,
     method: Method,
@@ -333,12 +353,36 @@ async fn home(
     headers: HeaderMap,
     body: Body,
 ) -> Response {
-    if uri
-        .query()
-        .is_some_and(|q| q.split('&').any(|pair| pair.starts_with("Action=")))
-    {
+    if is_query_get(&uri) {
         return sqs(state, method, uri, headers, body).await;
     }
+    status_page(state).await
+}
+
+/// `GET /` on the SQS address when the status page lives elsewhere.
+async fn sqs_query_get(
+    state: State<Arc<AppState>>,
+    method: Method,
+    uri: Uri,
+    headers: HeaderMap,
+    body: Body,
+) -> Response {
+    if is_query_get(&uri) {
+        return sqs(state, method, uri, headers, body).await;
+    }
+    (
+        StatusCode::NOT_FOUND,
+        "The status page is on the admin address (--admin-listen).\n",
+    )
+        .into_response()
+}
+
+fn is_query_get(uri: &Uri) -> bool {
+    uri.query()
+        .is_some_and(|q| q.split('&').any(|pair| pair.starts_with("Action=")))
+}
+
+async fn status_page(State(state): State<Arc<AppState>>) -> Response {
     let html = crate::status_page::render(
         state.leadership.node_id(),
         &state.leadership.status(),

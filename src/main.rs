@@ -11,7 +11,7 @@ use tracing_subscriber::EnvFilter;
 use ssq::clock::SystemClock;
 use ssq::config::{Config, LogFormat};
 use ssq::election::{self, LockStore, RedisLock};
-use ssq::http::{AppState, router};
+use ssq::http::{AppState, admin_router, router, sqs_router};
 use ssq::leader::{Leadership, Role};
 use ssq::metrics::Metrics;
 use ssq::service::Service;
@@ -171,10 +171,25 @@ async fn main() {
         // Refuse new queue calls and end long polls; requests in flight finish.
         let _ = token_tx.send(leadership.begin_shutdown());
     };
+    let app = match config.admin_listen {
+        None => router(state),
+        Some(address) => {
+            let admin = tokio::net::TcpListener::bind(address)
+                .await
+                .unwrap_or_else(|error| {
+                    fail(
+                        &format!("cannot listen on the admin address {address}: {error}"),
+                        1,
+                    )
+                });
+            tracing::info!(admin = %address, "status page, /health, /ready, /status and /metrics on their own address");
+            let admin_app = admin_router(state.clone());
+            tokio::spawn(async move { axum::serve(admin, admin_app).await });
+            sqs_router(state)
+        }
+    };
     let listener = ssq::http::LimitedListener::new(listener, config.max_connections);
-    let served = axum::serve(listener, router(state))
-        .with_graceful_shutdown(shutdown)
-        .await;
+    let served = axum::serve(listener, app).with_graceful_shutdown(shutdown).await;
     let _ = stop_tasks.send(true);
     if let Err(error) = served {
         tracing::error!(%error, "server failed");

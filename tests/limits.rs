@@ -176,3 +176,25 @@ async fn connections_beyond_the_cap_wait_for_one_to_close() {
     let served = client.get(format!("{}/health", server.url)).send().await.unwrap();
     assert_eq!(served.status(), 200);
 }
+
+#[tokio::test]
+async fn the_operational_endpoints_can_have_an_address_of_their_own() {
+    let admin_port = common::free_port();
+    let admin = format!("127.0.0.1:{admin_port}");
+    let server = Server::start_with(&["--admin-listen", &admin]);
+    let sqs = server.client();
+    sqs.create_queue().queue_name("split").send().await.unwrap();
+    for path in ["/health", "/ready", "/status", "/metrics", "/"] {
+        let on_admin = reqwest::get(format!("http://{admin}{path}")).await.unwrap();
+        assert_eq!(on_admin.status(), 200, "{path} on the admin address");
+        let on_sqs = reqwest::get(format!("{}{path}", server.url)).await.unwrap();
+        assert_eq!(on_sqs.status(), 404, "{path} is not on the SQS address");
+    }
+    let metrics = reqwest::get(format!("http://{admin}/metrics"))
+        .await
+        .unwrap()
+        .text()
+        .await
+        .unwrap();
+    assert!(metrics.contains("ssq_requests_total"));
+}

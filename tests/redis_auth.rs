@@ -1,0 +1,66 @@
+//! Redis that requires a password, or an ACL user, as production Redis does:
+//! ssq takes both from the URL. A wrong password never leads, and says why.
+
+mod common;
+
+use std::time::Duration;
+
+use common::{FAST_LOCK, RedisServer, Server, single_leader};
+
+fn node(url: &str, id: &str) -> Server {
+    let mut args = vec!["--redis-url", url, "--node-id", id];
+    args.extend_from_slice(FAST_LOCK);
+    Server::start_with(&args)
+}
+
+#[tokio::test]
+async fn a_password_or_an_acl_user_in_the_url_gets_in() {
+    let redis = RedisServer::start_with(&[
+        "--appendonly",
+        "no",
+        "--requirepass",
+        "s3cret",
+        "--user",
+        "ssq",
+        "on",
+        ">ssq-pass",
+        "~{ssq}*",
+        "&*",
+        "+@all",
+    ]);
+    let with_password = node(&format!("redis://:s3cret@127.0.0.1:{}", redis.port), "pw");
+    let with_user = node(&format!("redis://ssq:ssq-pass@127.0.0.1:{}", redis.port), "acl");
+    let nodes = [with_password, with_user];
+    let leader = single_leader(&nodes, Duration::from_secs(5)).await;
+    let sqs = nodes[leader].client();
+    sqs.create_queue()
+        .queue_name("authenticated")
+        .send()
+        .await
+        .unwrap();
+
+    // Hand over to the other one: both really talk to Redis.
+    nodes[leader].signal("TERM");
+    let other = &nodes[1 - leader];
+    let took_over = common::wait_for(Duration::from_secs(3), || other.is_ready()).await;
+    assert!(took_over.is_some(), "the other authenticated instance takes over");
+    let urls = other.client().list_queues().send().await.unwrap();
+    assert_eq!(
+        urls.queue_urls().len(),
+        1,
+        "and sees the state the first one wrote"
+    );
+}
+
+#[tokio::test]
+async fn a_wrong_password_never_leads() {
+    let redis = RedisServer::start_with(&["--appendonly", "no", "--requirepass", "s3cret"]);
+    let wrong = node(&format!("redis://:wrong@127.0.0.1:{}", redis.port), "wrong");
+    tokio::time::sleep(Duration::from_millis(1_500)).await;
+    assert!(!wrong.is_ready().await);
+    assert_eq!(
+        wrong.get("/health").await.unwrap().0,
+        200,
+        "it keeps running and retrying"
+    );
+}
