@@ -170,13 +170,19 @@ impl tokio::io::AsyncWrite for LimitedStream {
 
 /// Everything on one address: the SQS API and the operational endpoints.
 pub fn router(state: Arc<AppState>) -> Router {
-    sqs_routes().merge(admin_routes()).with_state(state)
+    admin_routes()
+        .route("/", get(home).post(sqs))
+        .merge(queue_path_routes())
+        .with_state(state)
 }
 
 /// The SQS API alone, for when the operational endpoints have an address of
 /// their own (`--admin-listen`).
 pub fn sqs_router(state: Arc<AppState>) -> Router {
-    sqs_routes().route("/", get(sqs_query_get)).with_state(state)
+    Router::new()
+        .route("/", get(sqs_query_get).post(sqs))
+        .merge(queue_path_routes())
+        .with_state(state)
 }
 
 /// The status page, `/health`, `/ready`, `/status` and `/metrics`.
@@ -184,10 +190,9 @@ pub fn admin_router(state: Arc<AppState>) -> Router {
     admin_routes().route("/", get(status_page)).with_state(state)
 }
 
-fn sqs_routes() -> Router<Arc<AppState>> {
-    Router::new()
-        .route("/", post(sqs))
-        .route("/{account}/{queue}", post(sqs))
+/// SQS requests posted to a queue URL (the Query protocol's habit).
+fn queue_path_routes() -> Router<Arc<AppState>> {
+    Router::new().route("/{account}/{queue}", post(sqs))
 }
 
 fn admin_routes() -> Router<Arc<AppState>> {
