@@ -62,6 +62,11 @@ pub struct Config {
     #[arg(long, env = "SSQ_ADVERTISE_URL", value_parser = parse_public_url)]
     pub advertise_url: Option<String>,
 
+    /// PEM file of the CA that signed Redis's TLS certificate, for a
+    /// rediss:// URL [default: the system's roots].
+    #[arg(long, env = "SSQ_REDIS_CA_FILE")]
+    pub redis_ca_file: Option<PathBuf>,
+
     /// Prefix of ssq's Redis keys (used as the keys' hash tag).
     #[arg(long, env = "SSQ_REDIS_PREFIX", default_value = "ssq")]
     pub redis_prefix: String,
@@ -231,6 +236,15 @@ impl Config {
         merged.extend(args.into_iter().skip(1));
         let config = Config::try_parse_from(merged).map_err(|e| format!("in {}: {e}", path.display()))?;
         Ok((config, file.queues))
+    }
+
+    /// The Redis to use, if any.
+    pub fn redis(&self) -> Option<crate::redis::Target> {
+        Some(crate::redis::Target {
+            url: self.redis_url.clone()?,
+            command_timeout: self.redis_timeout,
+            ca_file: self.redis_ca_file.clone(),
+        })
     }
 
     pub fn limits(&self) -> crate::service::Limits {

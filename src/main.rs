@@ -93,10 +93,10 @@ async fn main() {
             );
             None
         }
-        Some(url) => {
-            let client = ssq::redis::client(url, config.redis_timeout).unwrap_or_else(|e| fail(&e, 2));
-            let subscriber =
-                ssq::redis::subscriber(url, config.redis_timeout).unwrap_or_else(|e| fail(&e, 2));
+        Some(_) => {
+            let target = config.redis().expect("a Redis URL is configured");
+            let client = ssq::redis::client(&target).unwrap_or_else(|e| fail(&e, 2));
+            let subscriber = ssq::redis::subscriber(&target).unwrap_or_else(|e| fail(&e, 2));
             client.connect();
             subscriber.connect();
             let layout = Layout::new(&config.redis_prefix);

@@ -11,23 +11,74 @@ use std::time::Duration;
 use fred::clients::SubscriberClient;
 use fred::prelude::*;
 
-/// Builds a client for `url`; it connects in the background and keeps
-/// reconnecting. Fails only for a URL that cannot be parsed.
-pub fn client(url: &str, command_timeout: Duration) -> Result<Client, String> {
-    builder(url, command_timeout)?.build().map_err(|e| e.to_string())
+/// How to reach Redis: the URL (`redis://` or `rediss://` for TLS, with an
+/// optional user and password), and for TLS the CA to trust.
+#[derive(Debug, Clone)]
+pub struct Target {
+    pub url: String,
+    pub command_timeout: Duration,
+    /// PEM file of the CA that signed Redis's certificate; the system's
+    /// roots when unset.
+    pub ca_file: Option<std::path::PathBuf>,
+}
+
+/// Builds a client; it connects in the background and keeps reconnecting.
+/// Fails only for a URL or CA file that cannot be used.
+pub fn client(target: &Target) -> Result<Client, String> {
+    builder(target)?.build().map_err(|e| e.to_string())
 }
 
 /// A client for pub/sub that subscribes again after each reconnection.
-pub fn subscriber(url: &str, command_timeout: Duration) -> Result<SubscriberClient, String> {
-    builder(url, command_timeout)?
+pub fn subscriber(target: &Target) -> Result<SubscriberClient, String> {
+    builder(target)?
         .build_subscriber_client()
         .map_err(|e| e.to_string())
 }
 
-fn builder(url: &str, command_timeout: Duration) -> Result<Builder, String> {
-    let config = Config::from_url(url).map_err(|e| {
-        format!("--redis-url {url:?} is not a valid Redis URL ({e}); expected redis://host:port")
+/// TLS that trusts the CA in `path`.
+fn tls_trusting(path: &std::path::Path) -> Result<fred::types::config::TlsConfig, String> {
+    use rustls::pki_types::CertificateDer;
+    use rustls::pki_types::pem::PemObject;
+
+    let mut roots = rustls::RootCertStore::empty();
+    let certificates = CertificateDer::pem_file_iter(path)
+        .map_err(|e| format!("cannot read the Redis CA file {}: {e}", path.display()))?;
+    for certificate in certificates {
+        let certificate =
+            certificate.map_err(|e| format!("the Redis CA file {} is not PEM: {e}", path.display()))?;
+        roots.add(certificate).map_err(|e| {
+            format!(
+                "the Redis CA file {} holds a bad certificate: {e}",
+                path.display()
+            )
+        })?;
+    }
+    let provider = std::sync::Arc::new(rustls::crypto::ring::default_provider());
+    let config = rustls::ClientConfig::builder_with_provider(provider)
+        .with_safe_default_protocol_versions()
+        .map_err(|e| e.to_string())?
+        .with_root_certificates(roots)
+        .with_no_client_auth();
+    Ok(fred::types::config::TlsConnector::from(config).into())
+}
+
+fn builder(target: &Target) -> Result<Builder, String> {
+    // rustls needs one process-wide crypto provider for rediss:// with the
+    // system's roots; choose ring, as the custom-CA path does. Installing it
+    // twice is harmless.
+    let _ = rustls::crypto::ring::default_provider().install_default();
+    let (url, command_timeout) = (target.url.as_str(), target.command_timeout);
+    let mut config = Config::from_url(url).map_err(|e| {
+        format!(
+            "--redis-url {url:?} is not a valid Redis URL ({e}); expected redis://[user:password@]host:port, or rediss:// for TLS"
+        )
     })?;
+    if let Some(path) = &target.ca_file {
+        if !url.starts_with("rediss") {
+            return Err("--redis-ca-file needs a rediss:// URL".to_string());
+        }
+        config.tls = Some(tls_trusting(path)?);
+    }
     let mut builder = Builder::from_config(config);
     builder
         .with_performance_config(|performance| performance.default_command_timeout = command_timeout)

@@ -134,6 +134,95 @@ impl RedisServer {
         redis
     }
 
+    /// Starts Redis serving TLS only, with a fresh CA and a certificate for
+    /// 127.0.0.1 made by openssl. Returns it and the CA's PEM file.
+    pub fn start_tls() -> (RedisServer, std::path::PathBuf) {
+        let port = free_port();
+        let dir = std::env::temp_dir().join(format!("ssq-test-redis-tls-{}-{port}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let file = |name: &str| dir.join(name).to_str().unwrap().to_string();
+        std::fs::write(dir.join("san.ext"), "subjectAltName=IP:127.0.0.1\n").unwrap();
+        let steps: [&[&str]; 3] = [
+            &[
+                "req",
+                "-x509",
+                "-newkey",
+                "rsa:2048",
+                "-nodes",
+                "-days",
+                "1",
+                "-subj",
+                "/CN=ssq-test-ca",
+                "-keyout",
+                &file("ca.key"),
+                "-out",
+                &file("ca.pem"),
+            ],
+            &[
+                "req",
+                "-newkey",
+                "rsa:2048",
+                "-nodes",
+                "-subj",
+                "/CN=127.0.0.1",
+                "-keyout",
+                &file("server.key"),
+                "-out",
+                &file("server.csr"),
+            ],
+            &[
+                "x509",
+                "-req",
+                "-in",
+                &file("server.csr"),
+                "-CA",
+                &file("ca.pem"),
+                "-CAkey",
+                &file("ca.key"),
+                "-CAcreateserial",
+                "-days",
+                "1",
+                "-extfile",
+                &file("san.ext"),
+                "-out",
+                &file("server.pem"),
+            ],
+        ];
+        for step in steps {
+            let status = Command::new("openssl")
+                .args(step)
+                .stdout(Stdio::null())
+                .stderr(Stdio::null())
+                .status()
+                .expect("openssl is installed");
+            assert!(status.success(), "openssl {step:?} failed");
+        }
+        let extra = [
+            "--appendonly",
+            "no",
+            "--port",
+            "0",
+            "--tls-port",
+            &port.to_string(),
+            "--tls-cert-file",
+            &file("server.pem"),
+            "--tls-key-file",
+            &file("server.key"),
+            "--tls-ca-cert-file",
+            &file("ca.pem"),
+            "--tls-auth-clients",
+            "no",
+        ];
+        let mut redis = RedisServer {
+            child: None,
+            port,
+            dir: dir.clone(),
+            extra: extra.iter().map(|s| s.to_string()).collect(),
+        };
+        redis.restart();
+        (redis, dir.join("ca.pem"))
+    }
+
     pub fn url(&self) -> String {
         format!("redis://127.0.0.1:{}", self.port)
     }
@@ -339,7 +428,12 @@ impl LibraryLeader {
         use ssq::election::{Acquire, LockStore, RedisLock};
         use std::sync::Arc;
 
-        let client = ssq::redis::client(&redis.url(), Duration::from_secs(5)).unwrap();
+        let target = ssq::redis::Target {
+            url: redis.url(),
+            command_timeout: Duration::from_secs(5),
+            ca_file: None,
+        };
+        let client = ssq::redis::client(&target).unwrap();
         client.init().await.unwrap();
         let layout = ssq::store::Layout::new("ssq");
         let metrics = Arc::new(ssq::metrics::Metrics::new("library"));
