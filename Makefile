@@ -3,7 +3,7 @@
 VENV := .venv
 PYTHON_DEPS := $(VENV)/.installed
 
-.PHONY: build run test test-rust test-python bench cluster cluster-stop docker fmt lint clean
+.PHONY: build run test test-quick test-rust test-python fuzz bench cluster cluster-stop docker fmt lint clean
 
 build:
 	cargo build --release
@@ -11,7 +11,12 @@ build:
 run:
 	cargo run --release
 
-test: lint test-rust test-python
+FUZZ_SECONDS ?= 60
+
+# What CI runs. test-quick leaves out the fuzzing (about 7 minutes the first time).
+test: lint fuzz test-rust test-python
+
+test-quick: test-rust test-python
 
 test-rust:
 	cargo test
@@ -25,6 +30,16 @@ $(PYTHON_DEPS): tests/python/requirements.txt
 	python3 -m venv $(VENV)
 	$(VENV)/bin/pip install -q -r tests/python/requirements.txt
 	touch $@
+
+# Each cargo-fuzz target for FUZZ_SECONDS, from the corpus kept in fuzz/corpus.
+# cargo-fuzz needs nightly features; RUSTC_BOOTSTRAP lets the stable
+# toolchain (the only one here) provide them.
+fuzz:
+	command -v cargo-fuzz >/dev/null || cargo install cargo-fuzz --locked
+	cd fuzz && for target in json_request query_request sigv4; do \
+	  RUSTC_BOOTSTRAP=1 cargo fuzz run -O $$target corpus/$$target -- \
+	    -max_total_time=$(FUZZ_SECONDS) -rss_limit_mb=4096 -print_final_stats=1 || exit 1; \
+	done
 
 # Side-by-side figures (HTTP floor, memory-only, Redis-backed, moto) into docs/benchmarks.md.
 bench:

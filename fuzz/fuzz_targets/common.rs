@@ -1,0 +1,35 @@
+//! Runs one decoded request through the whole action layer on a fresh
+//! memory-only service, on a paused clock (long polls then cost nothing).
+
+use std::sync::Arc;
+
+use ssq::api::{Action, Input, RequestContext, dispatch};
+use ssq::clock::SystemClock;
+use ssq::metrics::Metrics;
+use ssq::service::Service;
+
+pub fn run(action: Action, input: Input<'_>) {
+    let runtime = tokio::runtime::Builder::new_current_thread()
+        .enable_time()
+        .start_paused(true)
+        .build()
+        .expect("a runtime");
+    runtime.block_on(async {
+        let service = Arc::new(Service::new(Arc::new(SystemClock), Arc::new(Metrics::new("fuzz"))));
+        let ctx = RequestContext {
+            base_url: "http://fuzz".into(),
+            account_id: "000000000000".into(),
+            region: "us-east-1".into(),
+            sender_id: "000000000000".into(),
+        };
+        // A queue for the request to find, of either kind.
+        for name in ["q", "q.fifo"] {
+            let tree = serde_json::json!({"QueueName": name, "Attributes": if name.ends_with(".fifo") { serde_json::json!({"FifoQueue": "true"}) } else { serde_json::json!({}) }});
+            dispatch(&service, &ctx, Action::CreateQueue, Input::Tree(tree)).await.expect("the queues are valid");
+        }
+        // Any answer is fine; a panic or a hang is not. Errors must be SQS's.
+        if let Err(error) = dispatch(&service, &ctx, action, input).await {
+            assert_ne!(error.code, ssq::error::ErrorCode::InternalError, "{error}");
+        }
+    });
+}
