@@ -114,6 +114,11 @@ pub struct Config {
     #[arg(long, env = "SSQ_MAX_CONNECTIONS", default_value_t = 10_000)]
     pub max_connections: usize,
 
+    /// A connection with no traffic for this long is closed. Keep it above
+    /// 20 s, the longest long poll.
+    #[arg(long, env = "SSQ_IDLE_TIMEOUT", default_value = "60s", value_parser = parse_duration)]
+    pub idle_timeout: Duration,
+
     /// Time a client has to send a request's body (slow clients get 408).
     #[arg(long, env = "SSQ_REQUEST_TIMEOUT", default_value = "30s", value_parser = parse_duration)]
     pub request_timeout: Duration,

@@ -7,6 +7,7 @@
 //! Prometheus text. An instance that does not serve (a passive, or a leader
 //! stepping down) answers every SQS call with a retryable 503.
 
+use std::future::Future;
 use std::sync::Arc;
 use std::time::Instant;
 
@@ -66,17 +67,25 @@ impl AppState {
 
 /// A listener that holds at most `max` connections open: beyond that,
 /// accepting waits until one closes (new clients queue in the kernel's
-/// backlog) instead of taking on unbounded work.
+/// backlog) instead of taking on unbounded work. A connection on which no
+/// byte moves for `idle_timeout` is closed, so idle clients cannot hold the
+/// places forever.
 pub struct LimitedListener {
     inner: tokio::net::TcpListener,
     permits: Arc<tokio::sync::Semaphore>,
+    idle_timeout: std::time::Duration,
 }
 
 impl LimitedListener {
-    pub fn new(inner: tokio::net::TcpListener, max: usize) -> LimitedListener {
+    pub fn new(
+        inner: tokio::net::TcpListener,
+        max: usize,
+        idle_timeout: std::time::Duration,
+    ) -> LimitedListener {
         LimitedListener {
             inner,
             permits: Arc::new(tokio::sync::Semaphore::new(max.max(1))),
+            idle_timeout,
         }
     }
 }
@@ -96,13 +105,14 @@ impl axum::serve::Listener for LimitedListener {
             match self.inner.accept().await {
                 Ok((stream, address)) => {
                     let _ = stream.set_nodelay(true);
-                    return (
-                        LimitedStream {
-                            stream,
-                            _permit: permit,
-                        },
-                        address,
-                    );
+                    let idle = Box::pin(tokio::time::sleep(self.idle_timeout));
+                    let stream = LimitedStream {
+                        stream,
+                        _permit: permit,
+                        idle,
+                        idle_timeout: self.idle_timeout,
+                    };
+                    return (stream, address);
                 }
                 // Out of file descriptors and the like: wait, as axum's own
                 // listener does, rather than spin.
@@ -116,10 +126,20 @@ impl axum::serve::Listener for LimitedListener {
     }
 }
 
-/// A connection that gives its permit back when it closes.
+/// A connection that gives its permit back when it closes, and ends itself
+/// after `idle_timeout` without traffic.
 pub struct LimitedStream {
     stream: tokio::net::TcpStream,
     _permit: tokio::sync::OwnedSemaphorePermit,
+    idle: std::pin::Pin<Box<tokio::time::Sleep>>,
+    idle_timeout: std::time::Duration,
+}
+
+impl LimitedStream {
+    fn touched(&mut self) {
+        let deadline = tokio::time::Instant::now() + self.idle_timeout;
+        self.idle.as_mut().reset(deadline);
+    }
 }
 
 impl tokio::io::AsyncRead for LimitedStream {
@@ -128,7 +148,21 @@ impl tokio::io::AsyncRead for LimitedStream {
         cx: &mut std::task::Context<'_>,
         buf: &mut tokio::io::ReadBuf<'_>,
     ) -> std::task::Poll<std::io::Result<()>> {
-        std::pin::Pin::new(&mut self.stream).poll_read(cx, buf)
+        let before = buf.filled().len();
+        match std::pin::Pin::new(&mut self.stream).poll_read(cx, buf) {
+            std::task::Poll::Ready(result) => {
+                if buf.filled().len() > before {
+                    self.touched();
+                }
+                std::task::Poll::Ready(result)
+            }
+            // Nothing to read: end the connection once it has been idle too
+            // long (reading nothing more is what a closed peer looks like).
+            std::task::Poll::Pending => match self.idle.as_mut().poll(cx) {
+                std::task::Poll::Ready(()) => std::task::Poll::Ready(Ok(())),
+                std::task::Poll::Pending => std::task::Poll::Pending,
+            },
+        }
     }
 }
 
@@ -138,6 +172,7 @@ impl tokio::io::AsyncWrite for LimitedStream {
         cx: &mut std::task::Context<'_>,
         buf: &[u8],
     ) -> std::task::Poll<std::io::Result<usize>> {
+        self.touched();
         std::pin::Pin::new(&mut self.stream).poll_write(cx, buf)
     }
 
@@ -146,6 +181,7 @@ impl tokio::io::AsyncWrite for LimitedStream {
         cx: &mut std::task::Context<'_>,
         bufs: &[std::io::IoSlice<'_>],
     ) -> std::task::Poll<std::io::Result<usize>> {
+        self.touched();
         std::pin::Pin::new(&mut self.stream).poll_write_vectored(cx, bufs)
     }
 

@@ -188,7 +188,13 @@ async fn main() {
             sqs_router(state)
         }
     };
-    let listener = ssq::http::LimitedListener::new(listener, config.max_connections);
+    if config.idle_timeout <= std::time::Duration::from_secs(20) {
+        tracing::warn!(
+            idle_timeout = ?config.idle_timeout,
+            "--idle-timeout is not above 20 s: long polls that wait longer will have their connection closed"
+        );
+    }
+    let listener = ssq::http::LimitedListener::new(listener, config.max_connections, config.idle_timeout);
     let served = axum::serve(listener, app).with_graceful_shutdown(shutdown).await;
     let _ = stop_tasks.send(true);
     if let Err(error) = served {

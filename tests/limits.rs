@@ -198,3 +198,36 @@ async fn the_operational_endpoints_can_have_an_address_of_their_own() {
         .unwrap();
     assert!(metrics.contains("ssq_requests_total"));
 }
+
+#[tokio::test]
+async fn idle_connections_are_closed_but_long_polls_are_not() {
+    let server = Server::start_with(&["--idle-timeout", "2s"]);
+    let mut idle = TcpStream::connect(("127.0.0.1", server.port)).await.unwrap();
+    let mut buf = [0u8; 64];
+    let started = std::time::Instant::now();
+    let n = tokio::time::timeout(Duration::from_secs(5), idle.read(&mut buf))
+        .await
+        .unwrap()
+        .unwrap();
+    assert_eq!(n, 0, "the server closed the idle connection");
+    assert!(started.elapsed() >= Duration::from_millis(1_900));
+
+    // A long poll shorter than the idle timeout keeps its connection.
+    let sqs = server.client();
+    let url = sqs
+        .create_queue()
+        .queue_name("idle")
+        .send()
+        .await
+        .unwrap()
+        .queue_url
+        .unwrap();
+    let out = sqs
+        .receive_message()
+        .queue_url(&url)
+        .wait_time_seconds(1)
+        .send()
+        .await
+        .unwrap();
+    assert!(out.messages().is_empty());
+}
