@@ -36,9 +36,12 @@ $(PYTHON_DEPS): tests/python/requirements.txt
 # toolchain (the only one here) provide them.
 fuzz:
 	command -v cargo-fuzz >/dev/null || cargo install cargo-fuzz --locked
+	# New inputs go to a scratch directory: the repository's corpus only seeds.
 	cd fuzz && for target in json_request query_request sigv4; do \
-	  RUSTC_BOOTSTRAP=1 cargo fuzz run -O $$target corpus/$$target -- \
+	  scratch=$$(mktemp -d); \
+	  RUSTC_BOOTSTRAP=1 cargo fuzz run -O $$target $$scratch corpus/$$target -- \
 	    -max_total_time=$(FUZZ_SECONDS) -rss_limit_mb=4096 -print_final_stats=1 || exit 1; \
+	  rm -rf $$scratch; \
 	done
 
 # Side-by-side figures (HTTP floor, memory-only, Redis-backed, moto) into docs/benchmarks.md.
