@@ -41,6 +41,9 @@ pub struct AppState {
     pub credentials: Option<crate::sigv4::Credentials>,
     /// Time a client has to send a request's body.
     pub request_timeout: std::time::Duration,
+    /// The status page and the other operational endpoints have their own
+    /// address (`--admin-listen`).
+    pub admin_apart: bool,
 }
 
 impl AppState {
@@ -216,7 +219,7 @@ pub fn router(state: Arc<AppState>) -> Router {
 /// their own (`--admin-listen`).
 pub fn sqs_router(state: Arc<AppState>) -> Router {
     Router::new()
-        .route("/", get(sqs_query_get).post(sqs))
+        .route("/", get(home).post(sqs))
         .merge(queue_path_routes())
         .with_state(state)
 }
@@ -385,8 +388,8 @@ fn add_leader_headers(state: &AppState, response: &mut Response) {
     }
 }
 
-/// `GET /` on a single address: the status page, or an SQS Query request
-/// sent as a GET.
+/// `GET /` on the SQS address: an SQS Query request sent as a GET, else the
+/// status page, unless that lives on the admin address.
 async fn home(
     state: State<Arc<AppState>>,
     method: Method,
@@ -397,25 +400,14 @@ async fn home(
     if is_query_get(&uri) {
         return sqs(state, method, uri, headers, body).await;
     }
-    status_page(state).await
-}
-
-/// `GET /` on the SQS address when the status page lives elsewhere.
-async fn sqs_query_get(
-    state: State<Arc<AppState>>,
-    method: Method,
-    uri: Uri,
-    headers: HeaderMap,
-    body: Body,
-) -> Response {
-    if is_query_get(&uri) {
-        return sqs(state, method, uri, headers, body).await;
+    if state.admin_apart {
+        return (
+            StatusCode::NOT_FOUND,
+            "The status page is on the admin address (--admin-listen).\n",
+        )
+            .into_response();
     }
-    (
-        StatusCode::NOT_FOUND,
-        "The status page is on the admin address (--admin-listen).\n",
-    )
-        .into_response()
+    status_page(state).await
 }
 
 fn is_query_get(uri: &Uri) -> bool {

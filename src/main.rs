@@ -164,6 +164,7 @@ async fn main() {
         public_url: config.public_url.clone(),
         credentials,
         request_timeout: config.request_timeout,
+        admin_apart: config.admin_listen.is_some(),
     });
     let (token_tx, token_rx) = oneshot::channel();
     let shutdown = async move {

@@ -279,6 +279,15 @@ impl Service {
             .unwrap_or_else(|poisoned| poisoned.into_inner())
     }
 
+    /// Every queue, in name order, taken out of the map's lock so that each
+    /// can be locked in turn without holding it.
+    fn slots(&self) -> Vec<(String, Arc<QueueSlot>)> {
+        self.read_queues()
+            .iter()
+            .map(|(name, slot)| (name.clone(), slot.clone()))
+            .collect()
+    }
+
     fn slot(&self, name: &str) -> Result<Arc<QueueSlot>> {
         self.read_queues()
             .get(name)
@@ -502,12 +511,7 @@ impl Service {
 
     /// The names of the queues for which `select` holds, in order.
     pub fn queues_where(&self, select: impl Fn(&Queue) -> bool) -> Vec<String> {
-        let slots: Vec<_> = self
-            .read_queues()
-            .iter()
-            .map(|(n, s)| (n.clone(), s.clone()))
-            .collect();
-        slots
+        self.slots()
             .into_iter()
             .filter(|(_, slot)| select(&slot.lock()))
             .map(|(name, _)| name)
@@ -637,13 +641,8 @@ impl Service {
 
     /// Message counts of every queue, for the metrics scrape.
     pub fn counts_by_queue(&self) -> Vec<(String, Counts)> {
-        let slots: Vec<_> = self
-            .read_queues()
-            .iter()
-            .map(|(n, s)| (n.clone(), s.clone()))
-            .collect();
         let now = self.now();
-        slots
+        self.slots()
             .into_iter()
             .map(|(name, slot)| {
                 let counts = slot.lock().counts(now);

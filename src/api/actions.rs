@@ -106,27 +106,49 @@ pub(super) fn list_queues(
     input: ListQueuesInput,
 ) -> Result<ListQueuesOutput> {
     let prefix = input.queue_name_prefix.unwrap_or_default();
-    let page_size = match input.max_results {
-        Some(n) => Some(in_range(n, "MaxResults", 1, MAX_LIST_RESULTS as i64)? as usize),
-        None => None,
-    };
-    let after = match input.next_token.as_deref() {
-        Some(token) => Some(decode_token(token)?),
-        None => None,
-    };
-    let limit = page_size.unwrap_or(MAX_LIST_RESULTS);
-    // One more than asked for tells whether another page follows.
-    let mut names = svc.queue_names(&prefix, after.as_deref(), limit + 1);
-    let more = names.len() > limit;
-    names.truncate(limit);
-    let next_token = match (more && page_size.is_some(), names.last()) {
-        (true, Some(last)) => Some(BASE64.encode(last)),
-        _ => None,
-    };
+    let page = Page::parse(input.max_results, input.next_token.as_deref())?;
+    // One more than the page holds tells whether another page follows.
+    let names = svc.queue_names(&prefix, page.after.as_deref(), page.limit + 1);
+    let (names, next_token) = page.cut(names);
     Ok(ListQueuesOutput {
         queue_urls: names.iter().map(|n| ctx.queue_url(n)).collect(),
         next_token,
     })
+}
+
+/// MaxResults and NextToken of the listing actions.
+struct Page {
+    limit: usize,
+    /// The last name of the previous page.
+    after: Option<String>,
+    /// Whether the caller asked for pages (only then is a NextToken given).
+    paged: bool,
+}
+
+impl Page {
+    fn parse(max_results: Option<i64>, next_token: Option<&str>) -> Result<Page> {
+        let limit = match max_results {
+            Some(n) => in_range(n, "MaxResults", 1, MAX_LIST_RESULTS as i64)? as usize,
+            None => MAX_LIST_RESULTS,
+        };
+        let after = next_token.map(decode_token).transpose()?;
+        Ok(Page {
+            limit,
+            after,
+            paged: max_results.is_some(),
+        })
+    }
+
+    /// Cuts names in order, all after `after`, to the page, with the token
+    /// for the next page if more follow.
+    fn cut(&self, mut names: Vec<String>) -> (Vec<String>, Option<String>) {
+        let more = names.len() > self.limit;
+        names.truncate(self.limit);
+        let token = (more && self.paged)
+            .then(|| names.last().map(|last| BASE64.encode(last)))
+            .flatten();
+        (names, token)
+    }
 }
 
 fn decode_token(token: &str) -> Result<String> {
@@ -727,28 +749,6 @@ async fn check_redrive_target(
     Ok(())
 }
 
-pub(super) fn page_of(
-    names: Vec<String>,
-    max_results: Option<i64>,
-    next_token: Option<&str>,
-) -> Result<(Vec<String>, Option<String>)> {
-    let limit = match max_results {
-        Some(n) => in_range(n, "MaxResults", 1, MAX_LIST_RESULTS as i64)? as usize,
-        None => MAX_LIST_RESULTS,
-    };
-    let after = next_token.map(decode_token).transpose()?;
-    let mut rest: Vec<String> = names
-        .into_iter()
-        .filter(|n| after.as_ref().is_none_or(|a| n > a))
-        .collect();
-    let more = rest.len() > limit;
-    rest.truncate(limit);
-    let token = (more && max_results.is_some())
-        .then(|| rest.last().map(|last| BASE64.encode(last)))
-        .flatten();
-    Ok((rest, token))
-}
-
 pub(super) async fn list_dead_letter_source_queues(
     svc: &Service,
     ctx: &RequestContext,
@@ -765,7 +765,14 @@ pub(super) async fn list_dead_letter_source_queues(
             .as_ref()
             .is_some_and(|p| p.dead_letter_target_arn == arn)
     });
-    let (names, next_token) = page_of(sources, input.max_results, input.next_token.as_deref())?;
+    let page = Page::parse(input.max_results, input.next_token.as_deref())?;
+    let after = page.after.clone();
+    let (names, next_token) = page.cut(
+        sources
+            .into_iter()
+            .filter(|n| after.as_ref().is_none_or(|a| n > a))
+            .collect(),
+    );
     Ok(ListDeadLetterSourceQueuesOutput {
         queue_urls: names.iter().map(|n| ctx.queue_url(n)).collect(),
         next_token,
