@@ -8,10 +8,12 @@
 //! SetQueueAttributes.
 
 use std::collections::BTreeMap;
+use std::fmt::Write as _;
 use std::sync::Arc;
 
 use base64::Engine;
 use base64::engine::general_purpose::STANDARD as BASE64;
+use fred::bytes::{BufMut, BytesMut};
 use serde::{Deserialize, Serialize};
 
 use crate::queue::attributes::SETTABLE;
@@ -28,7 +30,7 @@ struct QueueRecord {
     last_purge_at: Option<u64>,
 }
 
-pub fn encode_queue(meta: &QueueMeta) -> String {
+pub fn write_queue(meta: &QueueMeta, out: &mut BytesMut) {
     let attributes = SETTABLE
         .iter()
         .filter_map(|name| meta.attributes.get(name).map(|value| (name.to_string(), value)))
@@ -40,7 +42,7 @@ pub fn encode_queue(meta: &QueueMeta) -> String {
         last_modified_at: meta.last_modified_at,
         last_purge_at: meta.last_purge_at,
     };
-    serde_json::to_string(&record).expect("a queue record serializes")
+    serde_json::to_writer(out.writer(), &record).expect("a queue record serializes")
 }
 
 pub fn decode_queue(name: &str, text: &str) -> Result<QueueMeta, String> {
@@ -110,19 +112,19 @@ struct StateRecord {
     ra: Option<u64>,
 }
 
-pub fn encode_body(message: &Message) -> String {
+pub fn write_body(message: &Message, out: &mut BytesMut) {
     let attrs = message
         .attributes
         .iter()
         .map(|(name, attribute)| {
             let (s, b) = match &attribute.value {
-                AttributeValue::String(s) => (Some(s.clone()), None),
+                AttributeValue::String(s) => (Some(s.as_str()), None),
                 AttributeValue::Binary(b) => (None, Some(BASE64.encode(b))),
             };
             (
-                name.clone(),
+                name.as_str(),
                 AttributeRecord {
-                    t: attribute.data_type.clone(),
+                    t: attribute.data_type.as_str(),
                     s,
                     b,
                 },
@@ -131,19 +133,19 @@ pub fn encode_body(message: &Message) -> String {
         .collect();
     let record = BodyRecord {
         id: message.id,
-        body: message.body.to_string(),
+        body: &*message.body,
         attrs,
-        sender: message.sender_id.to_string(),
-        trace: message.trace_header.as_deref().map(str::to_string),
-        g: message.group_id.as_deref().map(str::to_string),
-        d: message.dedup_id.as_deref().map(str::to_string),
-        dl: message.dead_letter_source.as_deref().map(str::to_string),
+        sender: &*message.sender_id,
+        trace: message.trace_header.as_deref(),
+        g: message.group_id.as_deref(),
+        d: message.dedup_id.as_deref(),
+        dl: message.dead_letter_source.as_deref(),
         sent: message.sent_at,
     };
-    serde_json::to_string(&record).expect("a body record serializes")
+    serde_json::to_writer(out.writer(), &record).expect("a body record serializes")
 }
 
-pub fn encode_state(message: &Message) -> String {
+pub fn write_state(message: &Message, out: &mut BytesMut) {
     let (st, u, ra) = match message.state {
         MessageState::Visible => ('v', None, None),
         MessageState::Delayed { until } => ('d', Some(until), None),
@@ -157,7 +159,7 @@ pub fn encode_state(message: &Message) -> String {
         u,
         ra,
     };
-    serde_json::to_string(&record).expect("a state record serializes")
+    serde_json::to_writer(out.writer(), &record).expect("a state record serializes")
 }
 
 /// Rebuilds a message from its two records.
@@ -214,8 +216,9 @@ pub fn decode_message(seq: u64, body: &str, state: &str) -> Result<Message, Stri
 }
 
 /// A remembered FIFO deduplication id: `message id|sequence|expires at`.
-pub fn encode_dedup(entry: &DedupEntry) -> String {
-    format!("{}|{}|{}", entry.message_id, entry.seq, entry.expires_at)
+pub fn write_dedup(entry: &DedupEntry, out: &mut BytesMut) {
+    write!(out, "{}|{}|{}", entry.message_id, entry.seq, entry.expires_at)
+        .expect("writing to memory succeeds")
 }
 
 pub fn decode_dedup(text: &str) -> Option<DedupEntry> {
@@ -228,45 +231,56 @@ pub fn decode_dedup(text: &str) -> Option<DedupEntry> {
     parts.next().is_none().then_some(entry)
 }
 
+/// What a `write_*` function writes, as text, for tests.
+#[cfg(test)]
+pub(super) fn text(write: impl FnOnce(&mut BytesMut)) -> String {
+    let mut out = BytesMut::new();
+    write(&mut out);
+    String::from_utf8(out.to_vec()).expect("records are UTF-8")
+}
+
+/// A message with every optional part set, for tests.
+#[cfg(test)]
+pub(super) fn sample_message(seq: u64, state: MessageState) -> Message {
+    use crate::queue::MessageAttributes;
+
+    let mut attributes = MessageAttributes::new();
+    attributes.insert(
+        "s".into(),
+        MessageAttribute {
+            data_type: "String.x".into(),
+            value: AttributeValue::String("välue".into()),
+        },
+    );
+    attributes.insert(
+        "b".into(),
+        MessageAttribute {
+            data_type: "Binary".into(),
+            value: AttributeValue::Binary(vec![0, 255]),
+        },
+    );
+    Message {
+        seq,
+        id: uuid::Uuid::new_v4(),
+        body: "body \" with json ✓".into(),
+        md5_of_body: crate::queue::message::md5_of_body("body \" with json ✓"),
+        attributes: Arc::new(attributes),
+        sender_id: "000000000000".into(),
+        trace_header: Some("Root=1-abc".into()),
+        group_id: Some("group-1".into()),
+        dedup_id: Some("dedup-1".into()),
+        dead_letter_source: Some("arn:aws:sqs:us-east-1:000000000000:src".into()),
+        sent_at: 1_700_000_000_123,
+        receive_count: 3,
+        first_received_at: Some(1_700_000_001_000),
+        receipt: Some(u64::MAX),
+        state,
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::queue::MessageAttributes;
-
-    fn message(state: MessageState) -> Message {
-        let mut attributes = MessageAttributes::new();
-        attributes.insert(
-            "s".into(),
-            MessageAttribute {
-                data_type: "String.x".into(),
-                value: AttributeValue::String("välue".into()),
-            },
-        );
-        attributes.insert(
-            "b".into(),
-            MessageAttribute {
-                data_type: "Binary".into(),
-                value: AttributeValue::Binary(vec![0, 255]),
-            },
-        );
-        Message {
-            seq: 7,
-            id: uuid::Uuid::new_v4(),
-            body: "body \" with json ✓".into(),
-            md5_of_body: crate::queue::message::md5_of_body("body \" with json ✓"),
-            attributes: Arc::new(attributes),
-            sender_id: "000000000000".into(),
-            trace_header: Some("Root=1-abc".into()),
-            group_id: Some("group-1".into()),
-            dedup_id: Some("dedup-1".into()),
-            dead_letter_source: Some("arn:aws:sqs:us-east-1:000000000000:src".into()),
-            sent_at: 1_700_000_000_123,
-            receive_count: 3,
-            first_received_at: Some(1_700_000_001_000),
-            receipt: Some(u64::MAX),
-            state,
-        }
-    }
 
     #[test]
     fn messages_round_trip_in_every_state() {
@@ -278,8 +292,13 @@ mod tests {
                 received_at: 8,
             },
         ] {
-            let original = message(state);
-            let decoded = decode_message(7, &encode_body(&original), &encode_state(&original)).unwrap();
+            let original = sample_message(7, state);
+            let decoded = decode_message(
+                7,
+                &text(|out| write_body(&original, out)),
+                &text(|out| write_state(&original, out)),
+            )
+            .unwrap();
             assert_eq!(decoded.id, original.id);
             assert_eq!(decoded.body, original.body);
             assert_eq!(decoded.attributes, original.attributes);
@@ -325,7 +344,10 @@ mod tests {
             last_modified_at: 2,
             last_purge_at: Some(3),
         };
-        assert_eq!(decode_queue("q", &encode_queue(&meta)).unwrap(), meta);
+        assert_eq!(
+            decode_queue("q", &text(|out| write_queue(&meta, out))).unwrap(),
+            meta
+        );
     }
 
     #[test]
@@ -335,7 +357,7 @@ mod tests {
             seq: 42,
             expires_at: 1_700_000_300_000,
         };
-        assert_eq!(decode_dedup(&encode_dedup(&entry)), Some(entry));
+        assert_eq!(decode_dedup(&text(|out| write_dedup(&entry, out))), Some(entry));
         assert_eq!(decode_dedup("x|1|2"), None);
         assert_eq!(decode_dedup(&format!("{}|1|2|3", entry.message_id)), None);
     }
@@ -343,8 +365,8 @@ mod tests {
     #[test]
     fn damaged_records_are_reported_not_trusted() {
         assert!(decode_message(1, "{", "{}").is_err());
-        let ok = message(MessageState::Visible);
-        assert!(decode_message(1, &encode_body(&ok), r#"{"rc":0,"st":"f"}"#).is_err());
+        let ok = sample_message(1, MessageState::Visible);
+        assert!(decode_message(1, &text(|out| write_body(&ok, out)), r#"{"rc":0,"st":"f"}"#).is_err());
         assert!(decode_queue("q", r#"{"attributes":{"VisibilityTimeout":"99999"},"tags":{},"created_at":0,"last_modified_at":0}"#).is_err());
     }
 }

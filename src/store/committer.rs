@@ -15,7 +15,6 @@
 //!   reloads it from Redis, which holds the truth either way. Writes queued
 //!   behind the failed batch belong to the old memory and fail too.
 
-use std::collections::HashMap;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
@@ -23,14 +22,13 @@ use fred::prelude::*;
 use fred::types::scripts::Script;
 use tokio::sync::mpsc;
 
-use super::codec;
+use super::Pending;
+use super::batch::{Batch, Call};
 use super::layout::Layout;
 use super::loader::Loader;
-use super::{Pending, Write};
 use crate::error::{ErrorCode, SqsError};
 use crate::leader::{Leadership, StepDown};
 use crate::metrics::Metrics;
-use crate::queue::Change;
 use crate::service::Service;
 
 /// A batch stops growing at this many bytes of arguments (one more write
@@ -101,38 +99,32 @@ impl Committer {
             return;
         };
         // Split by size, keeping order.
-        let mut rest = current.into_iter().peekable();
-        while rest.peek().is_some() {
-            let mut args = Args::new(&self.layout, token.clone());
-            let mut chunk = Vec::new();
-            while let Some(pending) = rest.next_if(|_| args.bytes < MAX_BATCH_BYTES) {
-                for write in &pending.writes {
-                    args.push(write);
+        let mut rest = current;
+        while !rest.is_empty() {
+            let mut batch = Batch::new(&self.layout);
+            let mut taken = 0;
+            while taken < rest.len() && batch.bytes() < MAX_BATCH_BYTES {
+                for write in &rest[taken].writes {
+                    batch.push(write);
                 }
-                chunk.push(pending);
+                taken += 1;
             }
-            if !self.send(term, args, chunk).await {
+            let call = batch.finish(&token);
+            let chunk = rest.drain(..taken).collect();
+            if !self.send(term, call, chunk).await {
                 // Whatever follows was applied to memory after the failed
                 // writes; memory is being reloaded, so it cannot commit.
-                answer(
-                    rest.collect(),
-                    Err(unavailable("an earlier write to Redis failed")),
-                );
+                answer(rest, Err(unavailable("an earlier write to Redis failed")));
                 return;
             }
         }
     }
 
     /// Sends one script call; answers its waiters. Returns whether it applied.
-    async fn send(&self, term: u64, args: Args<'_>, chunk: Vec<Pending>) -> bool {
+    async fn send(&self, term: u64, call: Call, chunk: Vec<Pending>) -> bool {
         let started = Instant::now();
         self.metrics.commit_writes.observe(chunk.len() as f64);
-        let result: Result<Result<i64, Error>, _> = tokio::time::timeout(
-            self.timeout,
-            self.script
-                .evalsha_with_reload(&self.client, args.keys, args.argv),
-        )
-        .await;
+        let result = tokio::time::timeout(self.timeout, self.eval(&call)).await;
         self.metrics
             .commit_seconds
             .observe(started.elapsed().as_secs_f64());
@@ -169,6 +161,25 @@ impl Committer {
     }
 }
 
+impl Committer {
+    /// Runs the script by its hash, loading it first if Redis does not know
+    /// it (after a restart or SCRIPT FLUSH); a NOSCRIPT answer ran nothing,
+    /// so the retry cannot apply anything twice.
+    async fn eval(&self, call: &Call) -> Result<i64, Error> {
+        let run = || {
+            self.client
+                .evalsha(self.script.sha1().clone(), call.keys(), call.args())
+        };
+        match run().await {
+            Err(error) if error.details().starts_with("NOSCRIPT") => {
+                self.script.load(&self.client).await?;
+                run().await
+            }
+            result => result,
+        }
+    }
+}
+
 fn unavailable(why: &str) -> SqsError {
     SqsError::new(
         ErrorCode::ServiceUnavailable,
@@ -179,99 +190,5 @@ fn unavailable(why: &str) -> SqsError {
 fn answer(pendings: Vec<Pending>, result: Result<(), SqsError>) {
     for pending in pendings {
         let _ = pending.done.send(result.clone());
-    }
-}
-
-/// The KEYS and ARGV of one commit script call.
-struct Args<'a> {
-    layout: &'a Layout,
-    keys: Vec<String>,
-    key_index: HashMap<String, usize>,
-    argv: Vec<String>,
-    bytes: usize,
-}
-
-impl<'a> Args<'a> {
-    fn new(layout: &'a Layout, token: String) -> Args<'a> {
-        Args {
-            layout,
-            keys: vec![layout.lock(), layout.queues(), layout.sequences()],
-            key_index: HashMap::new(),
-            argv: vec![token],
-            bytes: 0,
-        }
-    }
-
-    /// The 1-based KEYS index of `key`, as the script expects it.
-    fn key(&mut self, key: String) -> String {
-        let next = self.keys.len() + 1;
-        let index = *self.key_index.entry(key.clone()).or_insert_with(|| {
-            self.keys.push(key);
-            next
-        });
-        index.to_string()
-    }
-
-    fn op(&mut self, parts: Vec<String>) {
-        self.bytes += parts.iter().map(String::len).sum::<usize>();
-        self.argv.extend(parts);
-    }
-
-    fn push(&mut self, write: &Write) {
-        match write {
-            Write::DeleteQueue { name } => {
-                let (bodies, states) = (
-                    self.key(self.layout.bodies(name)),
-                    self.key(self.layout.states(name)),
-                );
-                self.op(vec!["D".into(), name.clone(), bodies, states]);
-            }
-            Write::Queue { name, changes } => {
-                let (bodies, states) = (
-                    self.key(self.layout.bodies(name)),
-                    self.key(self.layout.states(name)),
-                );
-                let mut next_seq = None;
-                for change in changes {
-                    match change {
-                        Change::Meta(meta) => {
-                            self.op(vec!["Q".into(), name.clone(), codec::encode_queue(meta)])
-                        }
-                        Change::Sent(message) => {
-                            next_seq = Some(message.seq + 1);
-                            self.op(vec![
-                                "M".into(),
-                                bodies.clone(),
-                                states.clone(),
-                                message.seq.to_string(),
-                                codec::encode_body(message),
-                                codec::encode_state(message),
-                            ]);
-                        }
-                        Change::State(message) => self.op(vec![
-                            "S".into(),
-                            states.clone(),
-                            message.seq.to_string(),
-                            codec::encode_state(message),
-                        ]),
-                        Change::Removed(seq) => {
-                            self.op(vec!["X".into(), bodies.clone(), states.clone(), seq.to_string()])
-                        }
-                        Change::Purged => self.op(vec!["P".into(), bodies.clone(), states.clone()]),
-                        Change::Deduplicated(key, entry) => {
-                            let dedup = self.key(self.layout.dedup(name));
-                            self.op(vec!["U".into(), dedup, key.clone(), codec::encode_dedup(entry)]);
-                        }
-                        Change::DedupExpired(key) => {
-                            let dedup = self.key(self.layout.dedup(name));
-                            self.op(vec!["V".into(), dedup, key.clone()]);
-                        }
-                    }
-                }
-                if let Some(next) = next_seq {
-                    self.op(vec!["N".into(), name.clone(), next.to_string()]);
-                }
-            }
-        }
     }
 }

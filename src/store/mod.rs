@@ -8,6 +8,7 @@
 //! everything back when an instance becomes leader, or after a failed write
 //! left memory and Redis possibly apart.
 
+mod batch;
 pub mod codec;
 pub mod committer;
 pub mod layout;
