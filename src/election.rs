@@ -296,7 +296,7 @@ impl RedisLock {
 
 impl LockStore for RedisLock {
     async fn acquire(&self) -> Result<Acquire, LockError> {
-        let nonce = format!("{:016x}", uuid::Uuid::new_v4().as_u64_pair().0);
+        let nonce = format!("{:016x}", crate::random::nonce());
         let args = vec![
             self.node_id.clone(),
             self.advertise_url.clone(),

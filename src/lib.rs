@@ -11,6 +11,7 @@ pub mod metrics;
 pub mod move_tasks;
 pub mod protocol;
 pub mod queue;
+pub mod random;
 pub mod redis;
 pub mod service;
 pub mod sigv4;

@@ -100,7 +100,7 @@ impl MoveTasks {
                 ));
             }
             let task = Arc::new(MoveTask {
-                handle: uuid::Uuid::new_v4().to_string(),
+                handle: crate::random::uuid().to_string(),
                 source: request.source,
                 source_arn: request.source_arn,
                 destination: request.destination,

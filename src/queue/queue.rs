@@ -427,7 +427,7 @@ impl Queue {
         self.next_seq += 1;
         let message = Message {
             seq,
-            id: uuid::Uuid::new_v4(),
+            id: crate::random::uuid(),
             body: new.body.into(),
             attributes: Arc::new(new.attributes),
             md5_of_body,
@@ -550,7 +550,7 @@ impl Queue {
                 target.queue.accept(moved, Some(target.source_arn.clone()), now);
                 continue;
             }
-            let nonce = uuid::Uuid::new_v4().as_u64_pair().0;
+            let nonce = crate::random::nonce();
             self.set_state(
                 seq,
                 MessageState::InFlight {
