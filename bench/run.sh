@@ -21,6 +21,17 @@ fi
 
 BENCH=target/release/ssq-bench
 SSQ=target/release/ssq
+# The load generator and the servers under test get CPUs of their own (the
+# first half for the generator, the rest for the servers and Redis), so that
+# they do not take turns on the same cores and each server's CPU time per
+# request can be read apart. One CPU: everything shares it.
+CPUS=$(nproc)
+if [ "$CPUS" -ge 2 ] && command -v taskset >/dev/null; then
+  GEN_CPUS="0-$(( CPUS / 2 - 1 ))"; SRV_CPUS="$(( CPUS / 2 ))-$(( CPUS - 1 ))"
+  GEN="taskset -c $GEN_CPUS"; SRV="taskset -c $SRV_CPUS"
+else
+  GEN_CPUS=all; SRV_CPUS=all; GEN=""; SRV=""
+fi
 PIDS=()
 cleanup() { for pid in "${PIDS[@]}"; do kill "$pid" 2>/dev/null || true; done; wait 2>/dev/null || true; }
 trap cleanup EXIT
@@ -31,12 +42,15 @@ rss_kib() { awk '/VmRSS/ {print $2}' "/proc/$1/status"; }
 
 FLOOR=$(free_port); MEM=$(free_port); RED=$(free_port); MOTO=$(free_port); REDIS=$(free_port)
 REDIS_DIR=$(mktemp -d)
-$BENCH --serve-floor 127.0.0.1:$FLOOR 2>/dev/null & PIDS+=($!)
-RUST_LOG=warn $SSQ --listen 127.0.0.1:$MEM 2>/dev/null & PIDS+=($!)
-redis-server --port $REDIS --bind 127.0.0.1 --save "" --appendonly yes --appendfsync everysec --dir "$REDIS_DIR" >/dev/null & PIDS+=($!)
+declare -A SERVER_PIDS
+$SRV $BENCH --serve-floor 127.0.0.1:$FLOOR 2>/dev/null & PIDS+=($!); SERVER_PIDS[floor]=$!
+RUST_LOG=warn $SRV $SSQ --listen 127.0.0.1:$MEM 2>/dev/null & PIDS+=($!); SERVER_PIDS[memory]=$!
+$SRV redis-server --port $REDIS --bind 127.0.0.1 --save "" --appendonly yes --appendfsync everysec --dir "$REDIS_DIR" >/dev/null & PIDS+=($!)
+REDIS_PID=$!
 wait_port $REDIS
-RUST_LOG=warn $SSQ --listen 127.0.0.1:$RED --redis-url redis://127.0.0.1:$REDIS 2>/dev/null & PIDS+=($!)
-.venv-bench/bin/moto_server -p $MOTO >/dev/null 2>&1 & PIDS+=($!)
+RUST_LOG=warn $SRV $SSQ --listen 127.0.0.1:$RED --redis-url redis://127.0.0.1:$REDIS 2>/dev/null & PIDS+=($!)
+SERVER_PIDS[redis]="$! $REDIS_PID"
+$SRV .venv-bench/bin/moto_server -p $MOTO >/dev/null 2>&1 & PIDS+=($!); SERVER_PIDS[moto]=$!
 for port in $FLOOR $MEM $RED $MOTO; do wait_port $port; done
 sleep 1   # the Redis-backed instance takes the lock
 
@@ -44,8 +58,10 @@ declare -A URL=([floor]=http://127.0.0.1:$FLOOR [memory]=http://127.0.0.1:$MEM [
 run() { # target scenario concurrency [extra args...]
   local target=$1 scenario=$2 concurrency=$3; shift 3
   echo ">> $target $scenario c=$concurrency" >&2
-  $BENCH --endpoint "${URL[$target]}" --scenario "$scenario" --concurrency "$concurrency" --duration "$DURATION" \
-    --quiet --label "$target" --json "$OUT/$target-$scenario-$concurrency.json" "$@" >/dev/null
+  local pid pids=()
+  for pid in ${SERVER_PIDS[$target]:-}; do pids+=(--server-pid "$pid"); done
+  $GEN $BENCH --endpoint "${URL[$target]}" --scenario "$scenario" --concurrency "$concurrency" --duration "$DURATION" \
+    --quiet --label "$target" --json "$OUT/$target-$scenario-$concurrency.json" "${pids[@]}" "$@" >/dev/null
 }
 
 # Round trip against concurrency, interleaved so that machine noise hits all
@@ -74,32 +90,32 @@ run moto receive 64 --prefill 1000
 
 # Scale checks on fresh memory-only instances.
 SCALE=$(free_port)
-RUST_LOG=warn $SSQ --listen 127.0.0.1:$SCALE 2>/dev/null & SCALE_PID=$!; PIDS+=($SCALE_PID)
+RUST_LOG=warn $SRV $SSQ --listen 127.0.0.1:$SCALE 2>/dev/null & SCALE_PID=$!; PIDS+=($SCALE_PID)
 wait_port $SCALE
 URL[scale]=http://127.0.0.1:$SCALE
 before=$(rss_kib $SCALE_PID)
-$BENCH --endpoint "${URL[scale]}" --scenario fill --prefill 100000 --message-size 1024 --concurrency 32 --label kib --quiet >/dev/null
+$GEN $BENCH --endpoint "${URL[scale]}" --scenario fill --prefill 100000 --message-size 1024 --concurrency 32 --label kib --quiet >/dev/null
 after=$(rss_kib $SCALE_PID)
 echo "{\"messages\": 100000, \"body_bytes\": 1024, \"rss_before_kib\": $before, \"rss_after_kib\": $after}" > "$OUT/memory-per-message.json"
 kill $SCALE_PID
 
 # Receive latency with 10 messages queued against 1,000,000.
 SMALL=$(free_port); LARGE=$(free_port)
-RUST_LOG=warn $SSQ --listen 127.0.0.1:$SMALL 2>/dev/null & PIDS+=($!)
-RUST_LOG=warn $SSQ --listen 127.0.0.1:$LARGE 2>/dev/null & PIDS+=($!)
+RUST_LOG=warn $SRV $SSQ --listen 127.0.0.1:$SMALL 2>/dev/null & PIDS+=($!)
+RUST_LOG=warn $SRV $SSQ --listen 127.0.0.1:$LARGE 2>/dev/null & PIDS+=($!)
 wait_port $SMALL; wait_port $LARGE
 URL[small]=http://127.0.0.1:$SMALL; URL[large]=http://127.0.0.1:$LARGE
-$BENCH --endpoint "${URL[large]}" --scenario fill --prefill 1000000 --message-size 64 --concurrency 64 --label fill-1m --quiet --json "$OUT/fill-1m.json" >/dev/null
-$BENCH --endpoint "${URL[small]}" --scenario fill --prefill 10 --message-size 64 --concurrency 1 --label fill-10 --quiet >/dev/null
+$GEN $BENCH --endpoint "${URL[large]}" --scenario fill --prefill 1000000 --message-size 64 --concurrency 64 --label fill-1m --quiet --json "$OUT/fill-1m.json" >/dev/null
+$GEN $BENCH --endpoint "${URL[small]}" --scenario fill --prefill 10 --message-size 64 --concurrency 1 --label fill-10 --quiet >/dev/null
 # The workers send one message for each they take, so the queue keeps its size.
 for round in 1 2; do
-  run small roundtrip 8 --message-size 64
-  run large roundtrip 8 --message-size 64
+  run small roundtrip 8 --message-size 64 --keep-queues
+  run large roundtrip 8 --message-size 64 --keep-queues
 done
 
 # 10,000 queues: create them, then the round trip spread over all of them.
 MANY=$(free_port)
-RUST_LOG=warn $SSQ --listen 127.0.0.1:$MANY 2>/dev/null & PIDS+=($!)
+RUST_LOG=warn $SRV $SSQ --listen 127.0.0.1:$MANY 2>/dev/null & PIDS+=($!)
 wait_port $MANY
 URL[many]=http://127.0.0.1:$MANY
 run many roundtrip 64 --queues 10000
@@ -116,6 +132,7 @@ run memory longpoll 1000 --rate 500
   echo "{\"cpu\": \"$(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2 | xargs)\","
   echo " \"cores\": $(nproc), \"memory\": \"$(free -h | awk '/Mem:/ {print $2}')\","
   echo " \"kernel\": \"$(uname -r)\", \"redis\": \"$(redis-server --version | awk '{print $3}')\","
+  echo " \"generator_cpus\": \"$GEN_CPUS\", \"server_cpus\": \"$SRV_CPUS\","
   echo " \"duration\": $DURATION, \"date\": \"$(date -u +%Y-%m-%d)\"}"
 } > "$OUT/machine.json"
 python3 bench/report.py "$OUT" docs/benchmarks.md docs/benchmarks.svg

@@ -16,7 +16,7 @@ use axum::body::{Body, Bytes};
 use axum::extract::State;
 use axum::http::{HeaderMap, Method, StatusCode, Uri, header};
 use axum::response::{IntoResponse, Response};
-use axum::routing::get;
+use axum::routing::{get, post};
 
 use crate::api::{self, Action, Input, RequestContext};
 use crate::error::{ErrorCode, SqsError};
@@ -209,13 +209,19 @@ impl tokio::io::AsyncWrite for LimitedStream {
 
 /// Everything on one address: the SQS API and the operational endpoints.
 pub fn router(state: Arc<AppState>) -> Router {
-    admin_routes().fallback(sqs_entry).with_state(state)
+    admin_routes()
+        .route("/", get(home).post(sqs))
+        .merge(queue_path_routes())
+        .with_state(state)
 }
 
 /// The SQS API alone, for when the operational endpoints have an address of
 /// their own (`--admin-listen`).
 pub fn sqs_router(state: Arc<AppState>) -> Router {
-    Router::new().fallback(sqs_entry).with_state(state)
+    Router::new()
+        .route("/", get(home).post(sqs))
+        .merge(queue_path_routes())
+        .with_state(state)
 }
 
 /// The status page, `/health`, `/ready`, `/status` and `/metrics`.
@@ -223,31 +229,9 @@ pub fn admin_router(state: Arc<AppState>) -> Router {
     admin_routes().route("/", get(status_page)).with_state(state)
 }
 
-/// `POST /` (and `POST /{account}/{queue}`, the Query protocol's habit of
-/// posting to the queue URL) is the SQS API; `GET /` the home page. They are
-/// told apart here rather than by routes: for a matched route axum stores
-/// the path parameters and the matched path in the request's extensions,
-/// allocations on every request that ssq never reads (7% of its CPU in a
-/// profile of SendMessage).
-async fn sqs_entry(
-    state: State<Arc<AppState>>,
-    method: Method,
-    uri: Uri,
-    headers: HeaderMap,
-    body: Body,
-) -> Response {
-    let path = uri.path().trim_matches('/');
-    let segments = if path.is_empty() {
-        0
-    } else {
-        path.split('/').count()
-    };
-    match (segments, &method) {
-        (0 | 2, &Method::POST) => sqs(state, method, uri, headers, body).await,
-        (0, &Method::GET | &Method::HEAD) => home(state, method, uri, headers, body).await,
-        (0 | 2, _) => StatusCode::METHOD_NOT_ALLOWED.into_response(),
-        _ => StatusCode::NOT_FOUND.into_response(),
-    }
+/// SQS requests posted to a queue URL (the Query protocol's habit).
+fn queue_path_routes() -> Router<Arc<AppState>> {
+    Router::new().route("/{account}/{queue}", post(sqs))
 }
 
 fn admin_routes() -> Router<Arc<AppState>> {

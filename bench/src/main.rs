@@ -19,14 +19,14 @@
 //! request is the same as against a real server.
 
 use std::collections::BTreeMap;
-use std::sync::Arc;
+use std::sync::{Arc, Mutex};
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
+use bytes::Bytes;
 use clap::{Parser, ValueEnum};
 use hdrhistogram::Histogram;
 use serde_json::{Value, json};
-use tokio::sync::Mutex;
 
 #[derive(Parser, Debug, Clone)]
 #[command(
@@ -72,6 +72,15 @@ struct Options {
     /// No progress line.
     #[arg(long)]
     quiet: bool,
+    /// Processes serving the endpoint (repeatable: ssq and its Redis): their
+    /// CPU time during the measurement is reported per request (Linux).
+    #[arg(long = "server-pid")]
+    server_pids: Vec<u32>,
+    /// Use the queues as they are and leave them behind. By default a run
+    /// deletes them before it starts and when it ends (a `fill` keeps what
+    /// it filled), so that every run starts from nothing.
+    #[arg(long)]
+    keep_queues: bool,
     /// Serve the HTTP floor on this address instead of generating load.
     #[arg(long)]
     serve_floor: Option<std::net::SocketAddr>,
@@ -113,12 +122,14 @@ struct Recorder {
 }
 
 impl Recorder {
-    async fn record(&self, kind: &'static str, started: Instant, messages: usize, ok: bool) {
+    /// A short critical section without an await: a std mutex costs the
+    /// workers less than an async one.
+    fn record(&self, kind: &'static str, started: Instant, messages: usize, ok: bool) {
         if !self.measuring.load(Ordering::Relaxed) {
             return;
         }
         let micros = started.elapsed().as_micros().max(1) as u64;
-        let mut series = self.series.lock().await;
+        let mut series = self.series.lock().expect("no worker panics while recording");
         let entry = series.entry(kind).or_insert_with(Series::new);
         if ok {
             let _ = entry.latency_us.record(micros);
@@ -137,7 +148,8 @@ struct Sqs {
 }
 
 impl Sqs {
-    async fn call(&self, action: &str, body: Value) -> Result<Value, String> {
+    /// One request; the body of a successful answer, unparsed.
+    async fn post(&self, action: &str, body: Bytes) -> Result<Bytes, String> {
         let response = self
             .http
             .post(&self.endpoint)
@@ -149,43 +161,42 @@ impl Sqs {
                 "authorization",
                 "AWS4-HMAC-SHA256 Credential=bench/20260101/us-east-1/sqs/aws4_request, SignedHeaders=host, Signature=0",
             )
-            .body(body.to_string())
+            .body(body)
             .send()
             .await
             .map_err(|e| e.to_string())?;
         let status = response.status();
         let bytes = response.bytes().await.map_err(|e| e.to_string())?;
-        let value: Value = serde_json::from_slice(&bytes).unwrap_or(Value::Null);
         if status.is_success() {
-            Ok(value)
+            Ok(bytes)
         } else {
-            Err(format!("{action}: {status} {value}"))
+            Err(format!("{action}: {status} {}", String::from_utf8_lossy(&bytes)))
         }
     }
 
-    async fn send(&self, queue: &str, body: &str, batch: usize) -> Result<usize, String> {
+    async fn call(&self, action: &str, body: Value) -> Result<Value, String> {
+        let bytes = self.post(action, body.to_string().into()).await?;
+        Ok(serde_json::from_slice(&bytes).unwrap_or(Value::Null))
+    }
+
+    async fn send(&self, queue: &Requests, batch: usize) -> Result<usize, String> {
         if batch <= 1 {
-            self.call("SendMessage", json!({"QueueUrl": queue, "MessageBody": body}))
-                .await?;
+            self.post("SendMessage", queue.send.clone()).await?;
             return Ok(1);
         }
-        let entries: Vec<Value> = (0..batch)
-            .map(|i| json!({"Id": i.to_string(), "MessageBody": body}))
-            .collect();
-        let out = self
-            .call("SendMessageBatch", json!({"QueueUrl": queue, "Entries": entries}))
-            .await?;
+        let out = self.post("SendMessageBatch", queue.send.clone()).await?;
+        let out: Value = serde_json::from_slice(&out).unwrap_or(Value::Null);
         Ok(out["Successful"].as_array().map_or(0, Vec::len))
     }
 
-    async fn receive(&self, queue: &str, max: usize, wait: u32) -> Result<Vec<Value>, String> {
-        let out = self
-            .call(
-                "ReceiveMessage",
-                json!({"QueueUrl": queue, "MaxNumberOfMessages": max, "WaitTimeSeconds": wait}),
-            )
-            .await?;
-        Ok(out["Messages"].as_array().cloned().unwrap_or_default())
+    async fn receive(&self, queue: &Requests, wait: u32) -> Result<Vec<Value>, String> {
+        let body = if wait > 0 { &queue.long_poll } else { &queue.receive };
+        let out = self.post("ReceiveMessage", body.clone()).await?;
+        let mut out: Value = serde_json::from_slice(&out).unwrap_or(Value::Null);
+        Ok(match out["Messages"].take() {
+            Value::Array(messages) => messages,
+            _ => Vec::new(),
+        })
     }
 
     async fn delete(&self, queue: &str, messages: &[Value]) -> Result<(), String> {
@@ -208,6 +219,36 @@ impl Sqs {
         )
         .await?;
         Ok(())
+    }
+}
+
+/// The request bodies that never change for a queue, serialized once:
+/// the generator's own cost per request should be as small as it can be.
+struct Requests {
+    url: String,
+    send: Bytes,
+    receive: Bytes,
+    long_poll: Bytes,
+}
+
+impl Requests {
+    fn new(url: &str, body: &str, batch: usize) -> Requests {
+        let send = if batch <= 1 {
+            json!({"QueueUrl": url, "MessageBody": body})
+        } else {
+            let entries: Vec<Value> = (0..batch)
+                .map(|i| json!({"Id": i.to_string(), "MessageBody": body}))
+                .collect();
+            json!({"QueueUrl": url, "Entries": entries})
+        };
+        let receive =
+            |wait: u32| json!({"QueueUrl": url, "MaxNumberOfMessages": batch, "WaitTimeSeconds": wait});
+        Requests {
+            url: url.to_string(),
+            send: send.to_string().into(),
+            receive: receive(0).to_string().into(),
+            long_poll: receive(20).to_string().into(),
+        }
     }
 }
 
@@ -276,6 +317,13 @@ async fn main() {
     let mut queues = Vec::new();
     for i in 0..options.queues {
         let name = format!("ssq-bench-{i}");
+        if !options.keep_queues {
+            // Left over from an interrupted run: start from nothing. (Not
+            // PurgeQueue: SQS allows one purge a minute.)
+            if let Ok(out) = sqs.call("GetQueueUrl", json!({"QueueName": name})).await {
+                let _ = sqs.call("DeleteQueue", json!({"QueueUrl": out["QueueUrl"]})).await;
+            }
+        }
         let out = sqs
             .call("CreateQueue", json!({"QueueName": name}))
             .await
@@ -290,7 +338,6 @@ async fn main() {
             .as_str()
             .expect("CreateQueue returns QueueUrl")
             .to_string();
-        let _ = sqs.call("PurgeQueue", json!({"QueueUrl": url})).await;
         queues.push(url);
     }
     let body = "x".repeat(options.message_size.max(1));
@@ -321,6 +368,10 @@ async fn main() {
         progress: Arc::new(AtomicU64::new(0)),
     };
     let stop = Arc::new(AtomicBool::new(false));
+    let requests: Vec<Arc<Requests>> = queues
+        .iter()
+        .map(|url| Arc::new(Requests::new(url, &body, options.batch)))
+        .collect();
     let mut workers = Vec::new();
     let worker_count = if options.scenario == Scenario::Longpoll {
         options.concurrency + 1
@@ -336,21 +387,16 @@ async fn main() {
             Scenario::Longpoll if w == 0 => Role::PacedProducer,
             Scenario::Longpoll => Role::LongPoller,
         };
-        let queue = queues[w % queues.len()].clone();
-        let (sqs, recorder, stop, body, options) = (
-            sqs.clone(),
-            recorder.clone(),
-            stop.clone(),
-            body.clone(),
-            options.clone(),
-        );
+        let queue = requests[w % requests.len()].clone();
+        let (sqs, recorder, stop, options) = (sqs.clone(), recorder.clone(), stop.clone(), options.clone());
         workers.push(tokio::spawn(async move {
-            work(role, &sqs, &queue, &body, &options, &recorder, &stop).await
+            work(role, &sqs, &queue, &options, &recorder, &stop).await
         }));
     }
 
     tokio::time::sleep(Duration::from_secs_f64(options.warmup)).await;
     recorder.measuring.store(true, Ordering::Relaxed);
+    let cpu_before = cpu_seconds(&options.server_pids);
     let started = Instant::now();
     let measure_for = Duration::from_secs_f64(options.duration);
     while started.elapsed() < measure_for {
@@ -368,6 +414,7 @@ async fn main() {
     }
     recorder.measuring.store(false, Ordering::Relaxed);
     let elapsed = started.elapsed().as_secs_f64();
+    let server_cpu = cpu_seconds(&options.server_pids).zip(cpu_before).map(|(after, before)| after - before);
     stop.store(true, Ordering::Relaxed);
     if !options.quiet {
         eprintln!();
@@ -375,7 +422,12 @@ async fn main() {
     for worker in workers {
         worker.abort();
     }
-    report(&options, &*recorder.series.lock().await, elapsed);
+    report(&options, &recorder.series.lock().expect("workers stopped"), elapsed, server_cpu);
+    if !options.keep_queues {
+        for queue in &queues {
+            let _ = sqs.call("DeleteQueue", json!({"QueueUrl": queue})).await;
+        }
+    }
 }
 
 #[derive(Clone, Copy)]
@@ -389,8 +441,7 @@ enum Role {
 async fn work(
     role: Role,
     sqs: &Sqs,
-    queue: &str,
-    body: &str,
+    queue: &Requests,
     options: &Options,
     recorder: &Recorder,
     stop: &AtomicBool,
@@ -400,27 +451,27 @@ async fn work(
         match role {
             Role::Producer => {
                 let started = Instant::now();
-                let result = sqs.send(queue, body, options.batch).await;
+                let result = sqs.send(queue, options.batch).await;
                 let ok = result.is_ok();
-                recorder.record("send", started, result.unwrap_or(0), ok).await;
+                recorder.record("send", started, result.unwrap_or(0), ok);
             }
             Role::PacedProducer => {
                 paced_next += Duration::from_secs_f64(1.0 / options.rate.max(0.001));
                 tokio::time::sleep_until(paced_next.into()).await;
                 let started = Instant::now();
-                let stamped = format!("{}", now_micros());
-                let ok = sqs.send(queue, &stamped, 1).await.is_ok();
-                recorder.record("send", started, 1, ok).await;
+                let stamped = json!({"QueueUrl": queue.url, "MessageBody": now_micros().to_string()});
+                let ok = sqs.call("SendMessage", stamped).await.is_ok();
+                recorder.record("send", started, 1, ok);
             }
             Role::Consumer | Role::LongPoller => {
                 let wait = if matches!(role, Role::LongPoller) { 20 } else { 0 };
                 let started = Instant::now();
-                let received = sqs.receive(queue, options.batch, wait).await;
+                let received = sqs.receive(queue, wait).await;
                 let Ok(messages) = received else {
-                    recorder.record("receive", started, 0, false).await;
+                    recorder.record("receive", started, 0, false);
                     continue;
                 };
-                recorder.record("receive", started, messages.len(), true).await;
+                recorder.record("receive", started, messages.len(), true);
                 if messages.is_empty() {
                     if matches!(role, Role::Consumer) && options.scenario == Scenario::Receive {
                         return; // drained
@@ -431,13 +482,13 @@ async fn work(
                     for message in &messages {
                         if let Some(sent) = message["Body"].as_str().and_then(|b| b.parse::<u128>().ok()) {
                             let delay = Duration::from_micros(now_micros().saturating_sub(sent) as u64);
-                            recorder.record("delivery", Instant::now() - delay, 1, true).await;
+                            recorder.record("delivery", Instant::now() - delay, 1, true);
                         }
                     }
                 }
                 let started = Instant::now();
-                let ok = sqs.delete(queue, &messages).await.is_ok();
-                recorder.record("delete", started, messages.len(), ok).await;
+                let ok = sqs.delete(&queue.url, &messages).await.is_ok();
+                recorder.record("delete", started, messages.len(), ok);
             }
         }
     }
@@ -454,13 +505,16 @@ async fn prefill(sqs: &Arc<Sqs>, queues: &[String], body: &str, per_queue: usize
         let per_task = per_queue.div_ceil(concurrency.max(1));
         for t in 0..concurrency.max(1) {
             let count = per_task.min(per_queue.saturating_sub(t * per_task));
-            let (sqs, queue, body) = (sqs.clone(), queue.clone(), body.to_string());
+            let sqs = sqs.clone();
+            let full_batch = Requests::new(queue, body, 10);
+            let last_batch = Requests::new(queue, body, (count % 10).max(2));
             tasks.push(tokio::spawn(async move {
                 let mut sent = 0;
                 let mut failures = 0;
                 while sent < count {
                     let n = (count - sent).min(10);
-                    match sqs.send(&queue, &body, n.max(2)).await {
+                    let requests = if n == 10 { &full_batch } else { &last_batch };
+                    match sqs.send(requests, n.max(2)).await {
                         Ok(k) if k > 0 => {
                             sent += k.min(n);
                             failures = 0;
@@ -484,7 +538,25 @@ async fn prefill(sqs: &Arc<Sqs>, queues: &[String], body: &str, per_queue: usize
     eprintln!("filled in {:.1}s", started.elapsed().as_secs_f64());
 }
 
-fn report(options: &Options, series: &BTreeMap<&'static str, Series>, elapsed: f64) {
+/// CPU time (user and system) the processes used so far, from
+/// /proc/PID/stat; `None` without pids or off Linux.
+fn cpu_seconds(pids: &[u32]) -> Option<f64> {
+    if pids.is_empty() {
+        return None;
+    }
+    let mut ticks = 0u64;
+    for pid in pids {
+        let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
+        // Fields after the command name, which is in parentheses and may hold spaces.
+        let fields: Vec<&str> = stat.rsplit_once(')')?.1.split_whitespace().collect();
+        // utime and stime are fields 14 and 15 of the whole line.
+        ticks += fields.get(11)?.parse::<u64>().ok()? + fields.get(12)?.parse::<u64>().ok()?;
+    }
+    // USER_HZ is 100 on every Linux ABI.
+    Some(ticks as f64 / 100.0)
+}
+
+fn report(options: &Options, series: &BTreeMap<&'static str, Series>, elapsed: f64, server_cpu: Option<f64>) {
     println!(
         "{} | {:?} | concurrency {} | {} B | batch {} | {} queue(s) | {:.1}s",
         options.label,
@@ -523,8 +595,14 @@ fn report(options: &Options, series: &BTreeMap<&'static str, Series>, elapsed: f
             }),
         );
     }
+    let requests: u64 = series.values().map(|s| s.requests).sum();
+    let cpu_per_request_us = server_cpu.filter(|_| requests > 0).map(|cpu| cpu * 1e6 / requests as f64);
+    if let (Some(cpu), Some(per_request)) = (server_cpu, cpu_per_request_us) {
+        println!("server CPU: {cpu:.2} s, {per_request:.1} µs per request");
+    }
     if let Some(path) = &options.json {
         let document = json!({
+            "server_cpu_seconds": server_cpu, "server_cpu_us_per_request": cpu_per_request_us,
             "label": options.label, "scenario": format!("{:?}", options.scenario).to_lowercase(),
             "endpoint": options.endpoint, "concurrency": options.concurrency, "message_size": options.message_size,
             "batch": options.batch, "queues": options.queues, "seconds": elapsed, "series": json_series,
