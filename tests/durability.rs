@@ -205,6 +205,15 @@ async fn in_flight_messages_stay_hidden_and_keep_their_receive_counts() {
         }
     }
     let busy_handle = busy_handle.expect("busy was received");
+    // A delayed message, never received: it has no state record in Redis,
+    // its delay comes back from its body record.
+    sqs.send_message()
+        .queue_url(&url)
+        .message_body("later")
+        .delay_seconds(900)
+        .send()
+        .await
+        .unwrap();
 
     nodes.remove(leader).signal("KILL");
     let new_leader = leader_of(&nodes).await;
@@ -229,6 +238,18 @@ async fn in_flight_messages_stay_hidden_and_keep_their_receive_counts() {
         visible.messages()[0].attributes.as_ref().unwrap()
             [&MessageSystemAttributeName::ApproximateReceiveCount],
         "3"
+    );
+    let counts = sqs
+        .get_queue_attributes()
+        .queue_url(&url)
+        .attribute_names(QueueAttributeName::ApproximateNumberOfMessagesDelayed)
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(
+        counts.attributes().unwrap()[&QueueAttributeName::ApproximateNumberOfMessagesDelayed],
+        "1",
+        "the delayed message is still delayed on the new leader"
     );
 
     // The receipt handle from the old leader still works on the new one.

@@ -19,8 +19,8 @@
 //! request is the same as against a real server.
 
 use std::collections::BTreeMap;
-use std::sync::{Arc, Mutex};
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
 use bytes::Bytes;
@@ -190,7 +190,11 @@ impl Sqs {
     }
 
     async fn receive(&self, queue: &Requests, wait: u32) -> Result<Vec<Value>, String> {
-        let body = if wait > 0 { &queue.long_poll } else { &queue.receive };
+        let body = if wait > 0 {
+            &queue.long_poll
+        } else {
+            &queue.receive
+        };
         let out = self.post("ReceiveMessage", body.clone()).await?;
         let mut out: Value = serde_json::from_slice(&out).unwrap_or(Value::Null);
         Ok(match out["Messages"].take() {
@@ -321,7 +325,9 @@ async fn main() {
             // Left over from an interrupted run: start from nothing. (Not
             // PurgeQueue: SQS allows one purge a minute.)
             if let Ok(out) = sqs.call("GetQueueUrl", json!({"QueueName": name})).await {
-                let _ = sqs.call("DeleteQueue", json!({"QueueUrl": out["QueueUrl"]})).await;
+                let _ = sqs
+                    .call("DeleteQueue", json!({"QueueUrl": out["QueueUrl"]}))
+                    .await;
             }
         }
         let out = sqs
@@ -414,7 +420,9 @@ async fn main() {
     }
     recorder.measuring.store(false, Ordering::Relaxed);
     let elapsed = started.elapsed().as_secs_f64();
-    let server_cpu = cpu_seconds(&options.server_pids).zip(cpu_before).map(|(after, before)| after - before);
+    let server_cpu = cpu_seconds(&options.server_pids)
+        .zip(cpu_before)
+        .map(|(after, before)| after - before);
     stop.store(true, Ordering::Relaxed);
     if !options.quiet {
         eprintln!();
@@ -422,7 +430,12 @@ async fn main() {
     for worker in workers {
         worker.abort();
     }
-    report(&options, &recorder.series.lock().expect("workers stopped"), elapsed, server_cpu);
+    report(
+        &options,
+        &recorder.series.lock().expect("workers stopped"),
+        elapsed,
+        server_cpu,
+    );
     if !options.keep_queues {
         for queue in &queues {
             let _ = sqs.call("DeleteQueue", json!({"QueueUrl": queue})).await;
@@ -596,7 +609,9 @@ fn report(options: &Options, series: &BTreeMap<&'static str, Series>, elapsed: f
         );
     }
     let requests: u64 = series.values().map(|s| s.requests).sum();
-    let cpu_per_request_us = server_cpu.filter(|_| requests > 0).map(|cpu| cpu * 1e6 / requests as f64);
+    let cpu_per_request_us = server_cpu
+        .filter(|_| requests > 0)
+        .map(|cpu| cpu * 1e6 / requests as f64);
     if let (Some(cpu), Some(per_request)) = (server_cpu, cpu_per_request_us) {
         println!("server CPU: {cpu:.2} s, {per_request:.1} µs per request");
     }

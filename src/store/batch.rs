@@ -105,9 +105,11 @@ impl<'a> Batch<'a> {
                             self.set(bodies, Field::Seq(message.seq), |out| {
                                 codec::write_body(message, out)
                             });
-                            self.set(states, Field::Seq(message.seq), |out| {
-                                codec::write_state(message, out)
-                            });
+                            if !codec::state_implied_by_body(message) {
+                                self.set(states, Field::Seq(message.seq), |out| {
+                                    codec::write_state(message, out)
+                                });
+                            }
                         }
                         Change::State(message) => self.set(states, Field::Seq(message.seq), |out| {
                             codec::write_state(message, out)
@@ -366,12 +368,14 @@ mod tests {
                                 seq.clone(),
                                 text(|out| codec::write_body(message, out)),
                             );
-                            hset(
-                                store,
-                                states.clone(),
-                                seq,
-                                text(|out| codec::write_state(message, out)),
-                            );
+                            if !codec::state_implied_by_body(message) {
+                                hset(
+                                    store,
+                                    states.clone(),
+                                    seq,
+                                    text(|out| codec::write_state(message, out)),
+                                );
+                            }
                             hset(
                                 store,
                                 layout.sequences(),
@@ -437,7 +441,12 @@ mod tests {
                 }),
                 1 | 2 => {
                     *next_seq += 1;
-                    Change::Sent(sample_message(*next_seq, MessageState::Visible))
+                    let mut message = sample_message(*next_seq, MessageState::Visible);
+                    if dice.below(2) == 0 {
+                        // Never received: no state record.
+                        (message.receive_count, message.first_received_at, message.receipt) = (0, None, None);
+                    }
+                    Change::Sent(message)
                 }
                 3 => Change::State(sample_message(
                     dice.below(*next_seq + 1),

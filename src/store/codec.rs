@@ -3,7 +3,9 @@
 //! A message is split in two records: its body record never changes once
 //! written; its state record (receive count, receipt, visibility deadline)
 //! is rewritten by every receive and visibility change. A receive therefore
-//! writes a few dozen bytes, not the body again. Queue settings are stored in
+//! writes a few dozen bytes, not the body again, and a send writes no state
+//! record at all: a message waiting for its first receive has the state its
+//! body record implies. Queue settings are stored in
 //! their SQS text form, so that loading them runs the same checks as
 //! SetQueueAttributes.
 
@@ -94,6 +96,10 @@ struct BodyRecord<S: Ord> {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     dl: Option<S>,
     sent: u64,
+    /// Delayed until (ms), for a message sent with a delay: its state while
+    /// it has no state record.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    du: Option<u64>,
 }
 
 /// The changing part of a message. `st`: `v` visible, `d` delayed until
@@ -141,8 +147,26 @@ pub fn write_body(message: &Message, out: &mut BytesMut) {
         d: message.dedup_id.as_deref(),
         dl: message.dead_letter_source.as_deref(),
         sent: message.sent_at,
+        du: match message.state {
+            MessageState::Delayed { until } => Some(until),
+            _ => None,
+        },
     };
     serde_json::to_writer(out.writer(), &record).expect("a body record serializes")
+}
+
+/// Whether the message's state is the one its body record implies (never
+/// received, visible or still in its send delay), so that no state record
+/// is needed: most messages are sent and deleted without one, which saves
+/// Redis a hash entry per message.
+pub fn state_implied_by_body(message: &Message) -> bool {
+    message.receive_count == 0
+        && message.first_received_at.is_none()
+        && message.receipt.is_none()
+        && matches!(
+            message.state,
+            MessageState::Visible | MessageState::Delayed { .. }
+        )
 }
 
 pub fn write_state(message: &Message, out: &mut BytesMut) {
@@ -162,12 +186,24 @@ pub fn write_state(message: &Message, out: &mut BytesMut) {
     serde_json::to_writer(out.writer(), &record).expect("a state record serializes")
 }
 
-/// Rebuilds a message from its two records.
-pub fn decode_message(seq: u64, body: &str, state: &str) -> Result<Message, String> {
+/// Rebuilds a message from its body record and its state record, if it
+/// has one (see [`state_implied_by_body`]).
+pub fn decode_message(seq: u64, body: &str, state: Option<&str>) -> Result<Message, String> {
     let body: BodyRecord<String> =
         serde_json::from_str(body).map_err(|e| format!("message {seq}: unreadable body: {e}"))?;
-    let state: StateRecord =
-        serde_json::from_str(state).map_err(|e| format!("message {seq}: unreadable state: {e}"))?;
+    let state: StateRecord = match state {
+        Some(state) => {
+            serde_json::from_str(state).map_err(|e| format!("message {seq}: unreadable state: {e}"))?
+        }
+        None => StateRecord {
+            rc: 0,
+            fr: None,
+            rh: None,
+            st: if body.du.is_some() { 'd' } else { 'v' },
+            u: body.du,
+            ra: None,
+        },
+    };
     let attributes = body
         .attrs
         .into_iter()
@@ -296,7 +332,7 @@ mod tests {
             let decoded = decode_message(
                 7,
                 &text(|out| write_body(&original, out)),
-                &text(|out| write_state(&original, out)),
+                Some(&text(|out| write_state(&original, out))),
             )
             .unwrap();
             assert_eq!(decoded.id, original.id);
@@ -332,6 +368,46 @@ mod tests {
     }
 
     #[test]
+    fn a_message_never_received_needs_no_state_record() {
+        for state in [
+            MessageState::Visible,
+            MessageState::Delayed {
+                until: 1_700_000_900_000,
+            },
+        ] {
+            let mut fresh = sample_message(3, state);
+            (fresh.receive_count, fresh.first_received_at, fresh.receipt) = (0, None, None);
+            assert!(state_implied_by_body(&fresh));
+            let decoded = decode_message(3, &text(|out| write_body(&fresh, out)), None).unwrap();
+            assert_eq!(
+                (
+                    decoded.state,
+                    decoded.receive_count,
+                    decoded.first_received_at,
+                    decoded.receipt
+                ),
+                (state, 0, None, None)
+            );
+        }
+        let received = sample_message(3, MessageState::Visible);
+        assert!(
+            !state_implied_by_body(&received),
+            "a receive count needs its record"
+        );
+        let in_flight = MessageState::InFlight {
+            until: 9,
+            received_at: 8,
+        };
+        let mut fresh_but_in_flight = sample_message(3, in_flight);
+        (
+            fresh_but_in_flight.receive_count,
+            fresh_but_in_flight.first_received_at,
+        ) = (0, None);
+        fresh_but_in_flight.receipt = None;
+        assert!(!state_implied_by_body(&fresh_but_in_flight));
+    }
+
+    #[test]
     fn queue_settings_round_trip_through_their_text_form() {
         let mut attributes = QueueAttributes::default();
         attributes.set("VisibilityTimeout", "77").unwrap();
@@ -364,9 +440,9 @@ mod tests {
 
     #[test]
     fn damaged_records_are_reported_not_trusted() {
-        assert!(decode_message(1, "{", "{}").is_err());
+        assert!(decode_message(1, "{", Some("{}")).is_err());
         let ok = sample_message(1, MessageState::Visible);
-        assert!(decode_message(1, &text(|out| write_body(&ok, out)), r#"{"rc":0,"st":"f"}"#).is_err());
+        assert!(decode_message(1, &text(|out| write_body(&ok, out)), Some(r#"{"rc":0,"st":"f"}"#)).is_err());
         assert!(decode_queue("q", r#"{"attributes":{"VisibilityTimeout":"99999"},"tags":{},"created_at":0,"last_modified_at":0}"#).is_err());
     }
 }

@@ -130,21 +130,22 @@ impl Loader {
                 states.insert(seq, state);
             })
             .await?;
-            let mut messages = Vec::with_capacity(states.len());
+            let mut messages = Vec::new();
             let mut damaged = 0;
             self.scan(&self.layout.bodies(&name), |seq, body| {
-                // HSCAN may repeat an entry; the state is taken once.
-                if let Some(state) = states.remove(&seq) {
-                    match codec::decode_message(seq, &body, &state) {
-                        Ok(message) => messages.push(message),
-                        Err(error) => {
-                            tracing::error!(queue = %name, %error, "a stored message cannot be read; it is left out");
-                            damaged += 1;
-                        }
+                // A message never received has no state record.
+                match codec::decode_message(seq, &body, states.get(&seq).map(String::as_str)) {
+                    Ok(message) => messages.push(message),
+                    Err(error) => {
+                        tracing::error!(queue = %name, %error, "a stored message cannot be read; it is left out");
+                        damaged += 1;
                     }
                 }
             })
             .await?;
+            // HSCAN may return an entry twice (while Redis rehashes).
+            messages.sort_unstable_by_key(|message| message.seq);
+            messages.dedup_by_key(|message| message.seq);
             loaded.damaged += damaged;
             loaded.messages += messages.len();
             let mut dedup = Vec::new();
