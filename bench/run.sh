@@ -27,7 +27,8 @@ SSQ=target/release/ssq
 # request can be read apart. One CPU: everything shares it.
 CPUS=$(nproc)
 if [ "$CPUS" -ge 2 ] && command -v taskset >/dev/null; then
-  GEN_CPUS="0-$(( CPUS / 2 - 1 ))"; SRV_CPUS="$(( CPUS / 2 ))-$(( CPUS - 1 ))"
+  span() { if [ "$1" = "$2" ]; then echo "$1"; else echo "$1-$2"; fi; }
+  GEN_CPUS=$(span 0 $(( CPUS / 2 - 1 ))); SRV_CPUS=$(span $(( CPUS / 2 )) $(( CPUS - 1 )))
   GEN="taskset -c $GEN_CPUS"; SRV="taskset -c $SRV_CPUS"
 else
   GEN_CPUS=all; SRV_CPUS=all; GEN=""; SRV=""
@@ -119,7 +120,7 @@ MANY=$(free_port)
 RUST_LOG=warn $SRV $SSQ --listen 127.0.0.1:$MANY 2>/dev/null & PIDS+=($!)
 wait_port $MANY
 URL[many]=http://127.0.0.1:$MANY
-run many roundtrip 64 --queues 10000
+run many roundtrip 64 --queues 10000 --keep-queues
 scrape_started=$(date +%s%N); curl -s "${URL[many]}/metrics" >/dev/null
 echo "{\"metrics_scrape_ms\": $(( ($(date +%s%N) - scrape_started) / 1000000 ))}" > "$OUT/many-queues-scrape.json"
 

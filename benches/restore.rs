@@ -10,7 +10,6 @@
 #[path = "../tests/common/mod.rs"]
 mod common;
 
-use std::collections::BTreeMap;
 use std::time::{Duration, Instant};
 
 use common::{LibraryLeader, RedisServer, Server, new_message};
@@ -29,12 +28,7 @@ fn rss_kib(pid: u32) -> u64 {
 #[tokio::main]
 async fn main() {
     let redis = RedisServer::start();
-    let leader = LibraryLeader::start(&redis).await;
-    leader
-        .service
-        .create_queue("restore", &BTreeMap::new(), BTreeMap::new())
-        .await
-        .unwrap();
+    let leader = LibraryLeader::start_with_queue(&redis, "restore").await;
     let filling = Instant::now();
     let body = "x".repeat(BODY);
     for chunk in 0..MESSAGES / 10_000 {

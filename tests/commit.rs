@@ -5,7 +5,7 @@
 
 mod common;
 
-use std::collections::{BTreeMap, HashMap};
+use std::collections::HashMap;
 
 use common::{LibraryLeader, RedisServer, new_message};
 use fred::prelude::*;
@@ -14,13 +14,9 @@ use ssq::service::ReceiveRequest;
 #[tokio::test]
 async fn commits_land_and_survive_a_flushed_script_cache() {
     let redis = RedisServer::start();
-    let leader = LibraryLeader::start(&redis).await;
+    let leader = LibraryLeader::start_with_queue(&redis, "q").await;
     let (service, client, layout) = (&leader.service, &leader.client, &leader.layout);
 
-    service
-        .create_queue("q", &BTreeMap::new(), BTreeMap::new())
-        .await
-        .unwrap();
     let messages = (0..3).map(|i| new_message(&format!("m{i}"))).collect();
     for sent in service.send("q", messages).await.unwrap() {
         sent.unwrap();

@@ -5,7 +5,7 @@
 
 mod common;
 
-use std::collections::{BTreeMap, HashMap};
+use std::collections::HashMap;
 
 use common::{LibraryLeader, RedisServer, new_message};
 use fred::prelude::*;
@@ -15,13 +15,9 @@ use ssq::leader::Role;
 #[tokio::test]
 async fn a_commit_after_the_lock_changed_hands_writes_nothing_and_steps_down() {
     let redis = RedisServer::start();
-    let leader = LibraryLeader::start(&redis).await;
+    let leader = LibraryLeader::start_with_queue(&redis, "q").await;
     let (service, client, layout) = (&leader.service, &leader.client, &leader.layout);
 
-    service
-        .create_queue("q", &BTreeMap::new(), BTreeMap::new())
-        .await
-        .unwrap();
     service
         .send("q", vec![new_message("kept")])
         .await

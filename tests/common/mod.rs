@@ -488,6 +488,21 @@ impl LibraryLeader {
         }
     }
 
+    /// A leader with one empty standard queue, `queue`.
+    pub async fn start_with_queue(redis: &RedisServer, queue: &str) -> LibraryLeader {
+        let leader = LibraryLeader::start(redis).await;
+        leader
+            .service
+            .create_queue(
+                queue,
+                &std::collections::BTreeMap::new(),
+                std::collections::BTreeMap::new(),
+            )
+            .await
+            .unwrap();
+        leader
+    }
+
     /// Gives the lock up so that a process can take over.
     pub async fn release(&self) {
         use fred::prelude::KeysInterface;
