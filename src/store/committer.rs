@@ -120,6 +120,23 @@ impl Committer {
         }
     }
 
+    /// Runs the script by its hash, loading it first if Redis does not know
+    /// it (after a restart or SCRIPT FLUSH); a NOSCRIPT answer ran nothing,
+    /// so the retry cannot apply anything twice.
+    async fn eval(&self, call: &Call) -> Result<i64, Error> {
+        let run = || {
+            self.client
+                .evalsha(self.script.sha1().clone(), call.keys(), call.args())
+        };
+        match run().await {
+            Err(error) if error.details().starts_with("NOSCRIPT") => {
+                self.script.load(&self.client).await?;
+                run().await
+            }
+            result => result,
+        }
+    }
+
     /// Sends one script call; answers its waiters. Returns whether it applied.
     async fn send(&self, term: u64, call: Call, chunk: Vec<Pending>) -> bool {
         let started = Instant::now();
@@ -157,25 +174,6 @@ impl Committer {
                 }
                 false
             }
-        }
-    }
-}
-
-impl Committer {
-    /// Runs the script by its hash, loading it first if Redis does not know
-    /// it (after a restart or SCRIPT FLUSH); a NOSCRIPT answer ran nothing,
-    /// so the retry cannot apply anything twice.
-    async fn eval(&self, call: &Call) -> Result<i64, Error> {
-        let run = || {
-            self.client
-                .evalsha(self.script.sha1().clone(), call.keys(), call.args())
-        };
-        match run().await {
-            Err(error) if error.details().starts_with("NOSCRIPT") => {
-                self.script.load(&self.client).await?;
-                run().await
-            }
-            result => result,
         }
     }
 }
