@@ -4,7 +4,7 @@
 //! what Redis does least work for: a field set or removed in a hash, or a
 //! whole key removed. The writes to one hash are then folded into one HSET
 //! and one HDEL per call, the last write to a field winning (a message sent
-//! and deleted within one batch costs a single HDEL). Folding reorders
+//! and deleted within one batch never has its body written). Folding reorders
 //! writes to different keys, which commute; each key keeps its own order,
 //! because an UNLINK closes its key's fold and later writes open a new one.
 //!
