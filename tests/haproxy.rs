@@ -13,7 +13,10 @@ use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use aws_sdk_sqs::types::QueueAttributeName;
-use common::{RedisServer, Server, client_without_retries, free_port, queue_url, single_leader};
+use common::{
+    RedisServer, Server, client_without_retries, delete_received, free_port, poll_once, queue_url,
+    single_leader,
+};
 
 struct Haproxy {
     child: Child,
@@ -122,28 +125,16 @@ async fn clients_behind_haproxy_ride_through_a_crash_and_a_restart() {
         let (sqs, url, ledger, consuming) = (sqs.clone(), url.clone(), ledger.clone(), consuming.clone());
         tokio::spawn(async move {
             while consuming.load(Ordering::Relaxed) {
-                let Ok(out) = sqs
-                    .receive_message()
-                    .queue_url(&url)
-                    .max_number_of_messages(10)
-                    .wait_time_seconds(1)
-                    .send()
-                    .await
-                else {
+                let Some(messages) = poll_once(&sqs, &url).await else {
                     continue;
                 };
-                for message in out.messages() {
+                for message in &messages {
                     ledger
                         .lock()
                         .unwrap()
                         .delivered
                         .insert(message.body().unwrap().to_string());
-                    let _ = sqs
-                        .delete_message()
-                        .queue_url(&url)
-                        .receipt_handle(message.receipt_handle().unwrap())
-                        .send()
-                        .await;
+                    delete_received(&sqs, &url, message).await;
                 }
             }
         })

@@ -11,7 +11,9 @@ use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use aws_sdk_sqs::types::QueueAttributeName;
-use common::{RedisServer, Server, client_without_retries, queue_url, single_leader};
+use common::{
+    RedisServer, Server, client_without_retries, delete_received, poll_once, queue_url, single_leader,
+};
 
 /// The instances' URLs as they come and go, and a client per URL.
 #[derive(Clone, Default)]
@@ -100,17 +102,10 @@ async fn no_acknowledged_message_is_lost_across_three_failovers() {
         tokio::spawn(async move {
             while consuming.load(Ordering::Relaxed) {
                 for sqs in endpoints.clients() {
-                    let Ok(out) = sqs
-                        .receive_message()
-                        .queue_url(&url)
-                        .max_number_of_messages(10)
-                        .wait_time_seconds(1)
-                        .send()
-                        .await
-                    else {
+                    let Some(messages) = poll_once(&sqs, &url).await else {
                         continue;
                     };
-                    for message in out.messages() {
+                    for message in &messages {
                         let body = message.body().unwrap().to_string();
                         {
                             let mut ledger = ledger.lock().unwrap();
@@ -119,15 +114,7 @@ async fn no_acknowledged_message_is_lost_across_three_failovers() {
                             }
                             ledger.delivered.insert(body.clone());
                         }
-                        let handle = message.receipt_handle().unwrap();
-                        if sqs
-                            .delete_message()
-                            .queue_url(&url)
-                            .receipt_handle(handle)
-                            .send()
-                            .await
-                            .is_ok()
-                        {
+                        if delete_received(&sqs, &url, message).await {
                             ledger.lock().unwrap().deleted.insert(body);
                         }
                     }

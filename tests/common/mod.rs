@@ -521,3 +521,31 @@ pub fn new_message(body: &str) -> ssq::queue::NewMessage {
         dedup_id: None,
     }
 }
+
+/// One long poll of a consumer under test (up to 10 messages, 1 s); `None`
+/// when the request failed, as it may while leadership moves.
+pub async fn poll_once(sqs: &aws_sdk_sqs::Client, url: &str) -> Option<Vec<aws_sdk_sqs::types::Message>> {
+    let out = sqs
+        .receive_message()
+        .queue_url(url)
+        .max_number_of_messages(10)
+        .wait_time_seconds(1)
+        .send()
+        .await
+        .ok()?;
+    Some(out.messages.unwrap_or_default())
+}
+
+/// Deletes a received message; whether the server acknowledged the delete.
+pub async fn delete_received(
+    sqs: &aws_sdk_sqs::Client,
+    url: &str,
+    message: &aws_sdk_sqs::types::Message,
+) -> bool {
+    sqs.delete_message()
+        .queue_url(url)
+        .receipt_handle(message.receipt_handle().unwrap_or_default())
+        .send()
+        .await
+        .is_ok()
+}
