@@ -46,7 +46,7 @@ pub struct Batch<'a> {
 struct QueueKeys {
     bodies: usize,
     states: usize,
-    /// Only FIFO queues have one.
+    /// Added when a write touches deduplication ids or deletes the queue.
     dedup: Option<usize>,
 }
 
