@@ -287,3 +287,27 @@ async fn random_json_for_every_action_never_breaks_the_server() {
     let health = reqwest::get(format!("{}/health", server.url)).await.unwrap();
     assert_eq!(health.status(), 200);
 }
+
+/// A Query parameter name of 13,000 dot-separated parts (26 KB) once
+/// overflowed the stack while the form was folded, aborting the process.
+#[tokio::test]
+async fn query_names_too_deep_to_fold_are_refused_and_the_server_lives_on() {
+    let server = Server::start();
+    let deep = format!("Action=ListQueues&{}=1", vec!["a"; 13_000].join("."));
+    let http = reqwest::Client::new();
+    let requests = [
+        http.post(&server.url)
+            .header("content-type", "application/x-www-form-urlencoded")
+            .body(deep.clone()),
+        http.get(format!("{}/?{deep}", server.url)),
+    ];
+    for request in requests {
+        let response = request.send().await.expect("ssq answers instead of crashing");
+        assert_eq!(response.status().as_u16(), 400);
+        let body = response.text().await.unwrap();
+        assert!(body.contains("<Code>InvalidParameterValue</Code>"), "{body}");
+        assert!(body.contains("dot-separated parts"), "{body}");
+    }
+    let listed = server.client().list_queues().send().await;
+    assert!(listed.is_ok(), "the server still serves: {listed:?}");
+}

@@ -45,6 +45,17 @@ const NUMBERS: &[&str] = &[
     "WaitTimeSeconds",
 ];
 
+/// The most dot-separated segments a parameter name may have. The deepest
+/// name in the SQS model has seven
+/// (`SendMessageBatchRequestEntry.1.MessageAttribute.1.Value.StringListValue.1`);
+/// the tree below is built and dropped recursively, so without this bound one
+/// request with a name of thousands of segments overflows the stack.
+pub const MAX_NAME_SEGMENTS: usize = 10;
+
+/// The most parameters one request may carry. A full SendMessageBatch (ten
+/// entries, each with ten message attributes) has about 500.
+pub const MAX_PARAMETERS: usize = 2_000;
+
 /// A parameter name split at its dots, as a tree.
 #[derive(Debug, Default)]
 struct Node {
@@ -80,6 +91,12 @@ impl Node {
     }
 }
 
+/// The `name=value` pairs of a form, counted as the decoder will see them
+/// (empty pieces between `&`s are skipped).
+fn count_pairs(form: &[u8]) -> usize {
+    form.split(|&byte| byte == b'&').filter(|pair| !pair.is_empty()).count()
+}
+
 /// Reads a Query request: its action and its input as a JSON tree.
 /// `queue_path` is the request's path when it names a queue.
 pub fn parse(
@@ -87,6 +104,7 @@ pub fn parse(
     url_query: Option<&str>,
     queue_path: Option<&str>,
 ) -> Result<(Action, Value), SqsError> {
+    check_parameter_count(count_pairs(body) + url_query.map_or(0, |query| count_pairs(query.as_bytes())))?;
     let mut pairs: Vec<(String, String)> = serde_urlencoded::from_bytes(body).map_err(|e| {
         SqsError::new(
             ErrorCode::SerializationException,
@@ -94,13 +112,7 @@ pub fn parse(
         )
     })?;
     if let Some(query) = url_query {
-        let from_url: Vec<(String, String)> = serde_urlencoded::from_str(query).map_err(|e| {
-            SqsError::new(
-                ErrorCode::SerializationException,
-                format!("The query string could not be read: {e}."),
-            )
-        })?;
-        pairs.extend(from_url);
+        pairs.extend(url_pairs(query)?);
     }
     let action_name = pairs
         .iter()
@@ -113,19 +125,59 @@ pub fn parse(
             format!("The action {action_name} is not valid for this endpoint."),
         )
     })?;
-    let mut root = Node::default();
-    for (key, value) in pairs {
-        if !is_envelope(&key) {
-            root.insert(&key.split('.').collect::<Vec<_>>(), value);
-        }
-    }
-    let mut input = members(&root, action)?;
+    let mut input = fold(pairs, action)?;
     if let Some(path) = queue_path
         && !input.contains_key("QueueUrl")
     {
         input.insert("QueueUrl".into(), Value::String(path.to_string()));
     }
     Ok((action, Value::Object(input)))
+}
+
+/// Reads the input of `action` from a URL's query string alone: what a
+/// presigned URL carries for a JSON-protocol action.
+pub fn parse_parameters(action: Action, url_query: &str) -> Result<Value, SqsError> {
+    check_parameter_count(count_pairs(url_query.as_bytes()))?;
+    Ok(Value::Object(fold(url_pairs(url_query)?, action)?))
+}
+
+/// Counted before anything is decoded: a body of empty pairs (`a=&a=&…`)
+/// must not turn into millions of allocations first.
+fn check_parameter_count(parameters: usize) -> Result<(), SqsError> {
+    if parameters > MAX_PARAMETERS {
+        return Err(SqsError::invalid_parameter(format!(
+            "The request has {parameters} parameters; at most {MAX_PARAMETERS} are accepted."
+        )));
+    }
+    Ok(())
+}
+
+fn url_pairs(query: &str) -> Result<Vec<(String, String)>, SqsError> {
+    serde_urlencoded::from_str(query).map_err(|e| {
+        SqsError::new(
+            ErrorCode::SerializationException,
+            format!("The query string could not be read: {e}."),
+        )
+    })
+}
+
+/// Folds `name=value` pairs into the model tree of `action`'s input.
+fn fold(pairs: Vec<(String, String)>, action: Action) -> Result<Map<String, Value>, SqsError> {
+    let mut root = Node::default();
+    for (key, value) in pairs {
+        if is_envelope(&key) {
+            continue;
+        }
+        let path: Vec<&str> = key.splitn(MAX_NAME_SEGMENTS + 1, '.').collect();
+        if path.len() > MAX_NAME_SEGMENTS {
+            return Err(SqsError::invalid_parameter(format!(
+                "The parameter name {}... has more than {MAX_NAME_SEGMENTS} dot-separated parts; no SQS parameter has that many.",
+                path[..MAX_NAME_SEGMENTS].join(".")
+            )));
+        }
+        root.insert(&path, value);
+    }
+    members(&root, action)
 }
 
 /// The members of one structure (the request, or a batch entry).
@@ -381,6 +433,22 @@ mod tests {
         .unwrap();
         assert_eq!(input["AttributeNames"][0], "All");
         assert_eq!(input["QueueUrl"], "/000000000000/q");
+    }
+
+    #[test]
+    fn deep_names_and_many_parameters_are_refused_before_folding() {
+        // A name of 13,000 segments overflowed the stack while folding.
+        let deep = format!("Action=ListQueues&{}=1", vec!["a"; 13_000].join("."));
+        for (body, query) in [(deep.as_str(), None), ("", Some(deep.as_str()))] {
+            let error = parse(body.as_bytes(), query, None).unwrap_err();
+            assert_eq!(error.code, ErrorCode::InvalidParameterValue);
+            assert!(error.message.contains("more than 10 dot-separated parts"), "{error}");
+        }
+        let deepest_real = "Action=SendMessageBatch&SendMessageBatchRequestEntry.1.MessageAttribute.1.Value.StringListValue.1=x";
+        assert!(parse(deepest_real.as_bytes(), None, None).is_ok());
+        let many = format!("Action=ListQueues{}", "&a=".repeat(MAX_PARAMETERS));
+        let error = parse(many.as_bytes(), None, None).unwrap_err();
+        assert!(error.message.contains("at most 2000"), "{error}");
     }
 
     #[test]
