@@ -110,6 +110,13 @@ pub struct Config {
     #[arg(long, env = "SSQ_MAX_BYTES", default_value = "4GiB", value_parser = parse_size)]
     pub max_bytes: u64,
 
+    /// Bytes that all request bodies being read or handled may take together,
+    /// e.g. 128MiB: beyond it requests get a retryable 503 at once, so that
+    /// clients stalling mid-body cannot take the server's memory. At least
+    /// 5MiB, the largest body read.
+    #[arg(long, env = "SSQ_MAX_BODY_BUFFER", default_value = "128MiB", value_parser = parse_body_buffer)]
+    pub max_body_buffer: u64,
+
     /// Concurrent client connections at most; more wait to be accepted.
     #[arg(long, env = "SSQ_MAX_CONNECTIONS", default_value_t = 10_000)]
     pub max_connections: usize,
@@ -118,6 +125,12 @@ pub struct Config {
     /// 20 s, the longest long poll.
     #[arg(long, env = "SSQ_IDLE_TIMEOUT", default_value = "60s", value_parser = parse_duration)]
     pub idle_timeout: Duration,
+
+    /// A request head (request line and headers) must be complete this long
+    /// after its first byte, or the connection is closed: a client trickling
+    /// its headers cannot hold a connection for ever.
+    #[arg(long, env = "SSQ_HEADER_TIMEOUT", default_value = "5s", value_parser = parse_duration)]
+    pub header_timeout: Duration,
 
     /// Time a client has to send a request's body (slow clients get 408).
     #[arg(long, env = "SSQ_REQUEST_TIMEOUT", default_value = "30s", value_parser = parse_duration)]
@@ -302,6 +315,18 @@ fn parse_size(value: &str) -> Result<u64, String> {
         .ok()
         .and_then(|n| n.checked_mul(unit))
         .ok_or_else(|| format!("{value:?} is not a size such as 4GiB, 512MiB, 64KiB or 1048576"))
+}
+
+/// A size that holds at least one body of the largest size read.
+fn parse_body_buffer(value: &str) -> Result<u64, String> {
+    let size = parse_size(value)?;
+    let least = crate::request_body::MAX_REQUEST_BODY as u64;
+    if size < least {
+        return Err(format!(
+            "{value:?} is less than {least} bytes (5MiB), the largest request body, which must fit"
+        ));
+    }
+    Ok(size)
 }
 
 /// Durations as `500ms`, `5s`, `1.5s` or `2m`; a bare number is seconds.

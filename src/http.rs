@@ -7,7 +7,6 @@
 //! Prometheus text. An instance that does not serve (a passive, or a leader
 //! stepping down) answers every SQS call with a retryable 503.
 
-use std::future::Future;
 use std::sync::Arc;
 use std::time::Instant;
 
@@ -23,11 +22,8 @@ use crate::error::{ErrorCode, SqsError};
 use crate::leader::Leadership;
 use crate::metrics::Metrics;
 use crate::protocol::{json, query};
+use crate::request_body::{BodyBudget, BodyPermit};
 use crate::service::Service;
-
-/// The largest request body read. A batch may carry 1 MiB of payload, and
-/// encodings inflate it (JSON's \uXXXX escapes up to 3x, base64 by 4/3).
-pub const MAX_REQUEST_BODY: usize = 5 * 1024 * 1024;
 
 pub struct AppState {
     pub service: Arc<Service>,
@@ -41,6 +37,8 @@ pub struct AppState {
     pub credentials: Option<crate::sigv4::Credentials>,
     /// Time a client has to send a request's body.
     pub request_timeout: std::time::Duration,
+    /// What all request bodies in memory may take together.
+    pub body_budget: BodyBudget,
     /// The status page and the other operational endpoints have their own
     /// address (`--admin-listen`).
     pub admin_apart: bool,
@@ -65,145 +63,6 @@ impl AppState {
             region: self.region.clone(),
             sender_id: self.account_id.as_str().into(),
         }
-    }
-}
-
-/// A listener that holds at most `max` connections open: beyond that,
-/// accepting waits until one closes (new clients queue in the kernel's
-/// backlog) instead of taking on unbounded work. A connection on which no
-/// byte moves for `idle_timeout` is closed, so idle clients cannot hold the
-/// places forever.
-pub struct LimitedListener {
-    inner: tokio::net::TcpListener,
-    permits: Arc<tokio::sync::Semaphore>,
-    idle_timeout: std::time::Duration,
-}
-
-impl LimitedListener {
-    pub fn new(
-        inner: tokio::net::TcpListener,
-        max: usize,
-        idle_timeout: std::time::Duration,
-    ) -> LimitedListener {
-        LimitedListener {
-            inner,
-            permits: Arc::new(tokio::sync::Semaphore::new(max.max(1))),
-            idle_timeout,
-        }
-    }
-}
-
-impl axum::serve::Listener for LimitedListener {
-    type Io = LimitedStream;
-    type Addr = std::net::SocketAddr;
-
-    async fn accept(&mut self) -> (Self::Io, Self::Addr) {
-        let permit = self
-            .permits
-            .clone()
-            .acquire_owned()
-            .await
-            .expect("the semaphore is never closed");
-        loop {
-            match self.inner.accept().await {
-                Ok((stream, address)) => {
-                    let _ = stream.set_nodelay(true);
-                    let idle = Box::pin(tokio::time::sleep(self.idle_timeout));
-                    let stream = LimitedStream {
-                        stream,
-                        _permit: permit,
-                        idle,
-                        idle_timeout: self.idle_timeout,
-                    };
-                    return (stream, address);
-                }
-                // Out of file descriptors and the like: wait, as axum's own
-                // listener does, rather than spin.
-                Err(_) => tokio::time::sleep(std::time::Duration::from_millis(50)).await,
-            }
-        }
-    }
-
-    fn local_addr(&self) -> std::io::Result<Self::Addr> {
-        self.inner.local_addr()
-    }
-}
-
-/// A connection that gives its permit back when it closes, and ends itself
-/// after `idle_timeout` without traffic.
-pub struct LimitedStream {
-    stream: tokio::net::TcpStream,
-    _permit: tokio::sync::OwnedSemaphorePermit,
-    idle: std::pin::Pin<Box<tokio::time::Sleep>>,
-    idle_timeout: std::time::Duration,
-}
-
-impl LimitedStream {
-    fn touched(&mut self) {
-        let deadline = tokio::time::Instant::now() + self.idle_timeout;
-        self.idle.as_mut().reset(deadline);
-    }
-}
-
-impl tokio::io::AsyncRead for LimitedStream {
-    fn poll_read(
-        mut self: std::pin::Pin<&mut Self>,
-        cx: &mut std::task::Context<'_>,
-        buf: &mut tokio::io::ReadBuf<'_>,
-    ) -> std::task::Poll<std::io::Result<()>> {
-        let before = buf.filled().len();
-        match std::pin::Pin::new(&mut self.stream).poll_read(cx, buf) {
-            std::task::Poll::Ready(result) => {
-                if buf.filled().len() > before {
-                    self.touched();
-                }
-                std::task::Poll::Ready(result)
-            }
-            // Nothing to read: end the connection once it has been idle too
-            // long (reading nothing more is what a closed peer looks like).
-            std::task::Poll::Pending => match self.idle.as_mut().poll(cx) {
-                std::task::Poll::Ready(()) => std::task::Poll::Ready(Ok(())),
-                std::task::Poll::Pending => std::task::Poll::Pending,
-            },
-        }
-    }
-}
-
-impl tokio::io::AsyncWrite for LimitedStream {
-    fn poll_write(
-        mut self: std::pin::Pin<&mut Self>,
-        cx: &mut std::task::Context<'_>,
-        buf: &[u8],
-    ) -> std::task::Poll<std::io::Result<usize>> {
-        self.touched();
-        std::pin::Pin::new(&mut self.stream).poll_write(cx, buf)
-    }
-
-    fn poll_write_vectored(
-        mut self: std::pin::Pin<&mut Self>,
-        cx: &mut std::task::Context<'_>,
-        bufs: &[std::io::IoSlice<'_>],
-    ) -> std::task::Poll<std::io::Result<usize>> {
-        self.touched();
-        std::pin::Pin::new(&mut self.stream).poll_write_vectored(cx, bufs)
-    }
-
-    fn is_write_vectored(&self) -> bool {
-        self.stream.is_write_vectored()
-    }
-
-    fn poll_flush(
-        mut self: std::pin::Pin<&mut Self>,
-        cx: &mut std::task::Context<'_>,
-    ) -> std::task::Poll<std::io::Result<()>> {
-        std::pin::Pin::new(&mut self.stream).poll_flush(cx)
-    }
-
-    fn poll_shutdown(
-        mut self: std::pin::Pin<&mut Self>,
-        cx: &mut std::task::Context<'_>,
-    ) -> std::task::Poll<std::io::Result<()>> {
-        std::pin::Pin::new(&mut self.stream).poll_shutdown(cx)
     }
 }
 
@@ -264,15 +123,10 @@ async fn sqs(
     } else {
         Wire::Query
     };
-    let request = match read_body(body, state.request_timeout).await {
-        Ok(body) => authenticate(&state, &method, &uri, &headers, &body)
-            .and_then(|()| read_request(wire, &uri, &headers, body)),
-        Err(error) => Err(error),
-    };
-    let (action, result) = match request {
+    let (action, result) = match admit(&state, wire, &method, &uri, &headers, body).await {
         Err(error) => (None, Err(error)),
-        Ok((action, _)) if !state.leadership.is_serving() => (Some(action), Err(not_serving(&state))),
-        Ok((action, input)) => {
+        Ok((action, _, _body)) if !state.leadership.is_serving() => (Some(action), Err(not_serving(&state))),
+        Ok((action, input, _body)) => {
             let ctx = state.context(&headers);
             let result = match input {
                 RequestInput::Json(bytes) => {
@@ -317,27 +171,38 @@ async fn sqs(
     }
 }
 
+/// Authenticates and reads a request. With credentials configured, the
+/// signature's head is checked before a byte of the body is read, so that
+/// requests without a valid key, date and scope take no body memory; the
+/// body is then bound to the signature. Bodies draw on the process-wide
+/// budget until the request is answered (the permit returned).
+async fn admit(
+    state: &AppState,
+    wire: Wire,
+    method: &Method,
+    uri: &Uri,
+    headers: &HeaderMap,
+    body: Body,
+) -> Result<(Action, RequestInput, BodyPermit), SqsError> {
+    let signature = match &state.credentials {
+        None => None,
+        Some(credentials) => {
+            let now = (state.service.now() / 1000) as i64;
+            Some(credentials.check_head(method, uri, headers, &state.region, now)?)
+        }
+    };
+    let (body, permit) = state.body_budget.read(body, state.request_timeout).await?;
+    if let Some(signature) = signature {
+        signature.check_body(&body)?;
+    }
+    let (action, input) = read_request(wire, uri, headers, body)?;
+    Ok((action, input, permit))
+}
+
 /// A request's input, in the shape its wire format gave it.
 enum RequestInput {
     Json(Bytes),
     Tree(serde_json::Value),
-}
-
-/// Checks the request's signature when credentials are configured.
-fn authenticate(
-    state: &AppState,
-    method: &Method,
-    uri: &Uri,
-    headers: &HeaderMap,
-    body: &[u8],
-) -> Result<(), SqsError> {
-    match &state.credentials {
-        None => Ok(()),
-        Some(credentials) => {
-            let now = (state.service.now() / 1000) as i64;
-            credentials.verify(method, uri, headers, body, now)
-        }
-    }
 }
 
 fn read_request(
@@ -349,7 +214,16 @@ fn read_request(
     match wire {
         Wire::Json => {
             let action = json::target(headers)?;
-            Ok((action, RequestInput::Json(body)))
+            match uri.query() {
+                // A presigned URL: the parameters are in the signed query
+                // string and there is no body (botocore moves the JSON
+                // members there).
+                Some(parameters) if body.is_empty() => Ok((
+                    action,
+                    RequestInput::Tree(query::parse_parameters(action, parameters)?),
+                )),
+                _ => Ok((action, RequestInput::Json(body))),
+            }
         }
         Wire::Query => {
             // POST /{account}/{queue}: the path is the queue URL.
@@ -454,22 +328,6 @@ async fn status(State(state): State<Arc<AppState>>) -> Response {
         body.to_string(),
     )
         .into_response()
-}
-
-async fn read_body(body: Body, timeout: std::time::Duration) -> Result<Bytes, SqsError> {
-    match tokio::time::timeout(timeout, axum::body::to_bytes(body, MAX_REQUEST_BODY)).await {
-        Ok(Ok(bytes)) => Ok(bytes),
-        Ok(Err(_)) => Err(SqsError::new(
-            ErrorCode::RequestTooLarge,
-            format!("The request body is larger than the {MAX_REQUEST_BODY} bytes ssq reads."),
-        )),
-        Err(_) => Err(SqsError::new(
-            ErrorCode::RequestTimeout,
-            format!(
-                "The request body did not arrive within {timeout:?}; send it faster or raise --request-timeout."
-            ),
-        )),
-    }
 }
 
 async fn metrics(State(state): State<Arc<AppState>>) -> Response {

@@ -164,6 +164,7 @@ async fn main() {
         public_url: config.public_url.clone(),
         credentials,
         request_timeout: config.request_timeout,
+        body_budget: ssq::request_body::BodyBudget::new(config.max_body_buffer as usize),
         admin_apart: config.admin_listen.is_some(),
     });
     let (token_tx, token_rx) = oneshot::channel();
@@ -195,7 +196,11 @@ async fn main() {
             "--idle-timeout is not above 20 s: long polls that wait longer will have their connection closed"
         );
     }
-    let listener = ssq::http::LimitedListener::new(listener, config.max_connections, config.idle_timeout);
+    let timeouts = ssq::listener::ConnectionTimeouts {
+        idle: config.idle_timeout,
+        header: config.header_timeout,
+    };
+    let listener = ssq::listener::LimitedListener::new(listener, config.max_connections, timeouts);
     let served = axum::serve(listener, app).with_graceful_shutdown(shutdown).await;
     let _ = stop_tasks.send(true);
     if let Err(error) = served {

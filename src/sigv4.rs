@@ -45,15 +45,22 @@ impl Credentials {
         Ok(Credentials { secrets })
     }
 
-    /// Checks the signature of a request; `now` is Unix seconds.
-    pub fn verify(
+    /// Checks what can be checked before the body is read: that the request
+    /// is signed at all, with a known key, for `region` and the service `sqs`,
+    /// with `host` among the signed headers, dated within the skew (or, when
+    /// presigned, not yet expired). When the request declares its payload's
+    /// hash (`x-amz-content-sha256`, or `UNSIGNED-PAYLOAD` in a presigned
+    /// URL), the signature itself is checked here too, so that an unsigned
+    /// client never gets as far as having its body buffered.
+    /// `now` is Unix seconds.
+    pub fn check_head(
         &self,
         method: &Method,
         uri: &Uri,
         headers: &HeaderMap,
-        body: &[u8],
+        region: &str,
         now: i64,
-    ) -> Result<(), SqsError> {
+    ) -> Result<HeadChecked, SqsError> {
         let signed = Signed::from_request(uri, headers)?;
         let secret = self.secrets.get(&signed.access_key_id).ok_or_else(|| {
             SqsError::new(
@@ -67,25 +74,194 @@ impl Credentials {
                 "X-Amz-Date is not of the form YYYYMMDDTHHMMSSZ.",
             )
         })?;
-        if (date - now).abs() > MAX_SKEW_SECONDS {
-            return Err(SqsError::new(
-                ErrorCode::RequestExpired,
-                format!(
-                    "Request has expired: X-Amz-Date {} is more than 15 minutes from the server's time.",
-                    signed.amz_date
-                ),
-            ));
-        }
-        let scope_ok = signed.scope_date == signed.amz_date[..8]
-            && signed.service == "sqs"
-            && signed.terminator == "aws4_request";
-        if !scope_ok {
+        check_date(&signed, date, now)?;
+        if signed.scope_date != signed.amz_date[..8] || signed.terminator != "aws4_request" {
             return Err(SqsError::new(
                 ErrorCode::SignatureDoesNotMatch,
                 "The credential scope must be <date>/<region>/sqs/aws4_request, dated as X-Amz-Date.",
             ));
         }
-        let canonical = canonical_request(method, uri, headers, body, &signed);
+        if signed.service != "sqs" {
+            return Err(SqsError::new(
+                ErrorCode::SignatureDoesNotMatch,
+                format!(
+                    "Credential should be scoped to correct service: 'sqs', not '{}'.",
+                    signed.service
+                ),
+            ));
+        }
+        if signed.region != region {
+            return Err(SqsError::new(
+                ErrorCode::SignatureDoesNotMatch,
+                format!(
+                    "Credential should be scoped to a valid region, not '{}'. This server is in '{region}' (--region).",
+                    signed.region
+                ),
+            ));
+        }
+        if !signed.signed_headers.iter().any(|name| name == "host") {
+            return Err(SqsError::new(
+                ErrorCode::SignatureDoesNotMatch,
+                "The host header must be signed (SignedHeaders must include host).",
+            ));
+        }
+        let mut key = hmac(format!("AWS4{secret}").as_bytes(), signed.scope_date.as_bytes());
+        for part in [signed.region.as_str(), "sqs", "aws4_request"] {
+            key = hmac(&key, part.as_bytes());
+        }
+        let payload = declared_payload(uri, headers, &signed)?;
+        let mut head = HeadChecked {
+            canonical_head: canonical_head(method, uri, headers, &signed),
+            signed,
+            key,
+            payload,
+            signature_checked: false,
+        };
+        if let Some(hash) = head.payload.signed_hash() {
+            head.check_signature(&hash)?;
+            head.signature_checked = true;
+        }
+        Ok(head)
+    }
+
+    /// Checks the whole signature of a request, body included; `now` is
+    /// Unix seconds.
+    pub fn verify(
+        &self,
+        method: &Method,
+        uri: &Uri,
+        headers: &HeaderMap,
+        body: &[u8],
+        region: &str,
+        now: i64,
+    ) -> Result<(), SqsError> {
+        self.check_head(method, uri, headers, region, now)?
+            .check_body(body)
+    }
+}
+
+/// The longest lifetime a presigned URL may ask for: seven days, as in AWS.
+const MAX_PRESIGNED_EXPIRY_SECONDS: i64 = 7 * 24 * 3_600;
+
+/// A header-signed request must be dated within the skew; a presigned one
+/// is valid from its date (less the skew) until its `X-Amz-Expires` runs out.
+fn check_date(signed: &Signed, date: i64, now: i64) -> Result<(), SqsError> {
+    let expired = |why: String| SqsError::new(ErrorCode::RequestExpired, format!("Request has expired: {why}."));
+    if date - now > MAX_SKEW_SECONDS {
+        return Err(expired(format!(
+            "X-Amz-Date {} is more than 15 minutes ahead of the server's time",
+            signed.amz_date
+        )));
+    }
+    match signed.expires {
+        None if now - date > MAX_SKEW_SECONDS => Err(expired(format!(
+            "X-Amz-Date {} is more than 15 minutes behind the server's time",
+            signed.amz_date
+        ))),
+        Some(expires) if now > date + expires => Err(expired(format!(
+            "the presigned URL was valid for {expires} s from {}",
+            signed.amz_date
+        ))),
+        _ => Ok(()),
+    }
+}
+
+/// What the request says its payload's hash is.
+enum DeclaredPayload {
+    /// A hex SHA-256 the signature covers; the body must hash to it.
+    Hash(String),
+    /// `UNSIGNED-PAYLOAD`: the signature covers no body, so there must be
+    /// none; the action and its parameters come from the signed URL.
+    Unsigned,
+    /// Nothing declared: the signature covers the body's hash.
+    Body,
+}
+
+impl DeclaredPayload {
+    /// The payload hash as the canonical request has it, when the body is
+    /// not needed to know it.
+    fn signed_hash(&self) -> Option<String> {
+        match self {
+            DeclaredPayload::Hash(hash) => Some(hash.clone()),
+            DeclaredPayload::Unsigned => Some(UNSIGNED_PAYLOAD.to_string()),
+            DeclaredPayload::Body => None,
+        }
+    }
+}
+
+const UNSIGNED_PAYLOAD: &str = "UNSIGNED-PAYLOAD";
+
+fn declared_payload(uri: &Uri, headers: &HeaderMap, signed: &Signed) -> Result<DeclaredPayload, SqsError> {
+    let declared = match headers.get("x-amz-content-sha256") {
+        Some(value) => Some(value.to_str().unwrap_or_default().to_string()),
+        None if signed.presigned() => query_value(uri, "X-Amz-Content-Sha256"),
+        None => None,
+    };
+    match declared.as_deref() {
+        None if signed.presigned() => Ok(DeclaredPayload::Unsigned),
+        None => Ok(DeclaredPayload::Body),
+        Some(UNSIGNED_PAYLOAD) => Ok(DeclaredPayload::Unsigned),
+        Some(hash) if hash.len() == 64 && hash.bytes().all(|b| b.is_ascii_hexdigit()) => {
+            Ok(DeclaredPayload::Hash(hash.to_ascii_lowercase()))
+        }
+        Some(other) => Err(SqsError::new(
+            ErrorCode::SignatureDoesNotMatch,
+            format!(
+                "x-amz-content-sha256 must be the hex SHA-256 of the body or UNSIGNED-PAYLOAD, not {other:?}."
+            ),
+        )),
+    }
+}
+
+/// A request whose signature's head checked out; [`HeadChecked::check_body`]
+/// finishes the check once the body is read.
+pub struct HeadChecked {
+    signed: Signed,
+    /// The canonical request up to (not including) the payload hash line.
+    canonical_head: String,
+    /// The derived signing key.
+    key: Vec<u8>,
+    payload: DeclaredPayload,
+    /// Whether the signature was verified already, from the declared hash.
+    signature_checked: bool,
+}
+
+impl HeadChecked {
+    /// Whether the request is known to be signed by a holder of the secret
+    /// before its body is read.
+    pub fn is_authenticated(&self) -> bool {
+        self.signature_checked
+    }
+
+    /// Binds the body to the signature: it must hash to what was signed.
+    pub fn check_body(self, body: &[u8]) -> Result<(), SqsError> {
+        match &self.payload {
+            DeclaredPayload::Hash(declared) => {
+                if !constant_time_eq(hex(&Sha256::digest(body)).as_bytes(), declared.as_bytes()) {
+                    return Err(SqsError::new(
+                        ErrorCode::SignatureDoesNotMatch,
+                        "The provided 'x-amz-content-sha256' header does not match what was computed from the body.",
+                    ));
+                }
+                Ok(())
+            }
+            DeclaredPayload::Unsigned => {
+                if !body.is_empty() {
+                    return Err(SqsError::new(
+                        ErrorCode::SignatureDoesNotMatch,
+                        "The request is signed with UNSIGNED-PAYLOAD, so its body is not signed: send the \
+                         parameters in the signed query string and no body.",
+                    ));
+                }
+                Ok(())
+            }
+            DeclaredPayload::Body => self.check_signature(&hex(&Sha256::digest(body))),
+        }
+    }
+
+    fn check_signature(&self, payload_hash: &str) -> Result<(), SqsError> {
+        let signed = &self.signed;
+        let canonical = format!("{}{payload_hash}", self.canonical_head);
         let string_to_sign = format!(
             "{ALGORITHM}\n{}\n{}/{}/{}/{}\n{}",
             signed.amz_date,
@@ -95,11 +271,7 @@ impl Credentials {
             signed.terminator,
             hex(&Sha256::digest(canonical.as_bytes()))
         );
-        let mut key = hmac(format!("AWS4{secret}").as_bytes(), signed.scope_date.as_bytes());
-        for part in [signed.region.as_str(), "sqs", "aws4_request"] {
-            key = hmac(&key, part.as_bytes());
-        }
-        let expected = hex(&hmac(&key, string_to_sign.as_bytes()));
+        let expected = hex(&hmac(&self.key, string_to_sign.as_bytes()));
         if constant_time_eq(expected.as_bytes(), signed.signature.as_bytes()) {
             Ok(())
         } else {
@@ -109,6 +281,13 @@ impl Credentials {
             ))
         }
     }
+}
+
+fn query_value(uri: &Uri, name: &str) -> Option<String> {
+    serde_urlencoded::from_str::<Vec<(String, String)>>(uri.query().unwrap_or_default())
+        .ok()?
+        .into_iter()
+        .find_map(|(key, value)| (key == name).then_some(value))
 }
 
 /// What a request says about its own signature.
@@ -121,11 +300,17 @@ struct Signed {
     signed_headers: Vec<String>,
     signature: String,
     amz_date: String,
-    /// Presigned in the query string rather than in the header.
-    presigned: bool,
+    /// A presigned URL's lifetime in seconds (`X-Amz-Expires`); `None` for a
+    /// request signed in its Authorization header.
+    expires: Option<i64>,
 }
 
 impl Signed {
+    /// Signed in the query string rather than in the Authorization header.
+    fn presigned(&self) -> bool {
+        self.expires.is_some()
+    }
+
     fn from_request(uri: &Uri, headers: &HeaderMap) -> Result<Signed, SqsError> {
         let missing = || {
             SqsError::new(
@@ -145,7 +330,7 @@ impl Signed {
                 .and_then(|v| v.to_str().ok())
                 .map(str::to_string)
         };
-        let (credential, signed_headers, signature, amz_date, presigned) =
+        let (credential, signed_headers, signature, amz_date, expires) =
             if let Some(authorization) = header("authorization") {
                 let rest = authorization
                     .strip_prefix(ALGORITHM)
@@ -168,7 +353,7 @@ impl Signed {
                     field("SignedHeaders")?,
                     field("Signature")?,
                     date,
-                    false,
+                    None,
                 )
             } else {
                 let query: HashMap<String, String> =
@@ -182,12 +367,17 @@ impl Signed {
                         .cloned()
                         .ok_or_else(|| malformed(&format!("{name} is missing")))
                 };
+                let expires = field("X-Amz-Expires")?
+                    .parse::<i64>()
+                    .ok()
+                    .filter(|seconds| (1..=MAX_PRESIGNED_EXPIRY_SECONDS).contains(seconds))
+                    .ok_or_else(|| malformed("X-Amz-Expires must be a whole number of seconds from 1 to 604800"))?;
                 (
                     field("X-Amz-Credential")?,
                     field("X-Amz-SignedHeaders")?,
                     field("X-Amz-Signature")?,
                     field("X-Amz-Date")?,
-                    true,
+                    Some(expires),
                 )
             };
         let parts: Vec<&str> = credential.split('/').collect();
@@ -208,25 +398,21 @@ impl Signed {
             signed_headers: signed_headers.split(';').map(str::to_ascii_lowercase).collect(),
             signature: signature.to_ascii_lowercase(),
             amz_date,
-            presigned,
+            expires,
         })
     }
 }
 
-fn canonical_request(
-    method: &Method,
-    uri: &Uri,
-    headers: &HeaderMap,
-    body: &[u8],
-    signed: &Signed,
-) -> String {
+/// The canonical request up to its last line, the payload hash, which the
+/// caller appends.
+fn canonical_head(method: &Method, uri: &Uri, headers: &HeaderMap, signed: &Signed) -> String {
     let path = if uri.path().is_empty() { "/" } else { uri.path() };
     let canonical_path: Vec<String> = path.split('/').map(|segment| encode(&decode(segment))).collect();
     let mut query: Vec<(String, String)> =
         serde_urlencoded::from_str::<Vec<(String, String)>>(uri.query().unwrap_or_default())
             .unwrap_or_default()
             .into_iter()
-            .filter(|(key, _)| !(signed.presigned && key == "X-Amz-Signature"))
+            .filter(|(key, _)| !(signed.presigned() && key == "X-Amz-Signature"))
             .map(|(key, value)| (encode(&key), encode(&value)))
             .collect();
     query.sort();
@@ -248,13 +434,8 @@ fn canonical_request(
             .collect();
         canonical_headers.push_str(&format!("{name}:{}\n", values.join(",")));
     }
-    let payload_hash = match headers.get("x-amz-content-sha256").and_then(|v| v.to_str().ok()) {
-        Some(hash) => hash.to_string(),
-        None if signed.presigned => "UNSIGNED-PAYLOAD".to_string(),
-        None => hex(&Sha256::digest(body)),
-    };
     format!(
-        "{method}\n{}\n{}\n{canonical_headers}\n{}\n{payload_hash}",
+        "{method}\n{}\n{}\n{canonical_headers}\n{}\n",
         canonical_path.join("/"),
         query.join("&"),
         signed.signed_headers.join(";")
@@ -358,6 +539,59 @@ mod tests {
             "c4afb1cc5771d871763a393e44b703571b55cc28424d1a5e86da6ed3c154a4b9"
         );
         assert_eq!(encode("a b/c~"), "a%20b%2Fc~");
+    }
+
+    /// Signs a POST of `body` to `/` with `signed_headers`, using this
+    /// module's canonical form, as a client that signs them would.
+    fn signed_headers_request(signed_headers: &str, body: &[u8], now: i64) -> HeaderMap {
+        let amz_date = "20231114T221320Z"; // 1_700_000_000
+        assert_eq!(parse_amz_date(amz_date), Some(now));
+        let mut headers = HeaderMap::new();
+        headers.insert("host", "127.0.0.1:9324".parse().unwrap());
+        headers.insert("x-amz-date", amz_date.parse().unwrap());
+        let authorization = |signature: &str| {
+            format!(
+                "{ALGORITHM} Credential=AKID/20231114/us-east-1/sqs/aws4_request, SignedHeaders={signed_headers}, Signature={signature}"
+            )
+        };
+        headers.insert("authorization", authorization("00").parse().unwrap());
+        let uri = Uri::from_static("/");
+        let signed = Signed::from_request(&uri, &headers).unwrap();
+        let canonical = canonical_head(&Method::POST, &uri, &headers, &signed) + &hex(&Sha256::digest(body));
+        let string_to_sign = format!(
+            "{ALGORITHM}\n{amz_date}\n20231114/us-east-1/sqs/aws4_request\n{}",
+            hex(&Sha256::digest(canonical.as_bytes()))
+        );
+        let mut key = hmac(b"AWS4secret", b"20231114");
+        for part in ["us-east-1", "sqs", "aws4_request"] {
+            key = hmac(&key, part.as_bytes());
+        }
+        let signature = hex(&hmac(&key, string_to_sign.as_bytes()));
+        headers.insert("authorization", authorization(&signature).parse().unwrap());
+        headers
+    }
+
+    #[test]
+    fn the_host_header_must_be_signed() {
+        let credentials = Credentials::parse("AKID:secret").unwrap();
+        let now = 1_700_000_000;
+        let body = b"Action=ListQueues";
+        let uri = Uri::from_static("/");
+        let with_host = signed_headers_request("host;x-amz-date", body, now);
+        assert_eq!(
+            credentials.verify(&Method::POST, &uri, &with_host, body, "us-east-1", now),
+            Ok(())
+        );
+        let without_host = signed_headers_request("x-amz-date", body, now);
+        let error = credentials
+            .verify(&Method::POST, &uri, &without_host, body, "us-east-1", now)
+            .unwrap_err();
+        assert_eq!(error.code, ErrorCode::SignatureDoesNotMatch);
+        assert!(error.message.contains("host header must be signed"), "{error}");
+        let error = credentials
+            .verify(&Method::POST, &uri, &with_host, b"Action=DeleteQueue", "us-east-1", now)
+            .unwrap_err();
+        assert_eq!(error.code, ErrorCode::SignatureDoesNotMatch, "the body is signed");
     }
 
     #[test]

@@ -231,3 +231,98 @@ async fn idle_connections_are_closed_but_long_polls_are_not() {
         .unwrap();
     assert!(out.messages().is_empty());
 }
+
+/// Clients that trickle their request heads a byte at a time once held
+/// every place for as long as they liked: with `--max-connections` taken by
+/// them, no other client got in.
+#[tokio::test]
+async fn trickled_request_heads_do_not_hold_connections() {
+    let server = Server::start_with(&["--max-connections", "4", "--header-timeout", "1s"]);
+    let port = server.port;
+    let slowloris: Vec<_> = (0..4)
+        .map(|_| {
+            tokio::spawn(async move {
+                let mut stream = TcpStream::connect(("127.0.0.1", port)).await.unwrap();
+                let started = std::time::Instant::now();
+                for byte in b"POST / HTTP/1.1\r\nHost: x\r\nX-Slow: ".iter().chain(std::iter::repeat(&b'a')) {
+                    if stream.write_all(&[*byte]).await.is_err() || started.elapsed() > Duration::from_secs(20) {
+                        break;
+                    }
+                    tokio::time::sleep(Duration::from_millis(100)).await;
+                }
+                started.elapsed()
+            })
+        })
+        .collect();
+    tokio::time::sleep(Duration::from_millis(300)).await;
+    let client = reqwest::Client::builder()
+        .timeout(Duration::from_secs(5))
+        .build()
+        .unwrap();
+    let served = client.get(format!("{}/health", server.url)).send().await;
+    assert_eq!(
+        served.expect("a normal client gets in once the slow heads time out").status(),
+        200
+    );
+    for held in slowloris {
+        let held_for = held.await.unwrap();
+        assert!(held_for < Duration::from_secs(5), "a trickling client held on for {held_for:?}");
+    }
+}
+
+/// The resident memory of a process, from /proc.
+fn rss_bytes(pid: u32) -> u64 {
+    let status = std::fs::read_to_string(format!("/proc/{pid}/status")).unwrap();
+    let kib: u64 = status
+        .lines()
+        .find_map(|line| line.strip_prefix("VmRSS:"))
+        .and_then(|rest| rest.split_whitespace().next())
+        .and_then(|n| n.parse().ok())
+        .unwrap();
+    kib * 1024
+}
+
+/// Clients that send most of a large body and stall once made the server
+/// buffer 5 MiB each, without bound; now all bodies share one budget.
+#[tokio::test]
+async fn stalled_bodies_cannot_take_more_than_the_body_budget() {
+    let server = Server::start_with(&["--max-body-buffer", "16MiB", "--request-timeout", "20s"]);
+    let before = rss_bytes(server.pid());
+    let mut stalled = Vec::new();
+    let chunk = vec![b'a'; 1024 * 1024];
+    for _ in 0..40 {
+        let mut stream = TcpStream::connect(("127.0.0.1", server.port)).await.unwrap();
+        let head = format!(
+            "POST / HTTP/1.1\r\nHost: x\r\nContent-Type: application/x-www-form-urlencoded\r\nContent-Length: {}\r\n\r\nAction=SendMessage&MessageBody=",
+            5 * 1024 * 1024 - 64
+        );
+        stream.write_all(head.as_bytes()).await.unwrap();
+        // Up to 4 MiB each, as far as the server reads; then nothing more.
+        for _ in 0..4 {
+            if tokio::time::timeout(Duration::from_millis(200), stream.write_all(&chunk))
+                .await
+                .is_err()
+            {
+                break;
+            }
+        }
+        stalled.push(stream);
+    }
+    tokio::time::sleep(Duration::from_millis(500)).await;
+    let grown = rss_bytes(server.pid()).saturating_sub(before);
+    assert!(
+        grown < 64 * 1024 * 1024,
+        "40 stalled 4 MiB bodies grew the server by {} MiB",
+        grown >> 20
+    );
+    // Normal requests still get an answer: a retryable 503 while the budget
+    // is taken, never a hang.
+    let sqs = common::client_without_retries(&server.url);
+    match sqs.list_queues().send().await {
+        Ok(_) => {}
+        Err(error) => assert_eq!(error.raw_response().map(|r| r.status().as_u16()), Some(503)),
+    }
+    drop(stalled);
+    tokio::time::sleep(Duration::from_millis(300)).await;
+    assert!(server.client().list_queues().send().await.is_ok(), "served again once they left");
+}

@@ -6,8 +6,11 @@ mod common;
 
 use common::{Server, client_signing_with, error_code};
 
+/// A credentials file of its own for each server (tests run in parallel).
 fn credentials_file() -> std::path::PathBuf {
-    let path = std::env::temp_dir().join(format!("ssq-credentials-{}", std::process::id()));
+    static NEXT: std::sync::atomic::AtomicUsize = std::sync::atomic::AtomicUsize::new(0);
+    let n = NEXT.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+    let path = std::env::temp_dir().join(format!("ssq-credentials-{}-{n}", std::process::id()));
     std::fs::write(&path, "# test keys\nAKIDSSQTEST:s3cr3t/with+chars\n").unwrap();
     path
 }
@@ -86,5 +89,203 @@ async fn requests_must_be_signed_with_a_configured_secret() {
             .status(),
         200
     );
+    std::fs::remove_file(path).unwrap();
+}
+
+/// How a test request is signed, with the SDK's own signer.
+struct Signing {
+    region: &'static str,
+    at: std::time::SystemTime,
+    /// Presigned (in the query string) for this long; else the header.
+    presigned_for: Option<std::time::Duration>,
+    /// Declare the payload's hash in `x-amz-content-sha256`.
+    content_sha256: bool,
+}
+
+impl Default for Signing {
+    fn default() -> Self {
+        Signing {
+            region: "us-east-1",
+            at: std::time::SystemTime::now(),
+            presigned_for: None,
+            content_sha256: false,
+        }
+    }
+}
+
+/// A Query-protocol POST to `path_and_query`, signed over `body`, as
+/// (URL, headers) that a test may send with another body.
+fn sign_query_post(server: &Server, path_and_query: &str, body: &str, how: Signing) -> (String, Vec<(String, String)>) {
+    use aws_sigv4::http_request::{
+        PayloadChecksumKind, SignableBody, SignableRequest, SignatureLocation, SigningSettings, sign,
+    };
+    let url = format!("{}{path_and_query}", server.url);
+    let host = format!("127.0.0.1:{}", server.port);
+    let mut headers = vec![
+        ("host".to_string(), host),
+        (
+            "content-type".to_string(),
+            "application/x-www-form-urlencoded".to_string(),
+        ),
+    ];
+    let mut settings = SigningSettings::default();
+    if how.content_sha256 {
+        settings.payload_checksum_kind = PayloadChecksumKind::XAmzSha256;
+    }
+    let signable_body = match how.presigned_for {
+        Some(lifetime) => {
+            settings.signature_location = SignatureLocation::QueryParams;
+            settings.expires_in = Some(lifetime);
+            SignableBody::UnsignedPayload
+        }
+        None => SignableBody::Bytes(body.as_bytes()),
+    };
+    let identity = aws_credential_types::Credentials::new("AKIDSSQTEST", "s3cr3t/with+chars", None, None, "test").into();
+    let params = aws_sigv4::sign::v4::SigningParams::builder()
+        .identity(&identity)
+        .region(how.region)
+        .name("sqs")
+        .time(how.at)
+        .settings(settings)
+        .build()
+        .unwrap()
+        .into();
+    let request = SignableRequest::new(
+        "POST",
+        url.clone(),
+        headers.iter().map(|(k, v)| (k.as_str(), v.as_str())),
+        signable_body,
+    )
+    .unwrap();
+    let (instructions, _) = sign(request, &params).unwrap().into_parts();
+    let (signed_headers, query) = instructions.into_parts();
+    headers.extend(
+        signed_headers
+            .into_iter()
+            .map(|h| (h.name().to_string(), h.value().to_string())),
+    );
+    let mut url = url;
+    for (index, (key, value)) in query.into_iter().enumerate() {
+        let separator = if index == 0 && !url.contains('?') { '?' } else { '&' };
+        url.push(separator);
+        url.push_str(&serde_urlencoded::to_string([(key, value.as_ref())]).unwrap());
+    }
+    (url, headers)
+}
+
+async fn send_raw(url: &str, headers: &[(String, String)], body: &str) -> (u16, String) {
+    let mut request = reqwest::Client::new().post(url).body(body.to_string());
+    for (name, value) in headers {
+        if name != "host" {
+            request = request.header(name, value);
+        }
+    }
+    let response = request.send().await.unwrap();
+    (response.status().as_u16(), response.text().await.unwrap())
+}
+
+/// A started server with credentials and one queue, `kept`, with its URL.
+async fn signed_server_with_queue() -> (Server, String, std::path::PathBuf) {
+    let path = credentials_file();
+    let server = Server::start_with(&["--credentials", path.to_str().unwrap()]);
+    let client = client_signing_with(&server.url, "AKIDSSQTEST", "s3cr3t/with+chars");
+    let url = client
+        .create_queue()
+        .queue_name("kept")
+        .send()
+        .await
+        .unwrap()
+        .queue_url
+        .unwrap();
+    (server, url, path)
+}
+
+async fn queue_exists(server: &Server) -> bool {
+    let client = client_signing_with(&server.url, "AKIDSSQTEST", "s3cr3t/with+chars");
+    let listed = client.list_queues().send().await.unwrap();
+    listed.queue_urls().iter().any(|u| u.ends_with("/kept"))
+}
+
+/// A captured request that declared its payload hash in x-amz-content-sha256
+/// was once replayed with any other body: the header was trusted and the
+/// body never hashed.
+#[tokio::test]
+async fn a_captured_signature_cannot_carry_another_body() {
+    let (server, queue_url, path) = signed_server_with_queue().await;
+    let list = "Action=ListQueues&Version=2012-11-05";
+    let how = Signing {
+        content_sha256: true,
+        ..Signing::default()
+    };
+    let (url, headers) = sign_query_post(&server, "/", list, how);
+    assert_eq!(send_raw(&url, &headers, list).await.0, 200, "the genuine request passes");
+
+    let delete = format!(
+        "Action=DeleteQueue&Version=2012-11-05&QueueUrl={}",
+        serde_urlencoded::to_string([("", queue_url.as_str())]).unwrap().trim_start_matches('=')
+    );
+    let (status, body) = send_raw(&url, &headers, &delete).await;
+    assert_eq!(status, 403, "{body}");
+    assert!(body.contains("<Code>SignatureDoesNotMatch</Code>"), "{body}");
+    assert!(queue_exists(&server).await, "the queue was not deleted");
+
+    // The same without the header: the body's own hash is what was signed.
+    let (url, headers) = sign_query_post(&server, "/", list, Signing::default());
+    assert_eq!(send_raw(&url, &headers, &delete).await.0, 403);
+    assert!(queue_exists(&server).await);
+    std::fs::remove_file(path).unwrap();
+}
+
+#[tokio::test]
+async fn presigned_urls_carry_their_action_and_expire() {
+    let (server, queue_url, path) = signed_server_with_queue().await;
+    let minute = Signing {
+        presigned_for: Some(std::time::Duration::from_secs(60)),
+        ..Signing::default()
+    };
+    let (url, headers) = sign_query_post(&server, "/?Action=ListQueues&Version=2012-11-05", "", minute);
+    let (status, body) = send_raw(&url, &headers, "").await;
+    assert_eq!(status, 200, "{body}");
+    assert!(body.contains("/kept</QueueUrl>"), "{body}");
+
+    // An UNSIGNED-PAYLOAD URL signs no body: a body may not choose the action.
+    let delete = format!(
+        "Action=DeleteQueue&QueueUrl={}",
+        serde_urlencoded::to_string([("", queue_url.as_str())]).unwrap().trim_start_matches('=')
+    );
+    let bare = Signing {
+        presigned_for: Some(std::time::Duration::from_secs(60)),
+        ..Signing::default()
+    };
+    let (url, headers) = sign_query_post(&server, "/", "", bare);
+    let (status, body) = send_raw(&url, &headers, &delete).await;
+    assert_eq!(status, 403, "{body}");
+    assert!(queue_exists(&server).await, "the queue was not deleted");
+
+    // Signed 3 s ago for 1 s: expired, though well within the clock skew.
+    let stale = Signing {
+        at: std::time::SystemTime::now() - std::time::Duration::from_secs(3),
+        presigned_for: Some(std::time::Duration::from_secs(1)),
+        ..Signing::default()
+    };
+    let (url, headers) = sign_query_post(&server, "/?Action=ListQueues&Version=2012-11-05", "", stale);
+    let (status, body) = send_raw(&url, &headers, "").await;
+    assert_eq!(status, 403, "{body}");
+    assert!(body.contains("<Code>RequestExpired</Code>"), "{body}");
+    std::fs::remove_file(path).unwrap();
+}
+
+#[tokio::test]
+async fn a_signature_for_another_region_is_refused() {
+    let (server, _, path) = signed_server_with_queue().await;
+    let list = "Action=ListQueues&Version=2012-11-05";
+    let elsewhere = Signing {
+        region: "eu-west-1",
+        ..Signing::default()
+    };
+    let (url, headers) = sign_query_post(&server, "/", list, elsewhere);
+    let (status, body) = send_raw(&url, &headers, list).await;
+    assert_eq!(status, 403, "{body}");
+    assert!(body.contains("eu-west-1"), "{body}");
     std::fs::remove_file(path).unwrap();
 }

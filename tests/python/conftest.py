@@ -19,13 +19,15 @@ def free_port():
         return s.getsockname()[1]
 
 
-@pytest.fixture(scope="session")
-def endpoint():
+def start_ssq(*args):
+    """Starts ssq on a free port; returns the process and its URL."""
     binary = os.environ.get("SSQ_BIN", str(ROOT / "target" / "debug" / "ssq"))
     if not Path(binary).exists():
         pytest.fail(f"{binary} does not exist: run `cargo build` first or set SSQ_BIN")
     port = free_port()
-    proc = subprocess.Popen([binary, "--listen", f"127.0.0.1:{port}"], env={**os.environ, "RUST_LOG": "error"})
+    proc = subprocess.Popen(
+        [binary, "--listen", f"127.0.0.1:{port}", *args], env={**os.environ, "RUST_LOG": "error"}
+    )
     deadline = time.time() + 10
     while True:
         try:
@@ -36,6 +38,26 @@ def endpoint():
                 proc.kill()
                 pytest.fail("ssq did not start")
             time.sleep(0.02)
-    yield f"http://127.0.0.1:{port}"
+    return proc, f"http://127.0.0.1:{port}"
+
+
+def stop(proc):
     proc.terminate()
     proc.wait(timeout=10)
+
+
+@pytest.fixture(scope="session")
+def endpoint():
+    proc, url = start_ssq()
+    yield url
+    stop(proc)
+
+
+@pytest.fixture(scope="session")
+def signed_endpoint(tmp_path_factory):
+    """ssq checking signatures made with the key AKIDPY / secret pysecret."""
+    credentials = tmp_path_factory.mktemp("credentials") / "credentials"
+    credentials.write_text("AKIDPY:pysecret\n")
+    proc, url = start_ssq("--credentials", str(credentials))
+    yield url
+    stop(proc)

@@ -151,3 +151,56 @@ def test_aws_cli_round_trip(endpoint):
     assert attrs["ApproximateNumberOfMessages"] == "0"
     assert url in aws(endpoint, "list-queues")["QueueUrls"]
     aws(endpoint, "delete-queue", "--queue-url", url)
+
+
+def test_botocore_presigned_urls_are_accepted_until_they_expire(signed_endpoint):
+    """A URL presigned by botocore carries the action's parameters in its
+    signed query string; it is used as a POST with the headers it signed."""
+    import urllib.error
+    import urllib.request
+
+    sqs = boto3.client(
+        "sqs",
+        endpoint_url=signed_endpoint,
+        region_name="us-east-1",
+        aws_access_key_id="AKIDPY",
+        aws_secret_access_key="pysecret",
+    )
+    url = sqs.create_queue(QueueName="presigned-q")["QueueUrl"]
+
+    def post(presigned, action, body=b""):
+        request = urllib.request.Request(
+            presigned,
+            data=body,
+            method="POST",
+            headers={
+                "Content-Type": "application/x-amz-json-1.0",
+                "X-Amz-Target": f"AmazonSQS.{action}",
+                "x-amzn-query-mode": "true",
+            },
+        )
+        try:
+            with urllib.request.urlopen(request, timeout=10) as response:
+                return response.status, json.loads(response.read() or b"{}")
+        except urllib.error.HTTPError as error:
+            return error.code, json.loads(error.read() or b"{}")
+
+    send = sqs.generate_presigned_url(
+        "send_message", Params={"QueueUrl": url, "MessageBody": "via a presigned URL"}, ExpiresIn=60
+    )
+    status, answer = post(send, "SendMessage")
+    assert status == 200, answer
+    assert answer["MD5OfMessageBody"] == hashlib.md5(b"via a presigned URL").hexdigest()
+    received = sqs.receive_message(QueueUrl=url, WaitTimeSeconds=1)["Messages"]
+    assert [m["Body"] for m in received] == ["via a presigned URL"]
+
+    # The body is not signed: it cannot add to or override what the URL says.
+    status, answer = post(send, "SendMessage", body=json.dumps({"QueueUrl": url, "MessageBody": "forged"}).encode())
+    assert status == 403, answer
+
+    short = sqs.generate_presigned_url("list_queues", Params={}, ExpiresIn=2)
+    assert post(short, "ListQueues")[0] == 200
+    time.sleep(4.5)
+    status, answer = post(short, "ListQueues")
+    assert status == 403, answer
+    assert "expired" in answer["message"]

@@ -1,0 +1,313 @@
+//! The listening socket: how many connections ssq holds, and how long a
+//! connection may hold its place without doing its part.
+//!
+//! At most `--max-connections` are open; beyond that, accepting waits until
+//! one closes (new clients queue in the kernel's backlog) instead of taking
+//! on unbounded work. A connection gives its place back when it closes, and
+//! it is closed when:
+//! - no byte moves for `--idle-timeout`;
+//! - a request head (request line and headers) is not complete within
+//!   `--header-timeout` of its first byte, however slowly bytes keep coming
+//!   (a "slowloris" client would otherwise hold its place for ever).
+//!
+//! hyper bounds a head's size itself (about 400 KiB and 100 headers, beyond
+//! which it answers 431), so a connection holds at most that much before its
+//! body is read, and the body budget ([`crate::request_body`]) after.
+//!
+//! The head rules are kept here, on the byte stream, rather than in hyper:
+//! hyper's header timer also runs while a keep-alive connection waits idle
+//! between requests, which is the idle timeout's business. A head ends at
+//! the first blank line; the stream looks for it only while a head is being
+//! read (from the first byte after a response, or of the connection), so a
+//! body is never scanned.
+
+use std::future::Future;
+use std::pin::Pin;
+use std::sync::Arc;
+use std::task::{Context, Poll};
+use std::time::Duration;
+
+use tokio::io::{AsyncRead, AsyncWrite, ReadBuf};
+use tokio::time::{Instant, Sleep};
+
+/// How long a connection may take for what, as the flags set them.
+#[derive(Debug, Clone, Copy)]
+pub struct ConnectionTimeouts {
+    /// No byte in either direction for this long closes the connection.
+    pub idle: Duration,
+    /// A request head must be complete this long after its first byte.
+    pub header: Duration,
+}
+
+pub struct LimitedListener {
+    inner: tokio::net::TcpListener,
+    permits: Arc<tokio::sync::Semaphore>,
+    timeouts: ConnectionTimeouts,
+}
+
+impl LimitedListener {
+    pub fn new(inner: tokio::net::TcpListener, max: usize, timeouts: ConnectionTimeouts) -> LimitedListener {
+        LimitedListener {
+            inner,
+            permits: Arc::new(tokio::sync::Semaphore::new(max.max(1))),
+            timeouts,
+        }
+    }
+}
+
+impl axum::serve::Listener for LimitedListener {
+    type Io = LimitedStream<tokio::net::TcpStream>;
+    type Addr = std::net::SocketAddr;
+
+    async fn accept(&mut self) -> (Self::Io, Self::Addr) {
+        let permit = self
+            .permits
+            .clone()
+            .acquire_owned()
+            .await
+            .expect("the semaphore is never closed");
+        loop {
+            match self.inner.accept().await {
+                Ok((stream, address)) => {
+                    let _ = stream.set_nodelay(true);
+                    return (LimitedStream::new(stream, permit, self.timeouts), address);
+                }
+                // Out of file descriptors and the like: wait, as axum's own
+                // listener does, rather than spin.
+                Err(_) => tokio::time::sleep(Duration::from_millis(50)).await,
+            }
+        }
+    }
+
+    fn local_addr(&self) -> std::io::Result<Self::Addr> {
+        self.inner.local_addr()
+    }
+}
+
+/// Where the connection is in reading a request head.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Head {
+    /// Between requests: the next byte read starts a head.
+    Awaiting,
+    /// Reading a head that started at the header deadline's start.
+    Reading {
+        /// The last bytes seen, to find a blank line split over two reads.
+        tail: [u8; 3],
+    },
+    /// The head is complete; the body and the answer follow.
+    Complete,
+}
+
+/// A connection that gives its permit back when it closes and ends itself
+/// when it breaks the rules of [`LimitedListener`]. Ending means reading
+/// nothing more: what a closed peer looks like to hyper.
+pub struct LimitedStream<S> {
+    stream: S,
+    _permit: tokio::sync::OwnedSemaphorePermit,
+    timeouts: ConnectionTimeouts,
+    idle: Pin<Box<Sleep>>,
+    head: Head,
+    head_deadline: Pin<Box<Sleep>>,
+    /// Broke a rule: reads nothing more.
+    ended: bool,
+}
+
+impl<S> LimitedStream<S> {
+    pub fn new(stream: S, permit: tokio::sync::OwnedSemaphorePermit, timeouts: ConnectionTimeouts) -> Self {
+        LimitedStream {
+            stream,
+            _permit: permit,
+            timeouts,
+            idle: Box::pin(tokio::time::sleep(timeouts.idle)),
+            head: Head::Awaiting,
+            head_deadline: Box::pin(tokio::time::sleep(timeouts.header)),
+            ended: false,
+        }
+    }
+
+    fn touched(&mut self) {
+        let deadline = Instant::now() + self.timeouts.idle;
+        self.idle.as_mut().reset(deadline);
+    }
+
+    /// Follows the request head through the bytes just read.
+    fn saw(&mut self, read: &[u8]) {
+        if self.head == Head::Awaiting {
+            self.head_deadline
+                .as_mut()
+                .reset(Instant::now() + self.timeouts.header);
+            self.head = Head::Reading { tail: [0; 3] };
+        }
+        if let Head::Reading { tail } = self.head {
+            self.head = match find_blank_line(tail, read) {
+                (Some(_), _) => Head::Complete,
+                (None, tail) => Head::Reading { tail },
+            };
+        }
+    }
+
+    /// Whether the head being read has run out of time.
+    fn head_overdue(&mut self, cx: &mut Context<'_>) -> bool {
+        matches!(self.head, Head::Reading { .. }) && self.head_deadline.as_mut().poll(cx).is_ready()
+    }
+}
+
+/// Finds the end of a request head (`\r\n\r\n`, or `\n\n`, which hyper also
+/// accepts) in `read`, given the last three bytes before it. Returns the
+/// number of bytes of `read` up to the end of the head, if it ends there,
+/// and the last three bytes seen otherwise.
+fn find_blank_line(tail: [u8; 3], read: &[u8]) -> (Option<usize>, [u8; 3]) {
+    let mut window = tail;
+    for (index, &byte) in read.iter().enumerate() {
+        let ends = byte == b'\n' && (window[2] == b'\n' || (window[2] == b'\r' && window[1] == b'\n'));
+        if ends {
+            return (Some(index + 1), window);
+        }
+        window = [window[1], window[2], byte];
+    }
+    (None, window)
+}
+
+impl<S: AsyncRead + Unpin> AsyncRead for LimitedStream<S> {
+    fn poll_read(mut self: Pin<&mut Self>, cx: &mut Context<'_>, buf: &mut ReadBuf<'_>) -> Poll<std::io::Result<()>> {
+        if self.ended {
+            return Poll::Ready(Ok(()));
+        }
+        let before = buf.filled().len();
+        match Pin::new(&mut self.stream).poll_read(cx, buf) {
+            Poll::Ready(Ok(())) => {
+                if buf.filled().len() == before {
+                    return Poll::Ready(Ok(()));
+                }
+                self.touched();
+                self.saw(&buf.filled()[before..]);
+                Poll::Ready(Ok(()))
+            }
+            Poll::Ready(Err(error)) => Poll::Ready(Err(error)),
+            Poll::Pending => {
+                if self.head_overdue(cx) {
+                    tracing::debug!("closing a connection whose request head did not arrive in time");
+                } else if self.idle.as_mut().poll(cx).is_pending() {
+                    return Poll::Pending;
+                }
+                self.ended = true;
+                Poll::Ready(Ok(()))
+            }
+        }
+    }
+}
+
+impl<S: AsyncWrite + Unpin> AsyncWrite for LimitedStream<S> {
+    fn poll_write(mut self: Pin<&mut Self>, cx: &mut Context<'_>, buf: &[u8]) -> Poll<std::io::Result<usize>> {
+        self.answering();
+        Pin::new(&mut self.stream).poll_write(cx, buf)
+    }
+
+    fn poll_write_vectored(
+        mut self: Pin<&mut Self>,
+        cx: &mut Context<'_>,
+        bufs: &[std::io::IoSlice<'_>],
+    ) -> Poll<std::io::Result<usize>> {
+        self.answering();
+        Pin::new(&mut self.stream).poll_write_vectored(cx, bufs)
+    }
+
+    fn is_write_vectored(&self) -> bool {
+        self.stream.is_write_vectored()
+    }
+
+    fn poll_flush(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<std::io::Result<()>> {
+        Pin::new(&mut self.stream).poll_flush(cx)
+    }
+
+    fn poll_shutdown(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<std::io::Result<()>> {
+        Pin::new(&mut self.stream).poll_shutdown(cx)
+    }
+}
+
+impl<S> LimitedStream<S> {
+    /// The server writes: traffic, and once a head was complete, an answer,
+    /// so the next byte read starts the next request's head.
+    fn answering(&mut self) {
+        self.touched();
+        if self.head == Head::Complete {
+            self.head = Head::Awaiting;
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use tokio::io::{AsyncReadExt, AsyncWriteExt};
+
+    const TIMEOUTS: ConnectionTimeouts = ConnectionTimeouts {
+        idle: Duration::from_secs(60),
+        header: Duration::from_secs(5),
+    };
+
+    fn stream(io: tokio::io::DuplexStream) -> LimitedStream<tokio::io::DuplexStream> {
+        let permit = Arc::new(tokio::sync::Semaphore::new(1)).try_acquire_owned().unwrap();
+        LimitedStream::new(io, permit, TIMEOUTS)
+    }
+
+    #[test]
+    fn a_blank_line_ends_the_head_even_split_over_reads() {
+        assert_eq!(find_blank_line([0; 3], b"GET / HTTP/1.1\r\n\r\nbody").0, Some(18));
+        assert_eq!(find_blank_line([0; 3], b"GET / HTTP/1.1\n\n").0, Some(16));
+        let (none, tail) = find_blank_line([0; 3], b"GET / HTTP/1.1\r\nHost: a\r\n\r");
+        assert_eq!(none, None);
+        assert_eq!(find_blank_line(tail, b"\nrest").0, Some(1));
+        assert_eq!(find_blank_line([0; 3], b"a\r\nb\r\nc").0, None);
+    }
+
+    /// A client that trickles its head one byte a second is cut off at the
+    /// header deadline, though it is never idle.
+    #[tokio::test(start_paused = true)]
+    async fn a_trickled_head_is_cut_off_at_the_header_deadline() {
+        let (mut client, server) = tokio::io::duplex(1024);
+        let mut server = stream(server);
+        let started = Instant::now();
+        let reader = tokio::spawn(async move {
+            let mut buf = [0u8; 64];
+            while server.read(&mut buf).await.unwrap() > 0 {}
+            started.elapsed()
+        });
+        for byte in b"GET / HTTP/1.1\r\nHost: x\r\n".iter().cycle().take(100) {
+            if client.write_all(&[*byte]).await.is_err() {
+                break;
+            }
+            tokio::time::sleep(Duration::from_secs(1)).await;
+            if reader.is_finished() {
+                break;
+            }
+        }
+        let ended_after = reader.await.unwrap();
+        assert!(
+            ended_after >= Duration::from_secs(5) && ended_after < Duration::from_secs(7),
+            "ended after {ended_after:?}"
+        );
+    }
+
+    /// A complete head stops the clock: a slow body and a long wait for the
+    /// answer are the request timeout's and the idle timeout's business.
+    #[tokio::test(start_paused = true)]
+    async fn a_complete_head_stops_the_clock_until_the_next_request() {
+        let (mut client, server) = tokio::io::duplex(1024);
+        let mut server = stream(server);
+        client.write_all(b"POST / HTTP/1.1\r\nContent-Length: 3\r\n\r\n").await.unwrap();
+        let mut buf = [0u8; 128];
+        assert!(server.read(&mut buf).await.unwrap() > 0);
+        tokio::time::sleep(Duration::from_secs(20)).await;
+        client.write_all(b"abc").await.unwrap();
+        assert_eq!(server.read(&mut buf).await.unwrap(), 3, "the body still arrives");
+        server.write_all(b"HTTP/1.1 200 OK\r\n\r\n").await.unwrap();
+        // The next request's head is timed from its own first byte.
+        tokio::time::sleep(Duration::from_secs(30)).await;
+        client.write_all(b"GET / HTTP/1.1\r\n").await.unwrap();
+        assert!(server.read(&mut buf).await.unwrap() > 0);
+        tokio::time::sleep(Duration::from_secs(4)).await;
+        client.write_all(b"\r\n").await.unwrap();
+        assert_eq!(server.read(&mut buf).await.unwrap(), 2);
+    }
+}
