@@ -105,8 +105,9 @@ pub struct Config {
     #[arg(long, env = "SSQ_MAX_MESSAGES", default_value_t = 10_000_000)]
     pub max_messages: u64,
 
-    /// Bytes of message bodies and attributes held at most over all queues,
-    /// e.g. 4GiB or 512MiB (sends answer OverLimit beyond).
+    /// Bytes of message bodies and attributes, and of FIFO deduplication
+    /// records, held at most over all queues, e.g. 4GiB or 512MiB (sends
+    /// answer OverLimit beyond).
     #[arg(long, env = "SSQ_MAX_BYTES", default_value = "4GiB", value_parser = parse_size)]
     pub max_bytes: u64,
 

@@ -36,7 +36,8 @@ pub struct Limits {
     pub max_queues: usize,
     /// Messages held over all queues, in any state.
     pub max_messages: u64,
-    /// Payload bytes (bodies and attributes) held over all queues.
+    /// Payload bytes (bodies and attributes) and FIFO deduplication records
+    /// held over all queues.
     pub max_bytes: u64,
 }
 
@@ -205,7 +206,9 @@ impl Service {
             return Err(SqsError::new(
                 ErrorCode::OverLimit,
                 format!(
-                    "This server holds its maximum of {} bytes of messages (--max-bytes); consume some or raise the limit.",
+                    "This server holds its maximum of {} bytes of messages and FIFO deduplication records \
+                     (--max-bytes); consume some, wait for deduplication ids to expire (5 minutes after \
+                     their send), or raise the limit.",
                     self.limits.max_bytes
                 ),
             ));
@@ -645,7 +648,12 @@ impl Service {
         self.slots()
             .into_iter()
             .map(|(name, slot)| {
-                let counts = slot.lock().counts(now);
+                let mut queue = slot.lock();
+                // Counting advances time, which may drop messages past
+                // retention and expired deduplication records.
+                let before = queue.holding();
+                let counts = queue.counts(now);
+                self.account(before, queue.holding());
                 (name, counts)
             })
             .collect()

@@ -85,6 +85,51 @@ async fn holding_caps_answer_over_limit() {
         .unwrap();
 }
 
+/// FIFO deduplication records outlive their messages by five minutes; sends
+/// with fresh ids, each deleted at once, once grew memory without any limit
+/// noticing. They count toward --max-bytes now.
+#[tokio::test]
+async fn fifo_deduplication_records_count_toward_max_bytes() {
+    let server = Server::start_with(&["--max-bytes", "64KiB"]);
+    let sqs = server.client();
+    let url = sqs
+        .create_queue()
+        .queue_name("dedup.fifo")
+        .attributes(aws_sdk_sqs::types::QueueAttributeName::FifoQueue, "true")
+        .send()
+        .await
+        .unwrap()
+        .queue_url
+        .unwrap();
+    let mut refused_after = None;
+    for n in 0..2_000 {
+        let sent = sqs
+            .send_message()
+            .queue_url(&url)
+            .message_body("m")
+            .message_group_id("g")
+            .message_deduplication_id(format!("a-fresh-deduplication-id-{n:05}"))
+            .send()
+            .await;
+        if sent.is_err() {
+            assert_eq!(error_code(sent), "OverLimit");
+            refused_after = Some(n);
+            break;
+        }
+        let received = sqs.receive_message().queue_url(&url).send().await.unwrap();
+        let handle = received.messages()[0].receipt_handle().unwrap();
+        sqs.delete_message()
+            .queue_url(&url)
+            .receipt_handle(handle)
+            .send()
+            .await
+            .unwrap();
+    }
+    // Each record counts 2 × 30 + 160 bytes: about 300 fit in 64 KiB.
+    let refused_after = refused_after.expect("deduplication records reached --max-bytes");
+    assert!((250..350).contains(&refused_after), "refused after {refused_after} sends");
+}
+
 async fn raw(server: &Server, request: &[u8]) -> String {
     let mut stream = TcpStream::connect(("127.0.0.1", server.port)).await.unwrap();
     stream.write_all(request).await.unwrap();

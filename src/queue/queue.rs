@@ -109,10 +109,52 @@ impl Groups {
 }
 
 /// FIFO deduplication: ids seen within the last five minutes.
+///
+/// The records outlive their messages (a message sent and deleted at once
+/// leaves its record for five minutes), so they count toward the bytes a
+/// queue holds, and with it toward `--max-bytes`: otherwise sends with fresh
+/// ids could grow memory past every configured limit.
 #[derive(Default)]
 struct Dedup {
     entries: HashMap<String, DedupEntry>,
     expiry: BTreeSet<(u64, String)>,
+    /// What the records take in memory, by [`Dedup::footprint`].
+    bytes: u64,
+}
+
+impl Dedup {
+    /// Memory one record takes: its key twice (map and expiry index) and
+    /// the two entries around it.
+    fn footprint(key: &str) -> u64 {
+        2 * key.len() as u64 + 160
+    }
+
+    fn insert(&mut self, key: String, entry: DedupEntry) {
+        self.expiry.insert((entry.expires_at, key.clone()));
+        match self.entries.insert(key.clone(), entry) {
+            // A key is only sent again once it expired; if a record is
+            // replaced all the same, its old expiry goes with it.
+            Some(replaced) => {
+                self.expiry.remove(&(replaced.expires_at, key));
+            }
+            None => self.bytes += Self::footprint(&key),
+        }
+    }
+
+    /// Forgets the records that expire by `now`, returning their keys.
+    fn expire(&mut self, now: u64) -> Vec<String> {
+        let mut expired = Vec::new();
+        while let Some((expires_at, _)) = self.expiry.first() {
+            if *expires_at > now {
+                break;
+            }
+            let Some((_, key)) = self.expiry.pop_first() else { break };
+            self.entries.remove(&key);
+            self.bytes -= Self::footprint(&key);
+            expired.push(key);
+        }
+        expired
+    }
 }
 
 /// What a deduplication id stands for while it is remembered.
@@ -238,8 +280,7 @@ impl Queue {
             queue.insert(message);
         }
         for (key, entry) in dedup {
-            queue.dedup.expiry.insert((entry.expires_at, key.clone()));
-            queue.dedup.entries.insert(key, entry);
+            queue.dedup.insert(key, entry);
         }
         queue
     }
@@ -352,12 +393,7 @@ impl Queue {
             self.remove(seq);
             self.record(|_| Change::Removed(seq));
         }
-        while let Some((expires_at, key)) = self.dedup.expiry.first().cloned() {
-            if expires_at > now {
-                break;
-            }
-            self.dedup.expiry.pop_first();
-            self.dedup.entries.remove(&key);
+        for key in self.dedup.expire(now) {
             self.record(|_| Change::DedupExpired(key));
         }
     }
@@ -370,9 +406,10 @@ impl Queue {
         delayed.into_iter().chain(in_flight).min()
     }
 
-    /// Messages held and their payload bytes, whatever their state.
+    /// Messages held, whatever their state, and the bytes held: their
+    /// payload and the FIFO deduplication records.
     pub fn holding(&self) -> (u64, u64) {
-        (self.messages.len() as u64, self.payload_bytes)
+        (self.messages.len() as u64, self.payload_bytes + self.dedup.bytes)
     }
 
     pub fn counts(&mut self, now: u64) -> Counts {
@@ -466,8 +503,7 @@ impl Queue {
                 seq,
                 expires_at: now + DEDUP_WINDOW_MS,
             };
-            self.dedup.expiry.insert((entry.expires_at, key.clone()));
-            self.dedup.entries.insert(key.clone(), entry);
+            self.dedup.insert(key.clone(), entry);
             self.record(|_| Change::Deduplicated(key, entry));
         }
         self.record(|_| Change::Sent(message.clone()));
@@ -1183,6 +1219,21 @@ mod tests {
         let later = q.send(grouped("x", "g"), T0 + 300_000).unwrap();
         assert_ne!(later.message_id, first.message_id);
         assert!(later.sequence_number > first.sequence_number);
+    }
+
+    #[test]
+    fn deduplication_records_count_as_held_bytes_until_they_expire() {
+        let mut q = fifo_queue();
+        q.send(grouped("x", "g"), T0).unwrap();
+        let (_, with_message) = q.holding();
+        let received = q.receive(1, None, None, None, T0);
+        assert!(q.delete(received[0].receipt_handle, T0));
+        let (messages, bytes) = q.holding();
+        assert_eq!(messages, 0);
+        assert!(bytes > 0, "the record outlives its message");
+        assert!(bytes < with_message);
+        q.counts(T0 + DEDUP_WINDOW_MS);
+        assert_eq!(q.holding(), (0, 0), "expired records hold nothing");
     }
 
     #[test]
