@@ -262,6 +262,7 @@ impl Config {
         Some(crate::redis::Target {
             url: self.redis_url.clone()?,
             command_timeout: self.redis_timeout,
+            reconnect_every: self.lock_retry,
             ca_file: self.redis_ca_file.clone(),
         })
     }

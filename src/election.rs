@@ -110,8 +110,6 @@ pub async fn run_elector<S: LockStore>(
     mut shutdown: watch::Receiver<bool>,
 ) {
     let mut reachability = Reachability { reachable: None };
-    let max_backoff = (config.retry_every * 8).max(Duration::from_secs(2));
-    let mut backoff = config.retry_every;
     while !*shutdown.borrow() {
         let wait_until = if let Some((term, token)) = leadership.current_term() {
             let sent_at = Instant::now();
@@ -145,7 +143,6 @@ pub async fn run_elector<S: LockStore>(
             match timeout(config.redis_timeout, store.acquire()).await {
                 Ok(Ok(Acquire::Won(token))) => {
                     reachability.ok();
-                    backoff = config.retry_every;
                     match LeaderInfo::parse(&token) {
                         Some(info) => {
                             if let Some(term) = leadership.acquired(info, sent_at) {
@@ -158,19 +155,20 @@ pub async fn run_elector<S: LockStore>(
                 }
                 Ok(Ok(Acquire::Held(token))) => {
                     reachability.ok();
-                    backoff = config.retry_every;
                     leadership.observe_leader(LeaderInfo::parse(&token));
                     Instant::now() + config.retry_every
                 }
+                // No backoff beyond the retry interval: an attempt costs
+                // Redis one small script, and whatever kept Redis away (a
+                // restart, loading its data, a stall), some instance must
+                // lead within one interval of its answering again.
                 Ok(Err(error)) => {
                     reachability.failed(&error);
-                    backoff = (backoff * 2).min(max_backoff);
-                    Instant::now() + backoff
+                    Instant::now() + config.retry_every
                 }
                 Err(_) => {
                     reachability.failed("lock acquisition timed out");
-                    backoff = (backoff * 2).min(max_backoff);
-                    Instant::now() + backoff
+                    Instant::now() + config.retry_every
                 }
             }
         } else {
@@ -223,13 +221,17 @@ pub async fn watch_releases(
     subscriber: fred::clients::SubscriberClient,
     channel: String,
     released: Arc<Notify>,
+    retry_every: Duration,
 ) {
     let mut messages = subscriber.message_rx();
     // Re-subscribes after every reconnection; the task runs detached.
     drop(subscriber.manage_subscriptions());
-    // The subscriber retries by itself after reconnecting; an error here
-    // only means Redis is not up yet.
-    let _ = subscriber.subscribe(channel.clone()).await;
+    // Only a subscription that succeeded is renewed after reconnections, so
+    // the first one is retried until Redis takes it.
+    while let Err(error) = subscriber.subscribe(channel.clone()).await {
+        tracing::debug!(%error, "subscribing to release notices failed; retrying");
+        sleep(retry_every).await;
+    }
     loop {
         match messages.recv().await {
             Ok(_) => released.notify_one(),
@@ -355,6 +357,8 @@ mod tests {
         epoch: u64,
         /// Every call hangs forever, like a Redis that stopped answering.
         hang: bool,
+        /// Every call fails at once, like a Redis answering LOADING.
+        fail: bool,
     }
 
     impl FakeLock {
@@ -363,9 +367,15 @@ mod tests {
         }
 
         async fn answer<T>(&self, op: impl FnOnce(&mut FakeState) -> T) -> Result<T, LockError> {
-            let hang = self.state.lock().unwrap().hang;
+            let (hang, fail) = {
+                let state = self.state.lock().unwrap();
+                (state.hang, state.fail)
+            };
             if hang {
                 std::future::pending::<()>().await;
+            }
+            if fail {
+                return Err("LOADING Redis is loading the dataset in memory".into());
             }
             Ok(op(&mut self.state.lock().unwrap()))
         }
@@ -374,8 +384,8 @@ mod tests {
     impl LockStore for FakeLock {
         async fn acquire(&self) -> Result<Acquire, LockError> {
             self.answer(|s| match &s.holder {
-                Some(holder) => Acquire::Held(holder.clone()),
-                None => {
+                Some(holder) if !holder.contains("|me|") => Acquire::Held(holder.clone()),
+                _ => {
                     s.epoch += 1;
                     let token = format!("{}|me|00|http://me", s.epoch);
                     s.holder = Some(token.clone());
@@ -532,6 +542,33 @@ mod tests {
         settle().await;
         assert!(h.leadership.is_serving());
         assert_eq!(h.leadership.leader_url(), None, "a leader names no other leader");
+    }
+
+    /// However long Redis refused, the elector tries again every retry
+    /// interval (it once backed off to 4 s), so it leads within one interval
+    /// of Redis answering.
+    #[tokio::test(start_paused = true)]
+    async fn after_any_length_of_errors_a_passive_leads_within_a_retry() {
+        let h = start_with_holder(CONFIG, None);
+        h.lock.set(|s| s.fail = true);
+        settle().await;
+        tokio::time::sleep(Duration::from_secs(30)).await;
+        assert_eq!(h.leadership.role(), Role::Passive);
+        h.lock.set(|s| s.fail = false);
+        tokio::time::sleep(CONFIG.retry_every).await;
+        settle().await;
+        assert!(h.leadership.is_serving(), "led within one retry of Redis answering");
+    }
+
+    /// A lease in this node's own name, left by renewals a stalled Redis
+    /// applied after the leader had stepped down, is taken over at once
+    /// rather than waited out.
+    #[tokio::test(start_paused = true)]
+    async fn a_lease_left_in_our_own_name_is_taken_over() {
+        let h = start_with_holder(CONFIG, Some("7|me|00|http://me"));
+        settle().await;
+        assert!(h.leadership.is_serving());
+        assert_eq!(h.lock.state.lock().unwrap().epoch, 1, "a new token, a new epoch");
     }
 
     #[tokio::test(start_paused = true)]

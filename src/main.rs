@@ -97,6 +97,8 @@ async fn main() {
             let target = config.redis().expect("a Redis URL is configured");
             let client = ssq::redis::client(&target).unwrap_or_else(|e| fail(&e, 2));
             let subscriber = ssq::redis::subscriber(&target).unwrap_or_else(|e| fail(&e, 2));
+            ssq::redis::log_connection_errors(&client, "commands");
+            ssq::redis::log_connection_errors(&subscriber, "release notices");
             client.connect();
             subscriber.connect();
             let layout = Layout::new(&config.redis_prefix);
@@ -114,7 +116,8 @@ async fn main() {
                     service.clone(),
                     leadership.clone(),
                 )
-                .with_startup_queues(startup_queues.clone()),
+                .with_startup_queues(startup_queues.clone())
+                .with_retry_every(election_config.retry_every),
             );
             let committer = Committer::new(
                 client,
@@ -124,13 +127,15 @@ async fn main() {
                 loader.clone(),
                 metrics.clone(),
                 config.redis_timeout,
-            );
+            )
+            .with_max_reload_delay(election_config.retry_every * 4);
             tokio::spawn(committer.run(journal_rx));
             let released = Arc::new(Notify::new());
             tokio::spawn(election::watch_releases(
                 subscriber,
                 lock.release_channel.clone(),
                 released.clone(),
+                election_config.retry_every,
             ));
             tokio::spawn(election::run_elector(
                 leadership.clone(),

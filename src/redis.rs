@@ -3,8 +3,12 @@
 //!
 //! Every command is bounded by the command timeout, so that a hung Redis
 //! turns into an error rather than a stuck request; the client reconnects
-//! forever with exponential backoff, so that an instance outlives any Redis
-//! outage.
+//! forever, at most one reconnect interval apart, so that an instance
+//! outlives any Redis outage and is back within that interval of Redis
+//! answering again. That includes the very first connection: fred gives up
+//! for good on a first connection that fails (say, on a Redis answering
+//! `LOADING` while it reads its data at startup) unless told not to fail
+//! fast, which left an instance passive for ever.
 
 use std::time::Duration;
 
@@ -17,6 +21,8 @@ use fred::prelude::*;
 pub struct Target {
     pub url: String,
     pub command_timeout: Duration,
+    /// The longest wait between two connection attempts.
+    pub reconnect_every: Duration,
     /// PEM file of the CA that signed Redis's certificate; the system's
     /// roots when unset.
     pub ca_file: Option<std::path::PathBuf>,
@@ -79,6 +85,8 @@ fn builder(target: &Target) -> Result<Builder, String> {
         }
         config.tls = Some(tls_trusting(path)?);
     }
+    // Follow the reconnection policy from the first connection on.
+    config.fail_fast = false;
     let mut builder = Builder::from_config(config);
     builder
         .with_performance_config(|performance| performance.default_command_timeout = command_timeout)
@@ -93,7 +101,36 @@ fn builder(target: &Target) -> Result<Builder, String> {
             connection.unresponsive.max_timeout = Some(command_timeout * 4);
             connection.unresponsive.interval = command_timeout.max(Duration::from_millis(100));
         })
-        // Reconnect forever: 100 ms doubling to 2 s.
-        .set_policy(ReconnectPolicy::new_exponential(0, 100, 2_000, 2));
+        // Reconnect forever: 50 ms doubling up to the reconnect interval.
+        .set_policy(ReconnectPolicy::new_exponential(
+            0,
+            50,
+            target.reconnect_every.as_millis().clamp(50, u128::from(u32::MAX)) as u32,
+            2,
+        ));
     Ok(builder)
+}
+
+/// Logs what keeps a client from Redis (refused connections, `LOADING`, a
+/// wrong password) once per distinct error rather than once per attempt,
+/// and that it connected again. `name` says which client.
+pub fn log_connection_errors(client: &impl EventInterface, name: &'static str) {
+    let last_error = std::sync::Arc::new(std::sync::Mutex::new(None::<String>));
+    let seen = last_error.clone();
+    client.on_error(move |(error, _)| {
+        let text = error.to_string();
+        let mut last = seen.lock().unwrap_or_else(|poisoned| poisoned.into_inner());
+        if last.as_deref() != Some(text.as_str()) {
+            tracing::warn!(client = name, error = %text, "cannot use Redis: retrying");
+            *last = Some(text);
+        }
+        async { Ok(()) }
+    });
+    client.on_reconnect(move |_| {
+        let mut last = last_error.lock().unwrap_or_else(|poisoned| poisoned.into_inner());
+        if last.take().is_some() {
+            tracing::info!(client = name, "connected to Redis again");
+        }
+        async { Ok(()) }
+    });
 }

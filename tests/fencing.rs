@@ -48,3 +48,40 @@ async fn a_commit_after_the_lock_changed_hands_writes_nothing_and_steps_down() {
     assert_eq!(leader.metrics.step_downs.with_label_values(&["fenced"]).get(), 1);
     assert!(!service.queue_exists("q"), "and drops its memory");
 }
+
+/// The acquisition script against a real Redis: a lease held by another
+/// node is respected; one in the asking node's own name (left by answers it
+/// never got) is taken over with a new token and a higher epoch, and the old
+/// token can no longer renew.
+#[tokio::test]
+async fn a_node_takes_over_a_lease_left_in_its_own_name_only() {
+    use ssq::election::{Acquire, LockStore, RedisLock};
+    use std::time::Duration;
+
+    let redis = RedisServer::start();
+    let target = ssq::redis::Target {
+        url: redis.url(),
+        command_timeout: Duration::from_secs(5),
+        reconnect_every: Duration::from_millis(500),
+        ca_file: None,
+    };
+    let client = ssq::redis::client(&target).unwrap();
+    client.init().await.unwrap();
+    let layout = ssq::store::Layout::new("ssq");
+    let lock_of = |node: &str| RedisLock::new(client.clone(), &layout, node, "http://x", Duration::from_secs(60));
+    let (a, b) = (lock_of("node-a"), lock_of("node-b"));
+
+    let Acquire::Won(first) = a.acquire().await.unwrap() else {
+        panic!("the lock was free")
+    };
+    assert_eq!(b.acquire().await.unwrap(), Acquire::Held(first.clone()));
+    let Acquire::Won(second) = a.acquire().await.unwrap() else {
+        panic!("node-a takes over its own leftover lease")
+    };
+    assert_ne!(first, second);
+    let epoch = |token: &str| token.split('|').next().unwrap().parse::<u64>().unwrap();
+    assert!(epoch(&second) > epoch(&first));
+    assert!(!a.renew(&first).await.unwrap(), "the old token is fenced out");
+    assert!(a.renew(&second).await.unwrap());
+    assert_eq!(b.acquire().await.unwrap(), Acquire::Held(second));
+}

@@ -1,4 +1,10 @@
--- Take the leader lock if nobody holds it.
+-- Take the leader lock if nobody holds it, or if the holder is this very
+-- node: a node asks only while it does not lead, so a lease in its own name
+-- was left by an answer it never got (an acquisition it gave up waiting for,
+-- or its renewals that a stalled Redis applied after it had stepped down).
+-- Taking it over at once, with a new token, keeps such leftovers from
+-- leaving the group leaderless until they expire; anything the old token
+-- might still write is fenced out by the new one.
 -- KEYS[1] the lock, KEYS[2] the epoch counter
 -- ARGV[1] node id, ARGV[2] advertised URL, ARGV[3] TTL in milliseconds,
 -- ARGV[4] a random nonce
@@ -7,7 +13,7 @@
 -- acquisition; the nonce keeps tokens unique even if Redis lost the counter.
 -- Writes are fenced by the whole token.
 local holder = redis.call('GET', KEYS[1])
-if holder then
+if holder and string.match(holder, '^[^|]*|([^|]*)|') ~= ARGV[1] then
   return {0, holder}
 end
 local epoch = redis.call('INCR', KEYS[2])

@@ -16,6 +16,7 @@
 //!   behind the failed batch belong to the old memory and fail too.
 
 use std::sync::Arc;
+use std::sync::atomic::{AtomicU32, Ordering};
 use std::time::{Duration, Instant};
 
 use fred::prelude::*;
@@ -38,6 +39,11 @@ const MAX_BATCH_BYTES: usize = 8 * 1024 * 1024;
 const MAX_BATCH_WRITES: usize = 1_024;
 
 pub struct Committer {
+    /// Writes that failed in a row, each followed by a reload: the next
+    /// reload waits the longer (see [`Committer::reload_delay`]).
+    consecutive_failures: AtomicU32,
+    /// The longest wait before a reload.
+    max_reload_delay: Duration,
     pub client: Client,
     pub layout: Layout,
     pub script: Script,
@@ -59,6 +65,8 @@ impl Committer {
         timeout: Duration,
     ) -> Committer {
         Committer {
+            consecutive_failures: AtomicU32::new(0),
+            max_reload_delay: Duration::from_secs(2),
             client,
             layout,
             script: Script::from_lua(include_str!("../lua/commit.lua")),
@@ -68,6 +76,13 @@ impl Committer {
             metrics,
             timeout,
         }
+    }
+
+    /// Reloads after failed writes wait up to `max` (four lock retry
+    /// intervals in the server).
+    pub fn with_max_reload_delay(mut self, max: Duration) -> Committer {
+        self.max_reload_delay = max;
+        self
     }
 
     pub async fn run(self, mut queue: mpsc::UnboundedReceiver<Pending>) {
@@ -147,6 +162,7 @@ impl Committer {
             .observe(started.elapsed().as_secs_f64());
         match result {
             Ok(Ok(_)) => {
+                self.consecutive_failures.store(0, Ordering::Relaxed);
                 answer(chunk, Ok(()));
                 true
             }
@@ -170,11 +186,26 @@ impl Committer {
                 );
                 self.metrics.commit_failures.inc();
                 if self.leadership.begin_resync(term) {
-                    self.loader.spawn_restore(term);
+                    let failures = self.consecutive_failures.fetch_add(1, Ordering::Relaxed) + 1;
+                    self.loader
+                        .spawn_restore_after(term, reload_delay(failures, self.max_reload_delay));
                 }
                 false
             }
         }
+    }
+}
+
+/// How long to wait before reloading after the `failures`th failed write in
+/// a row: at once the first time, then 50 ms doubling up to `max`. A Redis
+/// that answers reads but refuses writes (say, with `min-replicas-to-write`
+/// unmet) otherwise costs a full reload for every write a client retries.
+fn reload_delay(failures: u32, max: Duration) -> Duration {
+    match failures {
+        0 | 1 => Duration::ZERO,
+        n => Duration::from_millis(50)
+            .saturating_mul(1 << (n - 2).min(16))
+            .min(max),
     }
 }
 
@@ -188,5 +219,17 @@ fn unavailable(why: &str) -> SqsError {
 fn answer(pendings: Vec<Pending>, result: Result<(), SqsError>) {
     for pending in pendings {
         let _ = pending.done.send(result.clone());
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn reloads_after_failed_writes_back_off_to_the_maximum() {
+        let ms = Duration::from_millis;
+        let delays = [1, 2, 3, 4, 10, 40].map(|failures| reload_delay(failures, ms(2_000)));
+        assert_eq!(delays, [ms(0), ms(50), ms(100), ms(200), ms(2_000), ms(2_000)]);
     }
 }

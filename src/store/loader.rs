@@ -29,6 +29,9 @@ pub struct Loader {
     leadership: Arc<Leadership>,
     /// Queues from the configuration file, created after loading if missing.
     startup_queues: Vec<crate::config::QueueSpec>,
+    /// The longest wait between two attempts at loading (the lock retry
+    /// interval): a leader serves within it of Redis answering again.
+    retry_every: Duration,
 }
 
 /// What a load found.
@@ -47,7 +50,13 @@ impl Loader {
             service,
             leadership,
             startup_queues: Vec::new(),
+            retry_every: Duration::from_millis(500),
         }
+    }
+
+    pub fn with_retry_every(mut self, retry_every: Duration) -> Loader {
+        self.retry_every = retry_every;
+        self
     }
 
     pub fn with_startup_queues(mut self, queues: Vec<crate::config::QueueSpec>) -> Loader {
@@ -58,12 +67,22 @@ impl Loader {
     /// Loads the state for leadership term `term` in the background, then
     /// lets the leader serve.
     pub fn spawn_restore(self: &Arc<Self>, term: u64) {
+        self.spawn_restore_after(term, Duration::ZERO);
+    }
+
+    /// The same, starting after `delay`: reloads after failed writes back
+    /// off, so that a Redis that answers reads but refuses writes is not
+    /// read whole many times a second.
+    pub fn spawn_restore_after(self: &Arc<Self>, term: u64, delay: Duration) {
         let loader = self.clone();
-        tokio::spawn(async move { loader.restore(term).await });
+        tokio::spawn(async move {
+            tokio::time::sleep(delay).await;
+            loader.restore(term).await
+        });
     }
 
     async fn restore(&self, term: u64) {
-        let mut delay = Duration::from_millis(100);
+        let mut delay = Duration::from_millis(50).min(self.retry_every);
         while self.leadership.holds_term(term) {
             let started = Instant::now();
             match self.load().await {
@@ -94,7 +113,7 @@ impl Loader {
                 Err(error) => {
                     tracing::warn!(%error, "loading state from Redis failed; retrying");
                     tokio::time::sleep(delay).await;
-                    delay = (delay * 2).min(Duration::from_secs(2));
+                    delay = (delay * 2).min(self.retry_every);
                 }
             }
         }

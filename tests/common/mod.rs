@@ -43,7 +43,9 @@ impl Server {
 
     pub fn start_with(args: &[&str]) -> Server {
         let port = free_port();
-        let child = Command::new(env!("CARGO_BIN_EXE_ssq"))
+        // SSQ_BIN runs another build (an older one, to compare with).
+        let binary = std::env::var("SSQ_BIN").unwrap_or_else(|_| env!("CARGO_BIN_EXE_ssq").to_string());
+        let child = Command::new(binary)
             .args(["--listen", &format!("127.0.0.1:{port}")])
             .args(args)
             .env("RUST_LOG", "error")
@@ -431,6 +433,7 @@ impl LibraryLeader {
         let target = ssq::redis::Target {
             url: redis.url(),
             command_timeout: Duration::from_secs(5),
+            reconnect_every: Duration::from_millis(500),
             ca_file: None,
         };
         let client = ssq::redis::client(&target).unwrap();
