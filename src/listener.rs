@@ -10,9 +10,10 @@
 //!   `--header-timeout` of its first byte, however slowly bytes keep coming
 //!   (a "slowloris" client would otherwise hold its place for ever).
 //!
-//! hyper bounds a head's size itself (about 400 KiB and 100 headers, beyond
-//! which it answers 431), so a connection holds at most that much before its
-//! body is read, and the body budget ([`crate::request_body`]) after.
+//! Connections are served here too ([`serve`]), with hyper's read buffer
+//! capped at [`MAX_READ_BUFFER`] (hyper's default is about 400 KiB): a request
+//! head larger than that gets a 431, and a connection holds at most that much
+//! of its own beyond the bodies' shared budget ([`crate::request_body`]).
 //!
 //! The head rules are kept here, on the byte stream, rather than in hyper:
 //! hyper's header timer also runs while a keep-alive connection waits idle
@@ -22,6 +23,7 @@
 //! body is never scanned.
 
 use std::future::Future;
+
 use std::pin::Pin;
 use std::sync::Arc;
 use std::task::{Context, Poll};
@@ -55,11 +57,11 @@ impl LimitedListener {
     }
 }
 
-impl axum::serve::Listener for LimitedListener {
-    type Io = LimitedStream<tokio::net::TcpStream>;
-    type Addr = std::net::SocketAddr;
+/// What hyper may buffer of one connection's input: a request head must fit.
+pub const MAX_READ_BUFFER: usize = 64 * 1024;
 
-    async fn accept(&mut self) -> (Self::Io, Self::Addr) {
+impl LimitedListener {
+    async fn accept(&mut self) -> LimitedStream<tokio::net::TcpStream> {
         let permit = self
             .permits
             .clone()
@@ -68,9 +70,9 @@ impl axum::serve::Listener for LimitedListener {
             .expect("the semaphore is never closed");
         loop {
             match self.inner.accept().await {
-                Ok((stream, address)) => {
+                Ok((stream, _)) => {
                     let _ = stream.set_nodelay(true);
-                    return (LimitedStream::new(stream, permit, self.timeouts), address);
+                    return LimitedStream::new(stream, permit, self.timeouts);
                 }
                 // Out of file descriptors and the like: wait, as axum's own
                 // listener does, rather than spin.
@@ -79,9 +81,52 @@ impl axum::serve::Listener for LimitedListener {
         }
     }
 
-    fn local_addr(&self) -> std::io::Result<Self::Addr> {
+    pub fn local_addr(&self) -> std::io::Result<std::net::SocketAddr> {
         self.inner.local_addr()
     }
+}
+
+/// Serves `app` over HTTP/1.1 on every connection `listener` accepts until
+/// `shutdown` resolves; then accepts no more, lets each connection finish
+/// the request it is on, and returns once all have closed.
+pub async fn serve(mut listener: LimitedListener, app: axum::Router, shutdown: impl Future<Output = ()>) {
+    use hyper_util::rt::TokioIo;
+    use hyper_util::service::TowerToHyperService;
+    use tower::ServiceExt;
+
+    // Shutdown drops `stop`, which every connection watches; each holds an
+    // `alive` receiver, so `all_closed` resolves once the last one has ended.
+    let (stop, stopping) = tokio::sync::watch::channel(());
+    let (all_closed, alive) = tokio::sync::watch::channel(());
+    tokio::pin!(shutdown);
+    loop {
+        let stream = tokio::select! {
+            stream = listener.accept() => stream,
+            () = &mut shutdown => break,
+        };
+        let service = TowerToHyperService::new(
+            app.clone()
+                .map_request(|request: axum::http::Request<hyper::body::Incoming>| request.map(axum::body::Body::new)),
+        );
+        let (mut stopping, alive) = (stopping.clone(), alive.clone());
+        tokio::spawn(async move {
+            let connection = hyper::server::conn::http1::Builder::new()
+                .max_buf_size(MAX_READ_BUFFER)
+                .serve_connection(TokioIo::new(stream), service);
+            tokio::pin!(connection);
+            tokio::select! {
+                _ = connection.as_mut() => {}
+                _ = stopping.changed() => {
+                    connection.as_mut().graceful_shutdown();
+                    let _ = connection.await;
+                }
+            }
+            drop(alive);
+        });
+    }
+    drop(stop);
+    drop(alive);
+    all_closed.closed().await;
 }
 
 /// Where the connection is in reading a request head.

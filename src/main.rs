@@ -4,10 +4,10 @@
 use std::sync::Arc;
 use std::time::Duration;
 
-use fred::prelude::ClientLike;
 use tokio::sync::{Notify, mpsc, oneshot, watch};
 use tracing_subscriber::EnvFilter;
 
+use fred::prelude::ClientLike;
 use ssq::clock::SystemClock;
 use ssq::config::{Config, LogFormat};
 use ssq::election::{self, LockStore, RedisLock};
@@ -120,7 +120,7 @@ async fn main() {
                 .with_retry_every(election_config.retry_every),
             );
             let committer = Committer::new(
-                client,
+                client.clone(),
                 layout,
                 leadership.clone(),
                 service.clone(),
@@ -137,7 +137,7 @@ async fn main() {
                 released.clone(),
                 election_config.retry_every,
             ));
-            tokio::spawn(election::run_elector(
+            let elector = election::run_elector(
                 leadership.clone(),
                 lock.clone(),
                 election_config,
@@ -145,7 +145,8 @@ async fn main() {
                 Arc::new(move |term| loader.spawn_restore(term)),
                 released,
                 stopped.clone(),
-            ));
+            );
+            tokio::spawn(elector);
             tokio::spawn(election::run_watchdog(
                 leadership.clone(),
                 lock.clone(),
@@ -206,11 +207,8 @@ async fn main() {
         header: config.header_timeout,
     };
     let listener = ssq::listener::LimitedListener::new(listener, config.max_connections, timeouts);
-    let served = axum::serve(listener, app).with_graceful_shutdown(shutdown).await;
+    ssq::listener::serve(listener, app, shutdown).await;
     let _ = stop_tasks.send(true);
-    if let Err(error) = served {
-        tracing::error!(%error, "server failed");
-    }
     if let (Some(lock), Ok(Some(token))) = (lock, token_rx.await) {
         match tokio::time::timeout(Duration::from_secs(2), lock.release(&token)).await {
             Ok(Ok(true)) => tracing::info!("released the leader lock"),

@@ -8,7 +8,7 @@
 //! answering again. That includes the very first connection: fred gives up
 //! for good on a first connection that fails (say, on a Redis answering
 //! `LOADING` while it reads its data at startup) unless told not to fail
-//! fast, which left an instance passive for ever.
+//! fast, which once left an instance passive for ever.
 
 use std::time::Duration;
 
@@ -101,14 +101,18 @@ fn builder(target: &Target) -> Result<Builder, String> {
             connection.unresponsive.max_timeout = Some(command_timeout * 4);
             connection.unresponsive.interval = command_timeout.max(Duration::from_millis(100));
         })
-        // Reconnect forever: 50 ms doubling up to the reconnect interval.
-        .set_policy(ReconnectPolicy::new_exponential(
-            0,
-            50,
-            target.reconnect_every.as_millis().clamp(50, u128::from(u32::MAX)) as u32,
-            2,
-        ));
+        .set_policy(reconnect_policy(target.reconnect_every));
     Ok(builder)
+}
+
+/// Reconnect forever: 10 ms doubling up to the reconnect interval, with no
+/// jitter (fred waits even before the first attempt when it does not fail
+/// fast, and that wait is startup time).
+fn reconnect_policy(longest: Duration) -> ReconnectPolicy {
+    let longest = longest.as_millis().clamp(10, u128::from(u32::MAX)) as u32;
+    let mut policy = ReconnectPolicy::new_exponential(0, 10, longest, 2);
+    policy.set_jitter(0);
+    policy
 }
 
 /// Logs what keeps a client from Redis (refused connections, `LOADING`, a

@@ -48,7 +48,8 @@ impl Server {
         let child = Command::new(binary)
             .args(["--listen", &format!("127.0.0.1:{port}")])
             .args(args)
-            .env("RUST_LOG", "error")
+            // SSQ_TEST_LOG sets the instances' log filter, to see why a test failed.
+            .env("RUST_LOG", std::env::var("SSQ_TEST_LOG").unwrap_or_else(|_| "error".into()))
             .stdout(Stdio::null())
             .stderr(Stdio::inherit())
             .spawn()
