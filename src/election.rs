@@ -557,7 +557,10 @@ mod tests {
         h.lock.set(|s| s.fail = false);
         tokio::time::sleep(CONFIG.retry_every).await;
         settle().await;
-        assert!(h.leadership.is_serving(), "led within one retry of Redis answering");
+        assert!(
+            h.leadership.is_serving(),
+            "led within one retry of Redis answering"
+        );
     }
 
     /// A lease in this node's own name, left by renewals a stalled Redis

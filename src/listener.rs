@@ -104,10 +104,9 @@ pub async fn serve(mut listener: LimitedListener, app: axum::Router, shutdown: i
             stream = listener.accept() => stream,
             () = &mut shutdown => break,
         };
-        let service = TowerToHyperService::new(
-            app.clone()
-                .map_request(|request: axum::http::Request<hyper::body::Incoming>| request.map(axum::body::Body::new)),
-        );
+        let service = TowerToHyperService::new(app.clone().map_request(
+            |request: axum::http::Request<hyper::body::Incoming>| request.map(axum::body::Body::new),
+        ));
         let (mut stopping, alive) = (stopping.clone(), alive.clone());
         tokio::spawn(async move {
             let connection = hyper::server::conn::http1::Builder::new()
@@ -214,7 +213,11 @@ fn find_blank_line(tail: [u8; 3], read: &[u8]) -> (Option<usize>, [u8; 3]) {
 }
 
 impl<S: AsyncRead + Unpin> AsyncRead for LimitedStream<S> {
-    fn poll_read(mut self: Pin<&mut Self>, cx: &mut Context<'_>, buf: &mut ReadBuf<'_>) -> Poll<std::io::Result<()>> {
+    fn poll_read(
+        mut self: Pin<&mut Self>,
+        cx: &mut Context<'_>,
+        buf: &mut ReadBuf<'_>,
+    ) -> Poll<std::io::Result<()>> {
         if self.ended {
             return Poll::Ready(Ok(()));
         }
@@ -243,7 +246,11 @@ impl<S: AsyncRead + Unpin> AsyncRead for LimitedStream<S> {
 }
 
 impl<S: AsyncWrite + Unpin> AsyncWrite for LimitedStream<S> {
-    fn poll_write(mut self: Pin<&mut Self>, cx: &mut Context<'_>, buf: &[u8]) -> Poll<std::io::Result<usize>> {
+    fn poll_write(
+        mut self: Pin<&mut Self>,
+        cx: &mut Context<'_>,
+        buf: &[u8],
+    ) -> Poll<std::io::Result<usize>> {
         self.answering();
         Pin::new(&mut self.stream).poll_write(cx, buf)
     }
@@ -292,7 +299,9 @@ mod tests {
     };
 
     fn stream(io: tokio::io::DuplexStream) -> LimitedStream<tokio::io::DuplexStream> {
-        let permit = Arc::new(tokio::sync::Semaphore::new(1)).try_acquire_owned().unwrap();
+        let permit = Arc::new(tokio::sync::Semaphore::new(1))
+            .try_acquire_owned()
+            .unwrap();
         LimitedStream::new(io, permit, TIMEOUTS)
     }
 
@@ -340,7 +349,10 @@ mod tests {
     async fn a_complete_head_stops_the_clock_until_the_next_request() {
         let (mut client, server) = tokio::io::duplex(1024);
         let mut server = stream(server);
-        client.write_all(b"POST / HTTP/1.1\r\nContent-Length: 3\r\n\r\n").await.unwrap();
+        client
+            .write_all(b"POST / HTTP/1.1\r\nContent-Length: 3\r\n\r\n")
+            .await
+            .unwrap();
         let mut buf = [0u8; 128];
         assert!(server.read(&mut buf).await.unwrap() > 0);
         tokio::time::sleep(Duration::from_secs(20)).await;

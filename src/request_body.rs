@@ -157,7 +157,10 @@ mod tests {
     async fn bodies_over_the_request_cap_are_refused() {
         let budget = BodyBudget::new(64 * 1024 * 1024);
         let refused = budget
-            .read(Body::from(vec![0u8; MAX_REQUEST_BODY + 1]), Duration::from_secs(1))
+            .read(
+                Body::from(vec![0u8; MAX_REQUEST_BODY + 1]),
+                Duration::from_secs(1),
+            )
             .await
             .err()
             .expect("too large");

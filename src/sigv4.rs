@@ -146,7 +146,8 @@ const MAX_PRESIGNED_EXPIRY_SECONDS: i64 = 7 * 24 * 3_600;
 /// A header-signed request must be dated within the skew; a presigned one
 /// is valid from its date (less the skew) until its `X-Amz-Expires` runs out.
 fn check_date(signed: &Signed, date: i64, now: i64) -> Result<(), SqsError> {
-    let expired = |why: String| SqsError::new(ErrorCode::RequestExpired, format!("Request has expired: {why}."));
+    let expired =
+        |why: String| SqsError::new(ErrorCode::RequestExpired, format!("Request has expired: {why}."));
     if date - now > MAX_SKEW_SECONDS {
         return Err(expired(format!(
             "X-Amz-Date {} is more than 15 minutes ahead of the server's time",
@@ -371,7 +372,9 @@ impl Signed {
                     .parse::<i64>()
                     .ok()
                     .filter(|seconds| (1..=MAX_PRESIGNED_EXPIRY_SECONDS).contains(seconds))
-                    .ok_or_else(|| malformed("X-Amz-Expires must be a whole number of seconds from 1 to 604800"))?;
+                    .ok_or_else(|| {
+                        malformed("X-Amz-Expires must be a whole number of seconds from 1 to 604800")
+                    })?;
                 (
                     field("X-Amz-Credential")?,
                     field("X-Amz-SignedHeaders")?,
@@ -589,7 +592,14 @@ mod tests {
         assert_eq!(error.code, ErrorCode::SignatureDoesNotMatch);
         assert!(error.message.contains("host header must be signed"), "{error}");
         let error = credentials
-            .verify(&Method::POST, &uri, &with_host, b"Action=DeleteQueue", "us-east-1", now)
+            .verify(
+                &Method::POST,
+                &uri,
+                &with_host,
+                b"Action=DeleteQueue",
+                "us-east-1",
+                now,
+            )
             .unwrap_err();
         assert_eq!(error.code, ErrorCode::SignatureDoesNotMatch, "the body is signed");
     }

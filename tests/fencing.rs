@@ -59,16 +59,10 @@ async fn a_node_takes_over_a_lease_left_in_its_own_name_only() {
     use std::time::Duration;
 
     let redis = RedisServer::start();
-    let target = ssq::redis::Target {
-        url: redis.url(),
-        command_timeout: Duration::from_secs(5),
-        reconnect_every: Duration::from_millis(500),
-        ca_file: None,
-    };
-    let client = ssq::redis::client(&target).unwrap();
-    client.init().await.unwrap();
+    let client = redis.client().await;
     let layout = ssq::store::Layout::new("ssq");
-    let lock_of = |node: &str| RedisLock::new(client.clone(), &layout, node, "http://x", Duration::from_secs(60));
+    let lock_of =
+        |node: &str| RedisLock::new(client.clone(), &layout, node, "http://x", Duration::from_secs(60));
     let (a, b) = (lock_of("node-a"), lock_of("node-b"));
 
     let Acquire::Won(first) = a.acquire().await.unwrap() else {

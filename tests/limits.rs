@@ -117,17 +117,14 @@ async fn fifo_deduplication_records_count_toward_max_bytes() {
             break;
         }
         let received = sqs.receive_message().queue_url(&url).send().await.unwrap();
-        let handle = received.messages()[0].receipt_handle().unwrap();
-        sqs.delete_message()
-            .queue_url(&url)
-            .receipt_handle(handle)
-            .send()
-            .await
-            .unwrap();
+        assert!(common::delete_received(&sqs, &url, &received.messages()[0]).await);
     }
     // Each record counts 2 × 30 + 160 bytes: about 300 fit in 64 KiB.
     let refused_after = refused_after.expect("deduplication records reached --max-bytes");
-    assert!((250..350).contains(&refused_after), "refused after {refused_after} sends");
+    assert!(
+        (250..350).contains(&refused_after),
+        "refused after {refused_after} sends"
+    );
 }
 
 async fn raw(server: &Server, request: &[u8]) -> String {
@@ -289,8 +286,13 @@ async fn trickled_request_heads_do_not_hold_connections() {
             tokio::spawn(async move {
                 let mut stream = TcpStream::connect(("127.0.0.1", port)).await.unwrap();
                 let started = std::time::Instant::now();
-                for byte in b"POST / HTTP/1.1\r\nHost: x\r\nX-Slow: ".iter().chain(std::iter::repeat(&b'a')) {
-                    if stream.write_all(&[*byte]).await.is_err() || started.elapsed() > Duration::from_secs(20) {
+                for byte in b"POST / HTTP/1.1\r\nHost: x\r\nX-Slow: "
+                    .iter()
+                    .chain(std::iter::repeat(&b'a'))
+                {
+                    if stream.write_all(&[*byte]).await.is_err()
+                        || started.elapsed() > Duration::from_secs(20)
+                    {
                         break;
                     }
                     tokio::time::sleep(Duration::from_millis(100)).await;
@@ -306,12 +308,17 @@ async fn trickled_request_heads_do_not_hold_connections() {
         .unwrap();
     let served = client.get(format!("{}/health", server.url)).send().await;
     assert_eq!(
-        served.expect("a normal client gets in once the slow heads time out").status(),
+        served
+            .expect("a normal client gets in once the slow heads time out")
+            .status(),
         200
     );
     for held in slowloris {
         let held_for = held.await.unwrap();
-        assert!(held_for < Duration::from_secs(5), "a trickling client held on for {held_for:?}");
+        assert!(
+            held_for < Duration::from_secs(5),
+            "a trickling client held on for {held_for:?}"
+        );
     }
 }
 
@@ -369,5 +376,8 @@ async fn stalled_bodies_cannot_take_more_than_the_body_budget() {
     }
     drop(stalled);
     tokio::time::sleep(Duration::from_millis(300)).await;
-    assert!(server.client().list_queues().send().await.is_ok(), "served again once they left");
+    assert!(
+        server.client().list_queues().send().await.is_ok(),
+        "served again once they left"
+    );
 }

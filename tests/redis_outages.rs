@@ -28,7 +28,9 @@ async fn redis_with_a_large_aof() -> RedisServer {
     redis_command(redis.port, "BGREWRITEAOF").await.unwrap();
     let deadline = Instant::now() + Duration::from_secs(60);
     loop {
-        let info = redis_command(redis.port, "INFO persistence").await.unwrap_or_default();
+        let info = redis_command(redis.port, "INFO persistence")
+            .await
+            .unwrap_or_default();
         if info.contains("aof_rewrite_in_progress:0") && info.contains("aof_rewrite_scheduled:0") {
             break;
         }
@@ -56,7 +58,10 @@ async fn lead_after_loading(count: usize) -> Duration {
             Some(reply) => assert!(reply.starts_with("-LOADING"), "{reply}"),
             None => {}
         }
-        assert!(started.elapsed() < Duration::from_secs(60), "Redis never finished loading");
+        assert!(
+            started.elapsed() < Duration::from_secs(60),
+            "Redis never finished loading"
+        );
         tokio::time::sleep(Duration::from_millis(10)).await;
     }
     let answered = answered.unwrap();
@@ -72,13 +77,19 @@ async fn lead_after_loading(count: usize) -> Duration {
 #[tokio::test]
 async fn a_lone_instance_started_while_redis_loads_leads_once_it_has_loaded() {
     let after = lead_after_loading(1).await;
-    assert!(after < Duration::from_secs(2), "ready {after:?} after Redis answered");
+    assert!(
+        after < Duration::from_secs(2),
+        "ready {after:?} after Redis answered"
+    );
 }
 
 #[tokio::test]
 async fn a_group_started_while_redis_loads_elects_a_leader_once_it_has_loaded() {
     let after = lead_after_loading(3).await;
-    assert!(after < Duration::from_secs(2), "ready {after:?} after Redis answered");
+    assert!(
+        after < Duration::from_secs(2),
+        "ready {after:?} after Redis answered"
+    );
 }
 
 /// A stall longer than the step-down deadline makes the leader step down;

@@ -115,7 +115,12 @@ impl Default for Signing {
 
 /// A Query-protocol POST to `path_and_query`, signed over `body`, as
 /// (URL, headers) that a test may send with another body.
-fn sign_query_post(server: &Server, path_and_query: &str, body: &str, how: Signing) -> (String, Vec<(String, String)>) {
+fn sign_query_post(
+    server: &Server,
+    path_and_query: &str,
+    body: &str,
+    how: Signing,
+) -> (String, Vec<(String, String)>) {
     use aws_sigv4::http_request::{
         PayloadChecksumKind, SignableBody, SignableRequest, SignatureLocation, SigningSettings, sign,
     };
@@ -140,7 +145,8 @@ fn sign_query_post(server: &Server, path_and_query: &str, body: &str, how: Signi
         }
         None => SignableBody::Bytes(body.as_bytes()),
     };
-    let identity = aws_credential_types::Credentials::new("AKIDSSQTEST", "s3cr3t/with+chars", None, None, "test").into();
+    let identity =
+        aws_credential_types::Credentials::new("AKIDSSQTEST", "s3cr3t/with+chars", None, None, "test").into();
     let params = aws_sigv4::sign::v4::SigningParams::builder()
         .identity(&identity)
         .region(how.region)
@@ -166,7 +172,11 @@ fn sign_query_post(server: &Server, path_and_query: &str, body: &str, how: Signi
     );
     let mut url = url;
     for (index, (key, value)) in query.into_iter().enumerate() {
-        let separator = if index == 0 && !url.contains('?') { '?' } else { '&' };
+        let separator = if index == 0 && !url.contains('?') {
+            '?'
+        } else {
+            '&'
+        };
         url.push(separator);
         url.push_str(&serde_urlencoded::to_string([(key, value.as_ref())]).unwrap());
     }
@@ -218,11 +228,17 @@ async fn a_captured_signature_cannot_carry_another_body() {
         ..Signing::default()
     };
     let (url, headers) = sign_query_post(&server, "/", list, how);
-    assert_eq!(send_raw(&url, &headers, list).await.0, 200, "the genuine request passes");
+    assert_eq!(
+        send_raw(&url, &headers, list).await.0,
+        200,
+        "the genuine request passes"
+    );
 
     let delete = format!(
         "Action=DeleteQueue&Version=2012-11-05&QueueUrl={}",
-        serde_urlencoded::to_string([("", queue_url.as_str())]).unwrap().trim_start_matches('=')
+        serde_urlencoded::to_string([("", queue_url.as_str())])
+            .unwrap()
+            .trim_start_matches('=')
     );
     let (status, body) = send_raw(&url, &headers, &delete).await;
     assert_eq!(status, 403, "{body}");
@@ -251,7 +267,9 @@ async fn presigned_urls_carry_their_action_and_expire() {
     // An UNSIGNED-PAYLOAD URL signs no body: a body may not choose the action.
     let delete = format!(
         "Action=DeleteQueue&QueueUrl={}",
-        serde_urlencoded::to_string([("", queue_url.as_str())]).unwrap().trim_start_matches('=')
+        serde_urlencoded::to_string([("", queue_url.as_str())])
+            .unwrap()
+            .trim_start_matches('=')
     );
     let bare = Signing {
         presigned_for: Some(std::time::Duration::from_secs(60)),

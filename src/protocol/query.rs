@@ -94,7 +94,9 @@ impl Node {
 /// The `name=value` pairs of a form, counted as the decoder will see them
 /// (empty pieces between `&`s are skipped).
 fn count_pairs(form: &[u8]) -> usize {
-    form.split(|&byte| byte == b'&').filter(|pair| !pair.is_empty()).count()
+    form.split(|&byte| byte == b'&')
+        .filter(|pair| !pair.is_empty())
+        .count()
 }
 
 /// Reads a Query request: its action and its input as a JSON tree.
@@ -442,7 +444,10 @@ mod tests {
         for (body, query) in [(deep.as_str(), None), ("", Some(deep.as_str()))] {
             let error = parse(body.as_bytes(), query, None).unwrap_err();
             assert_eq!(error.code, ErrorCode::InvalidParameterValue);
-            assert!(error.message.contains("more than 10 dot-separated parts"), "{error}");
+            assert!(
+                error.message.contains("more than 10 dot-separated parts"),
+                "{error}"
+            );
         }
         let deepest_real = "Action=SendMessageBatch&SendMessageBatchRequestEntry.1.MessageAttribute.1.Value.StringListValue.1=x";
         assert!(parse(deepest_real.as_bytes(), None, None).is_ok());

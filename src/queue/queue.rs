@@ -148,7 +148,9 @@ impl Dedup {
             if *expires_at > now {
                 break;
             }
-            let Some((_, key)) = self.expiry.pop_first() else { break };
+            let Some((_, key)) = self.expiry.pop_first() else {
+                break;
+            };
             self.entries.remove(&key);
             self.bytes -= Self::footprint(&key);
             expired.push(key);

@@ -49,7 +49,10 @@ impl Server {
             .args(["--listen", &format!("127.0.0.1:{port}")])
             .args(args)
             // SSQ_TEST_LOG sets the instances' log filter, to see why a test failed.
-            .env("RUST_LOG", std::env::var("SSQ_TEST_LOG").unwrap_or_else(|_| "error".into()))
+            .env(
+                "RUST_LOG",
+                std::env::var("SSQ_TEST_LOG").unwrap_or_else(|_| "error".into()),
+            )
             .stdout(Stdio::null())
             .stderr(Stdio::inherit())
             .spawn()
@@ -228,6 +231,20 @@ impl RedisServer {
 
     pub fn url(&self) -> String {
         format!("redis://127.0.0.1:{}", self.port)
+    }
+
+    /// A connected client built as ssq builds its own, with a 5 s timeout.
+    pub async fn client(&self) -> fred::prelude::Client {
+        use fred::prelude::ClientLike;
+        let target = ssq::redis::Target {
+            url: self.url(),
+            command_timeout: Duration::from_secs(5),
+            reconnect_every: Duration::from_millis(500),
+            ca_file: None,
+        };
+        let client = ssq::redis::client(&target).unwrap();
+        client.init().await.unwrap();
+        client
     }
 
     /// Starts (again) on the same port with the same data directory.
@@ -427,18 +444,10 @@ pub struct LibraryLeader {
 
 impl LibraryLeader {
     pub async fn start(redis: &RedisServer) -> LibraryLeader {
-        use fred::prelude::ClientLike;
         use ssq::election::{Acquire, LockStore, RedisLock};
         use std::sync::Arc;
 
-        let target = ssq::redis::Target {
-            url: redis.url(),
-            command_timeout: Duration::from_secs(5),
-            reconnect_every: Duration::from_millis(500),
-            ca_file: None,
-        };
-        let client = ssq::redis::client(&target).unwrap();
-        client.init().await.unwrap();
+        let client = redis.client().await;
         let layout = ssq::store::Layout::new("ssq");
         let metrics = Arc::new(ssq::metrics::Metrics::new("library"));
         let (journal, journal_rx) = tokio::sync::mpsc::unbounded_channel();
