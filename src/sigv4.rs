@@ -49,9 +49,9 @@ impl Credentials {
     /// is signed at all, with a known key, for `region` and the service `sqs`,
     /// with `host` among the signed headers, dated within the skew (or, when
     /// presigned, not yet expired). When the request declares its payload's
-    /// hash (`x-amz-content-sha256`, or `UNSIGNED-PAYLOAD` in a presigned
-    /// URL), the signature itself is checked here too, so that an unsigned
-    /// client never gets as far as having its body buffered.
+    /// hash (`x-amz-content-sha256`), the signature itself is checked here
+    /// too, so that an unsigned client never gets as far as having its body
+    /// buffered.
     /// `now` is Unix seconds.
     pub fn check_head(
         &self,
@@ -176,6 +176,10 @@ enum DeclaredPayload {
     Unsigned,
     /// Nothing declared: the signature covers the body's hash.
     Body,
+    /// A presigned URL that declares nothing: botocore signs the (empty)
+    /// body's hash, S3-style presigners sign `UNSIGNED-PAYLOAD`. Either is
+    /// accepted for an empty body; a body must hash to what was signed.
+    PresignedBody,
 }
 
 impl DeclaredPayload {
@@ -185,7 +189,7 @@ impl DeclaredPayload {
         match self {
             DeclaredPayload::Hash(hash) => Some(hash.clone()),
             DeclaredPayload::Unsigned => Some(UNSIGNED_PAYLOAD.to_string()),
-            DeclaredPayload::Body => None,
+            DeclaredPayload::Body | DeclaredPayload::PresignedBody => None,
         }
     }
 }
@@ -199,7 +203,7 @@ fn declared_payload(uri: &Uri, headers: &HeaderMap, signed: &Signed) -> Result<D
         None => None,
     };
     match declared.as_deref() {
-        None if signed.presigned() => Ok(DeclaredPayload::Unsigned),
+        None if signed.presigned() => Ok(DeclaredPayload::PresignedBody),
         None => Ok(DeclaredPayload::Body),
         Some(UNSIGNED_PAYLOAD) => Ok(DeclaredPayload::Unsigned),
         Some(hash) if hash.len() == 64 && hash.bytes().all(|b| b.is_ascii_hexdigit()) => {
@@ -257,6 +261,13 @@ impl HeadChecked {
                 Ok(())
             }
             DeclaredPayload::Body => self.check_signature(&hex(&Sha256::digest(body))),
+            DeclaredPayload::PresignedBody => {
+                let signed_body = self.check_signature(&hex(&Sha256::digest(body)));
+                match signed_body {
+                    Err(_) if body.is_empty() => self.check_signature(UNSIGNED_PAYLOAD),
+                    result => result,
+                }
+            }
         }
     }
 
