@@ -10,6 +10,7 @@ use super::RequestContext;
 use super::model::*;
 use crate::error::{ErrorCode, Result, SqsError};
 use crate::queue::attributes::{self, READ_ONLY, SETTABLE};
+use crate::queue::limits::{MAX_DELAY_SECONDS, MAX_VISIBILITY_TIMEOUT_SECONDS};
 use crate::queue::message::{self, hex};
 use crate::queue::{
     AttributeValue, MessageAttribute, MessageAttributes, NewMessage, ReceiptHandle, Received,
@@ -255,7 +256,7 @@ pub(super) async fn list_queue_tags(
 fn new_message(ctx: &RequestContext, fields: SendMessageFields) -> Result<(NewMessage, usize)> {
     let body = required(fields.message_body, "MessageBody")?;
     let delay_seconds = match fields.delay_seconds {
-        Some(delay) => Some(in_range(delay, "DelaySeconds", 0, 900)?),
+        Some(delay) => Some(in_range(delay, "DelaySeconds", 0, MAX_DELAY_SECONDS.into())?),
         None => None,
     };
     let attributes = message_attributes_from_wire(fields.message_attributes.unwrap_or_default())?;
@@ -476,7 +477,7 @@ pub(super) async fn receive_message(
     )?;
     let visibility = input
         .visibility_timeout
-        .map(|v| in_range(v, "VisibilityTimeout", 0, 43_200))
+        .map(|v| in_range(v, "VisibilityTimeout", 0, MAX_VISIBILITY_TIMEOUT_SECONDS.into()))
         .transpose()?;
     let wait = input
         .wait_time_seconds
@@ -662,7 +663,7 @@ pub(super) async fn change_message_visibility(
         required(input.visibility_timeout, "VisibilityTimeout")?,
         "VisibilityTimeout",
         0,
-        43_200,
+        MAX_VISIBILITY_TIMEOUT_SECONDS.into(),
     )?;
     svc.with_queue(&name, |queue, now| queue.change_visibility(handle, timeout, now))
         .await??;
@@ -692,7 +693,7 @@ pub(super) async fn change_message_visibility_batch(
                             required(entry.visibility_timeout, "VisibilityTimeout")?,
                             "VisibilityTimeout",
                             0,
-                            43_200,
+                            MAX_VISIBILITY_TIMEOUT_SECONDS.into(),
                         )?;
                         queue.change_visibility(handle, timeout, now)?;
                         Ok(BatchResultEntry { id: id.clone() })

@@ -4,6 +4,7 @@
 //! This module is the one place that turns one into the other, so the range
 //! checks of CreateQueue and SetQueueAttributes cannot drift apart.
 
+use super::limits::{MAX_DELAY_SECONDS, MAX_VISIBILITY_TIMEOUT_SECONDS};
 use crate::error::{ErrorCode, Result, SqsError};
 
 /// Attributes that a client sets (CreateQueue, SetQueueAttributes).
@@ -109,7 +110,7 @@ impl QueueAttributes {
             "DeduplicationScope" => {
                 self.deduplication_scope = one_of(name, value, &["queue", "messageGroup"])?;
             }
-            "DelaySeconds" => self.delay_seconds = parse_in_range(name, value, 0, 900)?,
+            "DelaySeconds" => self.delay_seconds = parse_in_range(name, value, 0, MAX_DELAY_SECONDS)?,
             "FifoQueue" => self.fifo_queue = parse_bool(name, value)?,
             "FifoThroughputLimit" => {
                 self.fifo_throughput_limit = one_of(name, value, &["perQueue", "perMessageGroupId"])?;
@@ -136,7 +137,9 @@ impl QueueAttributes {
             "RedriveAllowPolicy" => self.redrive_allow_policy = parse_redrive_allow_policy(value)?,
             "RedrivePolicy" => self.redrive_policy = parse_redrive_policy(value)?,
             "SqsManagedSseEnabled" => self.sqs_managed_sse_enabled = parse_bool(name, value)?,
-            "VisibilityTimeout" => self.visibility_timeout = parse_in_range(name, value, 0, 43_200)?,
+            "VisibilityTimeout" => {
+                self.visibility_timeout = parse_in_range(name, value, 0, MAX_VISIBILITY_TIMEOUT_SECONDS)?
+            }
             _ => return Err(unknown_attribute(name)),
         }
         Ok(())

@@ -7,6 +7,7 @@
 //! in [`crate::service`], on top of this.
 
 pub mod attributes;
+pub mod limits;
 pub mod message;
 #[allow(clippy::module_inception)]
 mod queue;

@@ -24,12 +24,10 @@ use super::message::{self, Message, MessageAttributes, MessageState};
 use super::receipt::ReceiptHandle;
 use crate::error::{ErrorCode, Result, SqsError};
 
+use super::limits::{DEDUP_WINDOW_MS, MAX_DELAY_SECONDS, MAX_VISIBILITY_TIMEOUT_SECONDS, PURGE_INTERVAL_MS};
+
 /// A visibility timeout cannot reach further than 12 hours after the receive.
-const MAX_VISIBILITY_MS: u64 = 43_200 * 1000;
-/// AWS allows one purge per queue every 60 seconds.
-const PURGE_INTERVAL_MS: u64 = 60_000;
-/// FIFO deduplication ids and receive attempt ids are remembered 5 minutes.
-const DEDUP_WINDOW_MS: u64 = 300_000;
+const MAX_VISIBILITY_MS: u64 = MAX_VISIBILITY_TIMEOUT_SECONDS as u64 * 1000;
 
 pub struct Queue {
     pub name: String,
@@ -442,9 +440,9 @@ impl Queue {
             self.check_standard_send(&new)?
         };
         let delay_seconds = new.delay_seconds.unwrap_or(self.attributes.delay_seconds);
-        if delay_seconds > 900 {
+        if delay_seconds > MAX_DELAY_SECONDS {
             return Err(SqsError::invalid_parameter(format!(
-                "Value {delay_seconds} for parameter DelaySeconds is invalid. Reason: DelaySeconds must be >= 0 and <= 900."
+                "Value {delay_seconds} for parameter DelaySeconds is invalid. Reason: DelaySeconds must be >= 0 and <= {MAX_DELAY_SECONDS}."
             )));
         }
         self.advance(now);
@@ -715,9 +713,9 @@ impl Queue {
     /// Sets a new visibility timeout, counted from now, for the message that
     /// `handle` received. Zero makes it visible at once.
     pub fn change_visibility(&mut self, handle: ReceiptHandle, timeout_seconds: u32, now: u64) -> Result<()> {
-        if timeout_seconds > 43_200 {
+        if timeout_seconds > MAX_VISIBILITY_TIMEOUT_SECONDS {
             return Err(SqsError::invalid_parameter(format!(
-                "Value {timeout_seconds} for parameter VisibilityTimeout is invalid. Reason: Must be between 0 and 43200, if provided."
+                "Value {timeout_seconds} for parameter VisibilityTimeout is invalid. Reason: Must be between 0 and {MAX_VISIBILITY_TIMEOUT_SECONDS}, if provided."
             )));
         }
         self.advance(now);
@@ -736,7 +734,7 @@ impl Queue {
         let new_until = now + u64::from(timeout_seconds) * 1000;
         if new_until > received_at + MAX_VISIBILITY_MS {
             return Err(SqsError::invalid_parameter(format!(
-                "Value {timeout_seconds} for parameter VisibilityTimeout is invalid. Reason: Total VisibilityTimeout for the message is beyond the limit [43200 seconds]."
+                "Value {timeout_seconds} for parameter VisibilityTimeout is invalid. Reason: Total VisibilityTimeout for the message is beyond the limit [{MAX_VISIBILITY_TIMEOUT_SECONDS} seconds]."
             )));
         }
         let state = if timeout_seconds == 0 {
