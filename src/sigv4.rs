@@ -109,17 +109,14 @@ impl Credentials {
         for part in [signed.region.as_str(), "sqs", "aws4_request"] {
             key = hmac(&key, part.as_bytes());
         }
-        let payload = declared_payload(uri, headers, &signed)?;
-        let mut head = HeadChecked {
+        let head = HeadChecked {
+            payload: declared_payload(&signed)?,
             canonical_head: canonical_head(method, uri, headers, &signed),
             signed,
             key,
-            payload,
-            signature_checked: false,
         };
         if let Some(hash) = head.payload.signed_hash() {
             head.check_signature(&hash)?;
-            head.signature_checked = true;
         }
         Ok(head)
     }
@@ -196,13 +193,8 @@ impl DeclaredPayload {
 
 const UNSIGNED_PAYLOAD: &str = "UNSIGNED-PAYLOAD";
 
-fn declared_payload(uri: &Uri, headers: &HeaderMap, signed: &Signed) -> Result<DeclaredPayload, SqsError> {
-    let declared = match headers.get("x-amz-content-sha256") {
-        Some(value) => Some(value.to_str().unwrap_or_default().to_string()),
-        None if signed.presigned() => query_value(uri, "X-Amz-Content-Sha256"),
-        None => None,
-    };
-    match declared.as_deref() {
+fn declared_payload(signed: &Signed) -> Result<DeclaredPayload, SqsError> {
+    match signed.content_sha256.as_deref() {
         None if signed.presigned() => Ok(DeclaredPayload::PresignedBody),
         None => Ok(DeclaredPayload::Body),
         Some(UNSIGNED_PAYLOAD) => Ok(DeclaredPayload::Unsigned),
@@ -227,17 +219,9 @@ pub struct HeadChecked {
     /// The derived signing key.
     key: Vec<u8>,
     payload: DeclaredPayload,
-    /// Whether the signature was verified already, from the declared hash.
-    signature_checked: bool,
 }
 
 impl HeadChecked {
-    /// Whether the request is known to be signed by a holder of the secret
-    /// before its body is read.
-    pub fn is_authenticated(&self) -> bool {
-        self.signature_checked
-    }
-
     /// Binds the body to the signature: it must hash to what was signed.
     pub fn check_body(self, body: &[u8]) -> Result<(), SqsError> {
         match &self.payload {
@@ -295,13 +279,6 @@ impl HeadChecked {
     }
 }
 
-fn query_value(uri: &Uri, name: &str) -> Option<String> {
-    serde_urlencoded::from_str::<Vec<(String, String)>>(uri.query().unwrap_or_default())
-        .ok()?
-        .into_iter()
-        .find_map(|(key, value)| (key == name).then_some(value))
-}
-
 /// What a request says about its own signature.
 struct Signed {
     access_key_id: String,
@@ -315,6 +292,9 @@ struct Signed {
     /// A presigned URL's lifetime in seconds (`X-Amz-Expires`); `None` for a
     /// request signed in its Authorization header.
     expires: Option<i64>,
+    /// The payload hash the request declares: the `x-amz-content-sha256`
+    /// header or, presigned, the `X-Amz-Content-Sha256` parameter.
+    content_sha256: Option<String>,
 }
 
 impl Signed {
@@ -342,7 +322,10 @@ impl Signed {
                 .and_then(|v| v.to_str().ok())
                 .map(str::to_string)
         };
-        let (credential, signed_headers, signature, amz_date, expires) =
+        let content_sha256 = headers
+            .get("x-amz-content-sha256")
+            .map(|value| value.to_str().unwrap_or_default().to_string());
+        let (credential, signed_headers, signature, amz_date, expires, content_sha256) =
             if let Some(authorization) = header("authorization") {
                 let rest = authorization
                     .strip_prefix(ALGORITHM)
@@ -366,6 +349,7 @@ impl Signed {
                     field("Signature")?,
                     date,
                     None,
+                    content_sha256,
                 )
             } else {
                 let query: HashMap<String, String> =
@@ -392,6 +376,7 @@ impl Signed {
                     field("X-Amz-Signature")?,
                     field("X-Amz-Date")?,
                     Some(expires),
+                    content_sha256.or_else(|| query.get("X-Amz-Content-Sha256").cloned()),
                 )
             };
         let parts: Vec<&str> = credential.split('/').collect();
@@ -413,6 +398,7 @@ impl Signed {
             signature: signature.to_ascii_lowercase(),
             amz_date,
             expires,
+            content_sha256,
         })
     }
 }
