@@ -23,7 +23,6 @@
 //! body is never scanned.
 
 use std::future::Future;
-
 use std::pin::Pin;
 use std::sync::Arc;
 use std::task::{Context, Poll};
@@ -41,6 +40,9 @@ pub struct ConnectionTimeouts {
     pub header: Duration,
 }
 
+/// What hyper may buffer of one connection's input: a request head must fit.
+pub const MAX_READ_BUFFER: usize = 64 * 1024;
+
 pub struct LimitedListener {
     inner: tokio::net::TcpListener,
     permits: Arc<tokio::sync::Semaphore>,
@@ -55,12 +57,7 @@ impl LimitedListener {
             timeouts,
         }
     }
-}
 
-/// What hyper may buffer of one connection's input: a request head must fit.
-pub const MAX_READ_BUFFER: usize = 64 * 1024;
-
-impl LimitedListener {
     async fn accept(&mut self) -> LimitedStream<tokio::net::TcpStream> {
         let permit = self
             .permits
@@ -79,10 +76,6 @@ impl LimitedListener {
                 Err(_) => tokio::time::sleep(Duration::from_millis(50)).await,
             }
         }
-    }
-
-    pub fn local_addr(&self) -> std::io::Result<std::net::SocketAddr> {
-        self.inner.local_addr()
     }
 }
 
@@ -182,11 +175,10 @@ impl<S> LimitedStream<S> {
                 .reset(Instant::now() + self.timeouts.header);
             self.head = Head::Reading { tail: [0; 3] };
         }
-        if let Head::Reading { tail } = self.head {
-            self.head = match find_blank_line(tail, read) {
-                (Some(_), _) => Head::Complete,
-                (None, tail) => Head::Reading { tail },
-            };
+        if let Head::Reading { tail } = &mut self.head
+            && head_ends(tail, read)
+        {
+            self.head = Head::Complete;
         }
     }
 
@@ -194,22 +186,26 @@ impl<S> LimitedStream<S> {
     fn head_overdue(&mut self, cx: &mut Context<'_>) -> bool {
         matches!(self.head, Head::Reading { .. }) && self.head_deadline.as_mut().poll(cx).is_ready()
     }
+
+    /// The server writes: traffic, and once a head was complete, an answer,
+    /// so the next byte read starts the next request's head.
+    fn answering(&mut self) {
+        self.touched();
+        if self.head == Head::Complete {
+            self.head = Head::Awaiting;
+        }
+    }
 }
 
-/// Finds the end of a request head (`\r\n\r\n`, or `\n\n`, which hyper also
-/// accepts) in `read`, given the last three bytes before it. Returns the
-/// number of bytes of `read` up to the end of the head, if it ends there,
-/// and the last three bytes seen otherwise.
-fn find_blank_line(tail: [u8; 3], read: &[u8]) -> (Option<usize>, [u8; 3]) {
-    let mut window = tail;
-    for (index, &byte) in read.iter().enumerate() {
-        let ends = byte == b'\n' && (window[2] == b'\n' || (window[2] == b'\r' && window[1] == b'\n'));
-        if ends {
-            return (Some(index + 1), window);
-        }
-        window = [window[1], window[2], byte];
-    }
-    (None, window)
+/// Whether a request head ends (at `\r\n\r\n`, or `\n\n`, which hyper also
+/// accepts) in `read`; `tail` holds the last three bytes before it and is
+/// moved along, so that an end split over two reads is found.
+fn head_ends(tail: &mut [u8; 3], read: &[u8]) -> bool {
+    read.iter().any(|&byte| {
+        let ends = byte == b'\n' && (tail[2] == b'\n' || (tail[2] == b'\r' && tail[1] == b'\n'));
+        *tail = [tail[1], tail[2], byte];
+        ends
+    })
 }
 
 impl<S: AsyncRead + Unpin> AsyncRead for LimitedStream<S> {
@@ -277,17 +273,6 @@ impl<S: AsyncWrite + Unpin> AsyncWrite for LimitedStream<S> {
     }
 }
 
-impl<S> LimitedStream<S> {
-    /// The server writes: traffic, and once a head was complete, an answer,
-    /// so the next byte read starts the next request's head.
-    fn answering(&mut self) {
-        self.touched();
-        if self.head == Head::Complete {
-            self.head = Head::Awaiting;
-        }
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -307,12 +292,12 @@ mod tests {
 
     #[test]
     fn a_blank_line_ends_the_head_even_split_over_reads() {
-        assert_eq!(find_blank_line([0; 3], b"GET / HTTP/1.1\r\n\r\nbody").0, Some(18));
-        assert_eq!(find_blank_line([0; 3], b"GET / HTTP/1.1\n\n").0, Some(16));
-        let (none, tail) = find_blank_line([0; 3], b"GET / HTTP/1.1\r\nHost: a\r\n\r");
-        assert_eq!(none, None);
-        assert_eq!(find_blank_line(tail, b"\nrest").0, Some(1));
-        assert_eq!(find_blank_line([0; 3], b"a\r\nb\r\nc").0, None);
+        assert!(head_ends(&mut [0; 3], b"GET / HTTP/1.1\r\n\r\nbody"));
+        assert!(head_ends(&mut [0; 3], b"GET / HTTP/1.1\n\n"));
+        let mut tail = [0; 3];
+        assert!(!head_ends(&mut tail, b"GET / HTTP/1.1\r\nHost: a\r\n\r"));
+        assert!(head_ends(&mut tail, b"\nrest"));
+        assert!(!head_ends(&mut [0; 3], b"a\r\nb\r\nc"));
     }
 
     /// A client that trickles its head one byte a second is cut off at the

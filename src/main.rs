@@ -4,10 +4,10 @@
 use std::sync::Arc;
 use std::time::Duration;
 
+use fred::prelude::ClientLike;
 use tokio::sync::{Notify, mpsc, oneshot, watch};
 use tracing_subscriber::EnvFilter;
 
-use fred::prelude::ClientLike;
 use ssq::clock::SystemClock;
 use ssq::config::{Config, LogFormat};
 use ssq::election::{self, LockStore, RedisLock};
@@ -120,7 +120,7 @@ async fn main() {
                 .with_retry_every(election_config.retry_every),
             );
             let committer = Committer::new(
-                client.clone(),
+                client,
                 layout,
                 leadership.clone(),
                 service.clone(),
@@ -137,7 +137,7 @@ async fn main() {
                 released.clone(),
                 election_config.retry_every,
             ));
-            let elector = election::run_elector(
+            tokio::spawn(election::run_elector(
                 leadership.clone(),
                 lock.clone(),
                 election_config,
@@ -145,8 +145,7 @@ async fn main() {
                 Arc::new(move |term| loader.spawn_restore(term)),
                 released,
                 stopped.clone(),
-            );
-            tokio::spawn(elector);
+            ));
             tokio::spawn(election::run_watchdog(
                 leadership.clone(),
                 lock.clone(),

@@ -45,7 +45,8 @@ impl BodyBudget {
     }
 
     /// Bytes of the budget in use now.
-    pub fn in_use(&self) -> usize {
+    #[cfg(test)]
+    fn in_use(&self) -> usize {
         self.total - self.bytes.available_permits()
     }
 

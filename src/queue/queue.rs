@@ -20,11 +20,10 @@ use std::collections::{BTreeMap, BTreeSet, HashMap};
 use std::sync::Arc;
 
 use super::attributes::QueueAttributes;
+use super::limits::{DEDUP_WINDOW_MS, MAX_DELAY_SECONDS, MAX_VISIBILITY_TIMEOUT_SECONDS, PURGE_INTERVAL_MS};
 use super::message::{self, Message, MessageAttributes, MessageState};
 use super::receipt::ReceiptHandle;
 use crate::error::{ErrorCode, Result, SqsError};
-
-use super::limits::{DEDUP_WINDOW_MS, MAX_DELAY_SECONDS, MAX_VISIBILITY_TIMEOUT_SECONDS, PURGE_INTERVAL_MS};
 
 /// A visibility timeout cannot reach further than 12 hours after the receive.
 const MAX_VISIBILITY_MS: u64 = MAX_VISIBILITY_TIMEOUT_SECONDS as u64 * 1000;
@@ -142,13 +141,10 @@ impl Dedup {
     /// Forgets the records that expire by `now`, returning their keys.
     fn expire(&mut self, now: u64) -> Vec<String> {
         let mut expired = Vec::new();
-        while let Some((expires_at, _)) = self.expiry.first() {
-            if *expires_at > now {
-                break;
-            }
-            let Some((_, key)) = self.expiry.pop_first() else {
-                break;
-            };
+        while let Some((expires_at, _)) = self.expiry.first()
+            && *expires_at <= now
+            && let Some((_, key)) = self.expiry.pop_first()
+        {
             self.entries.remove(&key);
             self.bytes -= Self::footprint(&key);
             expired.push(key);

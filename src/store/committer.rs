@@ -40,7 +40,7 @@ const MAX_BATCH_WRITES: usize = 1_024;
 
 pub struct Committer {
     /// Writes that failed in a row, each followed by a reload: the next
-    /// reload waits the longer (see [`Committer::reload_delay`]).
+    /// reload waits the longer (see [`reload_delay`]).
     consecutive_failures: AtomicU32,
     /// The longest wait before a reload.
     max_reload_delay: Duration,
