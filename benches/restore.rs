@@ -17,14 +17,6 @@ use common::{LibraryLeader, RedisServer, Server, new_message};
 const MESSAGES: usize = 1_000_000;
 const BODY: usize = 100;
 
-fn rss_kib(pid: u32) -> u64 {
-    std::fs::read_to_string(format!("/proc/{pid}/status"))
-        .ok()
-        .and_then(|s| s.lines().find(|l| l.starts_with("VmRSS:")).map(str::to_string))
-        .and_then(|l| l.split_whitespace().nth(1).and_then(|v| v.parse().ok()))
-        .unwrap_or(0)
-}
-
 #[tokio::main]
 async fn main() {
     let redis = RedisServer::start();
@@ -73,7 +65,7 @@ async fn main() {
         attributes.contains(&format!("\"{MESSAGES}\"")),
         "all messages loaded: {attributes}"
     );
-    let rss = rss_kib(node.pid());
+    let rss = node.rss_kib();
     println!(
         "restore of {MESSAGES} messages: {:.2} s from process start to /ready; RSS then {:.0} MiB ({:.0} B per message)",
         took.as_secs_f64(),

@@ -322,24 +322,12 @@ async fn trickled_request_heads_do_not_hold_connections() {
     }
 }
 
-/// The resident memory of a process, from /proc.
-fn rss_bytes(pid: u32) -> u64 {
-    let status = std::fs::read_to_string(format!("/proc/{pid}/status")).unwrap();
-    let kib: u64 = status
-        .lines()
-        .find_map(|line| line.strip_prefix("VmRSS:"))
-        .and_then(|rest| rest.split_whitespace().next())
-        .and_then(|n| n.parse().ok())
-        .unwrap();
-    kib * 1024
-}
-
 /// Clients that send most of a large body and stall once made the server
 /// buffer 5 MiB each, without bound; now all bodies share one budget.
 #[tokio::test]
 async fn stalled_bodies_cannot_take_more_than_the_body_budget() {
     let server = Server::start_with(&["--max-body-buffer", "16MiB", "--request-timeout", "20s"]);
-    let before = rss_bytes(server.pid());
+    let before = server.rss_kib() * 1024;
     let mut stalled = Vec::new();
     let chunk = vec![b'a'; 1024 * 1024];
     for _ in 0..40 {
@@ -361,7 +349,7 @@ async fn stalled_bodies_cannot_take_more_than_the_body_budget() {
         stalled.push(stream);
     }
     tokio::time::sleep(Duration::from_millis(500)).await;
-    let grown = rss_bytes(server.pid()).saturating_sub(before);
+    let grown = (server.rss_kib() * 1024).saturating_sub(before);
     assert!(
         grown < 64 * 1024 * 1024,
         "40 stalled 4 MiB bodies grew the server by {} MiB",

@@ -314,6 +314,15 @@ impl Server {
         self.child.id()
     }
 
+    /// The process's resident memory in KiB (VmRSS); panics if it is gone.
+    pub fn rss_kib(&self) -> u64 {
+        std::fs::read_to_string(format!("/proc/{}/status", self.pid()))
+            .ok()
+            .and_then(|s| s.lines().find(|l| l.starts_with("VmRSS:")).map(str::to_string))
+            .and_then(|l| l.split_whitespace().nth(1).and_then(|v| v.parse().ok()))
+            .expect("the instance is running and reports VmRSS")
+    }
+
     /// Sends a signal by name (KILL, TERM, STOP, CONT).
     pub fn signal(&self, name: &str) {
         let status = Command::new("kill")
