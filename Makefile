@@ -3,7 +3,7 @@
 VENV := .venv
 PYTHON_DEPS := $(VENV)/.installed
 
-.PHONY: build run test test-quick test-rust test-python fuzz bench cluster cluster-stop docker fmt lint clean
+.PHONY: build run test test-deps test-quick test-rust test-python fuzz bench cluster cluster-stop docker fmt lint clean
 
 build:
 	cargo build --release
@@ -15,9 +15,15 @@ FUZZ_SECONDS ?= 60
 FUZZ_MAX_LEN ?= 262144
 
 # What CI runs. test-quick leaves out the fuzzing (about 7 minutes the first time).
-test: lint fuzz test-rust test-python
+# Both first install the system tools the tests start (scripts/test-deps.sh).
+test: test-deps lint fuzz test-rust test-python
 
-test-quick: test-rust test-python
+test-quick: test-deps test-rust test-python
+
+# redis-server, haproxy, chromium, openssl, curl, python3-venv: installed with
+# apt-get where missing (as root or through sudo); elsewhere, named.
+test-deps:
+	bash scripts/test-deps.sh
 
 test-rust:
 	cargo test

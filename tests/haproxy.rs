@@ -2,7 +2,7 @@
 //! replaced): a client sends and consumes without pause while the leader is
 //! killed (SIGKILL) and later the next one is stopped gracefully (SIGTERM).
 //! The client must see only short unavailability, and lose nothing it was
-//! told was sent. Needs haproxy (.ci/run installs it).
+//! told was sent. Needs haproxy (`make test` installs it: scripts/test-deps.sh).
 
 mod common;
 
@@ -47,7 +47,7 @@ fn start_haproxy(nodes: &[Server]) -> Haproxy {
         .stdout(Stdio::null())
         .stderr(Stdio::null())
         .spawn()
-        .expect("haproxy is installed: apt-get install haproxy (.ci/run installs it)");
+        .expect("haproxy is installed: apt-get install haproxy (`make test` installs it: scripts/test-deps.sh)");
     Haproxy {
         child,
         url: format!("http://127.0.0.1:{port}"),

@@ -1,5 +1,5 @@
 //! The status page, loaded in headless Chromium as a person would see it.
-//! Needs Debian's chromium (.ci/run installs it).
+//! Needs Debian's chromium (`make test` installs it: scripts/test-deps.sh).
 
 mod common;
 
@@ -46,7 +46,7 @@ async fn the_status_page_shows_the_node_its_role_and_queue_counts() {
             .arg(format!("--user-data-dir={}", profile.display()))
             .args(["--dump-dom", &server_url])
             .output()
-            .expect("chromium is installed: apt-get install chromium (.ci/run installs it)")
+            .expect("chromium is installed: apt-get install chromium (`make test` installs it: scripts/test-deps.sh)")
     })
     .await
     .unwrap();

@@ -265,7 +265,7 @@ impl RedisServer {
             .stdout(Stdio::null())
             .stderr(Stdio::inherit())
             .spawn()
-            .expect("redis-server is installed (.ci/run installs it)");
+            .expect("redis-server is installed (`make test` installs it: scripts/test-deps.sh)");
         self.child = Some(child);
         wait_for_port(self.port, "redis-server");
     }
