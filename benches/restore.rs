@@ -1,8 +1,8 @@
 //! How long a new leader takes to load 1,000,000 small messages from Redis
 //! and start serving, and how much memory it then holds.
 //!
-//! Fills a private redis-server through the library (one in-process leader,
-//! large group commits), gives the lock up, starts a release `ssq` process
+//! Fills a private redis-server through an in-process node (large group
+//! commits), stops it (handing the lock over), starts a release `ssq` process
 //! and times it from spawn to `/ready` = 200.
 //!
 //! Run: `cargo bench --bench restore` (about a minute; needs ~2 GiB).
@@ -12,7 +12,7 @@ mod common;
 
 use std::time::{Duration, Instant};
 
-use common::{LibraryLeader, RedisServer, Server, new_message};
+use common::{InProcessNode, RedisServer, Server, new_message};
 
 const MESSAGES: usize = 1_000_000;
 const BODY: usize = 100;
@@ -20,7 +20,7 @@ const BODY: usize = 100;
 #[tokio::main]
 async fn main() {
     let redis = RedisServer::start();
-    let leader = LibraryLeader::start_with_queue(&redis, "restore").await;
+    let leader = InProcessNode::start_with_queue(&redis, "restore").await;
     let filling = Instant::now();
     let body = "x".repeat(BODY);
     for chunk in 0..MESSAGES / 10_000 {
@@ -35,7 +35,7 @@ async fn main() {
         "filled {MESSAGES} messages of ~{BODY} B in {:.1} s",
         filling.elapsed().as_secs_f64()
     );
-    leader.release().await;
+    leader.stop().await;
 
     let url = redis.url();
     let started = Instant::now();

@@ -14,6 +14,8 @@ use clap::parser::ValueSource;
 use clap::{CommandFactory, FromArgMatches, Parser, ValueEnum};
 use serde::Deserialize;
 
+use crate::service::QueueSpec;
+
 #[derive(Debug, Clone, Parser)]
 #[command(
     name = "ssq",
@@ -148,10 +150,10 @@ pub enum LogFormat {
     Json,
 }
 
-/// A queue the configuration file asks for.
-#[derive(Debug, Clone, PartialEq, Eq, Deserialize)]
+/// A queue as the configuration file writes it.
+#[derive(Debug, Deserialize)]
 #[serde(deny_unknown_fields)]
-pub struct QueueSpec {
+struct QueueEntry {
     pub name: String,
     #[serde(default, deserialize_with = "string_map")]
     pub attributes: BTreeMap<String, String>,
@@ -177,30 +179,10 @@ fn string_map<'de, D: serde::Deserializer<'de>>(
         .collect())
 }
 
-/// Creates the configured queues that do not exist yet; existing queues are
-/// left as they are (a failover must not reset what clients changed).
-pub async fn create_startup_queues(
-    service: &crate::service::Service,
-    specs: &[QueueSpec],
-) -> Result<usize, String> {
-    let mut created = 0;
-    for spec in specs {
-        if service.queue_exists(&spec.name) {
-            continue;
-        }
-        service
-            .create_queue(&spec.name, &spec.attributes, spec.tags.clone())
-            .await
-            .map_err(|e| format!("cannot create the configured queue {}: {}", spec.name, e.message))?;
-        created += 1;
-    }
-    Ok(created)
-}
-
 #[derive(Debug, Deserialize)]
 struct ConfigFile {
     #[serde(default)]
-    queues: Vec<QueueSpec>,
+    queues: Vec<QueueEntry>,
     #[serde(flatten)]
     settings: BTreeMap<String, toml::Value>,
 }
@@ -212,7 +194,8 @@ impl Config {
         Self::load_from(std::env::args_os().collect())
     }
 
-    fn load_from(args: Vec<std::ffi::OsString>) -> Result<(Config, Vec<QueueSpec>), String> {
+    /// The same from the given arguments (the first is the program name).
+    pub fn load_from(args: Vec<std::ffi::OsString>) -> Result<(Config, Vec<QueueSpec>), String> {
         let matches = Config::command()
             .try_get_matches_from(&args)
             .unwrap_or_else(|e| e.exit());
@@ -254,7 +237,17 @@ impl Config {
         }
         merged.extend(args.into_iter().skip(1));
         let config = Config::try_parse_from(merged).map_err(|e| format!("in {}: {e}", path.display()))?;
-        Ok((config, file.queues))
+        Ok((
+            config,
+            file.queues
+                .into_iter()
+                .map(|entry| QueueSpec {
+                    name: entry.name,
+                    attributes: entry.attributes,
+                    tags: entry.tags,
+                })
+                .collect(),
+        ))
     }
 
     /// The Redis to use, if any.

@@ -17,16 +17,15 @@ use axum::http::{HeaderMap, Method, StatusCode, Uri, header};
 use axum::response::{IntoResponse, Response};
 use axum::routing::{get, post};
 
-use crate::api::{self, Action, Input, RequestContext};
+use crate::api::{self, Action, Api, Input, RequestContext};
 use crate::error::{ErrorCode, SqsError};
 use crate::leader::Leadership;
 use crate::metrics::Metrics;
 use crate::protocol::{json, query};
 use crate::request_body::{BodyBudget, BodyPermit};
-use crate::service::Service;
 
 pub struct AppState {
-    pub service: Arc<Service>,
+    pub api: Api,
     pub leadership: Arc<Leadership>,
     pub metrics: Arc<Metrics>,
     pub account_id: String,
@@ -130,11 +129,9 @@ async fn sqs(
             let ctx = state.context(&headers);
             let result = match input {
                 RequestInput::Json(bytes) => {
-                    api::dispatch(&state.service, &ctx, action, Input::Json(&bytes)).await
+                    api::dispatch(&state.api, &ctx, action, Input::Json(&bytes)).await
                 }
-                RequestInput::Tree(tree) => {
-                    api::dispatch(&state.service, &ctx, action, Input::Tree(tree)).await
-                }
+                RequestInput::Tree(tree) => api::dispatch(&state.api, &ctx, action, Input::Tree(tree)).await,
             };
             (Some(action), result)
         }
@@ -187,7 +184,7 @@ async fn admit(
     let signature = match &state.credentials {
         None => None,
         Some(credentials) => {
-            let now = (state.service.now() / 1000) as i64;
+            let now = (state.api.service.now() / 1000) as i64;
             Some(credentials.check_head(method, uri, headers, &state.region, now)?)
         }
     };
@@ -293,7 +290,7 @@ async fn status_page(State(state): State<Arc<AppState>>) -> Response {
     let html = crate::status_page::render(
         state.leadership.node_id(),
         &state.leadership.status(),
-        &state.service.counts_by_queue(),
+        &state.api.service.counts_by_queue(),
     );
     ([(header::CONTENT_TYPE, "text/html; charset=utf-8")], html).into_response()
 }
@@ -331,7 +328,7 @@ async fn status(State(state): State<Arc<AppState>>) -> Response {
 }
 
 async fn metrics(State(state): State<Arc<AppState>>) -> Response {
-    let body = state.metrics.render(&state.service.counts_by_queue());
+    let body = state.metrics.render(&state.api.service.counts_by_queue());
     (
         StatusCode::OK,
         [(header::CONTENT_TYPE, "text/plain; version=0.0.4")],

@@ -21,8 +21,8 @@ use std::time::Duration;
 use tokio::sync::Notify;
 use tokio::time::Instant;
 
+use crate::journal::Memory;
 use crate::metrics::Metrics;
-use crate::service::Service;
 
 /// `serve_until` value for "never": not serving.
 const NOT_SERVING: u64 = 0;
@@ -95,7 +95,8 @@ pub struct Leadership {
     inner: Mutex<Inner>,
     /// Wakes the watchdog when the deadline moves or the role changes.
     pub changed: Notify,
-    service: Arc<Service>,
+    /// The queues this leadership serves: dropped when it is lost.
+    memory: Arc<dyn Memory>,
     metrics: Arc<Metrics>,
 }
 
@@ -141,7 +142,7 @@ impl Leadership {
         node_id: String,
         role: Role,
         step_down_after: Duration,
-        service: Arc<Service>,
+        memory: Arc<dyn Memory>,
         metrics: Arc<Metrics>,
     ) -> Leadership {
         let serve_until = if role == Role::MemoryOnly {
@@ -162,7 +163,7 @@ impl Leadership {
                 last_good_renew_sent: None,
             }),
             changed: Notify::new(),
-            service,
+            memory,
             metrics,
         }
     }
@@ -245,7 +246,7 @@ impl Leadership {
             inner.leader = Some(info);
             inner.term
         };
-        self.service.clear();
+        self.memory.clear();
         self.metrics.leader_transitions.inc();
         self.changed.notify_waiters();
         Some(term)
@@ -294,7 +295,7 @@ impl Leadership {
             }
         }
         self.metrics.leader.set(0);
-        self.service.clear();
+        self.memory.clear();
         true
     }
 
@@ -331,7 +332,7 @@ impl Leadership {
             tracing::warn!(node_id = %self.node_id, reason = why.reason(), "stepped down: now passive");
             inner.leader.take().map(|l| l.token)
         };
-        self.service.clear();
+        self.memory.clear();
         self.metrics.leader.set(0);
         self.metrics.leader_transitions.inc();
         self.metrics.step_downs.with_label_values(&[why.label()]).inc();
@@ -368,7 +369,7 @@ impl Leadership {
             was_leader.then_some(token).flatten()
         };
         self.metrics.leader.set(0);
-        self.service.close_long_polls();
+        self.memory.close_long_polls();
         self.changed.notify_waiters();
         token
     }
@@ -386,18 +387,42 @@ impl Leadership {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::clock::SystemClock;
+    use std::sync::atomic::AtomicUsize;
 
-    fn leadership() -> Leadership {
-        let metrics = Arc::new(Metrics::new("n1"));
-        let service = Arc::new(Service::new(Arc::new(SystemClock), metrics.clone()));
+    /// Memory that counts how often it was dropped.
+    #[derive(Default)]
+    struct Counted {
+        clears: AtomicUsize,
+    }
+
+    impl Memory for Counted {
+        fn generation(&self) -> u64 {
+            0
+        }
+        fn clear(&self) {
+            self.clears.fetch_add(1, Ordering::AcqRel);
+        }
+        fn install(&self, _: Vec<crate::queue::Queue>) {}
+        fn close_long_polls(&self) {}
+        fn create_configured_queues(
+            &self,
+        ) -> std::pin::Pin<Box<dyn std::future::Future<Output = ()> + Send + '_>> {
+            Box::pin(async {})
+        }
+    }
+
+    fn leadership_with(memory: Arc<Counted>) -> Leadership {
         Leadership::new(
             "n1".into(),
             Role::Passive,
             Duration::from_secs(3),
-            service,
-            metrics,
+            memory,
+            Arc::new(Metrics::new("n1")),
         )
+    }
+
+    fn leadership() -> Leadership {
+        leadership_with(Arc::default())
     }
 
     fn info(epoch: u64) -> LeaderInfo {
@@ -466,18 +491,16 @@ mod tests {
 
     #[tokio::test(start_paused = true)]
     async fn stepping_down_drops_the_queue_state() {
-        let l = leadership();
+        let memory = Arc::new(Counted::default());
+        let l = leadership_with(memory.clone());
         let term = l.acquired(info(1), Instant::now()).unwrap();
         l.restored(term);
-        l.service
-            .create_queue("q", &Default::default(), Default::default())
-            .await
-            .unwrap();
+        let dropped_on_acquiring = memory.clears.load(Ordering::Acquire);
         assert_eq!(
             l.step_down(None, StepDown::Fenced).as_deref(),
             Some("1|n1|00ff|http://127.0.0.1:1")
         );
-        assert!(!l.service.queue_exists("q"));
+        assert_eq!(memory.clears.load(Ordering::Acquire), dropped_on_acquiring + 1);
         assert!(!l.is_serving());
     }
 }

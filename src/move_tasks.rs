@@ -13,6 +13,7 @@ use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use crate::error::{ErrorCode, Result, SqsError};
+use crate::queue::QueueArn;
 use crate::service::Service;
 
 /// AWS's ceiling and default for MaxNumberOfMessagesPerSecond.
@@ -47,6 +48,11 @@ impl MoveTask {
         self.outcome.lock().unwrap_or_else(|p| p.into_inner()).clone()
     }
 
+    /// Whether the task runs and no one asked to cancel it.
+    pub fn is_running(&self) -> bool {
+        self.status() == Status::Running && !self.cancel.load(Ordering::Acquire)
+    }
+
     /// `RUNNING`, `CANCELLING`, `COMPLETED`, `CANCELLED` or `FAILED`.
     pub fn status_name(&self) -> &'static str {
         match self.status() {
@@ -63,8 +69,9 @@ impl MoveTask {
     }
 }
 
-#[derive(Default)]
+/// The move tasks of one service: those running and the last finished ones.
 pub struct MoveTasks {
+    service: Arc<Service>,
     tasks: Mutex<Vec<Arc<MoveTask>>>,
 }
 
@@ -79,12 +86,19 @@ pub struct MoveRequest {
 }
 
 impl MoveTasks {
+    pub fn new(service: Arc<Service>) -> MoveTasks {
+        MoveTasks {
+            service,
+            tasks: Mutex::new(Vec::new()),
+        }
+    }
+
     fn lock(&self) -> std::sync::MutexGuard<'_, Vec<Arc<MoveTask>>> {
         self.tasks.lock().unwrap_or_else(|p| p.into_inner())
     }
 
     /// Starts a task, unless one is already running for the same source.
-    pub fn start(&self, service: Arc<Service>, request: MoveRequest) -> Result<Arc<MoveTask>> {
+    pub fn start(&self, request: MoveRequest) -> Result<Arc<MoveTask>> {
         let task = {
             let mut tasks = self.lock();
             if tasks
@@ -124,7 +138,7 @@ impl MoveTasks {
             });
             task
         };
-        tokio::spawn(run(task.clone(), service));
+        tokio::spawn(run(task.clone(), self.service.clone()));
         Ok(task)
     }
 
@@ -213,7 +227,7 @@ async fn step(task: &MoveTask, service: &Service, max: usize) -> Result<usize> {
                         "A message has no DeadLetterQueueSourceArn to go back to; give a DestinationArn.",
                     ));
                 }
-                Some(Some(arn)) => arn.rsplit(':').next().unwrap_or_default().to_string(),
+                Some(Some(arn)) => QueueArn::name_of(&arn).to_string(),
             }
         }
     };
@@ -225,7 +239,7 @@ async fn step(task: &MoveTask, service: &Service, max: usize) -> Result<usize> {
                 !back_to_source
                     || m.dead_letter_source
                         .as_deref()
-                        .is_some_and(|arn| arn.rsplit(':').next() == Some(target_name.as_str()))
+                        .is_some_and(|arn| QueueArn::name_of(arn) == target_name)
             };
             let messages = source.take_visible(max, now, goes_to_target);
             let count = messages.len();

@@ -15,6 +15,8 @@
 //! an older generation.
 
 use std::collections::BTreeMap;
+use std::future::Future;
+use std::pin::Pin;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard, RwLock};
 use std::time::Duration;
@@ -24,10 +26,10 @@ use tokio::time::Instant;
 
 use crate::clock::Clock;
 use crate::error::{ErrorCode, Result, SqsError};
+use crate::journal::{Memory, Pending, Write};
 use crate::metrics::Metrics;
 use crate::queue::validate_name;
 use crate::queue::{Counts, DeadLetter, NewMessage, Queue, QueueAttributes, Received, Sent};
-use crate::store::{Pending, Write};
 
 /// What one instance holds at most; beyond it, CreateQueue and sends answer
 /// OverLimit rather than letting memory run out.
@@ -60,8 +62,9 @@ pub struct Service {
     /// Where changes go to be made durable; `None` in memory-only mode.
     journal: Option<mpsc::UnboundedSender<Pending>>,
     generation: AtomicU64,
-    pub move_tasks: crate::move_tasks::MoveTasks,
     limits: Limits,
+    /// Queues the configuration file asks for, created wherever missing.
+    configured_queues: Vec<QueueSpec>,
     /// Messages and payload bytes held over all queues, kept up to date by
     /// applying each operation's difference.
     held_messages: AtomicU64,
@@ -139,6 +142,33 @@ pub struct ReceiveRequest<'a> {
     pub attempt_id: Option<&'a str>,
 }
 
+/// A queue the configuration asks for.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct QueueSpec {
+    pub name: String,
+    pub attributes: BTreeMap<String, String>,
+    pub tags: BTreeMap<String, String>,
+}
+
+/// A configured queue that could not be created.
+#[derive(Debug)]
+pub struct ConfiguredQueueError {
+    pub name: String,
+    pub error: SqsError,
+}
+
+impl std::fmt::Display for ConfiguredQueueError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(
+            f,
+            "cannot create the configured queue {}: {}",
+            self.name, self.error.message
+        )
+    }
+}
+
+impl std::error::Error for ConfiguredQueueError {}
+
 /// The outcome of CreateQueue.
 #[derive(Debug, PartialEq, Eq)]
 pub enum Created {
@@ -156,8 +186,8 @@ impl Service {
             closing: AtomicBool::new(false),
             journal: None,
             generation: AtomicU64::new(0),
-            move_tasks: Default::default(),
             limits: Limits::default(),
+            configured_queues: Vec::new(),
             held_messages: AtomicU64::new(0),
             held_bytes: AtomicU64::new(0),
         }
@@ -166,6 +196,33 @@ impl Service {
     pub fn with_limits(mut self, limits: Limits) -> Service {
         self.limits = limits;
         self
+    }
+
+    /// Queues to create wherever they are missing: at startup in memory-only
+    /// mode, after each restore from Redis.
+    pub fn with_configured_queues(mut self, queues: Vec<QueueSpec>) -> Service {
+        self.configured_queues = queues;
+        self
+    }
+
+    /// Creates the configured queues that do not exist yet; existing queues
+    /// are left as they are (a failover must not reset what clients
+    /// changed). Returns how many it created.
+    pub async fn create_missing_queues(&self) -> std::result::Result<usize, ConfiguredQueueError> {
+        let mut created = 0;
+        for spec in &self.configured_queues {
+            if self.queue_exists(&spec.name) {
+                continue;
+            }
+            self.create_queue(&spec.name, &spec.attributes, spec.tags.clone())
+                .await
+                .map_err(|error| ConfiguredQueueError {
+                    name: spec.name.clone(),
+                    error,
+                })?;
+            created += 1;
+        }
+        Ok(created)
     }
 
     /// Messages and payload bytes held over all queues.
@@ -657,6 +714,34 @@ impl Service {
                 (name, counts)
             })
             .collect()
+    }
+}
+
+impl Memory for Service {
+    fn generation(&self) -> u64 {
+        Service::generation(self)
+    }
+
+    fn clear(&self) {
+        Service::clear(self)
+    }
+
+    fn install(&self, queues: Vec<Queue>) {
+        Service::install(self, queues)
+    }
+
+    fn close_long_polls(&self) {
+        Service::close_long_polls(self)
+    }
+
+    fn create_configured_queues(&self) -> Pin<Box<dyn Future<Output = ()> + Send + '_>> {
+        Box::pin(async move {
+            match self.create_missing_queues().await {
+                Ok(0) => {}
+                Ok(created) => tracing::info!(created, "created the configured queues that were missing"),
+                Err(error) => tracing::error!(%error, "a configured queue could not be created"),
+            }
+        })
     }
 }
 

@@ -1,4 +1,4 @@
-//! The commit script against a real Redis, driven through the library: the
+//! The commit script against a real Redis, driven through an in-process node: the
 //! folded writes land as the layout says (a message gets a state record only
 //! once received), and a script cache that Redis lost (a restart, SCRIPT
 //! FLUSH) is filled again without failing a write.
@@ -7,14 +7,14 @@ mod common;
 
 use std::collections::HashMap;
 
-use common::{LibraryLeader, RedisServer, new_message};
+use common::{InProcessNode, RedisServer, new_message};
 use fred::prelude::*;
 use ssq::service::ReceiveRequest;
 
 #[tokio::test]
 async fn commits_land_and_survive_a_flushed_script_cache() {
     let redis = RedisServer::start();
-    let leader = LibraryLeader::start_with_queue(&redis, "q").await;
+    let leader = InProcessNode::start_with_queue(&redis, "q").await;
     let (service, client, layout) = (&leader.service, &leader.client, &leader.layout);
 
     let messages = (0..3).map(|i| new_message(&format!("m{i}"))).collect();

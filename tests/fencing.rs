@@ -1,13 +1,13 @@
 //! The fence itself, against a real Redis: once the lock holds another
 //! token, a leader's commit writes nothing, its client gets a 503, and the
-//! instance steps down. Driven through the library, so that the write is
+//! instance steps down. Driven through an in-process node, so that the write is
 //! certain to reach the script after the lock changed hands.
 
 mod common;
 
 use std::collections::HashMap;
 
-use common::{LibraryLeader, RedisServer, new_message};
+use common::{InProcessNode, RedisServer, new_message};
 use fred::prelude::*;
 use ssq::error::ErrorCode;
 use ssq::leader::Role;
@@ -15,7 +15,7 @@ use ssq::leader::Role;
 #[tokio::test]
 async fn a_commit_after_the_lock_changed_hands_writes_nothing_and_steps_down() {
     let redis = RedisServer::start();
-    let leader = LibraryLeader::start_with_queue(&redis, "q").await;
+    let leader = InProcessNode::start_with_queue(&redis, "q").await;
     let (service, client, layout) = (&leader.service, &leader.client, &leader.layout);
 
     service

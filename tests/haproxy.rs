@@ -47,7 +47,9 @@ fn start_haproxy(nodes: &[Server]) -> Haproxy {
         .stdout(Stdio::null())
         .stderr(Stdio::null())
         .spawn()
-        .expect("haproxy is installed: apt-get install haproxy (`make test` installs it: scripts/test-deps.sh)");
+        .expect(
+            "haproxy is installed: apt-get install haproxy (`make test` installs it: scripts/test-deps.sh)",
+        );
     Haproxy {
         child,
         url: format!("http://127.0.0.1:{port}"),

@@ -1,17 +1,50 @@
 //! The SQS API, independent of wire format.
 //!
-//! A wire format ([`crate::protocol`]) names an [`Action`] and hands over the
-//! request as an [`Input`]; [`dispatch`] decodes it into the action's shape
-//! from [`model`], runs the action against the [`Service`] and returns the
-//! response as a JSON tree, which the wire format then renders.
+//! A wire format names an [`Action`] and hands over the request as an
+//! [`Input`]; [`dispatch`] decodes it into the action's shape from
+//! [`model`], resolves the queue its QueueUrl names (for the actions that
+//! act on one queue), runs the action and returns the response as a JSON
+//! tree, which the wire format then renders.
+//!
+//! The actions live by area, one file each: [`queues`], [`messages`],
+//! [`batches`], [`redrive`] (dead-letter queues and move tasks) and
+//! [`permissions`]; the checks they share are in [`params`], the message
+//! conversions in [`wire`]. Adding an action means a shape in [`model`], a
+//! function in one of those files and a line in the table below.
 
-mod actions;
+mod batches;
+mod messages;
 pub mod model;
+mod params;
+mod permissions;
+mod queues;
+mod redrive;
+mod wire;
+
+use std::sync::Arc;
 
 use serde::de::DeserializeOwned;
 
 use crate::error::{ErrorCode, Result, SqsError};
+use crate::move_tasks::MoveTasks;
+use crate::queue::QueueArn;
 use crate::service::Service;
+
+/// What the actions run against: the queues, and the move tasks between
+/// them.
+pub struct Api {
+    pub service: Arc<Service>,
+    pub move_tasks: MoveTasks,
+}
+
+impl Api {
+    pub fn new(service: Arc<Service>) -> Api {
+        Api {
+            move_tasks: MoveTasks::new(service.clone()),
+            service,
+        }
+    }
+}
 
 /// Who is asking and how to address queues in the answer.
 pub struct RequestContext {
@@ -29,7 +62,7 @@ impl RequestContext {
     }
 
     pub fn queue_arn(&self, name: &str) -> String {
-        format!("arn:aws:sqs:{}:{}:{}", self.region, self.account_id, name)
+        QueueArn::new(&self.region, &self.account_id, name).to_string()
     }
 
     /// The queue name a QueueUrl points at. The host is ignored, so a client
@@ -84,8 +117,12 @@ impl Input<'_> {
     }
 }
 
+/// The dispatch table: every action of the SQS API and the function that
+/// runs it. `(on_queue)` marks the actions that act on the queue their
+/// QueueUrl names; the queue is resolved before the function runs, which
+/// gets its name.
 macro_rules! actions {
-    ($($name:ident),* $(,)?) => {
+    ($($name:ident $(($on_queue:ident))? => $handler:path,)*) => {
         /// Every action of the SQS API.
         #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
         pub enum Action { $($name),* }
@@ -101,74 +138,53 @@ macro_rules! actions {
                 match self { $(Action::$name => stringify!($name)),* }
             }
         }
+
+        /// Runs one action and returns its response as a JSON tree.
+        pub async fn dispatch(api: &Api, ctx: &RequestContext, action: Action, input: Input<'_>) -> Result<serde_json::Value> {
+            match action {
+                $(Action::$name => run!(api, ctx, input, $($on_queue)? $handler),)*
+            }
+        }
     };
 }
 
-actions!(
-    AddPermission,
-    CancelMessageMoveTask,
-    ChangeMessageVisibility,
-    ChangeMessageVisibilityBatch,
-    CreateQueue,
-    DeleteMessage,
-    DeleteMessageBatch,
-    DeleteQueue,
-    GetQueueAttributes,
-    GetQueueUrl,
-    ListDeadLetterSourceQueues,
-    ListMessageMoveTasks,
-    ListQueueTags,
-    ListQueues,
-    PurgeQueue,
-    ReceiveMessage,
-    RemovePermission,
-    SendMessage,
-    SendMessageBatch,
-    SetQueueAttributes,
-    StartMessageMoveTask,
-    TagQueue,
-    UntagQueue,
-);
+/// One arm of [`dispatch`]: decode, resolve the queue if the action acts on
+/// one, run, render.
+macro_rules! run {
+    ($api:ident, $ctx:ident, $input:ident, on_queue $handler:path) => {{
+        let input = $input.decode()?;
+        let name = $ctx.queue_name(model::OnQueue::queue_url(&input))?;
+        to_tree($handler($api, $ctx, &name, input).await)
+    }};
+    ($api:ident, $ctx:ident, $input:ident, $handler:path) => {
+        to_tree($handler($api, $ctx, $input.decode()?).await)
+    };
+}
 
-/// Runs one action and returns its response as a JSON tree.
-pub async fn dispatch(
-    service: &std::sync::Arc<Service>,
-    ctx: &RequestContext,
-    action: Action,
-    input: Input<'_>,
-) -> Result<serde_json::Value> {
-    use actions::*;
-    match action {
-        Action::CreateQueue => to_tree(create_queue(service, ctx, input.decode()?).await),
-        Action::DeleteQueue => to_tree(delete_queue(service, ctx, input.decode()?).await),
-        Action::GetQueueUrl => to_tree(get_queue_url(service, ctx, input.decode()?)),
-        Action::ListQueues => to_tree(list_queues(service, ctx, input.decode()?)),
-        Action::GetQueueAttributes => to_tree(get_queue_attributes(service, ctx, input.decode()?).await),
-        Action::SetQueueAttributes => to_tree(set_queue_attributes(service, ctx, input.decode()?).await),
-        Action::PurgeQueue => to_tree(purge_queue(service, ctx, input.decode()?).await),
-        Action::TagQueue => to_tree(tag_queue(service, ctx, input.decode()?).await),
-        Action::UntagQueue => to_tree(untag_queue(service, ctx, input.decode()?).await),
-        Action::ListQueueTags => to_tree(list_queue_tags(service, ctx, input.decode()?).await),
-        Action::SendMessage => to_tree(send_message(service, ctx, input.decode()?).await),
-        Action::SendMessageBatch => to_tree(send_message_batch(service, ctx, input.decode()?).await),
-        Action::ReceiveMessage => to_tree(receive_message(service, ctx, input.decode()?).await),
-        Action::DeleteMessage => to_tree(delete_message(service, ctx, input.decode()?).await),
-        Action::DeleteMessageBatch => to_tree(delete_message_batch(service, ctx, input.decode()?).await),
-        Action::ChangeMessageVisibility => {
-            to_tree(change_message_visibility(service, ctx, input.decode()?).await)
-        }
-        Action::ChangeMessageVisibilityBatch => {
-            to_tree(change_message_visibility_batch(service, ctx, input.decode()?).await)
-        }
-        Action::AddPermission => to_tree(add_permission(service, ctx, input.decode()?).await),
-        Action::RemovePermission => to_tree(remove_permission(service, ctx, input.decode()?).await),
-        Action::ListDeadLetterSourceQueues => {
-            to_tree(list_dead_letter_source_queues(service, ctx, input.decode()?).await)
-        }
-        Action::StartMessageMoveTask => to_tree(start_message_move_task(service, ctx, input.decode()?).await),
-        Action::CancelMessageMoveTask => to_tree(cancel_message_move_task(service, input.decode()?)),
-        Action::ListMessageMoveTasks => to_tree(list_message_move_tasks(service, ctx, input.decode()?)),
-    }
+actions! {
+    AddPermission(on_queue) => permissions::add_permission,
+    CancelMessageMoveTask => redrive::cancel_message_move_task,
+    ChangeMessageVisibility(on_queue) => messages::change_message_visibility,
+    ChangeMessageVisibilityBatch(on_queue) => batches::change_message_visibility_batch,
+    CreateQueue => queues::create_queue,
+    DeleteMessage(on_queue) => messages::delete_message,
+    DeleteMessageBatch(on_queue) => batches::delete_message_batch,
+    DeleteQueue(on_queue) => queues::delete_queue,
+    GetQueueAttributes(on_queue) => queues::get_queue_attributes,
+    GetQueueUrl => queues::get_queue_url,
+    ListDeadLetterSourceQueues(on_queue) => redrive::list_dead_letter_source_queues,
+    ListMessageMoveTasks => redrive::list_message_move_tasks,
+    ListQueueTags(on_queue) => queues::list_queue_tags,
+    ListQueues => queues::list_queues,
+    PurgeQueue(on_queue) => queues::purge_queue,
+    ReceiveMessage(on_queue) => messages::receive_message,
+    RemovePermission(on_queue) => permissions::remove_permission,
+    SendMessage(on_queue) => messages::send_message,
+    SendMessageBatch(on_queue) => batches::send_message_batch,
+    SetQueueAttributes(on_queue) => queues::set_queue_attributes,
+    StartMessageMoveTask => redrive::start_message_move_task,
+    TagQueue(on_queue) => queues::tag_queue,
+    UntagQueue(on_queue) => queues::untag_queue,
 }
 
 fn to_tree<T: serde::Serialize>(output: Result<T>) -> Result<serde_json::Value> {

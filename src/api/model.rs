@@ -360,3 +360,40 @@ pub struct MessageMoveTaskEntry {
 pub struct ListMessageMoveTasksOutput {
     pub results: Vec<MessageMoveTaskEntry>,
 }
+
+/// The input of an action that acts on one queue, named by its QueueUrl:
+/// the dispatcher resolves it before the action runs.
+pub trait OnQueue {
+    fn queue_url(&self) -> Option<&str>;
+}
+
+macro_rules! on_queue {
+    ($($shape:ty),* $(,)?) => {
+        $(impl OnQueue for $shape {
+            fn queue_url(&self) -> Option<&str> {
+                self.queue_url.as_deref()
+            }
+        })*
+    };
+}
+
+on_queue!(
+    QueueUrlInput,
+    GetQueueAttributesInput,
+    SetQueueAttributesInput,
+    TagQueueInput,
+    UntagQueueInput,
+    SendMessageInput,
+    ReceiveMessageInput,
+    DeleteMessageInput,
+    ChangeMessageVisibilityInput,
+    ListDeadLetterSourceQueuesInput,
+    AddPermissionInput,
+    RemovePermissionInput,
+);
+
+impl<E> OnQueue for BatchInput<E> {
+    fn queue_url(&self) -> Option<&str> {
+        self.queue_url.as_deref()
+    }
+}

@@ -53,7 +53,7 @@ pub struct RedrivePolicy {
 impl RedrivePolicy {
     /// The dead-letter queue's name: the last part of its ARN.
     pub fn target_name(&self) -> &str {
-        self.dead_letter_target_arn.rsplit(':').next().unwrap_or_default()
+        super::QueueArn::name_of(&self.dead_letter_target_arn)
     }
 }
 

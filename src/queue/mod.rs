@@ -4,8 +4,9 @@
 //! argument, so the timing rules (delays, visibility timeouts, retention) are
 //! tested by passing numbers, and so that deadlines mean the same thing on any
 //! instance that later loads them. Locking, long polling and persistence live
-//! in [`crate::service`], on top of this.
+//! in the service (`src/service.rs`), on top of this.
 
+pub mod arn;
 pub mod attributes;
 pub mod limits;
 pub mod message;
@@ -13,6 +14,7 @@ pub mod message;
 mod queue;
 pub mod receipt;
 
+pub use arn::QueueArn;
 pub use attributes::QueueAttributes;
 pub use message::{AttributeValue, Message, MessageAttribute, MessageAttributes};
 pub mod tags;

@@ -18,9 +18,9 @@ use std::ops::Range;
 use fred::bytes::{BufMut, Bytes, BytesMut};
 use fred::types::{Key, Value};
 
-use super::Write;
 use super::codec;
 use super::layout::Layout;
+use crate::journal::Write;
 use crate::queue::Change;
 
 /// The most fields one HSET or HDEL carries, well inside what Lua's

@@ -23,14 +23,12 @@ use fred::prelude::*;
 use fred::types::scripts::Script;
 use tokio::sync::mpsc;
 
-use super::Pending;
+use super::Store;
 use super::batch::{Batch, Call};
-use super::layout::Layout;
 use super::loader::Loader;
 use crate::error::{ErrorCode, SqsError};
-use crate::leader::{Leadership, StepDown};
-use crate::metrics::Metrics;
-use crate::service::Service;
+use crate::journal::Pending;
+use crate::leader::StepDown;
 
 /// A batch stops growing at this many bytes of arguments (one more write
 /// may cross it): large messages then commit in several round trips rather
@@ -39,50 +37,36 @@ const MAX_BATCH_BYTES: usize = 8 * 1024 * 1024;
 const MAX_BATCH_WRITES: usize = 1_024;
 
 pub struct Committer {
+    store: Store,
+    loader: Arc<Loader>,
+    script: Script,
+    /// How long one script call may take before it counts as failed.
+    timeout: Duration,
     /// Writes that failed in a row, each followed by a reload: the next
     /// reload waits the longer (see [`reload_delay`]).
     consecutive_failures: AtomicU32,
     /// The longest wait before a reload.
     max_reload_delay: Duration,
-    pub client: Client,
-    pub layout: Layout,
-    pub script: Script,
-    pub leadership: Arc<Leadership>,
-    pub service: Arc<Service>,
-    pub loader: Arc<Loader>,
-    pub metrics: Arc<Metrics>,
-    pub timeout: Duration,
 }
 
 impl Committer {
+    /// A committer whose script calls time out after `timeout`, and whose
+    /// reloads after failed writes wait up to `max_reload_delay` (four lock
+    /// retry intervals in the server).
     pub fn new(
-        client: Client,
-        layout: Layout,
-        leadership: Arc<Leadership>,
-        service: Arc<Service>,
+        store: Store,
         loader: Arc<Loader>,
-        metrics: Arc<Metrics>,
         timeout: Duration,
+        max_reload_delay: Duration,
     ) -> Committer {
         Committer {
-            consecutive_failures: AtomicU32::new(0),
-            max_reload_delay: Duration::from_secs(2),
-            client,
-            layout,
-            script: Script::from_lua(include_str!("../lua/commit.lua")),
-            leadership,
-            service,
+            store,
             loader,
-            metrics,
+            script: Script::from_lua(include_str!("../lua/commit.lua")),
             timeout,
+            consecutive_failures: AtomicU32::new(0),
+            max_reload_delay,
         }
-    }
-
-    /// Reloads after failed writes wait up to `max` (four lock retry
-    /// intervals in the server).
-    pub fn with_max_reload_delay(mut self, max: Duration) -> Committer {
-        self.max_reload_delay = max;
-        self
     }
 
     pub async fn run(self, mut queue: mpsc::UnboundedReceiver<Pending>) {
@@ -100,7 +84,7 @@ impl Committer {
     }
 
     async fn commit(&self, batch: Vec<Pending>) {
-        let generation = self.service.generation();
+        let generation = self.store.memory.generation();
         let (current, stale): (Vec<Pending>, Vec<Pending>) =
             batch.into_iter().partition(|p| p.generation == generation);
         answer(
@@ -109,14 +93,14 @@ impl Committer {
                 "the state it changed was dropped by a change of leadership",
             )),
         );
-        let Some((term, token)) = self.leadership.current_term() else {
+        let Some((term, token)) = self.store.leadership.current_term() else {
             answer(current, Err(unavailable("this instance is not the leader")));
             return;
         };
         // Split by size, keeping order.
         let mut rest = current;
         while !rest.is_empty() {
-            let mut batch = Batch::new(&self.layout);
+            let mut batch = Batch::new(&self.store.layout);
             let mut taken = 0;
             while taken < rest.len() && batch.bytes() < MAX_BATCH_BYTES {
                 for write in &rest[taken].writes {
@@ -140,12 +124,13 @@ impl Committer {
     /// so the retry cannot apply anything twice.
     async fn eval(&self, call: &Call) -> Result<i64, Error> {
         let run = || {
-            self.client
+            self.store
+                .client
                 .evalsha(self.script.sha1().clone(), call.keys(), call.args())
         };
         match run().await {
             Err(error) if error.details().starts_with("NOSCRIPT") => {
-                self.script.load(&self.client).await?;
+                self.script.load(&self.store.client).await?;
                 run().await
             }
             result => result,
@@ -155,9 +140,10 @@ impl Committer {
     /// Sends one script call; answers its waiters. Returns whether it applied.
     async fn send(&self, term: u64, call: Call, chunk: Vec<Pending>) -> bool {
         let started = Instant::now();
-        self.metrics.commit_writes.observe(chunk.len() as f64);
+        self.store.metrics.commit_writes.observe(chunk.len() as f64);
         let result = tokio::time::timeout(self.timeout, self.eval(&call)).await;
-        self.metrics
+        self.store
+            .metrics
             .commit_seconds
             .observe(started.elapsed().as_secs_f64());
         match result {
@@ -171,7 +157,7 @@ impl Committer {
                     chunk,
                     Err(unavailable("another instance has taken over as leader")),
                 );
-                self.leadership.step_down(Some(term), StepDown::Fenced);
+                self.store.leadership.step_down(Some(term), StepDown::Fenced);
                 false
             }
             failed => {
@@ -184,8 +170,8 @@ impl Committer {
                     chunk,
                     Err(unavailable(&format!("the write to Redis failed ({why})"))),
                 );
-                self.metrics.commit_failures.inc();
-                if self.leadership.begin_resync(term) {
+                self.store.metrics.commit_failures.inc();
+                if self.store.leadership.begin_resync(term) {
                     let failures = self.consecutive_failures.fetch_add(1, Ordering::Relaxed) + 1;
                     self.loader
                         .spawn_restore_after(term, reload_delay(failures, self.max_reload_delay));

@@ -12,23 +12,15 @@ use std::time::{Duration, Instant};
 use fred::prelude::*;
 use fred::types::{ClusterHash, CustomCommand};
 
-use super::codec;
-use super::layout::Layout;
-use crate::leader::Leadership;
+use super::{Store, codec};
 use crate::queue::Queue;
-use crate::service::Service;
 
 /// HSCAN pages aim at about this many bytes: many small messages per round
 /// trip, yet no giant reply when messages are large.
 const PAGE_BYTES: usize = 4 * 1024 * 1024;
 
 pub struct Loader {
-    client: Client,
-    layout: Layout,
-    service: Arc<Service>,
-    leadership: Arc<Leadership>,
-    /// Queues from the configuration file, created after loading if missing.
-    startup_queues: Vec<crate::config::QueueSpec>,
+    store: Store,
     /// The longest wait between two attempts at loading (the lock retry
     /// interval): a leader serves within it of Redis answering again.
     retry_every: Duration,
@@ -43,25 +35,9 @@ pub struct Loaded {
 }
 
 impl Loader {
-    pub fn new(client: Client, layout: Layout, service: Arc<Service>, leadership: Arc<Leadership>) -> Loader {
-        Loader {
-            client,
-            layout,
-            service,
-            leadership,
-            startup_queues: Vec::new(),
-            retry_every: Duration::from_millis(500),
-        }
-    }
-
-    pub fn with_retry_every(mut self, retry_every: Duration) -> Loader {
-        self.retry_every = retry_every;
-        self
-    }
-
-    pub fn with_startup_queues(mut self, queues: Vec<crate::config::QueueSpec>) -> Loader {
-        self.startup_queues = queues;
-        self
+    /// A loader that retries at most `retry_every` apart.
+    pub fn new(store: Store, retry_every: Duration) -> Loader {
+        Loader { store, retry_every }
     }
 
     /// Loads the state for leadership term `term` in the background, then
@@ -83,15 +59,16 @@ impl Loader {
 
     async fn restore(&self, term: u64) {
         let mut delay = Duration::from_millis(50).min(self.retry_every);
-        while self.leadership.holds_term(term) {
+        while self.store.leadership.holds_term(term) {
             let started = Instant::now();
             match self.load().await {
                 Ok(loaded) => {
                     let (queues, messages, damaged) = (loaded.queues.len(), loaded.messages, loaded.damaged);
-                    let service = &self.service;
+                    let memory = &self.store.memory;
                     if self
+                        .store
                         .leadership
-                        .restored_with(term, || service.install(loaded.queues))
+                        .restored_with(term, || memory.install(loaded.queues))
                     {
                         tracing::info!(
                             queues,
@@ -100,13 +77,7 @@ impl Loader {
                             millis = started.elapsed().as_millis() as u64,
                             "state loaded from Redis"
                         );
-                        match crate::config::create_startup_queues(service, &self.startup_queues).await {
-                            Ok(0) => {}
-                            Ok(created) => {
-                                tracing::info!(created, "created the configured queues that were missing")
-                            }
-                            Err(error) => tracing::error!(%error, "a configured queue could not be created"),
-                        }
+                        memory.create_configured_queues().await;
                     }
                     return;
                 }
@@ -121,13 +92,15 @@ impl Loader {
 
     pub async fn load(&self) -> Result<Loaded, String> {
         let records: HashMap<String, String> = self
+            .store
             .client
-            .hgetall(self.layout.queues())
+            .hgetall(self.store.layout.queues())
             .await
             .map_err(|e| e.to_string())?;
         let sequences: HashMap<String, String> = self
+            .store
             .client
-            .hgetall(self.layout.sequences())
+            .hgetall(self.store.layout.sequences())
             .await
             .map_err(|e| e.to_string())?;
         let mut loaded = Loaded {
@@ -145,13 +118,13 @@ impl Loader {
                 }
             };
             let mut states = HashMap::new();
-            self.scan(&self.layout.states(&name), |seq, state| {
+            self.scan(&self.store.layout.states(&name), |seq, state| {
                 states.insert(seq, state);
             })
             .await?;
             let mut messages = Vec::new();
             let mut damaged = 0;
-            self.scan(&self.layout.bodies(&name), |seq, body| {
+            self.scan(&self.store.layout.bodies(&name), |seq, body| {
                 // A message never received has no state record.
                 match codec::decode_message(seq, &body, states.get(&seq).map(String::as_str)) {
                     Ok(message) => messages.push(message),
@@ -170,8 +143,9 @@ impl Loader {
             let mut dedup = Vec::new();
             if meta.attributes.fifo_queue {
                 let entries: HashMap<String, String> = self
+                    .store
                     .client
-                    .hgetall(self.layout.dedup(&name))
+                    .hgetall(self.store.layout.dedup(&name))
                     .await
                     .map_err(|e| e.to_string())?;
                 dedup.extend(
@@ -194,6 +168,7 @@ impl Loader {
         let mut count = 1_000usize;
         loop {
             let (next, page): (String, Vec<String>) = self
+                .store
                 .client
                 .custom(
                     CustomCommand::new_static("HSCAN", ClusterHash::FirstKey, false),

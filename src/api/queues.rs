@@ -1,0 +1,180 @@
+//! The queue actions: create, delete, find, list, attributes, purge, tags.
+
+use super::model::*;
+use super::params::{Page, required};
+use super::redrive::check_redrive_target;
+use super::{Api, RequestContext};
+use crate::error::{Result, SqsError};
+use crate::queue::attributes::{self, READ_ONLY, SETTABLE};
+
+pub(super) async fn create_queue(
+    api: &Api,
+    ctx: &RequestContext,
+    input: CreateQueueInput,
+) -> Result<QueueUrlOutput> {
+    let name = required(input.queue_name, "QueueName")?;
+    check_redrive_target(
+        &api.service,
+        ctx,
+        &name,
+        input.attributes.as_ref().unwrap_or(&StringMap::new()),
+    )
+    .await?;
+    api.service
+        .create_queue(
+            &name,
+            &input.attributes.unwrap_or_default(),
+            input.tags.unwrap_or_default(),
+        )
+        .await?;
+    Ok(QueueUrlOutput {
+        queue_url: ctx.queue_url(&name),
+    })
+}
+
+pub(super) async fn delete_queue(
+    api: &Api,
+    _: &RequestContext,
+    name: &str,
+    _: QueueUrlInput,
+) -> Result<Empty> {
+    api.service.delete_queue(name).await?;
+    Ok(Empty {})
+}
+
+pub(super) async fn get_queue_url(
+    api: &Api,
+    ctx: &RequestContext,
+    input: GetQueueUrlInput,
+) -> Result<QueueUrlOutput> {
+    let name = required(input.queue_name, "QueueName")?;
+    let ours = input
+        .queue_owner_aws_account_id
+        .is_none_or(|account| account == ctx.account_id);
+    if !ours || !api.service.queue_exists(&name) {
+        return Err(SqsError::queue_does_not_exist());
+    }
+    Ok(QueueUrlOutput {
+        queue_url: ctx.queue_url(&name),
+    })
+}
+
+pub(super) async fn list_queues(
+    api: &Api,
+    ctx: &RequestContext,
+    input: ListQueuesInput,
+) -> Result<ListQueuesOutput> {
+    let prefix = input.queue_name_prefix.unwrap_or_default();
+    let page = Page::parse(input.max_results, input.next_token.as_deref())?;
+    // One more than the page holds tells whether another page follows.
+    let names = api
+        .service
+        .queue_names(&prefix, page.after.as_deref(), page.limit + 1);
+    let (names, next_token) = page.cut(names);
+    Ok(ListQueuesOutput {
+        queue_urls: names.iter().map(|n| ctx.queue_url(n)).collect(),
+        next_token,
+    })
+}
+
+pub(super) async fn get_queue_attributes(
+    api: &Api,
+    ctx: &RequestContext,
+    name: &str,
+    input: GetQueueAttributesInput,
+) -> Result<AttributesOutput> {
+    let requested = input.attribute_names.unwrap_or_default();
+    for attribute in &requested {
+        attributes::check_readable(attribute)?;
+    }
+    let all = requested.iter().any(|n| n == "All");
+    let wanted = |n: &str| all || requested.iter().any(|r| r == n);
+    let arn = ctx.queue_arn(name);
+    api.service
+        .with_queue(name, |queue, now| {
+            let counts = queue.counts(now);
+            let mut out = StringMap::new();
+            for &attribute in SETTABLE.iter().chain(READ_ONLY) {
+                if !wanted(attribute) {
+                    continue;
+                }
+                let value = match attribute {
+                    "ApproximateNumberOfMessages" => Some(counts.visible.to_string()),
+                    "ApproximateNumberOfMessagesDelayed" => Some(counts.delayed.to_string()),
+                    "ApproximateNumberOfMessagesNotVisible" => Some(counts.in_flight.to_string()),
+                    "CreatedTimestamp" => Some((queue.created_at / 1000).to_string()),
+                    "LastModifiedTimestamp" => Some((queue.last_modified_at / 1000).to_string()),
+                    "QueueArn" => Some(arn.clone()),
+                    settable => queue.attributes.get(settable),
+                };
+                if let Some(value) = value {
+                    out.insert(attribute.to_string(), value);
+                }
+            }
+            AttributesOutput { attributes: out }
+        })
+        .await
+}
+
+pub(super) async fn set_queue_attributes(
+    api: &Api,
+    ctx: &RequestContext,
+    name: &str,
+    input: SetQueueAttributesInput,
+) -> Result<Empty> {
+    let changes = required(input.attributes, "Attributes")?;
+    check_redrive_target(&api.service, ctx, name, &changes).await?;
+    api.service
+        .with_queue(name, |queue, now| queue.set_attributes(&changes, now))
+        .await??;
+    Ok(Empty {})
+}
+
+pub(super) async fn purge_queue(
+    api: &Api,
+    _: &RequestContext,
+    name: &str,
+    _: QueueUrlInput,
+) -> Result<Empty> {
+    api.service
+        .with_queue(name, |queue, now| queue.purge(now))
+        .await??;
+    Ok(Empty {})
+}
+
+pub(super) async fn tag_queue(
+    api: &Api,
+    _: &RequestContext,
+    name: &str,
+    input: TagQueueInput,
+) -> Result<Empty> {
+    let new = required(input.tags, "Tags")?;
+    api.service.with_queue(name, |queue, _| queue.tag(new)).await??;
+    Ok(Empty {})
+}
+
+pub(super) async fn untag_queue(
+    api: &Api,
+    _: &RequestContext,
+    name: &str,
+    input: UntagQueueInput,
+) -> Result<Empty> {
+    let keys = required(input.tag_keys, "TagKeys")?;
+    api.service
+        .with_queue(name, |queue, _| queue.untag(&keys))
+        .await?;
+    Ok(Empty {})
+}
+
+pub(super) async fn list_queue_tags(
+    api: &Api,
+    _: &RequestContext,
+    name: &str,
+    _: QueueUrlInput,
+) -> Result<TagsOutput> {
+    api.service
+        .with_queue(name, |queue, _| TagsOutput {
+            tags: queue.tags.clone(),
+        })
+        .await
+}

@@ -1,0 +1,214 @@
+//! Dead-letter queues: the rules a RedrivePolicy must meet, the listing of
+//! a dead-letter queue's sources, and message move tasks.
+
+use super::model::*;
+use super::params::{Page, in_range, required};
+use super::{Api, RequestContext};
+use crate::error::{ErrorCode, Result, SqsError};
+use crate::move_tasks::{MAX_RATE, MoveRequest, Status};
+use crate::queue::QueueArn;
+use crate::queue::attributes;
+use crate::service::Service;
+
+/// A RedrivePolicy may only name an existing queue of the same type (FIFO
+/// or standard) whose RedriveAllowPolicy lets this queue in.
+pub(super) async fn check_redrive_target(
+    svc: &Service,
+    ctx: &RequestContext,
+    source: &str,
+    attributes: &StringMap,
+) -> Result<()> {
+    let Some(value) = attributes.get("RedrivePolicy").filter(|v| !v.is_empty()) else {
+        return Ok(());
+    };
+    let mut probe = crate::queue::QueueAttributes::default();
+    probe.set("RedrivePolicy", value)?;
+    let policy = probe.redrive_policy.expect("a non-empty policy parses to Some");
+    let invalid = |why: &str| {
+        SqsError::new(
+            ErrorCode::InvalidParameterValue,
+            format!("Value {value} for parameter RedrivePolicy is invalid. Reason: {why}"),
+        )
+    };
+    if policy.dead_letter_target_arn != ctx.queue_arn(policy.target_name()) {
+        return Err(invalid(
+            "Dead-letter target does not exist (it must be a queue of this account and region).",
+        ));
+    }
+    let (target_fifo, allow_policy) = svc
+        .with_queue(policy.target_name(), |q, _| {
+            (q.is_fifo(), q.attributes.redrive_allow_policy.clone())
+        })
+        .await
+        .map_err(|_| invalid("Dead-letter target does not exist."))?;
+    if target_fifo != source.ends_with(".fifo") {
+        return Err(invalid(
+            "The dead-letter queue of a FIFO queue must be a FIFO queue, and of a standard queue a standard queue.",
+        ));
+    }
+    if !attributes::redrive_allowed(allow_policy.as_deref(), &ctx.queue_arn(source)) {
+        return Err(invalid(
+            "The dead-letter queue's RedriveAllowPolicy does not allow this queue as a source.",
+        ));
+    }
+    Ok(())
+}
+
+pub(super) async fn list_dead_letter_source_queues(
+    api: &Api,
+    ctx: &RequestContext,
+    name: &str,
+    input: ListDeadLetterSourceQueuesInput,
+) -> Result<ListDeadLetterSourceQueuesOutput> {
+    if !api.service.queue_exists(name) {
+        return Err(SqsError::queue_does_not_exist());
+    }
+    let arn = ctx.queue_arn(name);
+    let sources = api.service.queues_where(|q| {
+        q.attributes
+            .redrive_policy
+            .as_ref()
+            .is_some_and(|p| p.dead_letter_target_arn == arn)
+    });
+    let page = Page::parse(input.max_results, input.next_token.as_deref())?;
+    let after = page.after.clone();
+    let (names, next_token) = page.cut(
+        sources
+            .into_iter()
+            .filter(|n| after.as_ref().is_none_or(|a| n > a))
+            .collect(),
+    );
+    Ok(ListDeadLetterSourceQueuesOutput {
+        queue_urls: names.iter().map(|n| ctx.queue_url(n)).collect(),
+        next_token,
+    })
+}
+
+/// The queue an ARN of this account and region names.
+pub(super) fn queue_of_arn(ctx: &RequestContext, arn: &str, parameter: &str) -> Result<String> {
+    let name = QueueArn::name_of(arn);
+    if arn != ctx.queue_arn(name) {
+        return Err(SqsError::new(
+            ErrorCode::ResourceNotFound,
+            format!("The resource that {parameter} {arn} names does not exist."),
+        ));
+    }
+    Ok(name.to_string())
+}
+
+pub(super) async fn start_message_move_task(
+    api: &Api,
+    ctx: &RequestContext,
+    input: StartMessageMoveTaskInput,
+) -> Result<TaskHandleOutput> {
+    let source_arn = required(input.source_arn, "SourceArn")?;
+    let source = queue_of_arn(ctx, &source_arn, "SourceArn")?;
+    let to_move = api
+        .service
+        .with_queue(&source, |q, now| q.counts(now).visible)
+        .await
+        .map_err(|_| {
+            SqsError::new(
+                ErrorCode::ResourceNotFound,
+                format!("The source queue {source_arn} does not exist."),
+            )
+        })?;
+    let is_dead_letter_queue = !api
+        .service
+        .queues_where(|q| {
+            q.attributes
+                .redrive_policy
+                .as_ref()
+                .is_some_and(|p| p.dead_letter_target_arn == source_arn)
+        })
+        .is_empty();
+    if !is_dead_letter_queue {
+        return Err(SqsError::invalid_parameter(format!(
+            "Source queue {source_arn} is not a dead-letter queue: no queue's RedrivePolicy names it."
+        )));
+    }
+    let destination = match input.destination_arn {
+        Some(arn) => {
+            let name = queue_of_arn(ctx, &arn, "DestinationArn")?;
+            if !api.service.queue_exists(&name) {
+                return Err(SqsError::new(
+                    ErrorCode::ResourceNotFound,
+                    format!("The destination queue {arn} does not exist."),
+                ));
+            }
+            Some((name, arn))
+        }
+        None => None,
+    };
+    let rate = input
+        .max_number_of_messages_per_second
+        .map(|r| in_range(r, "MaxNumberOfMessagesPerSecond", 1, i64::from(MAX_RATE)))
+        .transpose()?;
+    let task = api.move_tasks.start(MoveRequest {
+        source,
+        source_arn,
+        destination,
+        rate,
+        to_move: to_move as u64,
+        now: api.service.now(),
+    })?;
+    Ok(TaskHandleOutput {
+        task_handle: task.handle.clone(),
+    })
+}
+
+pub(super) async fn cancel_message_move_task(
+    api: &Api,
+    _: &RequestContext,
+    input: CancelMessageMoveTaskInput,
+) -> Result<CancelMessageMoveTaskOutput> {
+    let handle = required(input.task_handle, "TaskHandle")?;
+    let task = api.move_tasks.cancel(&handle)?;
+    Ok(CancelMessageMoveTaskOutput {
+        approximate_number_of_messages_moved: task.moved.load(std::sync::atomic::Ordering::Acquire),
+    })
+}
+
+pub(super) async fn list_message_move_tasks(
+    api: &Api,
+    ctx: &RequestContext,
+    input: ListMessageMoveTasksInput,
+) -> Result<ListMessageMoveTasksOutput> {
+    let source_arn = required(input.source_arn, "SourceArn")?;
+    let source = queue_of_arn(ctx, &source_arn, "SourceArn")?;
+    if !api.service.queue_exists(&source) {
+        return Err(SqsError::new(
+            ErrorCode::ResourceNotFound,
+            format!("The source queue {source_arn} does not exist."),
+        ));
+    }
+    let max = input
+        .max_results
+        .map(|n| in_range(n, "MaxResults", 1, 10))
+        .transpose()?
+        .unwrap_or(1) as usize;
+    let results = api
+        .move_tasks
+        .for_source(&source_arn)
+        .into_iter()
+        .take(max)
+        .map(|task| {
+            let failure_reason = match task.status() {
+                Status::Failed(why) => Some(why),
+                _ => None,
+            };
+            MessageMoveTaskEntry {
+                task_handle: task.is_running().then(|| task.handle.clone()),
+                status: task.status_name().to_string(),
+                source_arn: task.source_arn.clone(),
+                destination_arn: task.destination.as_ref().map(|(_, arn)| arn.clone()),
+                max_number_of_messages_per_second: task.rate,
+                approximate_number_of_messages_moved: task.moved.load(std::sync::atomic::Ordering::Acquire),
+                approximate_number_of_messages_to_move: task.to_move,
+                failure_reason,
+                started_timestamp: task.started_at,
+            }
+        })
+        .collect();
+    Ok(ListMessageMoveTasksOutput { results })
+}

@@ -1,0 +1,215 @@
+//! `ssq` processes on free loopback ports: one alone, or a group sharing a
+//! Redis with lock timings short enough for tests, and waiting on them.
+
+use std::net::TcpListener;
+use std::process::{Child, Command, Stdio};
+use std::time::{Duration, Instant};
+
+use super::redis::RedisServer;
+use super::sdk::client_for;
+
+/// A running `ssq` process, killed when dropped.
+pub struct Server {
+    pub child: Child,
+    pub port: u16,
+    pub url: String,
+}
+
+/// Waits up to 10 s until something accepts connections on `port`.
+pub fn wait_for_port(port: u16, what: &str) {
+    let deadline = Instant::now() + Duration::from_secs(10);
+    while std::net::TcpStream::connect(("127.0.0.1", port)).is_err() {
+        assert!(
+            Instant::now() < deadline,
+            "{what} did not start listening on {port}"
+        );
+        std::thread::sleep(Duration::from_millis(10));
+    }
+}
+
+pub fn free_port() -> u16 {
+    TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port()
+}
+
+impl Server {
+    /// Starts memory-only ssq and waits until it answers /health.
+    pub fn start() -> Server {
+        Server::start_with(&[])
+    }
+
+    pub fn start_with(args: &[&str]) -> Server {
+        let port = free_port();
+        // SSQ_BIN runs another build (an older one, to compare with).
+        let binary = std::env::var("SSQ_BIN").unwrap_or_else(|_| env!("CARGO_BIN_EXE_ssq").to_string());
+        let child = Command::new(binary)
+            .args(["--listen", &format!("127.0.0.1:{port}")])
+            .args(args)
+            // SSQ_TEST_LOG sets the instances' log filter, to see why a test failed.
+            .env(
+                "RUST_LOG",
+                std::env::var("SSQ_TEST_LOG").unwrap_or_else(|_| "error".into()),
+            )
+            .stdout(Stdio::null())
+            .stderr(Stdio::inherit())
+            .spawn()
+            .expect("the ssq binary starts");
+        let server = Server {
+            child,
+            port,
+            url: format!("http://127.0.0.1:{port}"),
+        };
+        server.wait_until_listening();
+        server
+    }
+
+    fn wait_until_listening(&self) {
+        wait_for_port(self.port, "ssq");
+    }
+
+    pub fn client(&self) -> aws_sdk_sqs::Client {
+        client_for(&self.url)
+    }
+}
+
+impl Drop for Server {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+/// Lock timings short enough for tests: TTL 2 s, renew every 250 ms, step
+/// down 1.2 s after the last good renewal was sent.
+pub const FAST_LOCK: &[&str] = &[
+    "--lock-ttl",
+    "2s",
+    "--lock-renew",
+    "250ms",
+    "--lock-step-down",
+    "1200ms",
+    "--lock-retry",
+    "200ms",
+    "--redis-timeout",
+    "250ms",
+];
+
+impl Server {
+    /// Starts an instance of a Redis-backed group with the test timings.
+    pub fn start_node(redis: &RedisServer, node_id: &str) -> Server {
+        let url = redis.url();
+        let mut args = vec!["--redis-url", url.as_str(), "--node-id", node_id];
+        args.extend_from_slice(FAST_LOCK);
+        Server::start_with(&args)
+    }
+
+    pub fn pid(&self) -> u32 {
+        self.child.id()
+    }
+
+    /// The process's resident memory in KiB (VmRSS); panics if it is gone.
+    pub fn rss_kib(&self) -> u64 {
+        std::fs::read_to_string(format!("/proc/{}/status", self.pid()))
+            .ok()
+            .and_then(|s| s.lines().find(|l| l.starts_with("VmRSS:")).map(str::to_string))
+            .and_then(|l| l.split_whitespace().nth(1).and_then(|v| v.parse().ok()))
+            .expect("the instance is running and reports VmRSS")
+    }
+
+    /// Sends a signal by name (KILL, TERM, STOP, CONT).
+    pub fn signal(&self, name: &str) {
+        let status = Command::new("kill")
+            .args([&format!("-{name}"), &self.pid().to_string()])
+            .status()
+            .unwrap();
+        assert!(status.success(), "kill -{name} failed");
+    }
+
+    /// GET `path`, or None if the instance does not answer within 500 ms.
+    pub async fn get(&self, path: &str) -> Option<(u16, String)> {
+        let client = reqwest::Client::builder()
+            .timeout(Duration::from_millis(500))
+            .build()
+            .unwrap();
+        let response = client.get(format!("{}{path}", self.url)).send().await.ok()?;
+        let status = response.status().as_u16();
+        Some((status, response.text().await.ok()?))
+    }
+
+    pub async fn is_ready(&self) -> bool {
+        matches!(self.get("/ready").await, Some((200, _)))
+    }
+
+    /// The HTTP status of a cheap SQS call (ListQueues), or None if no answer.
+    pub async fn queue_call_status(&self) -> Option<u16> {
+        let client = reqwest::Client::builder()
+            .timeout(Duration::from_millis(500))
+            .build()
+            .unwrap();
+        let response = client
+            .post(&self.url)
+            .header("x-amz-target", "AmazonSQS.ListQueues")
+            .header("content-type", "application/x-amz-json-1.0")
+            .body("{}")
+            .send()
+            .await
+            .ok()?;
+        Some(response.status().as_u16())
+    }
+
+    /// The value of the `ssq_leader` gauge.
+    pub async fn leader_gauge(&self) -> i64 {
+        let (_, text) = self.get("/metrics").await.expect("metrics answer");
+        text.lines()
+            .find(|l| l.starts_with("ssq_leader{"))
+            .and_then(|l| l.rsplit(' ').next())
+            .and_then(|v| v.parse().ok())
+            .expect("ssq_leader is exported")
+    }
+
+    pub async fn status(&self) -> serde_json::Value {
+        let (_, text) = self.get("/status").await.expect("status answers");
+        serde_json::from_str(&text).unwrap()
+    }
+}
+
+/// Polls `condition` every 10 ms until it holds or `limit` passes; returns
+/// how long it took, or None.
+pub async fn wait_for<F, Fut>(limit: Duration, mut condition: F) -> Option<Duration>
+where
+    F: FnMut() -> Fut,
+    Fut: std::future::Future<Output = bool>,
+{
+    let started = Instant::now();
+    while started.elapsed() < limit {
+        if condition().await {
+            return Some(started.elapsed());
+        }
+        tokio::time::sleep(Duration::from_millis(10)).await;
+    }
+    None
+}
+
+/// The index of the one ready instance, once exactly one is.
+pub async fn single_leader(nodes: &[Server], limit: Duration) -> usize {
+    let started = Instant::now();
+    loop {
+        let mut ready = Vec::new();
+        for (i, node) in nodes.iter().enumerate() {
+            if node.is_ready().await {
+                ready.push(i);
+            }
+        }
+        if let [only] = ready[..] {
+            return only;
+        }
+        assert!(
+            started.elapsed() < limit,
+            "no single leader within {limit:?}: ready = {ready:?}"
+        );
+        tokio::time::sleep(Duration::from_millis(10)).await;
+    }
+}

@@ -1,0 +1,182 @@
+//! Private `redis-server` processes on free ports, with TLS certificates
+//! made by openssl where a test needs them.
+
+use std::process::{Child, Command, Stdio};
+use std::time::Duration;
+
+use super::process::{free_port, wait_for_port};
+
+/// A private `redis-server` on a free port, killed when dropped.
+pub struct RedisServer {
+    child: Option<Child>,
+    pub port: u16,
+    dir: std::path::PathBuf,
+    extra: Vec<String>,
+}
+
+impl RedisServer {
+    /// Starts Redis with no persistence.
+    pub fn start() -> RedisServer {
+        RedisServer::start_with(&["--appendonly", "no"])
+    }
+
+    /// Starts Redis with extra arguments, e.g. `--appendonly yes`.
+    pub fn start_with(args: &[&str]) -> RedisServer {
+        let port = free_port();
+        let dir = std::env::temp_dir().join(format!("ssq-test-redis-{}-{port}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let mut redis = RedisServer {
+            child: None,
+            port,
+            dir,
+            extra: args.iter().map(|s| s.to_string()).collect(),
+        };
+        redis.restart();
+        redis
+    }
+
+    /// Starts Redis serving TLS only, with a fresh CA and a certificate for
+    /// 127.0.0.1 made by openssl. Returns it and the CA's PEM file.
+    pub fn start_tls() -> (RedisServer, std::path::PathBuf) {
+        let port = free_port();
+        let dir = std::env::temp_dir().join(format!("ssq-test-redis-tls-{}-{port}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let file = |name: &str| dir.join(name).to_str().unwrap().to_string();
+        std::fs::write(dir.join("san.ext"), "subjectAltName=IP:127.0.0.1\n").unwrap();
+        let steps: [&[&str]; 3] = [
+            &[
+                "req",
+                "-x509",
+                "-newkey",
+                "rsa:2048",
+                "-nodes",
+                "-days",
+                "1",
+                "-subj",
+                "/CN=ssq-test-ca",
+                "-keyout",
+                &file("ca.key"),
+                "-out",
+                &file("ca.pem"),
+            ],
+            &[
+                "req",
+                "-newkey",
+                "rsa:2048",
+                "-nodes",
+                "-subj",
+                "/CN=127.0.0.1",
+                "-keyout",
+                &file("server.key"),
+                "-out",
+                &file("server.csr"),
+            ],
+            &[
+                "x509",
+                "-req",
+                "-in",
+                &file("server.csr"),
+                "-CA",
+                &file("ca.pem"),
+                "-CAkey",
+                &file("ca.key"),
+                "-CAcreateserial",
+                "-days",
+                "1",
+                "-extfile",
+                &file("san.ext"),
+                "-out",
+                &file("server.pem"),
+            ],
+        ];
+        for step in steps {
+            let status = Command::new("openssl")
+                .args(step)
+                .stdout(Stdio::null())
+                .stderr(Stdio::null())
+                .status()
+                .expect("openssl is installed");
+            assert!(status.success(), "openssl {step:?} failed");
+        }
+        let extra = [
+            "--appendonly",
+            "no",
+            "--port",
+            "0",
+            "--tls-port",
+            &port.to_string(),
+            "--tls-cert-file",
+            &file("server.pem"),
+            "--tls-key-file",
+            &file("server.key"),
+            "--tls-ca-cert-file",
+            &file("ca.pem"),
+            "--tls-auth-clients",
+            "no",
+        ];
+        let mut redis = RedisServer {
+            child: None,
+            port,
+            dir: dir.clone(),
+            extra: extra.iter().map(|s| s.to_string()).collect(),
+        };
+        redis.restart();
+        (redis, dir.join("ca.pem"))
+    }
+
+    pub fn url(&self) -> String {
+        format!("redis://127.0.0.1:{}", self.port)
+    }
+
+    /// A connected client built as ssq builds its own, with a 5 s timeout.
+    pub async fn client(&self) -> fred::prelude::Client {
+        use fred::prelude::ClientLike;
+        let target = ssq::redis::Target {
+            url: self.url(),
+            command_timeout: Duration::from_secs(5),
+            reconnect_every: Duration::from_millis(500),
+            ca_file: None,
+        };
+        let client = ssq::redis::client(&target).unwrap();
+        client.init().await.unwrap();
+        client
+    }
+
+    /// Starts (again) on the same port with the same data directory.
+    pub fn restart(&mut self) {
+        assert!(self.child.is_none(), "redis is already running");
+        let child = Command::new("redis-server")
+            .args([
+                "--port",
+                &self.port.to_string(),
+                "--bind",
+                "127.0.0.1",
+                "--save",
+                "",
+            ])
+            .arg("--dir")
+            .arg(&self.dir)
+            .args(&self.extra)
+            .stdout(Stdio::null())
+            .stderr(Stdio::inherit())
+            .spawn()
+            .expect("redis-server is installed (`make test` installs it: scripts/test-deps.sh)");
+        self.child = Some(child);
+        wait_for_port(self.port, "redis-server");
+    }
+
+    /// Kills Redis at once (SIGKILL), as a crash would.
+    pub fn kill(&mut self) {
+        if let Some(mut child) = self.child.take() {
+            let _ = child.kill();
+            let _ = child.wait();
+        }
+    }
+}
+
+impl Drop for RedisServer {
+    fn drop(&mut self) {
+        self.kill();
+        let _ = std::fs::remove_dir_all(&self.dir);
+    }
+}

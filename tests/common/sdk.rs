@@ -1,0 +1,86 @@
+//! aws-sdk-sqs clients for the tests, and shorthands for the calls they
+//! repeat.
+
+use std::time::Duration;
+
+use aws_sdk_sqs::config::{BehaviorVersion, Credentials, Region};
+
+pub fn client_for(url: &str) -> aws_sdk_sqs::Client {
+    client_signing_with(url, "test", "test")
+}
+
+/// A client that signs its requests with the given access key and secret.
+pub fn client_signing_with(url: &str, access_key_id: &str, secret: &str) -> aws_sdk_sqs::Client {
+    let config = aws_sdk_sqs::Config::builder()
+        .behavior_version(BehaviorVersion::latest())
+        .region(Region::new("us-east-1"))
+        .credentials_provider(Credentials::new(access_key_id, secret, None, None, "ssq-tests"))
+        .endpoint_url(url)
+        .build();
+    aws_sdk_sqs::Client::from_conf(config)
+}
+
+/// The SQS error code of a failed SDK call.
+pub fn error_code<E, R>(result: Result<impl std::fmt::Debug, aws_sdk_sqs::error::SdkError<E, R>>) -> String
+where
+    E: aws_sdk_sqs::error::ProvideErrorMetadata + std::fmt::Debug,
+    R: std::fmt::Debug,
+{
+    let error = result.expect_err("the call should fail");
+    error
+        .as_service_error()
+        .and_then(|e| e.code())
+        .unwrap_or_else(|| panic!("not a service error: {error:?}"))
+        .to_string()
+}
+
+/// An SDK client that does not retry: tests that count failures see each.
+pub fn client_without_retries(url: &str) -> aws_sdk_sqs::Client {
+    let config = aws_sdk_sqs::Config::builder()
+        .behavior_version(BehaviorVersion::latest())
+        .region(Region::new("us-east-1"))
+        .credentials_provider(Credentials::new("test", "test", None, None, "ssq-tests"))
+        .endpoint_url(url)
+        .retry_config(aws_sdk_sqs::config::retry::RetryConfig::disabled())
+        .timeout_config(
+            aws_sdk_sqs::config::timeout::TimeoutConfig::builder()
+                .operation_attempt_timeout(Duration::from_secs(5))
+                .build(),
+        )
+        .build();
+    aws_sdk_sqs::Client::from_conf(config)
+}
+
+/// The queue URL every instance of a group answers for (queue URLs are
+/// matched by account and name, whatever the host).
+pub fn queue_url(name: &str) -> String {
+    format!("http://127.0.0.1/000000000000/{name}")
+}
+
+/// One long poll of a consumer under test (up to 10 messages, 1 s); `None`
+/// when the request failed, as it may while leadership moves.
+pub async fn poll_once(sqs: &aws_sdk_sqs::Client, url: &str) -> Option<Vec<aws_sdk_sqs::types::Message>> {
+    let out = sqs
+        .receive_message()
+        .queue_url(url)
+        .max_number_of_messages(10)
+        .wait_time_seconds(1)
+        .send()
+        .await
+        .ok()?;
+    Some(out.messages.unwrap_or_default())
+}
+
+/// Deletes a received message; whether the server acknowledged the delete.
+pub async fn delete_received(
+    sqs: &aws_sdk_sqs::Client,
+    url: &str,
+    message: &aws_sdk_sqs::types::Message,
+) -> bool {
+    sqs.delete_message()
+        .queue_url(url)
+        .receipt_handle(message.receipt_handle().unwrap_or_default())
+        .send()
+        .await
+        .is_ok()
+}
