@@ -3,7 +3,7 @@
 
 use std::sync::Arc;
 
-use ssq::api::{Action, Input, RequestContext, dispatch};
+use ssq::api::{Action, Api, Input, RequestContext, dispatch};
 use ssq::clock::SystemClock;
 use ssq::metrics::Metrics;
 use ssq::service::Service;
@@ -15,7 +15,7 @@ pub fn run(action: Action, input: Input<'_>) {
         .build()
         .expect("a runtime");
     runtime.block_on(async {
-        let service = Arc::new(Service::new(Arc::new(SystemClock), Arc::new(Metrics::new("fuzz"))));
+        let api = Api::new(Arc::new(Service::new(Arc::new(SystemClock), Arc::new(Metrics::new("fuzz")))));
         let ctx = RequestContext {
             base_url: "http://fuzz".into(),
             account_id: "000000000000".into(),
@@ -25,10 +25,10 @@ pub fn run(action: Action, input: Input<'_>) {
         // A queue for the request to find, of either kind.
         for name in ["q", "q.fifo"] {
             let tree = serde_json::json!({"QueueName": name, "Attributes": if name.ends_with(".fifo") { serde_json::json!({"FifoQueue": "true"}) } else { serde_json::json!({}) }});
-            dispatch(&service, &ctx, Action::CreateQueue, Input::Tree(tree)).await.expect("the queues are valid");
+            dispatch(&api, &ctx, Action::CreateQueue, Input::Tree(tree)).await.expect("the queues are valid");
         }
         // Any answer is fine; a panic or a hang is not. Errors must be SQS's.
-        if let Err(error) = dispatch(&service, &ctx, action, input).await {
+        if let Err(error) = dispatch(&api, &ctx, action, input).await {
             assert_ne!(error.code, ssq::error::ErrorCode::InternalError, "{error}");
         }
     });

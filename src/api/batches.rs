@@ -128,7 +128,7 @@ pub(super) async fn delete_message_batch(
     _: &RequestContext,
     name: &str,
     input: BatchInput<DeleteMessageBatchEntry>,
-) -> Result<BatchOutput<BatchResultEntry>> {
+) -> Result<BatchOutput<DeleteMessageBatchResultEntry>> {
     let entries = check_batch(input.entries, |e| e.id.as_ref(), "DeleteMessageBatchRequestEntry")?;
     let results = api
         .service
@@ -142,7 +142,7 @@ pub(super) async fn delete_message_batch(
                             if queue.delete(handle, now) {
                                 api.service.metrics.messages_deleted.inc();
                             }
-                            BatchResultEntry { id: id.clone() }
+                            DeleteMessageBatchResultEntry { id: id.clone() }
                         });
                     (id, result)
                 })
@@ -157,7 +157,7 @@ pub(super) async fn change_message_visibility_batch(
     _: &RequestContext,
     name: &str,
     input: BatchInput<ChangeMessageVisibilityBatchEntry>,
-) -> Result<BatchOutput<BatchResultEntry>> {
+) -> Result<BatchOutput<ChangeMessageVisibilityBatchResultEntry>> {
     let entries = check_batch(
         input.entries,
         |e| e.id.as_ref(),
@@ -179,7 +179,7 @@ pub(super) async fn change_message_visibility_batch(
                             MAX_VISIBILITY_TIMEOUT_SECONDS.into(),
                         )?;
                         queue.change_visibility(handle, timeout, now)?;
-                        Ok(BatchResultEntry { id: id.clone() })
+                        Ok(ChangeMessageVisibilityBatchResultEntry { id: id.clone() })
                     })();
                     (id, result)
                 })

@@ -19,6 +19,7 @@ mod params;
 mod permissions;
 mod queues;
 mod redrive;
+pub mod shape;
 mod wire;
 
 use std::sync::Arc;
@@ -29,6 +30,8 @@ use crate::error::{ErrorCode, Result, SqsError};
 use crate::move_tasks::MoveTasks;
 use crate::queue::QueueArn;
 use crate::service::Service;
+use model::*;
+use shape::{Member, Shape};
 
 /// What the actions run against: the queues, and the move tasks between
 /// them.
@@ -117,12 +120,12 @@ impl Input<'_> {
     }
 }
 
-/// The dispatch table: every action of the SQS API and the function that
-/// runs it. `(on_queue)` marks the actions that act on the queue their
-/// QueueUrl names; the queue is resolved before the function runs, which
-/// gets its name.
+/// The dispatch table: every action of the SQS API, its input and output
+/// shapes, and the function that runs it. `(on_queue)` marks the actions
+/// that act on the queue their QueueUrl names; the queue is resolved before
+/// the function runs, which gets its name.
 macro_rules! actions {
-    ($($name:ident $(($on_queue:ident))? => $handler:path,)*) => {
+    ($($name:ident $(($on_queue:ident))?: $input:ty => $output:ty = $handler:path,)*) => {
         /// Every action of the SQS API.
         #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
         pub enum Action { $($name),* }
@@ -137,12 +140,32 @@ macro_rules! actions {
             pub fn name(self) -> &'static str {
                 match self { $(Action::$name => stringify!($name)),* }
             }
+
+            /// The members of the action's request, for wire formats that
+            /// need the model spelled out.
+            pub fn input_members(self) -> &'static [Member] {
+                match self { $(Action::$name => <$input as Shape>::MEMBERS),* }
+            }
+
+            /// The members of the action's response.
+            pub fn output_members(self) -> &'static [Member] {
+                match self { $(Action::$name => <$output as Shape>::MEMBERS),* }
+            }
+        }
+
+        /// The input of `action` decoded from `tree`, as Debug text: lets the
+        /// wire formats' tests see which fields a tree filled.
+        #[cfg(test)]
+        pub(crate) fn decoded_debug(action: Action, tree: serde_json::Value) -> Result<String> {
+            match action {
+                $(Action::$name => Input::Tree(tree).decode::<$input>().map(|input| format!("{input:?}")),)*
+            }
         }
 
         /// Runs one action and returns its response as a JSON tree.
         pub async fn dispatch(api: &Api, ctx: &RequestContext, action: Action, input: Input<'_>) -> Result<serde_json::Value> {
             match action {
-                $(Action::$name => run!(api, ctx, input, $($on_queue)? $handler),)*
+                $(Action::$name => run!(api, ctx, input: $input => $output, $($on_queue)? $handler),)*
             }
         }
     };
@@ -151,40 +174,45 @@ macro_rules! actions {
 /// One arm of [`dispatch`]: decode, resolve the queue if the action acts on
 /// one, run, render.
 macro_rules! run {
-    ($api:ident, $ctx:ident, $input:ident, on_queue $handler:path) => {{
-        let input = $input.decode()?;
+    ($api:ident, $ctx:ident, $input:ident: $in:ty => $out:ty, on_queue $handler:path) => {{
+        let input: $in = $input.decode()?;
         let name = $ctx.queue_name(model::OnQueue::queue_url(&input))?;
-        to_tree($handler($api, $ctx, &name, input).await)
+        to_tree::<$out>($handler($api, $ctx, &name, input).await)
     }};
-    ($api:ident, $ctx:ident, $input:ident, $handler:path) => {
-        to_tree($handler($api, $ctx, $input.decode()?).await)
-    };
+    ($api:ident, $ctx:ident, $input:ident: $in:ty => $out:ty, $handler:path) => {{
+        let input: $in = $input.decode()?;
+        to_tree::<$out>($handler($api, $ctx, input).await)
+    }};
 }
 
 actions! {
-    AddPermission(on_queue) => permissions::add_permission,
-    CancelMessageMoveTask => redrive::cancel_message_move_task,
-    ChangeMessageVisibility(on_queue) => messages::change_message_visibility,
-    ChangeMessageVisibilityBatch(on_queue) => batches::change_message_visibility_batch,
-    CreateQueue => queues::create_queue,
-    DeleteMessage(on_queue) => messages::delete_message,
-    DeleteMessageBatch(on_queue) => batches::delete_message_batch,
-    DeleteQueue(on_queue) => queues::delete_queue,
-    GetQueueAttributes(on_queue) => queues::get_queue_attributes,
-    GetQueueUrl => queues::get_queue_url,
-    ListDeadLetterSourceQueues(on_queue) => redrive::list_dead_letter_source_queues,
-    ListMessageMoveTasks => redrive::list_message_move_tasks,
-    ListQueueTags(on_queue) => queues::list_queue_tags,
-    ListQueues => queues::list_queues,
-    PurgeQueue(on_queue) => queues::purge_queue,
-    ReceiveMessage(on_queue) => messages::receive_message,
-    RemovePermission(on_queue) => permissions::remove_permission,
-    SendMessage(on_queue) => messages::send_message,
-    SendMessageBatch(on_queue) => batches::send_message_batch,
-    SetQueueAttributes(on_queue) => queues::set_queue_attributes,
-    StartMessageMoveTask => redrive::start_message_move_task,
-    TagQueue(on_queue) => queues::tag_queue,
-    UntagQueue(on_queue) => queues::untag_queue,
+    AddPermission(on_queue): AddPermissionInput => Empty = permissions::add_permission,
+    CancelMessageMoveTask: CancelMessageMoveTaskInput => CancelMessageMoveTaskOutput = redrive::cancel_message_move_task,
+    ChangeMessageVisibility(on_queue): ChangeMessageVisibilityInput => Empty = messages::change_message_visibility,
+    ChangeMessageVisibilityBatch(on_queue): BatchInput<ChangeMessageVisibilityBatchEntry>
+        => BatchOutput<ChangeMessageVisibilityBatchResultEntry> = batches::change_message_visibility_batch,
+    CreateQueue: CreateQueueInput => QueueUrlOutput = queues::create_queue,
+    DeleteMessage(on_queue): DeleteMessageInput => Empty = messages::delete_message,
+    DeleteMessageBatch(on_queue): BatchInput<DeleteMessageBatchEntry>
+        => BatchOutput<DeleteMessageBatchResultEntry> = batches::delete_message_batch,
+    DeleteQueue(on_queue): QueueUrlInput => Empty = queues::delete_queue,
+    GetQueueAttributes(on_queue): GetQueueAttributesInput => AttributesOutput = queues::get_queue_attributes,
+    GetQueueUrl: GetQueueUrlInput => QueueUrlOutput = queues::get_queue_url,
+    ListDeadLetterSourceQueues(on_queue): ListDeadLetterSourceQueuesInput
+        => ListDeadLetterSourceQueuesOutput = redrive::list_dead_letter_source_queues,
+    ListMessageMoveTasks: ListMessageMoveTasksInput => ListMessageMoveTasksOutput = redrive::list_message_move_tasks,
+    ListQueueTags(on_queue): QueueUrlInput => TagsOutput = queues::list_queue_tags,
+    ListQueues: ListQueuesInput => ListQueuesOutput = queues::list_queues,
+    PurgeQueue(on_queue): QueueUrlInput => Empty = queues::purge_queue,
+    ReceiveMessage(on_queue): ReceiveMessageInput => ReceiveMessageOutput = messages::receive_message,
+    RemovePermission(on_queue): RemovePermissionInput => Empty = permissions::remove_permission,
+    SendMessage(on_queue): SendMessageInput => SendMessageOutput = messages::send_message,
+    SendMessageBatch(on_queue): BatchInput<SendMessageBatchEntry>
+        => BatchOutput<SendMessageBatchResultEntry> = batches::send_message_batch,
+    SetQueueAttributes(on_queue): SetQueueAttributesInput => Empty = queues::set_queue_attributes,
+    StartMessageMoveTask: StartMessageMoveTaskInput => TaskHandleOutput = redrive::start_message_move_task,
+    TagQueue(on_queue): TagQueueInput => Empty = queues::tag_queue,
+    UntagQueue(on_queue): UntagQueueInput => Empty = queues::untag_queue,
 }
 
 fn to_tree<T: serde::Serialize>(output: Result<T>) -> Result<serde_json::Value> {

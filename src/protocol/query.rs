@@ -6,7 +6,9 @@
 //! (`Attribute.1.Name`/`Attribute.1.Value` → `"Attributes": {name: value}`,
 //! `SendMessageBatchRequestEntry.2.MessageBody` → `"Entries"[1].MessageBody`,
 //! …), so every action runs through the one [`crate::api::dispatch`].
-//! Answers are rendered from the output tree by the reverse rules.
+//! Answers are rendered from the output tree by the reverse rules. Both
+//! directions read the members' names and kinds from the model's tables
+//! ([`crate::api::shape`]), never from rules of their own.
 
 use std::collections::BTreeMap;
 
@@ -15,6 +17,7 @@ use axum::response::{IntoResponse, Response};
 use serde_json::{Map, Value};
 
 use crate::api::Action;
+use crate::api::shape::{Kind, Member};
 use crate::error::{ErrorCode, SqsError};
 
 const NAMESPACE: &str = "http://queue.amazonaws.com/doc/2012-11-05/";
@@ -34,16 +37,6 @@ fn is_envelope(key: &str) -> bool {
             | "SecurityToken"
     ) || key.starts_with("X-Amz-")
 }
-
-/// Integer members of the SQS model.
-const NUMBERS: &[&str] = &[
-    "DelaySeconds",
-    "MaxNumberOfMessages",
-    "MaxNumberOfMessagesPerSecond",
-    "MaxResults",
-    "VisibilityTimeout",
-    "WaitTimeSeconds",
-];
 
 /// The most dot-separated segments a parameter name may have. The deepest
 /// name in the SQS model has seven
@@ -179,92 +172,82 @@ fn fold(pairs: Vec<(String, String)>, action: Action) -> Result<Map<String, Valu
         }
         root.insert(&path, value);
     }
-    members(&root, action)
+    structure(&root, action.input_members())
 }
 
-/// The members of one structure (the request, or a batch entry).
-fn members(node: &Node, action: Action) -> Result<Map<String, Value>, SqsError> {
+/// The members of one structure (the request, a batch entry, a message
+/// attribute's value), read as the model describes them; parameters the
+/// shape does not have are ignored, as SQS ignores them.
+fn structure(node: &Node, members: &[Member]) -> Result<Map<String, Value>, SqsError> {
     let mut out = Map::new();
-    for (key, child) in &node.children {
-        let (name, value) = match key.as_str() {
-            "Attribute" => ("Attributes", pairs(child, "Name", "Value")),
-            "Tag" | "Tags" if action == Action::CreateQueue => ("tags", pairs(child, "Key", "Value")),
-            "Tag" | "Tags" => ("Tags", pairs(child, "Key", "Value")),
-            "MessageAttribute" => ("MessageAttributes", attribute_values(child)),
-            "MessageSystemAttribute" => ("MessageSystemAttributes", attribute_values(child)),
-            "AttributeName" => ("AttributeNames", list(child)),
-            "MessageAttributeName" => ("MessageAttributeNames", list(child)),
-            "MessageSystemAttributeName" => ("MessageSystemAttributeNames", list(child)),
-            "TagKey" => ("TagKeys", list(child)),
-            "AWSAccountId" => ("AWSAccountIds", list(child)),
-            "ActionName" => ("Actions", list(child)),
-            "SendMessageBatchRequestEntry"
-            | "DeleteMessageBatchRequestEntry"
-            | "ChangeMessageVisibilityBatchRequestEntry" => {
-                let entries = child
-                    .numbered()
-                    .into_iter()
-                    .map(|e| members(e, action).map(Value::Object));
-                ("Entries", Value::Array(entries.collect::<Result<_, _>>()?))
-            }
-            number if NUMBERS.contains(&number) => {
-                let text = child.value.clone().unwrap_or_default();
-                let parsed = text.trim().parse::<i64>().map_err(|_| {
-                    SqsError::invalid_parameter(format!(
-                        "Value {text} for parameter {number} is invalid. Reason: not a whole number."
-                    ))
-                })?;
-                (number, Value::from(parsed))
-            }
-            _ => match &child.value {
-                Some(text) => (key.as_str(), Value::String(text.clone())),
-                None => continue,
-            },
+    for member in members {
+        let Some(child) = member
+            .query_names()
+            .iter()
+            .find_map(|name| node.children.get(*name))
+        else {
+            continue;
         };
-        out.insert(name.to_string(), value);
+        if let Some(value) = read(child, &member.kind, member.json)? {
+            out.insert(member.json.to_string(), value);
+        }
     }
     Ok(out)
 }
 
-fn list(node: &Node) -> Value {
-    Value::Array(
-        node.numbered()
-            .into_iter()
-            .filter_map(|n| n.value.clone().map(Value::String))
-            .collect(),
-    )
-}
-
-fn pairs(node: &Node, key: &str, value: &str) -> Value {
-    let map = node
-        .numbered()
-        .into_iter()
-        .filter_map(|entry| {
-            Some((
-                entry.text(key)?,
-                Value::String(entry.text(value).unwrap_or_default()),
-            ))
-        })
-        .collect();
-    Value::Object(map)
-}
-
-/// `MessageAttribute.N.Name` with `MessageAttribute.N.Value.{DataType,StringValue,BinaryValue}`.
-fn attribute_values(node: &Node) -> Value {
-    let map = node
-        .numbered()
-        .into_iter()
-        .filter_map(|entry| {
-            let name = entry.text("Name")?;
-            let value = entry.children.get("Value")?;
-            let fields: Map<String, Value> = ["DataType", "StringValue", "BinaryValue"]
-                .iter()
-                .filter_map(|f| Some((f.to_string(), Value::String(value.text(f)?))))
-                .collect();
-            Some((name, Value::Object(fields)))
-        })
-        .collect();
-    Value::Object(map)
+/// One value of `kind`; `None` when the form has nothing to read for it.
+fn read(node: &Node, kind: &Kind, name: &str) -> Result<Option<Value>, SqsError> {
+    Ok(Some(match kind {
+        Kind::Text => match &node.value {
+            Some(text) => Value::String(text.clone()),
+            None => return Ok(None),
+        },
+        Kind::Integer => {
+            let text = node.value.clone().unwrap_or_default();
+            let parsed = text.trim().parse::<i64>().map_err(|_| {
+                SqsError::invalid_parameter(format!(
+                    "Value {text} for parameter {name} is invalid. Reason: not a whole number."
+                ))
+            })?;
+            Value::from(parsed)
+        }
+        Kind::Boolean => match node.value.as_deref().map(str::to_ascii_lowercase).as_deref() {
+            Some("true") => Value::Bool(true),
+            Some("false") => Value::Bool(false),
+            _ => {
+                return Err(SqsError::invalid_parameter(format!(
+                    "Value {} for parameter {name} is invalid. Reason: must be true or false.",
+                    node.value.as_deref().unwrap_or_default()
+                )));
+            }
+        },
+        Kind::List(item) => {
+            let mut items = Vec::new();
+            for entry in node.numbered() {
+                items.extend(read(entry, item, name)?);
+            }
+            Value::Array(items)
+        }
+        Kind::Map { key, value, of } => {
+            let mut map = Map::new();
+            for entry in node.numbered() {
+                let Some(entry_key) = entry.text(key) else {
+                    continue;
+                };
+                let entry_value = match (entry.children.get(*value), of) {
+                    (Some(child), _) => read(child, of, name)?,
+                    // A text value left out reads as empty.
+                    (None, Kind::Text) => Some(Value::String(String::new())),
+                    (None, _) => None,
+                };
+                if let Some(entry_value) = entry_value {
+                    map.insert(entry_key, entry_value);
+                }
+            }
+            Value::Object(map)
+        }
+        Kind::Structure(members) => Value::Object(structure(node, members)?),
+    }))
 }
 
 pub fn success(request_id: &str, action: Action, output: &Value) -> Response {
@@ -274,7 +257,7 @@ pub fn success(request_id: &str, action: Action, output: &Value) -> Response {
         && !fields.is_empty()
     {
         xml.push_str(&format!("<{name}Result>"));
-        render_fields(&mut xml, fields, action);
+        render_fields(&mut xml, fields, action.output_members());
         xml.push_str(&format!("</{name}Result>"));
     }
     xml.push_str(&format!(
@@ -310,56 +293,47 @@ fn with_headers(status: StatusCode, request_id: &str, xml: String) -> Response {
     response
 }
 
-/// Renders a structure's members; lists and maps flattened as SQS does.
-fn render_fields(xml: &mut String, fields: &Map<String, Value>, action: Action) {
+/// Renders a structure's members as the model names them; lists and maps
+/// flattened as SQS does.
+fn render_fields(xml: &mut String, fields: &Map<String, Value>, members: &[Member]) {
     for (key, value) in fields {
-        match (key.as_str(), value) {
-            ("QueueUrls" | "queueUrls", Value::Array(urls)) => {
-                for url in urls {
-                    element(xml, "QueueUrl", |xml| scalar(xml, url));
-                }
-            }
-            ("Attributes", Value::Object(map)) => entries(xml, "Attribute", "Name", "Value", map, action),
-            ("Tags", Value::Object(map)) => entries(xml, "Tag", "Key", "Value", map, action),
-            ("MessageAttributes", Value::Object(map)) => {
-                entries(xml, "MessageAttribute", "Name", "Value", map, action)
-            }
-            (list, Value::Array(items)) => {
-                // Successful and Results hold `<Action>ResultEntry` elements.
-                let item_name = match list {
-                    "Messages" => "Message".to_string(),
-                    "Failed" => "BatchResultErrorEntry".to_string(),
-                    _ => format!("{}ResultEntry", action.name()),
-                };
-                for item in items {
-                    element(xml, &item_name, |xml| render_value(xml, item, action));
-                }
-            }
-            (name, value) => element(xml, name, |xml| render_value(xml, value, action)),
+        match members.iter().find(|m| m.json == key) {
+            Some(member) => render_member(xml, member.query_name(), &member.kind, value),
+            // Not in the model's table: rendered under its JSON name, so
+            // that nothing is lost (tests/protocols.rs compares every answer
+            // with JSON's and fails on it).
+            None => element(xml, key, |xml| scalar(xml, value)),
         }
     }
 }
 
-fn entries(
-    xml: &mut String,
-    item: &str,
-    key_name: &str,
-    value_name: &str,
-    map: &Map<String, Value>,
-    action: Action,
-) {
-    for (key, value) in map {
-        element(xml, item, |xml| {
-            element(xml, key_name, |xml| xml.push_str(&escape(key)));
-            element(xml, value_name, |xml| render_value(xml, value, action));
-        });
-    }
-}
-
-fn render_value(xml: &mut String, value: &Value, action: Action) {
-    match value {
-        Value::Object(fields) => render_fields(xml, fields, action),
-        other => scalar(xml, other),
+/// One member's value, under `name`.
+fn render_member(xml: &mut String, name: &str, kind: &Kind, value: &Value) {
+    match (kind, value) {
+        (Kind::List(item), Value::Array(items)) => {
+            for each in items {
+                render_member(xml, name, item, each);
+            }
+        }
+        (
+            Kind::Map {
+                key,
+                value: value_name,
+                of,
+            },
+            Value::Object(map),
+        ) => {
+            for (entry_key, entry_value) in map {
+                element(xml, name, |xml| {
+                    element(xml, key, |xml| xml.push_str(&escape(entry_key)));
+                    render_member(xml, value_name, of, entry_value);
+                });
+            }
+        }
+        (Kind::Structure(members), Value::Object(fields)) => {
+            element(xml, name, |xml| render_fields(xml, fields, members))
+        }
+        (_, value) => element(xml, name, |xml| scalar(xml, value)),
     }
 }
 
@@ -470,13 +444,97 @@ mod tests {
         assert_eq!(err.code, ErrorCode::InvalidParameterValue);
     }
 
+    /// A value of `kind` with every member present.
+    fn sample(kind: &Kind) -> Value {
+        match kind {
+            Kind::Text => Value::from("t"),
+            Kind::Integer => Value::from(7),
+            Kind::Boolean => Value::from(true),
+            Kind::List(item) => Value::Array(vec![sample(item)]),
+            Kind::Map { of, .. } => serde_json::json!({ "k": sample(of) }),
+            Kind::Structure(members) => Value::Object(
+                members
+                    .iter()
+                    .map(|m| (m.json.to_string(), sample(&m.kind)))
+                    .collect(),
+            ),
+        }
+    }
+
+    /// The form fields AWS's Query serializer writes for `value`.
+    fn encode(value: &Value, kind: &Kind, name: &str, form: &mut Vec<String>) {
+        match (kind, value) {
+            (Kind::List(item), Value::Array(items)) => {
+                for (i, each) in items.iter().enumerate() {
+                    encode(each, item, &format!("{name}.{}", i + 1), form);
+                }
+            }
+            (
+                Kind::Map {
+                    key,
+                    value: value_name,
+                    of,
+                },
+                Value::Object(map),
+            ) => {
+                for (i, (entry_key, entry_value)) in map.iter().enumerate() {
+                    form.push(format!("{name}.{}.{key}={entry_key}", i + 1));
+                    encode(entry_value, of, &format!("{name}.{}.{value_name}", i + 1), form);
+                }
+            }
+            (Kind::Structure(members), Value::Object(fields)) => {
+                for member in *members {
+                    let prefix = if name.is_empty() {
+                        String::new()
+                    } else {
+                        format!("{name}.")
+                    };
+                    encode(
+                        &fields[member.json],
+                        &member.kind,
+                        &format!("{prefix}{}", member.query_name()),
+                        form,
+                    );
+                }
+            }
+            (_, Value::String(text)) => form.push(format!("{name}={text}")),
+            (_, other) => form.push(format!("{name}={other}")),
+        }
+    }
+
+    /// Each action's table against its Rust shape: every member read from
+    /// its Query name lands in the tree under its JSON name, and the tree
+    /// fills every field of the action's input (a field missing from the
+    /// table would stay None).
+    #[test]
+    fn every_input_member_folds_from_its_query_name_into_its_field() {
+        for &action in Action::ALL {
+            let shape = Kind::Structure(action.input_members());
+            let expected = sample(&shape);
+            let mut form = vec![format!("Action={}", action.name())];
+            encode(&expected, &shape, "", &mut form);
+            let (parsed_action, tree) = parse(form.join("&").as_bytes(), None, None).unwrap();
+            assert_eq!(parsed_action, action);
+            assert_eq!(tree, expected, "{action:?}");
+            let decoded = crate::api::decoded_debug(action, tree).unwrap();
+            assert!(
+                !decoded.contains("None"),
+                "{action:?}: a field of the input is missing from its table: {decoded}"
+            );
+        }
+    }
+
     #[test]
     fn answers_render_lists_and_maps_flattened() {
         let output = serde_json::json!({"Attributes": {"VisibilityTimeout": "30"}});
         let response = success("rid", Action::GetQueueAttributes, &output);
         assert_eq!(response.status(), 200);
         let mut xml = String::new();
-        render_fields(&mut xml, output.as_object().unwrap(), Action::GetQueueAttributes);
+        render_fields(
+            &mut xml,
+            output.as_object().unwrap(),
+            Action::GetQueueAttributes.output_members(),
+        );
         assert_eq!(
             xml,
             "<Attribute><Name>VisibilityTimeout</Name><Value>30</Value></Attribute>"
