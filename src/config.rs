@@ -187,26 +187,77 @@ struct ConfigFile {
     settings: BTreeMap<String, toml::Value>,
 }
 
+/// A configuration that cannot be used, saying where it went wrong.
+#[derive(Debug)]
+pub enum ConfigError {
+    /// Flags or environment variables clap could not turn into settings.
+    Flags(clap::Error),
+    /// The configuration file cannot be read.
+    Unreadable { path: PathBuf, error: std::io::Error },
+    /// The configuration file is not the TOML ssq expects.
+    Invalid { path: PathBuf, error: toml::de::Error },
+    /// The configuration file names a setting ssq does not have.
+    UnknownSetting { path: PathBuf, key: String },
+    /// A setting from the configuration file has a value its flag refuses.
+    BadSetting { path: PathBuf, error: clap::Error },
+}
+
+impl std::fmt::Display for ConfigError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            ConfigError::Flags(error) => write!(f, "{error}"),
+            ConfigError::Unreadable { path, error } => {
+                write!(
+                    f,
+                    "cannot read the configuration file {}: {error}",
+                    path.display()
+                )
+            }
+            ConfigError::Invalid { path, error } => {
+                write!(
+                    f,
+                    "the configuration file {} is not valid: {error}",
+                    path.display()
+                )
+            }
+            ConfigError::UnknownSetting { path, key } => {
+                write!(
+                    f,
+                    "the configuration file {} has an unknown setting {key:?}",
+                    path.display()
+                )
+            }
+            ConfigError::BadSetting { path, error } => write!(f, "in {}: {error}", path.display()),
+        }
+    }
+}
+
+impl std::error::Error for ConfigError {}
+
 impl Config {
     /// Reads the command line, the environment and the configuration file.
     /// Exits with a usage message on bad flags, as clap does.
-    pub fn load() -> Result<(Config, Vec<QueueSpec>), String> {
+    pub fn load() -> Result<(Config, Vec<QueueSpec>), ConfigError> {
         Self::load_from(std::env::args_os().collect())
     }
 
     /// The same from the given arguments (the first is the program name).
-    pub fn load_from(args: Vec<std::ffi::OsString>) -> Result<(Config, Vec<QueueSpec>), String> {
+    pub fn load_from(args: Vec<std::ffi::OsString>) -> Result<(Config, Vec<QueueSpec>), ConfigError> {
         let matches = Config::command()
             .try_get_matches_from(&args)
             .unwrap_or_else(|e| e.exit());
-        let config = Config::from_arg_matches(&matches).map_err(|e| e.to_string())?;
+        let config = Config::from_arg_matches(&matches).map_err(ConfigError::Flags)?;
         let Some(path) = &config.config else {
             return Ok((config, Vec::new()));
         };
-        let text = std::fs::read_to_string(path)
-            .map_err(|e| format!("cannot read the configuration file {}: {e}", path.display()))?;
-        let file: ConfigFile = toml::from_str(&text)
-            .map_err(|e| format!("the configuration file {} is not valid: {e}", path.display()))?;
+        let text = std::fs::read_to_string(path).map_err(|error| ConfigError::Unreadable {
+            path: path.clone(),
+            error,
+        })?;
+        let file: ConfigFile = toml::from_str(&text).map_err(|error| ConfigError::Invalid {
+            path: path.clone(),
+            error,
+        })?;
         // Settings from the file go in as flags ahead of the real ones, but
         // only those that neither the command line nor the environment set.
         let mut merged: Vec<std::ffi::OsString> = args.iter().take(1).cloned().collect();
@@ -217,10 +268,10 @@ impl Config {
                     .get_arguments()
                     .any(|a| a.get_id() == id.as_str())
             {
-                return Err(format!(
-                    "the configuration file {} has an unknown setting {key:?}",
-                    path.display()
-                ));
+                return Err(ConfigError::UnknownSetting {
+                    path: path.clone(),
+                    key: key.clone(),
+                });
             }
             if matches!(
                 matches.value_source(&id),
@@ -236,7 +287,10 @@ impl Config {
             merged.push(text.into());
         }
         merged.extend(args.into_iter().skip(1));
-        let config = Config::try_parse_from(merged).map_err(|e| format!("in {}: {e}", path.display()))?;
+        let config = Config::try_parse_from(merged).map_err(|error| ConfigError::BadSetting {
+            path: path.clone(),
+            error,
+        })?;
         Ok((
             config,
             file.queues
@@ -437,13 +491,13 @@ attributes = { FifoQueue = true }
         assert_eq!(queues[1].attributes["FifoQueue"], "true");
 
         std::fs::write(&path, "bogus_setting = 1\n").unwrap();
-        assert!(
-            Config::load_from(args(&[]))
-                .unwrap_err()
-                .contains("unknown setting")
-        );
+        let error = Config::load_from(args(&[])).unwrap_err();
+        assert!(matches!(&error, ConfigError::UnknownSetting { key, .. } if key == "bogus_setting"));
+        assert!(error.to_string().contains("unknown setting"), "{error}");
         std::fs::write(&path, "listen = [\n").unwrap();
-        assert!(Config::load_from(args(&[])).unwrap_err().contains("not valid"));
+        let error = Config::load_from(args(&[])).unwrap_err();
+        assert!(matches!(error, ConfigError::Invalid { .. }));
+        assert!(error.to_string().contains("not valid"), "{error}");
         std::fs::remove_dir_all(&dir).unwrap();
     }
 

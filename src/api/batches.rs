@@ -9,13 +9,13 @@ use super::wire::{new_message, sent_output};
 use super::{Api, RequestContext};
 use crate::error::{ErrorCode, Result, SqsError};
 use crate::queue::ReceiptHandle;
-use crate::queue::limits::MAX_VISIBILITY_TIMEOUT_SECONDS;
+use crate::queue::limits::{MAX_MESSAGE_BYTES, MAX_VISIBILITY_TIMEOUT_SECONDS};
 
 /// A batch may hold at most this many entries.
 pub(super) const MAX_BATCH_ENTRIES: usize = 10;
 
 /// The payload of a SendMessageBatch (bodies and attributes) may not exceed 1 MiB.
-pub(super) const MAX_BATCH_PAYLOAD: usize = 1_048_576;
+pub(super) const MAX_BATCH_PAYLOAD: usize = MAX_MESSAGE_BYTES as usize;
 
 /// Checks the batch rules common to every batch action and returns the
 /// entries with their ids.

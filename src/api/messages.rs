@@ -7,7 +7,7 @@ use super::{Api, RequestContext};
 use crate::error::Result;
 use crate::queue::ReceiptHandle;
 use crate::queue::attributes;
-use crate::queue::limits::MAX_VISIBILITY_TIMEOUT_SECONDS;
+use crate::queue::limits::{MAX_VISIBILITY_TIMEOUT_SECONDS, MAX_WAIT_SECONDS};
 use crate::queue::message;
 use crate::service::ReceiveRequest;
 
@@ -40,7 +40,7 @@ pub(super) async fn receive_message(
         .transpose()?;
     let wait = input
         .wait_time_seconds
-        .map(|w| in_range(w, "WaitTimeSeconds", 0, 20))
+        .map(|w| in_range(w, "WaitTimeSeconds", 0, MAX_WAIT_SECONDS.into()))
         .transpose()?;
     let system_names: Vec<String> = input
         .attribute_names

@@ -4,7 +4,7 @@
 //! This module is the one place that turns one into the other, so the range
 //! checks of CreateQueue and SetQueueAttributes cannot drift apart.
 
-use super::limits::{MAX_DELAY_SECONDS, MAX_VISIBILITY_TIMEOUT_SECONDS};
+use super::limits::{MAX_DELAY_SECONDS, MAX_MESSAGE_BYTES, MAX_VISIBILITY_TIMEOUT_SECONDS, MAX_WAIT_SECONDS};
 use crate::error::{ErrorCode, Result, SqsError};
 
 /// Attributes that a client sets (CreateQueue, SetQueueAttributes).
@@ -61,12 +61,10 @@ impl RedrivePolicy {
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct QueueAttributes {
     pub content_based_deduplication: bool,
-    /// `queue` or `messageGroup`.
-    pub deduplication_scope: String,
+    pub deduplication_scope: DeduplicationScope,
     pub delay_seconds: u32,
     pub fifo_queue: bool,
-    /// `perQueue` or `perMessageGroupId`.
-    pub fifo_throughput_limit: String,
+    pub fifo_throughput_limit: FifoThroughputLimit,
     pub kms_data_key_reuse_period_seconds: u32,
     pub kms_master_key_id: Option<String>,
     pub maximum_message_size: u32,
@@ -84,13 +82,13 @@ impl Default for QueueAttributes {
     fn default() -> Self {
         QueueAttributes {
             content_based_deduplication: false,
-            deduplication_scope: "queue".into(),
+            deduplication_scope: DeduplicationScope::Queue,
             delay_seconds: 0,
             fifo_queue: false,
-            fifo_throughput_limit: "perQueue".into(),
+            fifo_throughput_limit: FifoThroughputLimit::PerQueue,
             kms_data_key_reuse_period_seconds: 300,
             kms_master_key_id: None,
-            maximum_message_size: 1_048_576,
+            maximum_message_size: MAX_MESSAGE_BYTES,
             message_retention_period: 345_600,
             policy: None,
             receive_message_wait_time_seconds: 0,
@@ -108,19 +106,19 @@ impl QueueAttributes {
         match name {
             "ContentBasedDeduplication" => self.content_based_deduplication = parse_bool(name, value)?,
             "DeduplicationScope" => {
-                self.deduplication_scope = one_of(name, value, &["queue", "messageGroup"])?;
+                self.deduplication_scope = DeduplicationScope::parse(name, value)?;
             }
             "DelaySeconds" => self.delay_seconds = parse_in_range(name, value, 0, MAX_DELAY_SECONDS)?,
             "FifoQueue" => self.fifo_queue = parse_bool(name, value)?,
             "FifoThroughputLimit" => {
-                self.fifo_throughput_limit = one_of(name, value, &["perQueue", "perMessageGroupId"])?;
+                self.fifo_throughput_limit = FifoThroughputLimit::parse(name, value)?;
             }
             "KmsDataKeyReusePeriodSeconds" => {
                 self.kms_data_key_reuse_period_seconds = parse_in_range(name, value, 60, 86_400)?
             }
             "KmsMasterKeyId" => self.kms_master_key_id = non_empty(value),
             "MaximumMessageSize" => {
-                self.maximum_message_size = parse_in_range(name, value, 1_024, 1_048_576)?
+                self.maximum_message_size = parse_in_range(name, value, 1_024, MAX_MESSAGE_BYTES)?
             }
             "MessageRetentionPeriod" => {
                 self.message_retention_period = parse_in_range(name, value, 60, 1_209_600)?
@@ -132,7 +130,7 @@ impl QueueAttributes {
                 self.policy = non_empty(value);
             }
             "ReceiveMessageWaitTimeSeconds" => {
-                self.receive_message_wait_time_seconds = parse_in_range(name, value, 0, 20)?
+                self.receive_message_wait_time_seconds = parse_in_range(name, value, 0, MAX_WAIT_SECONDS)?
             }
             "RedriveAllowPolicy" => self.redrive_allow_policy = parse_redrive_allow_policy(value)?,
             "RedrivePolicy" => self.redrive_policy = parse_redrive_policy(value)?,
@@ -152,7 +150,7 @@ impl QueueAttributes {
         }
         Some(match name {
             "ContentBasedDeduplication" => self.content_based_deduplication.to_string(),
-            "DeduplicationScope" => self.deduplication_scope.clone(),
+            "DeduplicationScope" => self.deduplication_scope.text().to_string(),
             "DelaySeconds" => self.delay_seconds.to_string(),
             "FifoQueue" if self.fifo_queue => "true".into(),
             "KmsDataKeyReusePeriodSeconds" => self.kms_data_key_reuse_period_seconds.to_string(),
@@ -160,7 +158,7 @@ impl QueueAttributes {
             "MaximumMessageSize" => self.maximum_message_size.to_string(),
             "MessageRetentionPeriod" => self.message_retention_period.to_string(),
             "Policy" => self.policy.clone()?,
-            "FifoThroughputLimit" => self.fifo_throughput_limit.clone(),
+            "FifoThroughputLimit" => self.fifo_throughput_limit.text().to_string(),
             "ReceiveMessageWaitTimeSeconds" => self.receive_message_wait_time_seconds.to_string(),
             "RedriveAllowPolicy" => self.redrive_allow_policy.clone()?,
             "RedrivePolicy" => {
@@ -196,7 +194,9 @@ impl QueueAttributes {
                 format!("Unknown Attribute {name}: it applies to FIFO queues only."),
             ));
         }
-        if self.fifo_throughput_limit == "perMessageGroupId" && self.deduplication_scope != "messageGroup" {
+        if self.fifo_throughput_limit == FifoThroughputLimit::PerMessageGroupId
+            && self.deduplication_scope != DeduplicationScope::MessageGroup
+        {
             return Err(invalid_value(
                 "FifoThroughputLimit",
                 "perMessageGroupId needs DeduplicationScope messageGroup",
@@ -231,16 +231,40 @@ fn parse_bool(name: &str, value: &str) -> Result<bool> {
     }
 }
 
-fn one_of(name: &str, value: &str, allowed: &[&str]) -> Result<String> {
-    if allowed.contains(&value) {
-        Ok(value.to_string())
-    } else {
-        Err(invalid_value(
-            name,
-            &format!("it must be one of {}", allowed.join(", ")),
-        ))
-    }
+/// An attribute whose value is one of a few words.
+macro_rules! one_of {
+    ($(#[$doc:meta])* $name:ident { $($variant:ident = $text:literal),+ $(,)? }) => {
+        $(#[$doc])*
+        #[derive(Debug, Clone, Copy, PartialEq, Eq)]
+        pub enum $name { $($variant),+ }
+
+        impl $name {
+            pub fn text(self) -> &'static str {
+                match self { $($name::$variant => $text),+ }
+            }
+
+            fn parse(attribute: &str, value: &str) -> Result<$name> {
+                match value {
+                    $($text => Ok($name::$variant),)+
+                    _ => Err(invalid_value(
+                        attribute,
+                        &format!("it must be one of {}", [$($text),+].join(", ")),
+                    )),
+                }
+            }
+        }
+    };
 }
+
+one_of!(
+    /// Whether FIFO deduplication ids are unique per queue or per message group.
+    DeduplicationScope { Queue = "queue", MessageGroup = "messageGroup" }
+);
+
+one_of!(
+    /// Whether a FIFO queue's throughput quota applies per queue or per group.
+    FifoThroughputLimit { PerQueue = "perQueue", PerMessageGroupId = "perMessageGroupId" }
+);
 
 /// `{"deadLetterTargetArn": "arn:aws:sqs:…:name", "maxReceiveCount": 1..1000}`;
 /// an empty value removes the policy.

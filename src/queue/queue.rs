@@ -19,7 +19,7 @@
 use std::collections::{BTreeMap, BTreeSet, HashMap};
 use std::sync::Arc;
 
-use super::attributes::QueueAttributes;
+use super::attributes::{DeduplicationScope, QueueAttributes};
 use super::limits::{DEDUP_WINDOW_MS, MAX_DELAY_SECONDS, MAX_VISIBILITY_TIMEOUT_SECONDS, PURGE_INTERVAL_MS};
 use super::message::{self, Message, MessageAttributes, MessageState};
 use super::receipt::ReceiptHandle;
@@ -540,7 +540,7 @@ impl Queue {
     }
 
     fn dedup_key(&self, group: Option<&str>, id: &str) -> String {
-        let scope = if self.attributes.deduplication_scope == "messageGroup" {
+        let scope = if self.attributes.deduplication_scope == DeduplicationScope::MessageGroup {
             group.unwrap_or_default()
         } else {
             ""
@@ -1246,7 +1246,7 @@ mod tests {
             a.message_id,
             "queue scope"
         );
-        q.attributes.deduplication_scope = "messageGroup".into();
+        q.attributes.deduplication_scope = DeduplicationScope::MessageGroup;
         let b = q.send(no_id("other body", "g1"), T0).unwrap();
         assert_ne!(
             q.send(no_id("other body", "g2"), T0).unwrap().message_id,

@@ -47,14 +47,69 @@ pub fn write_queue(meta: &QueueMeta, out: &mut BytesMut) {
     serde_json::to_writer(out.writer(), &record).expect("a queue record serializes")
 }
 
-pub fn decode_queue(name: &str, text: &str) -> Result<QueueMeta, String> {
-    let record: QueueRecord =
-        serde_json::from_str(text).map_err(|e| format!("queue {name}: unreadable record: {e}"))?;
+/// A stored record that cannot be read back: the loader logs it and
+/// leaves the queue or message out.
+#[derive(Debug)]
+pub enum DecodeError {
+    /// Not the JSON the record's kind has.
+    Unreadable {
+        record: Record,
+        error: serde_json::Error,
+    },
+    /// A queue attribute ssq no longer accepts.
+    Attribute {
+        queue: String,
+        error: crate::error::SqsError,
+    },
+    /// A message attribute with neither or both of a text and a binary value,
+    /// or binary that is not base64.
+    MessageAttribute { seq: u64, name: String, why: String },
+    /// A state record missing the deadline or receive time its state needs.
+    IncompleteState { seq: u64, state: char },
+}
+
+/// Which record could not be read.
+#[derive(Debug)]
+pub enum Record {
+    Queue(String),
+    Body(u64),
+    State(u64),
+}
+
+impl std::fmt::Display for DecodeError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            DecodeError::Unreadable { record, error } => match record {
+                Record::Queue(name) => write!(f, "queue {name}: unreadable record: {error}"),
+                Record::Body(seq) => write!(f, "message {seq}: unreadable body: {error}"),
+                Record::State(seq) => write!(f, "message {seq}: unreadable state: {error}"),
+            },
+            DecodeError::Attribute { queue, error } => write!(f, "queue {queue}: {error}"),
+            DecodeError::MessageAttribute { seq, name, why } => {
+                write!(f, "message {seq}: attribute {name} {why}")
+            }
+            DecodeError::IncompleteState { seq, state } => {
+                write!(f, "message {seq}: state {state:?} is incomplete")
+            }
+        }
+    }
+}
+
+impl std::error::Error for DecodeError {}
+
+pub fn decode_queue(name: &str, text: &str) -> Result<QueueMeta, DecodeError> {
+    let record: QueueRecord = serde_json::from_str(text).map_err(|error| DecodeError::Unreadable {
+        record: Record::Queue(name.to_string()),
+        error,
+    })?;
     let mut attributes = QueueAttributes::default();
     for (key, value) in &record.attributes {
         attributes
             .set(key, value)
-            .map_err(|e| format!("queue {name}: {e}"))?;
+            .map_err(|error| DecodeError::Attribute {
+                queue: name.to_string(),
+                error,
+            })?;
     }
     Ok(QueueMeta {
         name: name.to_string(),
@@ -188,13 +243,16 @@ pub fn write_state(message: &Message, out: &mut BytesMut) {
 
 /// Rebuilds a message from its body record and its state record, if it
 /// has one (see [`state_implied_by_body`]).
-pub fn decode_message(seq: u64, body: &str, state: Option<&str>) -> Result<Message, String> {
-    let body: BodyRecord<String> =
-        serde_json::from_str(body).map_err(|e| format!("message {seq}: unreadable body: {e}"))?;
+pub fn decode_message(seq: u64, body: &str, state: Option<&str>) -> Result<Message, DecodeError> {
+    let body: BodyRecord<String> = serde_json::from_str(body).map_err(|error| DecodeError::Unreadable {
+        record: Record::Body(seq),
+        error,
+    })?;
     let state: StateRecord = match state {
-        Some(state) => {
-            serde_json::from_str(state).map_err(|e| format!("message {seq}: unreadable state: {e}"))?
-        }
+        Some(state) => serde_json::from_str(state).map_err(|error| DecodeError::Unreadable {
+            record: Record::State(seq),
+            error,
+        })?,
         None => StateRecord {
             rc: 0,
             fr: None,
@@ -210,12 +268,20 @@ pub fn decode_message(seq: u64, body: &str, state: Option<&str>) -> Result<Messa
         .map(|(name, record)| {
             let value = match (record.s, record.b) {
                 (Some(s), None) => AttributeValue::String(s),
-                (None, Some(b)) => AttributeValue::Binary(
-                    BASE64
-                        .decode(b)
-                        .map_err(|e| format!("message {seq}: attribute {name}: {e}"))?,
-                ),
-                _ => return Err(format!("message {seq}: attribute {name} has no single value")),
+                (None, Some(b)) => {
+                    AttributeValue::Binary(BASE64.decode(b).map_err(|e| DecodeError::MessageAttribute {
+                        seq,
+                        name: name.clone(),
+                        why: format!("is not base64: {e}"),
+                    })?)
+                }
+                _ => {
+                    return Err(DecodeError::MessageAttribute {
+                        seq,
+                        name,
+                        why: "has no single value".into(),
+                    });
+                }
             };
             Ok((
                 name,
@@ -225,12 +291,12 @@ pub fn decode_message(seq: u64, body: &str, state: Option<&str>) -> Result<Messa
                 },
             ))
         })
-        .collect::<Result<_, String>>()?;
+        .collect::<Result<_, DecodeError>>()?;
     let message_state = match (state.st, state.u, state.ra) {
         ('v', _, _) => MessageState::Visible,
         ('d', Some(until), _) => MessageState::Delayed { until },
         ('f', Some(until), Some(received_at)) => MessageState::InFlight { until, received_at },
-        _ => return Err(format!("message {seq}: state {:?} is incomplete", state.st)),
+        _ => return Err(DecodeError::IncompleteState { seq, state: state.st }),
     };
     Ok(Message {
         seq,

@@ -26,6 +26,27 @@ pub struct Loader {
     retry_every: Duration,
 }
 
+/// Redis failed to answer while a load read `key`; the load is retried.
+#[derive(Debug)]
+pub struct LoadError {
+    pub key: String,
+    pub error: fred::error::Error,
+}
+
+impl LoadError {
+    fn new(key: String, error: fred::error::Error) -> LoadError {
+        LoadError { key, error }
+    }
+}
+
+impl std::fmt::Display for LoadError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "reading {}: {}", self.key, self.error)
+    }
+}
+
+impl std::error::Error for LoadError {}
+
 /// What a load found.
 pub struct Loaded {
     pub queues: Vec<Queue>,
@@ -90,19 +111,19 @@ impl Loader {
         }
     }
 
-    pub async fn load(&self) -> Result<Loaded, String> {
+    pub async fn load(&self) -> Result<Loaded, LoadError> {
         let records: HashMap<String, String> = self
             .store
             .client
             .hgetall(self.store.layout.queues())
             .await
-            .map_err(|e| e.to_string())?;
+            .map_err(|error| LoadError::new(self.store.layout.queues(), error))?;
         let sequences: HashMap<String, String> = self
             .store
             .client
             .hgetall(self.store.layout.sequences())
             .await
-            .map_err(|e| e.to_string())?;
+            .map_err(|error| LoadError::new(self.store.layout.sequences(), error))?;
         let mut loaded = Loaded {
             queues: Vec::with_capacity(records.len()),
             messages: 0,
@@ -147,7 +168,7 @@ impl Loader {
                     .client
                     .hgetall(self.store.layout.dedup(&name))
                     .await
-                    .map_err(|e| e.to_string())?;
+                    .map_err(|error| LoadError::new(self.store.layout.dedup(&name), error))?;
                 dedup.extend(
                     entries
                         .into_iter()
@@ -163,7 +184,7 @@ impl Loader {
     }
 
     /// Walks a hash with HSCAN, calling `each` with every field and value.
-    async fn scan(&self, key: &str, mut each: impl FnMut(u64, String)) -> Result<(), String> {
+    async fn scan(&self, key: &str, mut each: impl FnMut(u64, String)) -> Result<(), LoadError> {
         let mut cursor = "0".to_string();
         let mut count = 1_000usize;
         loop {
@@ -175,7 +196,7 @@ impl Loader {
                     vec![key.to_string(), cursor, "COUNT".into(), count.to_string()],
                 )
                 .await
-                .map_err(|e| format!("HSCAN {key}: {e}"))?;
+                .map_err(|error| LoadError::new(key.to_string(), error))?;
             let entries = page.len() / 2;
             let bytes: usize = page.iter().map(String::len).sum();
             let mut page = page.into_iter();
