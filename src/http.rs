@@ -127,13 +127,7 @@ async fn sqs(
         Ok((action, _, _body)) if !state.leadership.is_serving() => (Some(action), Err(not_serving(&state))),
         Ok((action, input, _body)) => {
             let ctx = state.context(&headers);
-            let result = match input {
-                RequestInput::Json(bytes) => {
-                    api::dispatch(&state.api, &ctx, action, Input::Json(&bytes)).await
-                }
-                RequestInput::Tree(tree) => api::dispatch(&state.api, &ctx, action, Input::Tree(tree)).await,
-            };
-            (Some(action), result)
+            (Some(action), api::dispatch(&state.api, &ctx, action, input).await)
         }
     };
     let label = action.map_or("unknown", Action::name);
@@ -180,7 +174,7 @@ async fn admit(
     uri: &Uri,
     headers: &HeaderMap,
     body: Body,
-) -> Result<(Action, RequestInput, BodyPermit), SqsError> {
+) -> Result<(Action, Input, BodyPermit), SqsError> {
     let signature = match &state.credentials {
         None => None,
         Some(credentials) => {
@@ -196,18 +190,12 @@ async fn admit(
     Ok((action, input, permit))
 }
 
-/// A request's input, in the shape its wire format gave it.
-enum RequestInput {
-    Json(Bytes),
-    Tree(serde_json::Value),
-}
-
 fn read_request(
     wire: Wire,
     uri: &Uri,
     headers: &HeaderMap,
     body: Bytes,
-) -> Result<(Action, RequestInput), SqsError> {
+) -> Result<(Action, Input), SqsError> {
     match wire {
         Wire::Json => {
             let action = json::target(headers)?;
@@ -215,18 +203,17 @@ fn read_request(
                 // A presigned URL: the parameters are in the signed query
                 // string and there is no body (botocore moves the JSON
                 // members there).
-                Some(parameters) if body.is_empty() => Ok((
-                    action,
-                    RequestInput::Tree(query::parse_parameters(action, parameters)?),
-                )),
-                _ => Ok((action, RequestInput::Json(body))),
+                Some(parameters) if body.is_empty() => {
+                    Ok((action, Input::Tree(query::parse_parameters(action, parameters)?)))
+                }
+                _ => Ok((action, Input::Json(body))),
             }
         }
         Wire::Query => {
             // POST /{account}/{queue}: the path is the queue URL.
             let queue_path = Some(uri.path()).filter(|p| p.trim_matches('/').contains('/'));
             let (action, tree) = query::parse(&body, uri.query(), queue_path)?;
-            Ok((action, RequestInput::Tree(tree)))
+            Ok((action, Input::Tree(tree)))
         }
     }
 }

@@ -8,7 +8,7 @@ use ssq::clock::SystemClock;
 use ssq::metrics::Metrics;
 use ssq::service::Service;
 
-pub fn run(action: Action, input: Input<'_>) {
+pub fn run(action: Action, input: Input) {
     let runtime = tokio::runtime::Builder::new_current_thread()
         .enable_time()
         .start_paused(true)

@@ -93,14 +93,14 @@ impl RequestContext {
 }
 
 /// A request body, in the shape its wire format produced.
-pub enum Input<'a> {
+pub enum Input {
     /// An AWS JSON 1.0 body.
-    Json(&'a [u8]),
+    Json(bytes::Bytes),
     /// A tree built from another wire format (the Query protocol's form).
     Tree(serde_json::Value),
 }
 
-impl Input<'_> {
+impl Input {
     fn decode<T: DeserializeOwned>(self) -> Result<T> {
         let unreadable = |why: String| {
             SqsError::new(
@@ -112,7 +112,7 @@ impl Input<'_> {
             Input::Json(bytes) => match bytes.iter().find(|b| !b.is_ascii_whitespace()) {
                 None => serde_json::from_slice(b"{}").map_err(|e| unreadable(e.to_string())),
                 // serde would also read a struct from an array; SQS takes objects only.
-                Some(b'{') => serde_json::from_slice(bytes).map_err(|e| unreadable(e.to_string())),
+                Some(b'{') => serde_json::from_slice(&bytes).map_err(|e| unreadable(e.to_string())),
                 Some(_) => Err(unreadable("the input must be a JSON object".into())),
             },
             Input::Tree(value) => serde_json::from_value(value).map_err(|e| unreadable(e.to_string())),
@@ -163,7 +163,7 @@ macro_rules! actions {
         }
 
         /// Runs one action and returns its response as a JSON tree.
-        pub async fn dispatch(api: &Api, ctx: &RequestContext, action: Action, input: Input<'_>) -> Result<serde_json::Value> {
+        pub async fn dispatch(api: &Api, ctx: &RequestContext, action: Action, input: Input) -> Result<serde_json::Value> {
             match action {
                 $(Action::$name => run!(api, ctx, input: $input => $output, $($on_queue)? $handler),)*
             }
