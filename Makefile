@@ -3,7 +3,7 @@
 VENV := .venv
 PYTHON_DEPS := $(VENV)/.installed
 
-.PHONY: build run test test-deps test-quick test-rust test-python fuzz bench cluster cluster-stop docker fmt lint clean
+.PHONY: build run bench-compare test test-deps test-quick test-rust test-python fuzz bench cluster cluster-stop docker fmt lint clean
 
 build:
 	cargo build --release
@@ -57,6 +57,10 @@ fuzz:
 # Side-by-side figures (HTTP floor, memory-only, Redis-backed, moto) into docs/benchmarks.md.
 bench:
 	bash bench/run.sh
+
+# Another build against this one, side by side: make bench-compare OLD=/path/to/old/ssq
+bench-compare: build
+	bash bench/compare.sh $(OLD) target/release/ssq
 
 # Redis, three ssq instances and HAProxy on loopback (docker/compose.yaml without Docker).
 cluster:

@@ -12,22 +12,11 @@ use aws_sdk_sqs::types::{
     MessageSystemAttributeName, MessageSystemAttributeNameForSends, MessageSystemAttributeValue,
     QueueAttributeName, SendMessageBatchRequestEntry,
 };
-use common::{Server, error_code};
+use common::{Server, create_queue_url, error_code, receive_plain, send_body};
 use md5::{Digest, Md5};
 
 fn md5_hex(bytes: &[u8]) -> String {
     Md5::digest(bytes).iter().map(|b| format!("{b:02x}")).collect()
-}
-
-async fn create(client: &aws_sdk_sqs::Client, name: &str) -> String {
-    client
-        .create_queue()
-        .queue_name(name)
-        .send()
-        .await
-        .unwrap()
-        .queue_url
-        .unwrap()
 }
 
 fn string_attr(value: &str) -> MessageAttributeValue {
@@ -42,11 +31,15 @@ fn string_attr(value: &str) -> MessageAttributeValue {
 async fn queues_are_created_found_listed_and_deleted() {
     let server = Server::start();
     let sqs = server.client();
-    let url = create(&sqs, "orders").await;
+    let url = create_queue_url(&sqs, "orders", &[]).await;
     assert_eq!(url, format!("{}/000000000000/orders", server.url));
-    assert_eq!(create(&sqs, "orders").await, url, "CreateQueue is idempotent");
+    assert_eq!(
+        create_queue_url(&sqs, "orders", &[]).await,
+        url,
+        "CreateQueue is idempotent"
+    );
     for name in ["orders-dlq", "payments"] {
-        create(&sqs, name).await;
+        create_queue_url(&sqs, name, &[]).await;
     }
 
     let found = sqs.get_queue_url().queue_name("orders").send().await.unwrap();
@@ -134,12 +127,7 @@ async fn attributes_are_set_and_reported() {
         .unwrap()
         .queue_url
         .unwrap();
-    sqs.send_message()
-        .queue_url(&url)
-        .message_body("a")
-        .send()
-        .await
-        .unwrap();
+    send_body(&sqs, &url, "a").await;
     sqs.send_message()
         .queue_url(&url)
         .message_body("b")
@@ -147,13 +135,8 @@ async fn attributes_are_set_and_reported() {
         .send()
         .await
         .unwrap();
-    sqs.receive_message().queue_url(&url).send().await.unwrap();
-    sqs.send_message()
-        .queue_url(&url)
-        .message_body("c")
-        .send()
-        .await
-        .unwrap();
+    receive_plain(&sqs, &url).await;
+    send_body(&sqs, &url, "c").await;
 
     let all = sqs
         .get_queue_attributes()
@@ -227,7 +210,7 @@ async fn attributes_are_set_and_reported() {
 async fn messages_keep_body_and_attributes_with_aws_md5s() {
     let server = Server::start();
     let sqs = server.client();
-    let url = create(&sqs, "md5").await;
+    let url = create_queue_url(&sqs, "md5", &[]).await;
     let body = "héllo wörld ✓ 𝄞\ttab";
     let sent = sqs
         .send_message()
@@ -312,7 +295,7 @@ async fn messages_keep_body_and_attributes_with_aws_md5s() {
 async fn receive_returns_only_the_message_attributes_asked_for() {
     let server = Server::start();
     let sqs = server.client();
-    let url = create(&sqs, "filter").await;
+    let url = create_queue_url(&sqs, "filter", &[]).await;
     sqs.send_message()
         .queue_url(&url)
         .message_body("x")
@@ -408,24 +391,19 @@ async fn invalid_messages_are_refused() {
 async fn a_full_size_message_of_one_mebibyte_round_trips() {
     let server = Server::start();
     let sqs = server.client();
-    let url = create(&sqs, "big").await;
+    let url = create_queue_url(&sqs, "big", &[]).await;
     let body = "€".repeat(1_048_576 / 3) + "a"; // 1,048,576 bytes of UTF-8
     assert_eq!(body.len(), 1_048_576);
-    sqs.send_message()
-        .queue_url(&url)
-        .message_body(&body)
-        .send()
-        .await
-        .unwrap();
-    let received = sqs.receive_message().queue_url(&url).send().await.unwrap();
-    assert_eq!(received.messages()[0].body(), Some(body.as_str()));
+    send_body(&sqs, &url, &body).await;
+    let received = receive_plain(&sqs, &url).await;
+    assert_eq!(received[0].body(), Some(body.as_str()));
 }
 
 #[tokio::test]
 async fn long_polling_returns_when_a_message_arrives() {
     let server = Server::start();
     let sqs = server.client();
-    let url = create(&sqs, "poll").await;
+    let url = create_queue_url(&sqs, "poll", &[]).await;
     let poller = {
         let (sqs, url) = (sqs.clone(), url.clone());
         tokio::spawn(async move {
@@ -441,12 +419,7 @@ async fn long_polling_returns_when_a_message_arrives() {
         })
     };
     tokio::time::sleep(Duration::from_millis(500)).await;
-    sqs.send_message()
-        .queue_url(&url)
-        .message_body("wake up")
-        .send()
-        .await
-        .unwrap();
+    send_body(&sqs, &url, "wake up").await;
     let (count, waited) = poller.await.unwrap();
     assert_eq!(count, 1);
     assert!(
@@ -488,13 +461,8 @@ async fn long_polling_returns_when_a_message_arrives() {
 async fn visibility_timeouts_hide_and_return_messages() {
     let server = Server::start();
     let sqs = server.client();
-    let url = create(&sqs, "vis").await;
-    sqs.send_message()
-        .queue_url(&url)
-        .message_body("m")
-        .send()
-        .await
-        .unwrap();
+    let url = create_queue_url(&sqs, "vis", &[]).await;
+    send_body(&sqs, &url, "m").await;
 
     let first = sqs
         .receive_message()
@@ -546,12 +514,8 @@ async fn visibility_timeouts_hide_and_return_messages() {
         .send()
         .await
         .unwrap();
-    let third = sqs.receive_message().queue_url(&url).send().await.unwrap();
-    assert_eq!(
-        third.messages().len(),
-        1,
-        "visibility 0 releases the message at once"
-    );
+    let third = receive_plain(&sqs, &url).await;
+    assert_eq!(third.len(), 1, "visibility 0 releases the message at once");
 
     let garbage = sqs
         .change_message_visibility()
@@ -564,7 +528,7 @@ async fn visibility_timeouts_hide_and_return_messages() {
     let too_long = sqs
         .change_message_visibility()
         .queue_url(&url)
-        .receipt_handle(third.messages()[0].receipt_handle().unwrap())
+        .receipt_handle(third[0].receipt_handle().unwrap())
         .visibility_timeout(43_201)
         .send()
         .await;
@@ -575,15 +539,10 @@ async fn visibility_timeouts_hide_and_return_messages() {
 async fn delete_takes_the_latest_receipt_handle() {
     let server = Server::start();
     let sqs = server.client();
-    let url = create(&sqs, "del").await;
-    sqs.send_message()
-        .queue_url(&url)
-        .message_body("m")
-        .send()
-        .await
-        .unwrap();
-    let received = sqs.receive_message().queue_url(&url).send().await.unwrap();
-    let handle = received.messages()[0].receipt_handle().unwrap();
+    let url = create_queue_url(&sqs, "del", &[]).await;
+    send_body(&sqs, &url, "m").await;
+    let received = receive_plain(&sqs, &url).await;
+    let handle = received[0].receipt_handle().unwrap();
     sqs.delete_message()
         .queue_url(&url)
         .receipt_handle(handle)
@@ -623,7 +582,7 @@ async fn delete_takes_the_latest_receipt_handle() {
 async fn batches_report_each_entry() {
     let server = Server::start();
     let sqs = server.client();
-    let url = create(&sqs, "batch").await;
+    let url = create_queue_url(&sqs, "batch", &[]).await;
     let entry = |id: &str, body: &str| {
         SendMessageBatchRequestEntry::builder()
             .id(id)
@@ -750,14 +709,9 @@ async fn batches_report_each_entry() {
 async fn purge_empties_the_queue_once_a_minute() {
     let server = Server::start();
     let sqs = server.client();
-    let url = create(&sqs, "purge").await;
+    let url = create_queue_url(&sqs, "purge", &[]).await;
     for i in 0..5 {
-        sqs.send_message()
-            .queue_url(&url)
-            .message_body(format!("m{i}"))
-            .send()
-            .await
-            .unwrap();
+        send_body(&sqs, &url, format!("m{i}")).await;
     }
     sqs.purge_queue().queue_url(&url).send().await.unwrap();
     assert!(

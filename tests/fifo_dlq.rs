@@ -8,15 +8,7 @@ use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use aws_sdk_sqs::types::{MessageSystemAttributeName, QueueAttributeName};
-use common::{Server, error_code};
-
-async fn create(sqs: &aws_sdk_sqs::Client, name: &str, attributes: &[(&str, &str)]) -> String {
-    let mut request = sqs.create_queue().queue_name(name);
-    for (key, value) in attributes {
-        request = request.attributes(QueueAttributeName::from(*key), *value);
-    }
-    request.send().await.unwrap().queue_url.unwrap()
-}
+use common::{Server, create_queue_url, error_code, receive_plain};
 
 fn arn(name: &str) -> String {
     format!("arn:aws:sqs:us-east-1:000000000000:{name}")
@@ -26,7 +18,7 @@ fn arn(name: &str) -> String {
 async fn fifo_queues_keep_group_order_and_deduplicate() {
     let server = Server::start();
     let sqs = server.client();
-    let url = create(
+    let url = create_queue_url(
         &sqs,
         "jobs.fifo",
         &[("FifoQueue", "true"), ("ContentBasedDeduplication", "true")],
@@ -85,7 +77,7 @@ async fn fifo_queues_keep_group_order_and_deduplicate() {
 
     let missing_group = sqs.send_message().queue_url(&url).message_body("x").send().await;
     assert_eq!(error_code(missing_group), "MissingParameter");
-    let no_dedup = create(&sqs, "plain.fifo", &[("FifoQueue", "true")]).await;
+    let no_dedup = create_queue_url(&sqs, "plain.fifo", &[("FifoQueue", "true")]).await;
     let result = sqs
         .send_message()
         .queue_url(&no_dedup)
@@ -101,7 +93,7 @@ async fn fifo_queues_keep_group_order_and_deduplicate() {
         .send()
         .await;
     assert_eq!(error_code(bad_name), "InvalidParameterValue");
-    let standard = create(&sqs, "standard", &[]).await;
+    let standard = create_queue_url(&sqs, "standard", &[]).await;
     let dedup_on_standard = sqs
         .send_message()
         .queue_url(&standard)
@@ -116,7 +108,7 @@ async fn fifo_queues_keep_group_order_and_deduplicate() {
 async fn concurrent_consumers_see_each_group_in_order() {
     let server = Server::start();
     let sqs = server.client();
-    let url = create(
+    let url = create_queue_url(
         &sqs,
         "orders.fifo",
         &[("FifoQueue", "true"), ("ContentBasedDeduplication", "true")],
@@ -189,12 +181,12 @@ async fn concurrent_consumers_see_each_group_in_order() {
 async fn over_received_messages_go_to_the_dead_letter_queue_and_move_back() {
     let server = Server::start();
     let sqs = server.client();
-    let dlq = create(&sqs, "dlq", &[]).await;
+    let dlq = create_queue_url(&sqs, "dlq", &[]).await;
     let policy = format!(
         r#"{{"deadLetterTargetArn":"{}","maxReceiveCount":"2"}}"#,
         arn("dlq")
     );
-    let source = create(&sqs, "work", &[("RedrivePolicy", &policy)]).await;
+    let source = create_queue_url(&sqs, "work", &[("RedrivePolicy", &policy)]).await;
     let sent = sqs
         .send_message()
         .queue_url(&source)
@@ -270,12 +262,8 @@ async fn over_received_messages_go_to_the_dead_letter_queue_and_move_back() {
         tokio::time::sleep(Duration::from_millis(100)).await;
     }
     assert_eq!(status, "COMPLETED");
-    let back = sqs.receive_message().queue_url(&source).send().await.unwrap();
-    assert_eq!(
-        back.messages()[0].message_id,
-        sent.message_id,
-        "moved back to its source"
-    );
+    let back = receive_plain(&sqs, &source).await;
+    assert_eq!(back[0].message_id, sent.message_id, "moved back to its source");
     let cancel_done = sqs.cancel_message_move_task().task_handle(task).send().await;
     assert_eq!(error_code(cancel_done), "InvalidParameterValue");
     let not_a_dlq = sqs.start_message_move_task().source_arn(arn("work")).send().await;
@@ -333,7 +321,7 @@ async fn create_result(sqs: &aws_sdk_sqs::Client, name: &str, attributes: &[(&st
 async fn permissions_are_kept_in_the_policy() {
     let server = Server::start();
     let sqs = server.client();
-    let url = create(&sqs, "shared", &[]).await;
+    let url = create_queue_url(&sqs, "shared", &[]).await;
     sqs.add_permission()
         .queue_url(&url)
         .label("friends")

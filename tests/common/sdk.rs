@@ -84,3 +84,41 @@ pub async fn delete_received(
         .await
         .is_ok()
 }
+
+/// Creates a queue with `attributes` (name, value) and returns its URL.
+pub async fn create_queue_url(sqs: &aws_sdk_sqs::Client, name: &str, attributes: &[(&str, &str)]) -> String {
+    let mut request = sqs.create_queue().queue_name(name);
+    for (key, value) in attributes {
+        request = request.attributes(aws_sdk_sqs::types::QueueAttributeName::from(*key), *value);
+    }
+    request
+        .send()
+        .await
+        .unwrap_or_else(|e| panic!("CreateQueue {name}: {e:?}"))
+        .queue_url
+        .expect("CreateQueue answers with the URL")
+}
+
+/// Sends one message with `body` and nothing else; returns its MessageId.
+pub async fn send_body(sqs: &aws_sdk_sqs::Client, url: &str, body: impl Into<String>) -> String {
+    sqs.send_message()
+        .queue_url(url)
+        .message_body(body)
+        .send()
+        .await
+        .unwrap_or_else(|e| panic!("SendMessage to {url}: {e:?}"))
+        .message_id
+        .expect("SendMessage answers with the MessageId")
+}
+
+/// One ReceiveMessage with the queue's settings: up to one message, no wait
+/// beyond the queue's own.
+pub async fn receive_plain(sqs: &aws_sdk_sqs::Client, url: &str) -> Vec<aws_sdk_sqs::types::Message> {
+    sqs.receive_message()
+        .queue_url(url)
+        .send()
+        .await
+        .unwrap_or_else(|e| panic!("ReceiveMessage from {url}: {e:?}"))
+        .messages
+        .unwrap_or_default()
+}

@@ -1,0 +1,84 @@
+#!/usr/bin/env bash
+# Two builds of ssq side by side in one run: `make bench-compare OLD=path/to/ssq`
+# (NEW defaults to target/release/ssq). Each build runs memory-only and
+# Redis-backed (a redis-server of its own, AOF everysec as in `make bench`);
+# the round trip (send, receive, delete) at 8 and 64 clients and sends at
+# 64 clients are run ROUNDS times (default 3), the builds alternating and
+# their order turning each round so that machine noise hits both alike.
+# Prints, per target and scenario, the median requests/s and server CPU per
+# request (ssq plus its redis-server) of each build, and new/old.
+# BENCH_DURATION (seconds per run, default 5) lengthens or shortens it.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+OLD=${1:?usage: bench/compare.sh OLD_BINARY [NEW_BINARY]}
+NEW=${2:-target/release/ssq}
+DURATION=${BENCH_DURATION:-5}
+ROUNDS=${ROUNDS:-3}
+OUT=target/bench-compare
+rm -rf "$OUT" && mkdir -p "$OUT"
+
+command -v redis-server >/dev/null || { echo "redis-server is needed: apt-get install redis-server" >&2; exit 1; }
+cargo build --release -q -p ssq-bench
+BENCH=target/release/ssq-bench
+CPUS=$(nproc)
+if [ "$CPUS" -ge 2 ] && command -v taskset >/dev/null; then
+  GEN="taskset -c 0-$(( CPUS / 2 - 1 ))"; SRV="taskset -c $(( CPUS / 2 ))-$(( CPUS - 1 ))"
+else
+  GEN=""; SRV=""
+fi
+PIDS=()
+cleanup() { for pid in "${PIDS[@]}"; do kill "$pid" 2>/dev/null || true; done; wait 2>/dev/null || true; rm -rf "${REDIS_DIRS[@]}"; }
+REDIS_DIRS=()
+trap cleanup EXIT
+free_port() { python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])'; }
+wait_port() { for _ in $(seq 1 200); do (echo >/dev/tcp/127.0.0.1/"$1") 2>/dev/null && return 0; sleep 0.05; done; echo "nothing listens on $1" >&2; return 1; }
+
+declare -A URL SERVER_PIDS
+for build in old new; do
+  binary=$OLD; [ $build = new ] && binary=$NEW
+  memory=$(free_port); redis=$(free_port); redis_port=$(free_port); dir=$(mktemp -d); REDIS_DIRS+=("$dir")
+  RUST_LOG=warn $SRV "$binary" --listen 127.0.0.1:$memory 2>/dev/null & PIDS+=($!); SERVER_PIDS[$build-memory]=$!
+  $SRV redis-server --port $redis_port --bind 127.0.0.1 --save "" --appendonly yes --appendfsync everysec --dir "$dir" >/dev/null & PIDS+=($!)
+  redis_pid=$!
+  wait_port $redis_port
+  RUST_LOG=warn $SRV "$binary" --listen 127.0.0.1:$redis --redis-url redis://127.0.0.1:$redis_port 2>/dev/null & PIDS+=($!)
+  SERVER_PIDS[$build-redis]="$! $redis_pid"
+  wait_port $memory; wait_port $redis
+  URL[$build-memory]=http://127.0.0.1:$memory; URL[$build-redis]=http://127.0.0.1:$redis
+done
+sleep 1   # the Redis-backed instances take their locks
+
+order=(old new)
+for round in $(seq 1 "$ROUNDS"); do
+  for case in "roundtrip 64" "roundtrip 8" "send 64"; do
+    set -- $case
+    for target in memory redis; do
+      for build in "${order[@]}"; do
+        pids=(); for pid in ${SERVER_PIDS[$build-$target]}; do pids+=(--server-pid "$pid"); done
+        echo ">> round $round: $build $target $1 c=$2" >&2
+        $GEN $BENCH --endpoint "${URL[$build-$target]}" --scenario "$1" --concurrency "$2" --duration "$DURATION" \
+          --quiet --label "$build" --json "$OUT/$build-$target-$1-$2-$round.json" "${pids[@]}" >/dev/null
+      done
+    done
+  done
+  order=("${order[1]}" "${order[0]}")
+done
+
+python3 - "$OUT" <<'EOF'
+import json, pathlib, statistics, sys
+runs = {}
+for path in pathlib.Path(sys.argv[1]).glob("*.json"):
+    build, target, scenario, concurrency, _ = path.stem.split("-")
+    doc = json.loads(path.read_text())
+    rps = sum(s["requests_per_second"] for s in doc["series"].values())
+    runs.setdefault((target, scenario, int(concurrency), build), []).append((rps, doc["server_cpu_us_per_request"]))
+print(f"{'target':<7} {'scenario':<10} {'c':>3} {'old req/s':>10} {'new req/s':>10} {'new/old':>8} {'old µs/req':>11} {'new µs/req':>11} {'new/old':>8}")
+for target, scenario, concurrency in sorted({k[:3] for k in runs}):
+    old = runs[(target, scenario, concurrency, "old")]
+    new = runs[(target, scenario, concurrency, "new")]
+    median = lambda values: statistics.median(values)
+    old_rps, new_rps = median([r for r, _ in old]), median([r for r, _ in new])
+    old_cpu, new_cpu = median([c for _, c in old]), median([c for _, c in new])
+    print(f"{target:<7} {scenario:<10} {concurrency:>3} {old_rps:>10.0f} {new_rps:>10.0f} {new_rps/old_rps:>8.3f} {old_cpu:>11.1f} {new_cpu:>11.1f} {new_cpu/old_cpu:>8.3f}")
+EOF
