@@ -21,10 +21,6 @@ const QUEUE_URL: Member = Member::text("QueueUrl");
 const ENTRY_ID: Member = Member::text("Id");
 const RECEIPT_HANDLE: Member = Member::text("ReceiptHandle");
 const VISIBILITY_TIMEOUT: Member = Member::integer("VisibilityTimeout");
-const MESSAGE_BODY: Member = Member::text("MessageBody");
-const DELAY_SECONDS: Member = Member::integer("DelaySeconds");
-const DEDUPLICATION_ID: Member = Member::text("MessageDeduplicationId");
-const GROUP_ID: Member = Member::text("MessageGroupId");
 const TEXT_LIST: Kind = Kind::List(&Kind::Text);
 const TAG_MAP: Kind = Kind::Map {
     key: "Key",
@@ -193,15 +189,7 @@ pub struct SendMessageInput {
 }
 
 impl Shape for SendMessageInput {
-    const MEMBERS: &'static [Member] = &[
-        QUEUE_URL,
-        MESSAGE_BODY,
-        DELAY_SECONDS,
-        MESSAGE_ATTRIBUTES,
-        MESSAGE_SYSTEM_ATTRIBUTES,
-        DEDUPLICATION_ID,
-        GROUP_ID,
-    ];
+    const MEMBERS: &'static [Member] = &[QUEUE_URL, Member::flattened(SendMessageFields::MEMBERS)];
 }
 
 /// What SendMessage and each SendMessageBatch entry have in common.
@@ -214,6 +202,17 @@ pub struct SendMessageFields {
     pub message_system_attributes: Option<MessageAttributeMap>,
     pub message_deduplication_id: Option<String>,
     pub message_group_id: Option<String>,
+}
+
+impl Shape for SendMessageFields {
+    const MEMBERS: &'static [Member] = &[
+        Member::text("MessageBody"),
+        Member::integer("DelaySeconds"),
+        MESSAGE_ATTRIBUTES,
+        MESSAGE_SYSTEM_ATTRIBUTES,
+        Member::text("MessageDeduplicationId"),
+        Member::text("MessageGroupId"),
+    ];
 }
 
 #[derive(Debug, Default, Serialize)]
@@ -252,15 +251,7 @@ pub struct SendMessageBatchEntry {
 }
 
 impl Shape for SendMessageBatchEntry {
-    const MEMBERS: &'static [Member] = &[
-        ENTRY_ID,
-        MESSAGE_BODY,
-        DELAY_SECONDS,
-        MESSAGE_ATTRIBUTES,
-        MESSAGE_SYSTEM_ATTRIBUTES,
-        DEDUPLICATION_ID,
-        GROUP_ID,
-    ];
+    const MEMBERS: &'static [Member] = &[ENTRY_ID, Member::flattened(SendMessageFields::MEMBERS)];
 }
 
 #[derive(Debug, Serialize)]
@@ -272,14 +263,7 @@ pub struct SendMessageBatchResultEntry {
 }
 
 impl Shape for SendMessageBatchResultEntry {
-    const MEMBERS: &'static [Member] = &[
-        ENTRY_ID,
-        Member::text("MessageId"),
-        Member::text("MD5OfMessageBody"),
-        Member::text("MD5OfMessageAttributes"),
-        Member::text("MD5OfMessageSystemAttributes"),
-        Member::text("SequenceNumber"),
-    ];
+    const MEMBERS: &'static [Member] = &[ENTRY_ID, Member::flattened(SendMessageOutput::MEMBERS)];
 }
 
 #[derive(Debug, Default, Deserialize)]

@@ -50,30 +50,23 @@ pub(super) async fn add_permission(
             "Value SQS:{bad} for parameter ActionName is invalid."
         )));
     }
-    let arn = ctx.queue_arn(name);
     let statement = serde_json::json!({
         "Sid": label,
         "Effect": "Allow",
         "Principal": {"AWS": accounts.iter().map(|a| format!("arn:aws:iam::{a}:root")).collect::<Vec<_>>()},
         "Action": actions.iter().map(|a| format!("SQS:{a}")).collect::<Vec<_>>(),
-        "Resource": arn,
+        "Resource": ctx.queue_arn(name),
     });
-    api.service
-        .with_queue(name, |queue, now| {
-            let mut policy = policy_document(queue.attributes.policy.as_deref(), &arn);
-            let statements = policy["Statement"]
-                .as_array_mut()
-                .expect("a policy document has statements");
-            if statements.iter().any(|s| s["Sid"] == label.as_str()) {
-                return Err(SqsError::invalid_parameter(format!(
-                    "Value {label} for parameter Label is invalid. Reason: Already exists."
-                )));
-            }
-            statements.push(statement);
-            queue.set_policy(Some(policy.to_string()), now);
-            Ok(Empty {})
-        })
-        .await?
+    edit_statements(api, ctx, name, |statements| {
+        if statements.iter().any(|s| s["Sid"] == label.as_str()) {
+            return Err(SqsError::invalid_parameter(format!(
+                "Value {label} for parameter Label is invalid. Reason: Already exists."
+            )));
+        }
+        statements.push(statement);
+        Ok(())
+    })
+    .await
 }
 
 pub(super) async fn remove_permission(
@@ -83,6 +76,27 @@ pub(super) async fn remove_permission(
     input: RemovePermissionInput,
 ) -> Result<Empty> {
     let label = required(input.label, "Label")?;
+    edit_statements(api, ctx, name, |statements| {
+        let before = statements.len();
+        statements.retain(|s| s["Sid"] != label.as_str());
+        if statements.len() == before {
+            return Err(SqsError::invalid_parameter(format!(
+                "Value {label} for parameter Label is invalid. Reason: can't find label."
+            )));
+        }
+        Ok(())
+    })
+    .await
+}
+
+/// Runs `edit` on the statements of the queue's policy and stores what it
+/// leaves; a policy left with no statements is removed.
+async fn edit_statements(
+    api: &Api,
+    ctx: &RequestContext,
+    name: &str,
+    edit: impl FnOnce(&mut Vec<serde_json::Value>) -> Result<()>,
+) -> Result<Empty> {
     let arn = ctx.queue_arn(name);
     api.service
         .with_queue(name, |queue, now| {
@@ -90,13 +104,7 @@ pub(super) async fn remove_permission(
             let statements = policy["Statement"]
                 .as_array_mut()
                 .expect("a policy document has statements");
-            let before = statements.len();
-            statements.retain(|s| s["Sid"] != label.as_str());
-            if statements.len() == before {
-                return Err(SqsError::invalid_parameter(format!(
-                    "Value {label} for parameter Label is invalid. Reason: can't find label."
-                )));
-            }
+            edit(statements)?;
             let empty = statements.is_empty();
             queue.set_policy((!empty).then(|| policy.to_string()), now);
             Ok(Empty {})

@@ -37,6 +37,9 @@ pub enum Kind {
         of: &'static Kind,
     },
     Structure(&'static [Member]),
+    /// Not a member but the members of another shape, at this level (what
+    /// `#[serde(flatten)]` does in the Rust shape).
+    Flattened(&'static [Member]),
 }
 
 impl Member {
@@ -61,6 +64,27 @@ impl Member {
     /// A member whose Query name differs from its JSON name.
     pub const fn renamed(json: &'static str, query: &'static [&'static str], kind: Kind) -> Member {
         Member { json, query, kind }
+    }
+
+    /// The members of `shape`, as if written here (see [`Kind::Flattened`]).
+    pub const fn flattened(shape: &'static [Member]) -> Member {
+        Member {
+            json: "",
+            query: &[],
+            kind: Kind::Flattened(shape),
+        }
+    }
+
+    /// Every member of `members`, the flattened ones' members in their place.
+    pub fn all(members: &'static [Member]) -> impl Iterator<Item = &'static Member> {
+        members
+            .iter()
+            .flat_map(|member| -> Box<dyn Iterator<Item = &'static Member>> {
+                match &member.kind {
+                    Kind::Flattened(inner) => Box::new(Member::all(inner)),
+                    _ => Box::new(std::iter::once(member)),
+                }
+            })
     }
 
     /// The name this member has in Query requests and XML answers.

@@ -178,9 +178,9 @@ fn fold(pairs: Vec<(String, String)>, action: Action) -> Result<Map<String, Valu
 /// The members of one structure (the request, a batch entry, a message
 /// attribute's value), read as the model describes them; parameters the
 /// shape does not have are ignored, as SQS ignores them.
-fn structure(node: &Node, members: &[Member]) -> Result<Map<String, Value>, SqsError> {
+fn structure(node: &Node, members: &'static [Member]) -> Result<Map<String, Value>, SqsError> {
     let mut out = Map::new();
-    for member in members {
+    for member in Member::all(members) {
         let Some(child) = member
             .query_names()
             .iter()
@@ -246,7 +246,7 @@ fn read(node: &Node, kind: &Kind, name: &str) -> Result<Option<Value>, SqsError>
             }
             Value::Object(map)
         }
-        Kind::Structure(members) => Value::Object(structure(node, members)?),
+        Kind::Structure(members) | Kind::Flattened(members) => Value::Object(structure(node, members)?),
     }))
 }
 
@@ -295,9 +295,9 @@ fn with_headers(status: StatusCode, request_id: &str, xml: String) -> Response {
 
 /// Renders a structure's members as the model names them; lists and maps
 /// flattened as SQS does.
-fn render_fields(xml: &mut String, fields: &Map<String, Value>, members: &[Member]) {
+fn render_fields(xml: &mut String, fields: &Map<String, Value>, members: &'static [Member]) {
     for (key, value) in fields {
-        match members.iter().find(|m| m.json == key) {
+        match Member::all(members).find(|m| m.json == key) {
             Some(member) => render_member(xml, member.query_name(), &member.kind, value),
             // Not in the model's table: rendered under its JSON name, so
             // that nothing is lost (tests/protocols.rs compares every answer
@@ -330,7 +330,7 @@ fn render_member(xml: &mut String, name: &str, kind: &Kind, value: &Value) {
                 });
             }
         }
-        (Kind::Structure(members), Value::Object(fields)) => {
+        (Kind::Structure(members) | Kind::Flattened(members), Value::Object(fields)) => {
             element(xml, name, |xml| render_fields(xml, fields, members))
         }
         (_, value) => element(xml, name, |xml| scalar(xml, value)),
@@ -452,9 +452,8 @@ mod tests {
             Kind::Boolean => Value::from(true),
             Kind::List(item) => Value::Array(vec![sample(item)]),
             Kind::Map { of, .. } => serde_json::json!({ "k": sample(of) }),
-            Kind::Structure(members) => Value::Object(
-                members
-                    .iter()
+            Kind::Structure(members) | Kind::Flattened(members) => Value::Object(
+                Member::all(members)
                     .map(|m| (m.json.to_string(), sample(&m.kind)))
                     .collect(),
             ),
@@ -482,8 +481,8 @@ mod tests {
                     encode(entry_value, of, &format!("{name}.{}.{value_name}", i + 1), form);
                 }
             }
-            (Kind::Structure(members), Value::Object(fields)) => {
-                for member in *members {
+            (Kind::Structure(members) | Kind::Flattened(members), Value::Object(fields)) => {
+                for member in Member::all(members) {
                     let prefix = if name.is_empty() {
                         String::new()
                     } else {
