@@ -6,7 +6,8 @@
 # 64 clients are run ROUNDS times (default 3), the builds alternating and
 # their order turning each round so that machine noise hits both alike.
 # Prints, per target and scenario, the median requests/s and server CPU per
-# request (ssq plus its redis-server) of each build, and new/old.
+# request (ssq plus its redis-server) of each build, and the median of the
+# per-round new/old ratios.
 # BENCH_DURATION (seconds per run, default 5) lengthens or shortens it.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -66,19 +67,26 @@ for round in $(seq 1 "$ROUNDS"); do
 done
 
 python3 - "$OUT" <<'EOF'
+# The two builds of one round ran next to each other in time: their ratio is
+# what noise touches least, so the report gives the median of the per-round
+# ratios next to the median figures.
 import json, pathlib, statistics, sys
 runs = {}
 for path in pathlib.Path(sys.argv[1]).glob("*.json"):
-    build, target, scenario, concurrency, _ = path.stem.split("-")
+    build, target, scenario, concurrency, round_ = path.stem.split("-")
     doc = json.loads(path.read_text())
     rps = sum(s["requests_per_second"] for s in doc["series"].values())
-    runs.setdefault((target, scenario, int(concurrency), build), []).append((rps, doc["server_cpu_us_per_request"]))
-print(f"{'target':<7} {'scenario':<10} {'c':>3} {'old req/s':>10} {'new req/s':>10} {'new/old':>8} {'old µs/req':>11} {'new µs/req':>11} {'new/old':>8}")
-for target, scenario, concurrency in sorted({k[:3] for k in runs}):
-    old = runs[(target, scenario, concurrency, "old")]
-    new = runs[(target, scenario, concurrency, "new")]
-    median = lambda values: statistics.median(values)
-    old_rps, new_rps = median([r for r, _ in old]), median([r for r, _ in new])
-    old_cpu, new_cpu = median([c for _, c in old]), median([c for _, c in new])
-    print(f"{target:<7} {scenario:<10} {concurrency:>3} {old_rps:>10.0f} {new_rps:>10.0f} {new_rps/old_rps:>8.3f} {old_cpu:>11.1f} {new_cpu:>11.1f} {new_cpu/old_cpu:>8.3f}")
+    runs.setdefault((target, scenario, int(concurrency)), {}).setdefault(round_, {})[build] = (
+        rps, doc["server_cpu_us_per_request"])
+print(f"{'target':<7} {'scenario':<10} {'c':>3} {'old req/s':>10} {'new req/s':>10} {'new/old':>8} "
+      f"{'old µs/req':>11} {'new µs/req':>11} {'new/old':>8}")
+for (target, scenario, concurrency), rounds in sorted(runs.items()):
+    pairs = [r for r in rounds.values() if "old" in r and "new" in r]
+    med = statistics.median
+    old_rps, new_rps = med([p["old"][0] for p in pairs]), med([p["new"][0] for p in pairs])
+    old_cpu, new_cpu = med([p["old"][1] for p in pairs]), med([p["new"][1] for p in pairs])
+    rps_ratio = med([p["new"][0] / p["old"][0] for p in pairs])
+    cpu_ratio = med([p["new"][1] / p["old"][1] for p in pairs])
+    print(f"{target:<7} {scenario:<10} {concurrency:>3} {old_rps:>10.0f} {new_rps:>10.0f} {rps_ratio:>8.3f} "
+          f"{old_cpu:>11.1f} {new_cpu:>11.1f} {cpu_ratio:>8.3f}")
 EOF
