@@ -175,6 +175,12 @@ impl ErrorCode {
             ErrorCode::SerializationException => {
                 "com.amazon.coral.service#SerializationException".to_string()
             }
+            // AWS's JSON names for these two differ from their Query codes
+            // (which the x-amzn-query-error header still carries).
+            ErrorCode::InvalidParameterValue => {
+                "com.amazonaws.sqs#InvalidParameterValueException".to_string()
+            }
+            ErrorCode::MissingParameter => "com.amazonaws.sqs#MissingRequiredParameterException".to_string(),
             other => format!("com.amazonaws.sqs#{}", other.code()),
         }
     }

@@ -96,8 +96,14 @@ async fn unreadable_bodies_are_serialization_errors() {
 #[tokio::test]
 async fn missing_parameters_and_out_of_range_numbers_are_named() {
     let server = Server::start();
+    // AWS's JSON names for these two differ from their Query codes, which
+    // the x-amzn-query-error header carries (as recorded against AWS).
     let answer = call(&server, Some("AmazonSQS.CreateQueue"), "{}").await;
-    assert_eq!(error_type(&answer), "com.amazonaws.sqs#MissingParameter");
+    assert_eq!(
+        error_type(&answer),
+        "com.amazonaws.sqs#MissingRequiredParameterException"
+    );
+    assert_eq!(answer.query_error.as_deref(), Some("MissingParameter;Sender"));
     assert!(answer.body["message"].as_str().unwrap().contains("QueueName"));
 
     let url = call(&server, Some("AmazonSQS.CreateQueue"), r#"{"QueueName":"q"}"#)
@@ -112,7 +118,10 @@ async fn missing_parameters_and_out_of_range_numbers_are_named() {
         json!({"QueueUrl": url}).to_string(),
     )
     .await;
-    assert_eq!(error_type(&answer), "com.amazonaws.sqs#MissingParameter");
+    assert_eq!(
+        error_type(&answer),
+        "com.amazonaws.sqs#MissingRequiredParameterException"
+    );
     for (field, value) in [
         ("MaxNumberOfMessages", json!(-1)),
         ("MaxNumberOfMessages", json!(i64::MAX)),
@@ -128,7 +137,7 @@ async fn missing_parameters_and_out_of_range_numbers_are_named() {
         assert_eq!(answer.status, 400);
         assert_eq!(
             error_type(&answer),
-            "com.amazonaws.sqs#InvalidParameterValue",
+            "com.amazonaws.sqs#InvalidParameterValueException",
             "{field}={value}"
         );
         assert_eq!(

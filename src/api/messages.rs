@@ -1,7 +1,7 @@
 //! The single-message actions: send, receive, delete, change visibility.
 
 use super::model::*;
-use super::params::{in_range, required};
+use super::params::{in_range, required, within};
 use super::wire::{SYSTEM_ATTRIBUTES, new_message, received_message, sent_output};
 use super::{Api, RequestContext};
 use crate::error::Result;
@@ -40,7 +40,7 @@ pub(super) async fn receive_message(
         .transpose()?;
     let wait = input
         .wait_time_seconds
-        .map(|w| in_range(w, "WaitTimeSeconds", 0, MAX_WAIT_SECONDS.into()))
+        .map(|w| within(w, "WaitTimeSeconds", 0, MAX_WAIT_SECONDS.into()))
         .transpose()?;
     let system_names: Vec<String> = input
         .attribute_names

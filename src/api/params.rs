@@ -22,6 +22,15 @@ pub(super) fn in_range(value: i64, name: &str, min: i64, max: i64) -> Result<u32
     }
 }
 
+/// The same, in the words AWS uses for WaitTimeSeconds.
+pub(super) fn within(value: i64, name: &str, min: i64, max: i64) -> Result<u32> {
+    in_range(value, name, min, max).map_err(|_| {
+        SqsError::invalid_parameter(format!(
+            "Value {value} for parameter {name} is invalid. Reason: Must be >= {min} and <= {max}, if provided."
+        ))
+    })
+}
+
 /// ListQueues answers at most this many URLs.
 pub(super) const MAX_LIST_RESULTS: usize = 1_000;
 

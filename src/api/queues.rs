@@ -105,7 +105,7 @@ pub(super) async fn get_queue_attributes(
                     "CreatedTimestamp" => Some((queue.created_at / 1000).to_string()),
                     "LastModifiedTimestamp" => Some((queue.last_modified_at / 1000).to_string()),
                     "QueueArn" => Some(arn.clone()),
-                    settable => queue.attributes.get(settable),
+                    settable => queue.attributes.reported(settable),
                 };
                 if let Some(value) = value {
                     out.insert(attribute.to_string(), value);

@@ -253,11 +253,15 @@ fn read(node: &Node, kind: &Kind, name: &str) -> Result<Option<Value>, SqsError>
 pub fn success(request_id: &str, action: Action, output: &Value) -> Response {
     let name = action.name();
     let mut xml = format!("<?xml version=\"1.0\"?><{name}Response xmlns=\"{NAMESPACE}\">");
-    if let Value::Object(fields) = output
-        && !fields.is_empty()
-    {
+    // Every action whose response has members answers with its Result
+    // element, empty or not (an empty ReceiveMessage included); the others
+    // answer with the metadata alone.
+    let members = action.output_members();
+    if !members.is_empty() {
         xml.push_str(&format!("<{name}Result>"));
-        render_fields(&mut xml, fields, action.output_members());
+        if let Value::Object(fields) = output {
+            render_fields(&mut xml, fields, members);
+        }
         xml.push_str(&format!("</{name}Result>"));
     }
     xml.push_str(&format!(

@@ -205,6 +205,16 @@ impl QueueAttributes {
         Ok(())
     }
 
+    /// The text form GetQueueAttributes reports: as [`Self::get`], except
+    /// that the data key reuse period, which only means something with a
+    /// KMS key, is reported only while one is set (as AWS does).
+    pub fn reported(&self, name: &str) -> Option<String> {
+        if name == "KmsDataKeyReusePeriodSeconds" && self.kms_master_key_id.is_none() {
+            return None;
+        }
+        self.get(name)
+    }
+
     /// Whether setting `name` to `value` would leave these attributes as they
     /// are: CreateQueue on an existing queue succeeds only if it would.
     pub fn agrees_with(&self, name: &str, value: &str) -> Result<bool> {
@@ -223,11 +233,14 @@ pub fn check_readable(name: &str) -> Result<()> {
     }
 }
 
+/// `true` or `false` in any case, as SQS reads them (`"True"`, `"FALSE"`).
 fn parse_bool(name: &str, value: &str) -> Result<bool> {
-    match value {
-        "true" => Ok(true),
-        "false" => Ok(false),
-        _ => Err(invalid_value(name, "it must be true or false")),
+    if value.eq_ignore_ascii_case("true") {
+        Ok(true)
+    } else if value.eq_ignore_ascii_case("false") {
+        Ok(false)
+    } else {
+        Err(invalid_value(name, "it must be true or false"))
     }
 }
 

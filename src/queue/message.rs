@@ -88,7 +88,7 @@ pub fn validate_fifo_id(name: &str, value: &str) -> Result<()> {
         Ok(())
     } else {
         Err(SqsError::invalid_parameter(format!(
-            "Value {value} for parameter {name} is invalid. Reason: it must be 1 to 128 letters, digits or punctuation."
+            "Value {value} for parameter {name} is invalid. Reason: {name} can only include alphanumeric and punctuation characters. 1 to 128 in length."
         )))
     }
 }

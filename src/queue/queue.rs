@@ -513,10 +513,12 @@ impl Queue {
         if new.group_id.is_none() {
             return Err(SqsError::missing_parameter("MessageGroupId"));
         }
-        if new.delay_seconds.is_some_and(|d| d > 0) {
-            return Err(SqsError::invalid_parameter(
-                "Value for parameter DelaySeconds is invalid. Reason: FIFO queues take a delay per queue only, not per message.",
-            ));
+        if let Some(delay) = new.delay_seconds.filter(|&d| d > 0) {
+            // AWS's wording, grammar included: FIFO queues take a delay per
+            // queue only.
+            return Err(SqsError::invalid_parameter(format!(
+                "Value {delay} for parameter DelaySeconds is invalid. Reason: The request include parameter that is not valid for this queue type."
+            )));
         }
         match (&new.dedup_id, self.attributes.content_based_deduplication) {
             (Some(id), _) => {
