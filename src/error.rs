@@ -61,7 +61,6 @@ pub enum ErrorCode {
     BatchEntryIdsNotDistinct,
     BatchRequestTooLong,
     EmptyBatchRequest,
-    InvalidAddress,
     InvalidAttributeName,
     InvalidAttributeValue,
     /// An action name the API does not have.
@@ -102,7 +101,6 @@ impl ErrorCode {
             ErrorCode::BatchEntryIdsNotDistinct => "BatchEntryIdsNotDistinct",
             ErrorCode::BatchRequestTooLong => "BatchRequestTooLong",
             ErrorCode::EmptyBatchRequest => "EmptyBatchRequest",
-            ErrorCode::InvalidAddress => "InvalidAddress",
             ErrorCode::InvalidAttributeName => "InvalidAttributeName",
             ErrorCode::InvalidAttributeValue => "InvalidAttributeValue",
             ErrorCode::InvalidAction => "InvalidAction",

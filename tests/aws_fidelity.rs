@@ -208,7 +208,84 @@ async fn parameter_errors_have_aws_codes_and_wording_in_both_protocols() {
         let (status, xml) = query_call(&server, &form).await;
         assert_eq!(status, 400);
         assert!(xml.contains(&format!("<Code>{code}</Code>")), "{xml}");
-        let escaped = message.replace('&', "&amp;").replace('<', "&lt;").replace('>', "&gt;");
+        let escaped = message
+            .replace('&', "&amp;")
+            .replace('<', "&lt;")
+            .replace('>', "&gt;");
         assert!(xml.contains(&format!("<Message>{escaped}</Message>")), "{xml}");
     }
+}
+
+#[tokio::test]
+async fn a_bare_queue_name_serves_as_its_url_and_a_malformed_url_names_no_queue() {
+    let server = Server::start();
+    create(&server, "bare", json!({})).await;
+    let (status, body, _) = json_call(
+        &server,
+        "SendMessage",
+        json!({"QueueUrl": "bare", "MessageBody": "by name"}),
+    )
+    .await;
+    assert_eq!(status, 200, "{body}");
+    let (status, xml) = query_call(&server, &[("Action", "ReceiveMessage"), ("QueueUrl", "bare")]).await;
+    assert_eq!(status, 200, "{xml}");
+    assert!(xml.contains("<Body>by name</Body>"), "{xml}");
+
+    let (status, body, query_error) = json_call(
+        &server,
+        "SendMessage",
+        json!({"QueueUrl": "http://host/bare", "MessageBody": "x"}),
+    )
+    .await;
+    assert_eq!(status, 400);
+    assert_eq!(body["__type"], "com.amazonaws.sqs#QueueDoesNotExist");
+    assert_eq!(
+        query_error.as_deref(),
+        Some("AWS.SimpleQueueService.NonExistentQueue;Sender")
+    );
+}
+
+#[tokio::test]
+async fn message_attribute_names_may_use_any_script_and_empty_values_are_named() {
+    let server = Server::start();
+    let url = create(&server, "scripts", json!({})).await;
+    let name = "attr.1øßä";
+    let (status, body, _) = json_call(
+        &server,
+        "SendMessage",
+        json!({"QueueUrl": url, "MessageBody": "b",
+               "MessageAttributes": {name: {"DataType": "String", "StringValue": "v"}}}),
+    )
+    .await;
+    assert_eq!(status, 200, "{body}");
+    let (_, xml) = query_call(
+        &server,
+        &[
+            ("Action", "ReceiveMessage"),
+            ("QueueUrl", &url),
+            ("MessageAttributeName.1", "All"),
+        ],
+    )
+    .await;
+    assert!(xml.contains(&format!("<Name>{name}</Name>")), "{xml}");
+
+    let (status, xml) = query_call(
+        &server,
+        &[
+            ("Action", "SendMessage"),
+            ("QueueUrl", &url),
+            ("MessageBody", "b"),
+            ("MessageAttribute.1.Name", "ErrorDetails"),
+            ("MessageAttribute.1.Value.DataType", "String"),
+            ("MessageAttribute.1.Value.StringValue", ""),
+        ],
+    )
+    .await;
+    assert_eq!(status, 400);
+    assert!(
+        xml.contains(
+            "<Message>Message (user) attribute &apos;ErrorDetails&apos; must contain a non-empty value of type &apos;String&apos;.</Message>"
+        ),
+        "{xml}"
+    );
 }

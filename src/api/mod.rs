@@ -69,9 +69,14 @@ impl RequestContext {
     }
 
     /// The queue name a QueueUrl points at. The host is ignored, so a client
-    /// may reach ssq under any name; the account must be ours.
+    /// may reach ssq under any name; the account must be ours. As AWS does,
+    /// a bare queue name is taken for its queue, and any other address that
+    /// names no queue of ours is a queue that does not exist.
     pub fn queue_name(&self, url: Option<&str>) -> Result<String> {
         let url = url.ok_or_else(|| SqsError::missing_parameter("QueueUrl"))?;
+        if !url.is_empty() && !url.contains('/') {
+            return Ok(url.to_string());
+        }
         let path = match url.split_once("://") {
             Some((_, rest)) => rest.split_once('/').map_or("", |(_, path)| path),
             None => url,
@@ -80,14 +85,7 @@ impl RequestContext {
         let mut segments = path.split('/').filter(|s| !s.is_empty());
         match (segments.next(), segments.next(), segments.next()) {
             (Some(account), Some(name), None) if account == self.account_id => Ok(name.to_string()),
-            (Some(_), Some(_), None) => Err(SqsError::queue_does_not_exist()),
-            _ => Err(SqsError::new(
-                ErrorCode::InvalidAddress,
-                format!(
-                    "The address {url} is not valid for this endpoint: a queue URL has the form {}/{{account}}/{{queue}}.",
-                    self.base_url
-                ),
-            )),
+            _ => Err(SqsError::queue_does_not_exist()),
         }
     }
 }
@@ -255,10 +253,12 @@ mod tests {
                 .code,
             ErrorCode::QueueDoesNotExist
         );
-        for bad in ["http://h/", "http://h/orders", "x/y/z"] {
+        assert_eq!(ctx.queue_name(Some("orders")).unwrap(), "orders", "a bare name");
+        for bad in ["http://h/", "http://h/orders", "x/y/z", ""] {
             assert_eq!(
                 ctx.queue_name(Some(bad)).unwrap_err().code,
-                ErrorCode::InvalidAddress
+                ErrorCode::QueueDoesNotExist,
+                "{bad}"
             );
         }
         assert_eq!(

@@ -162,9 +162,10 @@ fn validate_attribute_name(name: &str) -> Result<()> {
     if name.is_empty() || name.len() > MAX_ATTRIBUTE_NAME_LEN {
         return invalid("it must be 1 to 256 characters long.");
     }
+    // Letters and digits of any script: AWS accepts `attr.1øßä`.
     if !name
         .chars()
-        .all(|c| c.is_ascii_alphanumeric() || matches!(c, '_' | '-' | '.'))
+        .all(|c| c.is_alphanumeric() || matches!(c, '_' | '-' | '.'))
     {
         return invalid("it may only contain letters, digits, '_', '-' and '.'.");
     }
@@ -195,7 +196,7 @@ fn validate_attribute(name: &str, attribute: &MessageAttribute) -> Result<()> {
         ("String", AttributeValue::String(value)) => {
             if value.is_empty() {
                 return Err(SqsError::invalid_parameter(format!(
-                    "The message attribute '{name}' must contain a non-empty value of message attribute type 'String'."
+                    "Message (user) attribute '{name}' must contain a non-empty value of type 'String'."
                 )));
             }
             if value.chars().any(|c| !is_allowed_char(c)) {
@@ -210,7 +211,7 @@ fn validate_attribute(name: &str, attribute: &MessageAttribute) -> Result<()> {
         ("Binary", AttributeValue::Binary(value)) => {
             if value.is_empty() {
                 return Err(SqsError::invalid_parameter(format!(
-                    "The message attribute '{name}' must contain a non-empty value of message attribute type 'Binary'."
+                    "Message (user) attribute '{name}' must contain a non-empty value of type 'Binary'."
                 )));
             }
             Ok(())
