@@ -15,7 +15,7 @@ use axum::body::{Body, Bytes};
 use axum::extract::State;
 use axum::http::{HeaderMap, Method, StatusCode, Uri, header};
 use axum::response::{IntoResponse, Response};
-use axum::routing::{get, post};
+use axum::routing::get;
 
 use crate::api::{self, Action, Api, Input, RequestContext};
 use crate::error::{ErrorCode, SqsError};
@@ -87,9 +87,25 @@ pub fn admin_router(state: Arc<AppState>) -> Router {
     admin_routes().route("/", get(status_page)).with_state(state)
 }
 
-/// SQS requests posted to a queue URL (the Query protocol's habit).
+/// SQS requests sent to a queue URL (the Query protocol's habit): posted,
+/// or as GET with the parameters in the query string.
 fn queue_path_routes() -> Router<Arc<AppState>> {
-    Router::new().route("/{account}/{queue}", post(sqs))
+    Router::new().route("/{account}/{queue}", get(queue_get).post(sqs))
+}
+
+/// GET on a queue URL: a Query call when it names an action; anything else
+/// is an operation SQS does not know, answered as AWS answers it.
+async fn queue_get(
+    state: State<Arc<AppState>>,
+    method: Method,
+    uri: Uri,
+    headers: HeaderMap,
+    body: Body,
+) -> Response {
+    if is_query_get(&uri) {
+        return sqs(state, method, uri, headers, body).await;
+    }
+    query::unknown_operation()
 }
 
 fn admin_routes() -> Router<Arc<AppState>> {
@@ -143,6 +159,11 @@ async fn sqs(
         .observe(started.elapsed().as_secs_f64());
     match result {
         Ok(output) => match (wire, action) {
+            // A Query call may ask for its answer as JSON (AWS negotiates
+            // the content of Query GETs by their Accept header).
+            (Wire::Query, Some(action)) if accepts_json(&headers) => {
+                json::success(&request_id, &query::as_json(&request_id, action, output))
+            }
             (Wire::Query, Some(action)) => query::success(&request_id, action, &output),
             _ => json::success(&request_id, &output),
         },
@@ -213,6 +234,13 @@ fn read_request(
             // POST /{account}/{queue}: the path is the queue URL.
             let queue_path = Some(uri.path()).filter(|p| p.trim_matches('/').contains('/'));
             let (action, tree) = query::parse(&body, uri.query(), queue_path)?;
+            // A queue URL takes only the actions that act on a queue.
+            if queue_path.is_some() && !action.acts_on_queue() {
+                return Err(SqsError::new(
+                    ErrorCode::InvalidAction,
+                    format!("The action {} is not valid for this endpoint.", action.name()),
+                ));
+            }
             Ok((action, Input::Tree(tree)))
         }
     }
@@ -266,6 +294,13 @@ async fn home(
             .into_response();
     }
     status_page(state).await
+}
+
+fn accepts_json(headers: &HeaderMap) -> bool {
+    headers
+        .get(header::ACCEPT)
+        .and_then(|v| v.to_str().ok())
+        .is_some_and(|accept| accept.contains("application/json"))
 }
 
 fn is_query_get(uri: &Uri) -> bool {

@@ -289,3 +289,70 @@ async fn message_attribute_names_may_use_any_script_and_empty_values_are_named()
         "{xml}"
     );
 }
+
+#[tokio::test]
+async fn query_calls_work_as_get_on_queue_urls_and_the_root() {
+    let server = Server::start();
+    let url = create(&server, "gets", json!({})).await;
+    let http = reqwest::Client::new();
+    let get = |target: String, accept: Option<&'static str>| {
+        let mut request = http.get(target);
+        if let Some(accept) = accept {
+            request = request.header("accept", accept);
+        }
+        async move {
+            let response = request.send().await.unwrap();
+            (response.status().as_u16(), response.text().await.unwrap())
+        }
+    };
+
+    let (status, xml) = get(
+        format!("{url}?Action=GetQueueAttributes&AttributeName.1=All"),
+        None,
+    )
+    .await;
+    assert_eq!(status, 200, "{xml}");
+    assert!(
+        xml.contains("<Attribute><Name>QueueArn</Name><Value>arn:aws:sqs:"),
+        "{xml}"
+    );
+    assert!(
+        xml.contains("<Attribute><Name>VisibilityTimeout</Name><Value>30</Value>"),
+        "{xml}"
+    );
+
+    let (status, xml) = get(format!("{url}?Action=SendMessage"), None).await;
+    assert_eq!(status, 400);
+    assert!(xml.contains("<Code>MissingParameter</Code>"), "{xml}");
+    assert!(
+        xml.contains("<Message>The request must contain the parameter MessageBody.</Message>"),
+        "{xml}"
+    );
+
+    // A queue URL takes only the actions that act on a queue.
+    let (status, xml) = get(format!("{url}?Action=CreateQueue&QueueName=other"), None).await;
+    assert_eq!(status, 400);
+    assert!(xml.contains("<Code>InvalidAction</Code>"), "{xml}");
+    assert!(
+        xml.contains("<Message>The action CreateQueue is not valid for this endpoint.</Message>"),
+        "{xml}"
+    );
+
+    for accept in [None, Some("application/json")] {
+        let (status, body) = get(url.clone(), accept).await;
+        assert_eq!(status, 404);
+        assert!(body.contains("<UnknownOperationException"), "{body}");
+    }
+
+    let root = format!("{}/?Action=ListQueues&Version=2012-11-05", server.url);
+    let (status, body) = get(root.clone(), Some("application/json")).await;
+    assert_eq!(status, 200, "{body}");
+    let answer: Value = serde_json::from_str(&body).unwrap();
+    assert_eq!(
+        answer["ListQueuesResponse"]["ListQueuesResult"]["QueueUrls"][0],
+        url.as_str()
+    );
+    let (status, xml) = get(root, None).await;
+    assert_eq!(status, 200);
+    assert!(xml.contains("<ListQueuesResponse"), "{xml}");
+}

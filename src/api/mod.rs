@@ -139,6 +139,12 @@ macro_rules! actions {
                 match self { $(Action::$name => stringify!($name)),* }
             }
 
+            /// Whether the action acts on the queue its QueueUrl names (and so
+            /// may be sent to a queue URL).
+            pub fn acts_on_queue(self) -> bool {
+                match self { $(Action::$name => on_queue_flag!($($on_queue)?)),* }
+            }
+
             /// The members of the action's request, for wire formats that
             /// need the model spelled out.
             pub fn input_members(self) -> &'static [Member] {
@@ -166,6 +172,16 @@ macro_rules! actions {
                 $(Action::$name => run!(api, ctx, input: $input => $output, $($on_queue)? $handler),)*
             }
         }
+    };
+}
+
+/// `true` for the actions the table marks `(on_queue)`.
+macro_rules! on_queue_flag {
+    (on_queue) => {
+        true
+    };
+    () => {
+        false
     };
 }
 

@@ -271,6 +271,30 @@ pub fn success(request_id: &str, action: Action, output: &Value) -> Response {
     with_headers(StatusCode::OK, request_id, xml)
 }
 
+/// The same answer as JSON, for a Query call that accepts only JSON:
+/// `{"<Action>Response": {"<Action>Result": …, "ResponseMetadata": …}}`.
+pub fn as_json(request_id: &str, action: Action, output: Value) -> Value {
+    let name = action.name();
+    let mut response = Map::new();
+    if !action.output_members().is_empty() {
+        response.insert(format!("{name}Result"), output);
+    }
+    response.insert(
+        "ResponseMetadata".into(),
+        serde_json::json!({ "RequestId": request_id }),
+    );
+    serde_json::json!({ format!("{name}Response"): response })
+}
+
+/// A GET that names no action: SQS answers 404 with this body.
+pub fn unknown_operation() -> Response {
+    let mut response = (StatusCode::NOT_FOUND, "<UnknownOperationException/>").into_response();
+    response
+        .headers_mut()
+        .insert(header::CONTENT_TYPE, HeaderValue::from_static("text/xml"));
+    response
+}
+
 pub fn error(request_id: &str, error: &SqsError) -> Response {
     let fault = if error.code.is_sender_fault() {
         "Sender"
