@@ -580,6 +580,22 @@ impl Service {
 
     /// Sends messages in one critical section and wakes long pollers once.
     pub async fn send(&self, name: &str, messages: Vec<NewMessage>) -> Result<Vec<Result<Sent>>> {
+        self.send_with(name, messages, |_, _| Ok(())).await
+    }
+
+    /// Sends a SendMessageBatch's messages: as [`Service::send`], except
+    /// that the rules SQS applies to the whole batch of a FIFO queue
+    /// ([`Queue::check_fifo_batch`]) fail the whole call.
+    pub async fn send_batch(&self, name: &str, messages: Vec<NewMessage>) -> Result<Vec<Result<Sent>>> {
+        self.send_with(name, messages, Queue::check_fifo_batch).await
+    }
+
+    async fn send_with(
+        &self,
+        name: &str,
+        messages: Vec<NewMessage>,
+        whole_call: fn(&Queue, &[NewMessage]) -> Result<()>,
+    ) -> Result<Vec<Result<Sent>>> {
         let bytes = messages
             .iter()
             .map(|m| (m.body.len() + crate::queue::message::attributes_size(&m.attributes)) as u64)
@@ -587,9 +603,10 @@ impl Service {
         self.check_room(messages.len() as u64, bytes)?;
         let results: Vec<Result<Sent>> = self
             .with_queue(name, |queue, now| {
-                messages.into_iter().map(|m| queue.send(m, now)).collect()
+                whole_call(queue, &messages)?;
+                Ok(messages.into_iter().map(|m| queue.send(m, now)).collect())
             })
-            .await?;
+            .await??;
         let sent = results.iter().filter(|r| r.is_ok()).count();
         self.metrics.messages_sent.inc_by(sent as u64);
         Ok(results)

@@ -356,3 +356,84 @@ async fn query_calls_work_as_get_on_queue_urls_and_the_root() {
     assert_eq!(status, 200);
     assert!(xml.contains("<ListQueuesResponse"), "{xml}");
 }
+
+#[tokio::test]
+async fn fifo_rules_fail_a_whole_batch_and_fifo_attributes_are_unknown_to_standard_queues() {
+    let server = Server::start();
+    let fifo = create(&server, "batch.fifo", json!({"FifoQueue": "true"})).await;
+    let entry = |id: &str, group: Option<&str>, dedup: Option<&str>| {
+        let mut entry = json!({"Id": id, "MessageBody": "b"});
+        if let Some(group) = group {
+            entry["MessageGroupId"] = json!(group);
+        }
+        if let Some(dedup) = dedup {
+            entry["MessageDeduplicationId"] = json!(dedup);
+        }
+        entry
+    };
+    for (entries, message) in [
+        (
+            vec![entry("a", Some("g"), Some("d1")), entry("b", None, Some("d2"))],
+            "The request must contain the parameter MessageGroupId.",
+        ),
+        (
+            vec![entry("a", Some("g"), Some("d1")), entry("b", Some("g"), None)],
+            "The queue should either have ContentBasedDeduplication enabled or MessageDeduplicationId provided explicitly",
+        ),
+    ] {
+        let (status, body, query_error) = json_call(
+            &server,
+            "SendMessageBatch",
+            json!({"QueueUrl": fifo, "Entries": entries}),
+        )
+        .await;
+        assert_eq!(status, 400, "{body}");
+        assert_eq!(body["message"], message);
+        assert_eq!(query_error.as_deref(), Some("InvalidParameterValue;Sender"));
+    }
+    let (_, body, _) = json_call(
+        &server,
+        "GetQueueAttributes",
+        json!({"QueueUrl": fifo, "AttributeNames": ["ApproximateNumberOfMessages"]}),
+    )
+    .await;
+    assert_eq!(
+        body["Attributes"]["ApproximateNumberOfMessages"], "0",
+        "nothing was sent"
+    );
+
+    let standard = create(&server, "plain", json!({})).await;
+    for (attributes, code, message) in [
+        (
+            json!({"FifoQueue": "false"}),
+            "InvalidAttributeName",
+            "Unknown Attribute FifoQueue.",
+        ),
+        (
+            json!({"FifoThroughputLimit": "perQueue"}),
+            "InvalidAttributeName",
+            "You can specify the FifoThroughputLimit only when FifoQueue is set to true.",
+        ),
+    ] {
+        let (status, body, query_error) = json_call(
+            &server,
+            "SetQueueAttributes",
+            json!({"QueueUrl": standard, "Attributes": attributes}),
+        )
+        .await;
+        assert_eq!(status, 400);
+        assert_eq!(body["message"], message);
+        assert_eq!(query_error.as_deref(), Some(format!("{code};Sender").as_str()));
+    }
+    let (status, body, _) = json_call(
+        &server,
+        "SetQueueAttributes",
+        json!({"QueueUrl": fifo, "Attributes": {"FifoQueue": "false"}}),
+    )
+    .await;
+    assert_eq!(status, 400);
+    assert_eq!(
+        body["message"],
+        "Invalid value for the parameter FifoQueue. Reason: Modifying queue type is not supported."
+    );
+}

@@ -112,7 +112,7 @@ pub(super) async fn send_message_batch(
             ),
         ));
     }
-    let mut sent = api.service.send(name, to_send).await?.into_iter();
+    let mut sent = api.service.send_batch(name, to_send).await?.into_iter();
     Ok(batch_output(results.into_iter().map(|(id, early)| {
         let outcome = early.unwrap_or_else(|| sent.next().expect("one result per message sent"));
         let result = outcome.map(|s| SendMessageBatchResultEntry {

@@ -189,10 +189,14 @@ impl QueueAttributes {
         if !self.fifo_queue
             && let Some(name) = given.iter().find(|n| FIFO_ONLY.contains(n) || **n == "FifoQueue")
         {
-            return Err(SqsError::new(
-                ErrorCode::InvalidAttributeName,
-                format!("Unknown Attribute {name}: it applies to FIFO queues only."),
-            ));
+            // AWS's words differ by attribute.
+            return Err(match *name {
+                "DeduplicationScope" | "FifoThroughputLimit" => SqsError::new(
+                    ErrorCode::InvalidAttributeName,
+                    format!("You can specify the {name} only when FifoQueue is set to true."),
+                ),
+                _ => unknown_attribute(name),
+            });
         }
         if self.fifo_throughput_limit == FifoThroughputLimit::PerMessageGroupId
             && self.deduplication_scope != DeduplicationScope::MessageGroup

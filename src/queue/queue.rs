@@ -25,6 +25,10 @@ use super::message::{self, Message, MessageAttributes, MessageState};
 use super::receipt::ReceiptHandle;
 use crate::error::{ErrorCode, Result, SqsError};
 
+/// AWS's words for a FIFO send with neither a deduplication id nor
+/// content-based deduplication.
+const MISSING_DEDUPLICATION_ID: &str = "The queue should either have ContentBasedDeduplication enabled or MessageDeduplicationId provided explicitly";
+
 /// A visibility timeout cannot reach further than 12 hours after the receive.
 const MAX_VISIBILITY_MS: u64 = MAX_VISIBILITY_TIMEOUT_SECONDS as u64 * 1000;
 
@@ -325,13 +329,18 @@ impl Queue {
 
     /// Applies SetQueueAttributes: all of `changes` or, on any bad one, none.
     pub fn set_attributes(&mut self, changes: &BTreeMap<String, String>, now: u64) -> Result<()> {
-        if let Some(value) = changes.get("FifoQueue")
-            && !self.attributes.agrees_with("FifoQueue", value)?
-        {
-            return Err(SqsError::new(
-                ErrorCode::InvalidAttributeValue,
-                "Invalid value for the parameter FifoQueue: a queue's type is set when it is created.",
-            ));
+        // A queue's type is set when it is created: a standard queue does
+        // not know the attribute at all, a FIFO queue refuses to change it.
+        if let Some(value) = changes.get("FifoQueue") {
+            if !self.is_fifo() {
+                return Err(super::attributes::unknown_attribute("FifoQueue"));
+            }
+            if !self.attributes.agrees_with("FifoQueue", value)? {
+                return Err(SqsError::new(
+                    ErrorCode::InvalidAttributeValue,
+                    "Invalid value for the parameter FifoQueue. Reason: Modifying queue type is not supported.",
+                ));
+            }
         }
         let mut updated = self.attributes.clone();
         for (name, value) in changes {
@@ -526,10 +535,26 @@ impl Queue {
                 Ok(id.clone())
             }
             (None, true) => Ok(message::content_dedup_id(&new.body)),
-            (None, false) => Err(SqsError::invalid_parameter(
-                "The queue should either have ContentBasedDeduplication enabled or MessageDeduplicationId provided explicitly",
-            )),
+            (None, false) => Err(SqsError::invalid_parameter(MISSING_DEDUPLICATION_ID)),
         }
+    }
+
+    /// What fails a whole SendMessageBatch on a FIFO queue rather than one
+    /// entry (as recorded against AWS): an entry without a group, or without
+    /// a deduplication id where content-based deduplication is off.
+    pub fn check_fifo_batch(&self, messages: &[NewMessage]) -> Result<()> {
+        if !self.is_fifo() {
+            return Ok(());
+        }
+        if messages.iter().any(|m| m.group_id.is_none()) {
+            return Err(SqsError::invalid_parameter(
+                "The request must contain the parameter MessageGroupId.",
+            ));
+        }
+        if !self.attributes.content_based_deduplication && messages.iter().any(|m| m.dedup_id.is_none()) {
+            return Err(SqsError::invalid_parameter(MISSING_DEDUPLICATION_ID));
+        }
+        Ok(())
     }
 
     fn check_standard_send(&self, new: &NewMessage) -> Result<Option<String>> {
