@@ -61,6 +61,11 @@ impl AppState {
             account_id: self.account_id.clone(),
             region: self.region.clone(),
             sender_id: self.account_id.as_str().into(),
+            trace_id: headers
+                .get("x-amzn-trace-id")
+                .and_then(|v| v.to_str().ok())
+                .filter(|v| !v.is_empty())
+                .map(str::to_string),
         }
     }
 }

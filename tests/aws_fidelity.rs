@@ -437,3 +437,54 @@ async fn fifo_rules_fail_a_whole_batch_and_fifo_attributes_are_unknown_to_standa
         "Invalid value for the parameter FifoQueue. Reason: Modifying queue type is not supported."
     );
 }
+
+#[tokio::test]
+async fn fifo_sequence_numbers_have_twenty_digits_and_the_trace_header_travels() {
+    let server = Server::start();
+    let fifo = create(
+        &server,
+        "seq.fifo",
+        json!({"FifoQueue": "true", "ContentBasedDeduplication": "true"}),
+    )
+    .await;
+    let mut numbers = Vec::new();
+    for body in ["a", "b"] {
+        let (status, sent, _) = json_call(
+            &server,
+            "SendMessage",
+            json!({"QueueUrl": fifo, "MessageBody": body, "MessageGroupId": "g"}),
+        )
+        .await;
+        assert_eq!(status, 200, "{sent}");
+        numbers.push(sent["SequenceNumber"].as_str().unwrap().to_string());
+    }
+    for number in &numbers {
+        assert_eq!(number.len(), 20, "{number}");
+        assert!(
+            number.bytes().all(|b| b.is_ascii_digit()) && !number.starts_with('0'),
+            "{number}"
+        );
+    }
+    assert!(numbers[0] < numbers[1], "{numbers:?}");
+
+    // X-Amzn-Trace-Id on SendMessage becomes the message's AWSTraceHeader.
+    let url = create(&server, "traced", json!({})).await;
+    let trace = "Root=1-3152b799-8954dae64eda91bc9a23a7e8;Parent=7fa8c0f79203be72;Sampled=1";
+    let response = reqwest::Client::new()
+        .post(&server.url)
+        .header("x-amz-target", "AmazonSQS.SendMessage")
+        .header("content-type", "application/x-amz-json-1.0")
+        .header("x-amzn-trace-id", trace)
+        .body(json!({"QueueUrl": url, "MessageBody": "traced"}).to_string())
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(response.status(), 200);
+    let (_, received, _) = json_call(
+        &server,
+        "ReceiveMessage",
+        json!({"QueueUrl": url, "MessageSystemAttributeNames": ["AWSTraceHeader"]}),
+    )
+    .await;
+    assert_eq!(received["Messages"][0]["Attributes"]["AWSTraceHeader"], trace);
+}

@@ -21,6 +21,7 @@ pub fn run(action: Action, input: Input) {
             account_id: "000000000000".into(),
             region: "us-east-1".into(),
             sender_id: "000000000000".into(),
+            trace_id: None,
         };
         // A queue for the request to find, of either kind.
         for name in ["q", "q.fifo"] {

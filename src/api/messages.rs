@@ -17,7 +17,10 @@ pub(super) async fn send_message(
     name: &str,
     input: SendMessageInput,
 ) -> Result<SendMessageOutput> {
-    let (message, _) = new_message(ctx, input.message)?;
+    let (mut message, _) = new_message(ctx, input.message)?;
+    if message.trace_header.is_none() {
+        message.trace_header = ctx.trace_id.clone();
+    }
     let mut results = api.service.send(name, vec![message]).await?;
     Ok(sent_output(results.pop().expect("one result per message")?))
 }

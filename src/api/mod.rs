@@ -57,6 +57,9 @@ pub struct RequestContext {
     pub region: String,
     /// The SenderId attribute of messages this request sends.
     pub sender_id: std::sync::Arc<str>,
+    /// The request's X-Amzn-Trace-Id header: SendMessage gives it to the
+    /// message as its AWSTraceHeader unless the message sets its own.
+    pub trace_id: Option<String>,
 }
 
 impl RequestContext {
@@ -249,6 +252,7 @@ mod tests {
             account_id: "000000000000".into(),
             region: "us-east-1".into(),
             sender_id: "000000000000".into(),
+            trace_id: None,
         }
     }
 

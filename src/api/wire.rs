@@ -110,9 +110,12 @@ pub(super) fn trace_header_from_wire(wire: MessageAttributeMap) -> Result<Option
     Ok(trace_header)
 }
 
-/// FIFO sequence numbers: zero-padded so that text order is number order.
+/// FIFO sequence numbers: 20 digits, as AWS's are, so that text order is
+/// number order. They start from a base with no run of zeros, so that no
+/// sequence number reads like a padded account id.
 pub(super) fn sequence_number(seq: u64) -> String {
-    format!("{seq:020}")
+    const BASE: u128 = 11_111_111_111_111_111_111;
+    (BASE + u128::from(seq)).to_string()
 }
 
 pub(super) fn sent_output(sent: crate::queue::Sent) -> SendMessageOutput {
