@@ -56,10 +56,7 @@ async fn empty_query_answers_still_carry_their_result_element() {
     for action in ["ReceiveMessage", "ListQueueTags", "GetQueueAttributes"] {
         let (status, xml) = query_call(&server, &[("Action", action), ("QueueUrl", &url)]).await;
         assert_eq!(status, 200, "{xml}");
-        assert!(
-            xml.contains(&format!("<{action}Result></{action}Result>")),
-            "{action}: {xml}"
-        );
+        assert!(xml.contains(&format!("<{action}Result/>")), "{action}: {xml}");
     }
     // Actions whose response has no members answer with the metadata alone.
     let (status, xml) = query_call(&server, &[("Action", "PurgeQueue"), ("QueueUrl", &url)]).await;
@@ -487,4 +484,98 @@ async fn fifo_sequence_numbers_have_twenty_digits_and_the_trace_header_travels()
     )
     .await;
     assert_eq!(received["Messages"][0]["Attributes"]["AWSTraceHeader"], trace);
+}
+
+#[tokio::test]
+async fn query_answers_for_missing_queues_wildcards_fifo_delays_and_dead_letter_counts() {
+    let server = Server::start();
+    let gone = format!("{}/000000000000/never-made", server.url);
+    let (status, xml) = query_call(&server, &[("Action", "GetQueueAttributes"), ("QueueUrl", &gone)]).await;
+    assert_eq!(status, 400);
+    assert!(
+        xml.contains("<Message>The specified queue does not exist for this wsdl version.</Message>"),
+        "{xml}"
+    );
+    let (_, body, _) = json_call(&server, "GetQueueAttributes", json!({"QueueUrl": gone})).await;
+    assert_eq!(body["message"], "The specified queue does not exist.");
+
+    // GetQueueUrl may be sent to a queue URL too.
+    let url = create(&server, "here", json!({})).await;
+    let response = reqwest::Client::new()
+        .get(format!("{url}?Action=GetQueueUrl&QueueName=here"))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(response.status(), 200);
+    assert!(
+        response
+            .text()
+            .await
+            .unwrap()
+            .contains(&format!("<QueueUrl>{url}</QueueUrl>"))
+    );
+
+    // `*` selects every message attribute, as `All` does.
+    json_call(
+        &server,
+        "SendMessage",
+        json!({"QueueUrl": url, "MessageBody": "b",
+               "MessageAttributes": {"a": {"DataType": "String", "StringValue": "v"}}}),
+    )
+    .await;
+    let (_, received, _) = json_call(
+        &server,
+        "ReceiveMessage",
+        json!({"QueueUrl": url, "MessageAttributeNames": ["*"]}),
+    )
+    .await;
+    assert_eq!(
+        received["Messages"][0]["MessageAttributes"]["a"]["StringValue"],
+        "v"
+    );
+    assert!(received["Messages"][0]["MD5OfMessageAttributes"].is_string());
+
+    // On a FIFO queue an explicit DelaySeconds of 0 means the queue's delay.
+    let fifo = create(
+        &server,
+        "slow.fifo",
+        json!({"FifoQueue": "true", "ContentBasedDeduplication": "true", "DelaySeconds": "5"}),
+    )
+    .await;
+    let (status, _, _) = json_call(
+        &server,
+        "SendMessage",
+        json!({"QueueUrl": fifo, "MessageBody": "later", "MessageGroupId": "g", "DelaySeconds": 0}),
+    )
+    .await;
+    assert_eq!(status, 200);
+    let (_, received, _) = json_call(&server, "ReceiveMessage", json!({"QueueUrl": fifo})).await;
+    assert!(received.get("Messages").is_none(), "still delayed: {received}");
+
+    // A dead letter keeps its receive count.
+    let dlq = create(&server, "dead", json!({})).await;
+    let source = create(
+        &server,
+        "source",
+        json!({"VisibilityTimeout": "0",
+               "RedrivePolicy": json!({"deadLetterTargetArn": "arn:aws:sqs:us-east-1:000000000000:dead", "maxReceiveCount": 1}).to_string()}),
+    )
+    .await;
+    json_call(
+        &server,
+        "SendMessage",
+        json!({"QueueUrl": source, "MessageBody": "m"}),
+    )
+    .await;
+    let (_, first, _) = json_call(&server, "ReceiveMessage", json!({"QueueUrl": source})).await;
+    assert_eq!(first["Messages"].as_array().unwrap().len(), 1);
+    let (_, second, _) = json_call(&server, "ReceiveMessage", json!({"QueueUrl": source})).await;
+    assert!(second.get("Messages").is_none(), "moved: {second}");
+    let (_, dead, _) = json_call(
+        &server,
+        "ReceiveMessage",
+        json!({"QueueUrl": dlq, "MessageSystemAttributeNames": ["ApproximateReceiveCount"]}),
+    )
+    .await;
+    assert_eq!(dead["Messages"][0]["Attributes"]["ApproximateReceiveCount"], "2");
 }

@@ -340,9 +340,10 @@ async fn permissions_are_kept_in_the_policy() {
     let policy: serde_json::Value =
         serde_json::from_str(&policy.attributes.unwrap()[&QueueAttributeName::Policy]).unwrap();
     assert_eq!(policy["Statement"][0]["Sid"], "friends");
-    assert_eq!(policy["Statement"][0]["Action"][0], "SQS:SendMessage");
+    // A single value is written as a string, as AWS writes policies.
+    assert_eq!(policy["Statement"][0]["Action"], "SQS:SendMessage");
     assert_eq!(
-        policy["Statement"][0]["Principal"]["AWS"][0],
+        policy["Statement"][0]["Principal"]["AWS"],
         "arn:aws:iam::111122223333:root"
     );
     let twice = sqs

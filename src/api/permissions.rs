@@ -53,8 +53,8 @@ pub(super) async fn add_permission(
     let statement = serde_json::json!({
         "Sid": label,
         "Effect": "Allow",
-        "Principal": {"AWS": accounts.iter().map(|a| format!("arn:aws:iam::{a}:root")).collect::<Vec<_>>()},
-        "Action": actions.iter().map(|a| format!("SQS:{a}")).collect::<Vec<_>>(),
+        "Principal": {"AWS": one_or_many(accounts.iter().map(|a| format!("arn:aws:iam::{a}:root")).collect())},
+        "Action": one_or_many(actions.iter().map(|a| format!("SQS:{a}")).collect()),
         "Resource": ctx.queue_arn(name),
     });
     edit_statements(api, ctx, name, |statements| {
@@ -87,6 +87,16 @@ pub(super) async fn remove_permission(
         Ok(())
     })
     .await
+}
+
+/// A policy value as AWS writes it: a single value as a string, several as
+/// a list.
+fn one_or_many(mut values: Vec<String>) -> serde_json::Value {
+    if values.len() == 1 {
+        serde_json::Value::String(values.remove(0))
+    } else {
+        values.into()
+    }
 }
 
 /// Runs `edit` on the statements of the queue's policy and stores what it

@@ -197,11 +197,12 @@ pub(super) fn received_message(
     }
 }
 
-/// MessageAttributeNames: `All` or `.*`, exact names, or `prefix.*`.
+/// MessageAttributeNames: `All`, `.*` or `*`, exact names, or `prefix.*`.
 pub(super) fn attribute_selected(name: &str, filter: &[String]) -> bool {
     filter.iter().any(|f| {
         f == "All"
             || f == ".*"
+            || f == "*"
             || f == name
             || f.strip_suffix(".*").is_some_and(|prefix| {
                 name.strip_prefix(prefix)

@@ -257,12 +257,14 @@ pub fn success(request_id: &str, action: Action, output: &Value) -> Response {
     // element, empty or not (an empty ReceiveMessage included); the others
     // answer with the metadata alone.
     let members = action.output_members();
-    if !members.is_empty() {
-        xml.push_str(&format!("<{name}Result>"));
-        if let Value::Object(fields) = output {
+    match output {
+        _ if members.is_empty() => {}
+        Value::Object(fields) if !fields.is_empty() => {
+            xml.push_str(&format!("<{name}Result>"));
             render_fields(&mut xml, fields, members);
+            xml.push_str(&format!("</{name}Result>"));
         }
-        xml.push_str(&format!("</{name}Result>"));
+        _ => xml.push_str(&format!("<{name}Result/>")),
     }
     xml.push_str(&format!(
         "<ResponseMetadata><RequestId>{}</RequestId></ResponseMetadata></{name}Response>",
@@ -301,10 +303,15 @@ pub fn error(request_id: &str, error: &SqsError) -> Response {
     } else {
         "Receiver"
     };
+    // The Query protocol's words for a missing queue, as AWS answers them.
+    let message = match error.code {
+        ErrorCode::QueueDoesNotExist => "The specified queue does not exist for this wsdl version.",
+        _ => &error.message,
+    };
     let xml = format!(
         "<?xml version=\"1.0\"?><ErrorResponse xmlns=\"{NAMESPACE}\"><Error><Type>{fault}</Type><Code>{}</Code><Message>{}</Message><Detail/></Error><RequestId>{}</RequestId></ErrorResponse>",
         escape(error.code.legacy_code()),
-        escape(&error.message),
+        escape(message),
         escape(request_id),
     );
     let status = StatusCode::from_u16(error.code.status()).unwrap_or(StatusCode::BAD_REQUEST);

@@ -444,7 +444,10 @@ impl Queue {
         } else {
             self.check_standard_send(&new)?
         };
-        let delay_seconds = new.delay_seconds.unwrap_or(self.attributes.delay_seconds);
+        // FIFO queues have no per-message delay: an explicit 0 there means
+        // the queue's delay, as AWS treats it.
+        let own_delay = new.delay_seconds.filter(|_| !self.is_fifo());
+        let delay_seconds = own_delay.unwrap_or(self.attributes.delay_seconds);
         if delay_seconds > MAX_DELAY_SECONDS {
             return Err(SqsError::invalid_parameter(format!(
                 "Value {delay_seconds} for parameter DelaySeconds is invalid. Reason: DelaySeconds must be >= 0 and <= {MAX_DELAY_SECONDS}."
@@ -681,13 +684,16 @@ impl Queue {
     }
 
     /// Takes a message from another queue (a dead letter, or a message move
-    /// task): same id, body, attributes and sent time, counted afresh.
+    /// task): same id, body, attributes and sent time. A dead letter keeps
+    /// its receive count, as AWS's do; a moved message is counted afresh.
     pub fn accept(&mut self, mut message: Message, dead_letter_source: Option<Arc<str>>, now: u64) {
         self.advance(now);
         message.seq = self.next_seq;
         self.next_seq += 1;
-        message.receive_count = 0;
-        message.first_received_at = None;
+        if dead_letter_source.is_none() {
+            message.receive_count = 0;
+            message.first_received_at = None;
+        }
         message.receipt = None;
         message.state = MessageState::Visible;
         message.dead_letter_source = dead_letter_source;
@@ -1380,7 +1386,10 @@ mod tests {
         assert_eq!(moved[0].message.id, sent.message_id, "same message id");
         assert_eq!(moved[0].message.sent_at, T0, "original SentTimestamp");
         assert_eq!(moved[0].message.dead_letter_source, Some(arn));
-        assert_eq!(moved[0].message.receive_count, 1, "counted afresh");
+        assert_eq!(
+            moved[0].message.receive_count, 3,
+            "two receives in the source, one in the dead-letter queue"
+        );
     }
 
     /// Random interleavings of send, receive, delete and time passing on a
