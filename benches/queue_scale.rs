@@ -47,7 +47,7 @@ fn cycle_ns(queue: &mut Queue) -> f64 {
         let received = queue.receive(1, None, None, None, now);
         let handle = received[0].receipt_handle;
         queue.change_visibility(handle, 60, now).expect("in flight");
-        assert!(queue.delete(handle, now));
+        assert!(queue.delete(handle, now).unwrap());
         queue.send(black_box(message(i)), now).expect("valid message");
     }
     started.elapsed().as_nanos() as f64 / OPS as f64

@@ -138,8 +138,9 @@ pub(super) async fn delete_message_batch(
                 .map(|(id, entry)| {
                     let result = required(entry.receipt_handle, "ReceiptHandle")
                         .and_then(|text| ReceiptHandle::decode(&text))
-                        .map(|handle| {
-                            if queue.delete(handle, now) {
+                        .and_then(|handle| queue.delete(handle, now))
+                        .map(|deleted| {
+                            if deleted {
                                 api.service.metrics.messages_deleted.inc();
                             }
                             DeleteMessageBatchResultEntry { id: id.clone() }

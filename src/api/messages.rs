@@ -85,7 +85,7 @@ pub(super) async fn delete_message(
     if api
         .service
         .with_queue(name, |queue, now| queue.delete(handle, now))
-        .await?
+        .await??
     {
         api.service.metrics.messages_deleted.inc();
     }

@@ -725,18 +725,27 @@ impl Queue {
 
     /// Deletes the message if `handle` is its latest receipt. A stale handle
     /// (the message was received again, or is already gone) succeeds without
-    /// deleting anything, as in SQS. Returns whether a message was deleted.
-    pub fn delete(&mut self, handle: ReceiptHandle, now: u64) -> bool {
+    /// deleting anything, as in SQS. On a FIFO queue a receipt whose
+    /// visibility ran out has expired, as AWS answers. Returns whether a
+    /// message was deleted.
+    pub fn delete(&mut self, handle: ReceiptHandle, now: u64) -> Result<bool> {
         self.advance(now);
-        let current = self
+        let Some(message) = self
             .messages
             .get(&handle.seq)
-            .is_some_and(|m| m.receipt == Some(handle.nonce));
-        if current {
-            self.remove(handle.seq);
-            self.record(|_| Change::Removed(handle.seq));
+            .filter(|m| m.receipt == Some(handle.nonce))
+        else {
+            return Ok(false);
+        };
+        if self.is_fifo() && !matches!(message.state, MessageState::InFlight { .. }) {
+            return Err(SqsError::invalid_parameter(format!(
+                "Value {} for parameter ReceiptHandle is invalid. Reason: The receipt handle has expired.",
+                handle.encode()
+            )));
         }
-        current
+        self.remove(handle.seq);
+        self.record(|_| Change::Removed(handle.seq));
+        Ok(true)
     }
 
     /// Sets a new visibility timeout, counted from now, for the message that
@@ -971,11 +980,14 @@ mod tests {
         q.send(msg("a"), T0).unwrap();
         let old = q.receive(1, Some(1), None, None, T0)[0].receipt_handle;
         let new = q.receive(1, None, None, None, T0 + 1_000)[0].receipt_handle;
-        assert!(!q.delete(old, T0 + 1_000), "a stale handle deletes nothing");
+        assert!(
+            !q.delete(old, T0 + 1_000).unwrap(),
+            "a stale handle deletes nothing"
+        );
         assert_eq!(q.counts(T0 + 1_000).in_flight, 1);
-        assert!(q.delete(new, T0 + 1_000));
+        assert!(q.delete(new, T0 + 1_000).unwrap());
         assert_eq!(q.counts(T0 + 1_000), Counts::default());
-        assert!(!q.delete(new, T0 + 1_000), "deleting twice is a no-op");
+        assert!(!q.delete(new, T0 + 1_000).unwrap(), "deleting twice is a no-op");
     }
 
     #[test]
@@ -1099,7 +1111,7 @@ mod tests {
         }
         let first = q.receive(1, Some(5), None, None, T0);
         assert_eq!(bodies(&q.receive(10, None, None, None, T0)), ["2", "3"]);
-        q.delete(first[0].receipt_handle, T0);
+        q.delete(first[0].receipt_handle, T0).unwrap();
         assert!(q.receive(10, None, None, None, T0 + 60_000).len() == 2);
     }
 
@@ -1115,7 +1127,7 @@ mod tests {
         q.send(msg("a"), T0).unwrap();
         let handle = q.receive(1, None, None, None, T0)[0].receipt_handle;
         q.change_visibility(handle, 100, T0).unwrap();
-        q.delete(handle, T0);
+        q.delete(handle, T0).unwrap();
         let kinds: Vec<&str> = q
             .take_changes()
             .iter()
@@ -1170,7 +1182,7 @@ mod tests {
             }
         );
         assert!(
-            restored.delete(taken[0].receipt_handle, T0 + 2_000),
+            restored.delete(taken[0].receipt_handle, T0 + 2_000).unwrap(),
             "receipt handles survive"
         );
         let sent = restored.send(msg("new"), T0 + 2_000).unwrap();
@@ -1195,6 +1207,24 @@ mod tests {
             dedup_id: Some(body.into()),
             ..msg(body)
         }
+    }
+
+    #[test]
+    fn a_fifo_receipt_expires_with_its_visibility_and_a_standard_one_does_not() {
+        let mut fifo = fifo_queue();
+        fifo.send(grouped("m", "g"), T0).unwrap();
+        let handle = fifo.receive(1, Some(1), None, None, T0)[0].receipt_handle;
+        let error = fifo.delete(handle, T0 + 1_000).unwrap_err();
+        assert!(
+            error.message.contains("The receipt handle has expired."),
+            "{error}"
+        );
+        assert_eq!(fifo.counts(T0 + 1_000).visible, 1, "nothing was deleted");
+
+        let mut standard = queue();
+        standard.send(msg("m"), T0).unwrap();
+        let handle = standard.receive(1, Some(1), None, None, T0)[0].receipt_handle;
+        assert!(standard.delete(handle, T0 + 1_000).unwrap());
     }
 
     #[test]
@@ -1229,7 +1259,7 @@ mod tests {
             q.receive(1, None, None, None, T0).is_empty(),
             "blocked while 1 is in flight"
         );
-        q.delete(first[0].receipt_handle, T0);
+        q.delete(first[0].receipt_handle, T0).unwrap();
         assert_eq!(bodies(&q.receive(1, None, None, None, T0)), ["2"]);
     }
 
@@ -1256,7 +1286,7 @@ mod tests {
         q.send(grouped("x", "g"), T0).unwrap();
         let (_, with_message) = q.holding();
         let received = q.receive(1, None, None, None, T0);
-        assert!(q.delete(received[0].receipt_handle, T0));
+        assert!(q.delete(received[0].receipt_handle, T0).unwrap());
         let (messages, bytes) = q.holding();
         assert_eq!(messages, 0);
         assert!(bytes > 0, "the record outlives its message");
@@ -1451,7 +1481,8 @@ mod tests {
                     _ => {
                         if !handles.is_empty() && rand(2) == 0 {
                             let (group, body, handle) = handles.remove(rand(handles.len() as u64) as usize);
-                            if q.delete(handle, now) {
+                            // An expired receipt deletes nothing (and is an error on FIFO queues).
+                            if q.delete(handle, now).unwrap_or(false) {
                                 sent.get_mut(&group).unwrap().retain(|b| *b != body);
                             }
                         } else {
