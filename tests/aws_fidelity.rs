@@ -579,3 +579,57 @@ async fn query_answers_for_missing_queues_wildcards_fifo_delays_and_dead_letter_
     .await;
     assert_eq!(dead["Messages"][0]["Attributes"]["ApproximateReceiveCount"], "2");
 }
+
+#[tokio::test]
+async fn attribute_prefixes_bad_attribute_characters_and_the_policy_version() {
+    let server = Server::start();
+    let url = create(&server, "prefixes", json!({})).await;
+    let string = |value: &str| json!({"DataType": "String", "StringValue": value});
+    json_call(
+        &server,
+        "SendMessage",
+        json!({"QueueUrl": url, "MessageBody": "msg", "MessageAttributes": {
+            "Help.Me": string("Me"), "Hello": string("There"), "General": string("Kenobi")}}),
+    )
+    .await;
+    let (_, received, _) = json_call(
+        &server,
+        "ReceiveMessage",
+        json!({"QueueUrl": url, "MessageAttributeNames": ["Hel.*"], "VisibilityTimeout": 0}),
+    )
+    .await;
+    let mut names: Vec<&String> = received["Messages"][0]["MessageAttributes"]
+        .as_object()
+        .unwrap()
+        .keys()
+        .collect();
+    names.sort();
+    assert_eq!(names, ["Hello", "Help.Me"]);
+
+    // A body's bad characters are InvalidMessageContents; an attribute's are
+    // an invalid parameter.
+    let (status, body, query_error) = json_call(
+        &server,
+        "SendMessage",
+        json!({"QueueUrl": url, "MessageBody": "b",
+               "MessageAttributes": {"attr1": string("Invalid-\u{8},\u{b}")}}),
+    )
+    .await;
+    assert_eq!(status, 400, "{body}");
+    assert_eq!(query_error.as_deref(), Some("InvalidParameterValue;Sender"));
+
+    json_call(
+        &server,
+        "AddPermission",
+        json!({"QueueUrl": url, "Label": "l", "AWSAccountIds": ["111122223333"], "Actions": ["SendMessage"]}),
+    )
+    .await;
+    let (_, attributes, _) = json_call(
+        &server,
+        "GetQueueAttributes",
+        json!({"QueueUrl": url, "AttributeNames": ["Policy"]}),
+    )
+    .await;
+    let policy: Value = serde_json::from_str(attributes["Attributes"]["Policy"].as_str().unwrap()).unwrap();
+    assert_eq!(policy["Version"], "2008-10-17");
+}

@@ -127,5 +127,5 @@ pub(super) fn policy_document(policy: Option<&str>, arn: &str) -> serde_json::Va
     policy
         .and_then(|p| serde_json::from_str::<serde_json::Value>(p).ok())
         .filter(|p| p["Statement"].is_array())
-        .unwrap_or_else(|| serde_json::json!({"Version": "2012-10-17", "Id": format!("{arn}/SQSDefaultPolicy"), "Statement": []}))
+        .unwrap_or_else(|| serde_json::json!({"Version": "2008-10-17", "Id": format!("{arn}/SQSDefaultPolicy"), "Statement": []}))
 }

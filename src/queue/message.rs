@@ -199,11 +199,12 @@ fn validate_attribute(name: &str, attribute: &MessageAttribute) -> Result<()> {
                     "Message (user) attribute '{name}' must contain a non-empty value of type 'String'."
                 )));
             }
+            // Unlike a body's (InvalidMessageContents), an attribute's bad
+            // characters are an invalid parameter, as AWS answers.
             if value.chars().any(|c| !is_allowed_char(c)) {
-                return Err(SqsError::new(
-                    ErrorCode::InvalidMessageContents,
-                    format!("The message attribute '{name}' contains characters SQS does not allow."),
-                ));
+                return Err(SqsError::invalid_parameter(format!(
+                    "The message attribute '{name}' contains characters SQS does not allow."
+                )));
             }
             Ok(())
         }
