@@ -75,16 +75,28 @@ impl Member {
         }
     }
 
-    /// Every member of `members`, the flattened ones' members in their place.
-    pub fn all(members: &'static [Member]) -> impl Iterator<Item = &'static Member> {
-        members
-            .iter()
-            .flat_map(|member| -> Box<dyn Iterator<Item = &'static Member>> {
-                match &member.kind {
-                    Kind::Flattened(inner) => Box::new(Member::all(inner)),
-                    _ => Box::new(std::iter::once(member)),
-                }
-            })
+    /// Calls `f` with every member of `members`, the flattened ones'
+    /// members in their place; stops at the first error. Allocates nothing:
+    /// the Query protocol walks the tables on every request.
+    pub fn visit<E>(
+        members: &'static [Member],
+        f: &mut impl FnMut(&'static Member) -> Result<(), E>,
+    ) -> Result<(), E> {
+        for member in members {
+            match &member.kind {
+                Kind::Flattened(inner) => Member::visit(inner, f)?,
+                _ => f(member)?,
+            }
+        }
+        Ok(())
+    }
+
+    /// The member of `members` (flattened ones included) named `json` in JSON.
+    pub fn find(members: &'static [Member], json: &str) -> Option<&'static Member> {
+        members.iter().find_map(|member| match &member.kind {
+            Kind::Flattened(inner) => Member::find(inner, json),
+            _ => (member.json == json).then_some(member),
+        })
     }
 
     /// The name this member has in Query requests and XML answers.

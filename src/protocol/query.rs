@@ -180,18 +180,19 @@ fn fold(pairs: Vec<(String, String)>, action: Action) -> Result<Map<String, Valu
 /// shape does not have are ignored, as SQS ignores them.
 fn structure(node: &Node, members: &'static [Member]) -> Result<Map<String, Value>, SqsError> {
     let mut out = Map::new();
-    for member in Member::all(members) {
+    Member::visit(members, &mut |member| {
         let Some(child) = member
             .query_names()
             .iter()
             .find_map(|name| node.children.get(*name))
         else {
-            continue;
+            return Ok(());
         };
         if let Some(value) = read(child, &member.kind, member.json)? {
             out.insert(member.json.to_string(), value);
         }
-    }
+        Ok(())
+    })?;
     Ok(out)
 }
 
@@ -332,7 +333,7 @@ fn with_headers(status: StatusCode, request_id: &str, xml: String) -> Response {
 /// flattened as SQS does.
 fn render_fields(xml: &mut String, fields: &Map<String, Value>, members: &'static [Member]) {
     for (key, value) in fields {
-        match Member::all(members).find(|m| m.json == key) {
+        match Member::find(members, key) {
             Some(member) => render_member(xml, member.query_name(), &member.kind, value),
             // Not in the model's table: rendered under its JSON name, so
             // that nothing is lost (tests/protocols.rs compares every answer
@@ -487,11 +488,15 @@ mod tests {
             Kind::Boolean => Value::from(true),
             Kind::List(item) => Value::Array(vec![sample(item)]),
             Kind::Map { of, .. } => serde_json::json!({ "k": sample(of) }),
-            Kind::Structure(members) | Kind::Flattened(members) => Value::Object(
-                Member::all(members)
-                    .map(|m| (m.json.to_string(), sample(&m.kind)))
-                    .collect(),
-            ),
+            Kind::Structure(members) | Kind::Flattened(members) => {
+                let mut fields = Map::new();
+                Member::visit::<()>(members, &mut |m| {
+                    fields.insert(m.json.to_string(), sample(&m.kind));
+                    Ok(())
+                })
+                .unwrap();
+                Value::Object(fields)
+            }
         }
     }
 
@@ -517,7 +522,13 @@ mod tests {
                 }
             }
             (Kind::Structure(members) | Kind::Flattened(members), Value::Object(fields)) => {
-                for member in Member::all(members) {
+                let mut each = Vec::new();
+                Member::visit::<()>(members, &mut |m| {
+                    each.push(m);
+                    Ok(())
+                })
+                .unwrap();
+                for member in each {
                     let prefix = if name.is_empty() {
                         String::new()
                     } else {
