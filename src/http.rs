@@ -239,9 +239,7 @@ fn read_request(
             // POST /{account}/{queue}: the path is the queue URL.
             let queue_path = Some(uri.path()).filter(|p| p.trim_matches('/').contains('/'));
             let (action, tree) = query::parse(&body, uri.query(), queue_path)?;
-            // A queue URL takes only the actions that act on a queue, and
-            // GetQueueUrl (as AWS does).
-            if queue_path.is_some() && !action.acts_on_queue() && action != Action::GetQueueUrl {
+            if queue_path.is_some() && !action.served_at_queue_url() {
                 return Err(SqsError::new(
                     ErrorCode::InvalidAction,
                     format!("The action {} is not valid for this endpoint.", action.name()),

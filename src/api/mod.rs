@@ -142,10 +142,12 @@ macro_rules! actions {
                 match self { $(Action::$name => stringify!($name)),* }
             }
 
-            /// Whether the action acts on the queue its QueueUrl names (and so
-            /// may be sent to a queue URL).
-            pub fn acts_on_queue(self) -> bool {
-                match self { $(Action::$name => on_queue_flag!($($on_queue)?)),* }
+            /// Whether a request may be sent to a queue URL: the actions that
+            /// act on the queue their QueueUrl names, and GetQueueUrl, as
+            /// AWS takes them there.
+            pub fn served_at_queue_url(self) -> bool {
+                self == Action::GetQueueUrl
+                    || match self { $(Action::$name => on_queue_flag!($($on_queue)?)),* }
             }
 
             /// The members of the action's request, for wire formats that
