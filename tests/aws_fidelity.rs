@@ -633,3 +633,144 @@ async fn attribute_prefixes_bad_attribute_characters_and_the_policy_version() {
     let policy: Value = serde_json::from_str(attributes["Attributes"]["Policy"].as_str().unwrap()).unwrap();
     assert_eq!(policy["Version"], "2008-10-17");
 }
+
+/// Both wire formats, for scenarios that must run the same over each.
+#[derive(Clone, Copy, Debug)]
+enum Wire {
+    Json,
+    Query,
+}
+
+impl Wire {
+    async fn send_grouped(self, server: &Server, url: &str, body: &str, group: &str) {
+        match self {
+            Wire::Json => {
+                let input = json!({"QueueUrl": url, "MessageBody": body, "MessageGroupId": group});
+                let (status, answer, _) = json_call(server, "SendMessage", input).await;
+                assert_eq!(status, 200, "{answer}");
+            }
+            Wire::Query => {
+                let form = [
+                    ("Action", "SendMessage"),
+                    ("QueueUrl", url),
+                    ("MessageBody", body),
+                    ("MessageGroupId", group),
+                ];
+                let (status, xml) = query_call(server, &form).await;
+                assert_eq!(status, 200, "{xml}");
+            }
+        }
+    }
+
+    /// (body, receipt handle) of each message received, in order.
+    async fn receive(self, server: &Server, url: &str, max: u32, visibility: u32) -> Vec<(String, String)> {
+        match self {
+            Wire::Json => {
+                let input =
+                    json!({"QueueUrl": url, "MaxNumberOfMessages": max, "VisibilityTimeout": visibility});
+                let (status, answer, _) = json_call(server, "ReceiveMessage", input).await;
+                assert_eq!(status, 200, "{answer}");
+                let messages = answer["Messages"].as_array().cloned().unwrap_or_default();
+                messages
+                    .iter()
+                    .map(|m| {
+                        (
+                            m["Body"].as_str().unwrap().into(),
+                            m["ReceiptHandle"].as_str().unwrap().into(),
+                        )
+                    })
+                    .collect()
+            }
+            Wire::Query => {
+                let (max, visibility) = (max.to_string(), visibility.to_string());
+                let form = [
+                    ("Action", "ReceiveMessage"),
+                    ("QueueUrl", url),
+                    ("MaxNumberOfMessages", &max),
+                    ("VisibilityTimeout", &visibility),
+                ];
+                let (status, xml) = query_call(server, &form).await;
+                assert_eq!(status, 200, "{xml}");
+                let element = |message: &str, name: &str| {
+                    let start = message.find(&format!("<{name}>")).unwrap() + name.len() + 2;
+                    let end = message.find(&format!("</{name}>")).unwrap();
+                    message[start..end].to_string()
+                };
+                xml.split("<Message>")
+                    .skip(1)
+                    .map(|message| (element(message, "Body"), element(message, "ReceiptHandle")))
+                    .collect()
+            }
+        }
+    }
+
+    async fn change_visibility(self, server: &Server, url: &str, handle: &str, timeout: u32) {
+        match self {
+            Wire::Json => {
+                let input = json!({"QueueUrl": url, "ReceiptHandle": handle, "VisibilityTimeout": timeout});
+                let (status, answer, _) = json_call(server, "ChangeMessageVisibility", input).await;
+                assert_eq!(status, 200, "{answer}");
+            }
+            Wire::Query => {
+                let timeout = timeout.to_string();
+                let form = [
+                    ("Action", "ChangeMessageVisibility"),
+                    ("QueueUrl", url),
+                    ("ReceiptHandle", handle),
+                    ("VisibilityTimeout", &timeout),
+                ];
+                let (status, xml) = query_call(server, &form).await;
+                assert_eq!(status, 200, "{xml}");
+            }
+        }
+    }
+}
+
+fn bodies(received: &[(String, String)]) -> Vec<&str> {
+    received.iter().map(|(body, _)| body.as_str()).collect()
+}
+
+/// FIFO groups take turns as recorded against AWS: a group whose message
+/// comes back from a receive goes behind the groups already waiting, and
+/// gives the messages before its oldest one still in flight.
+#[tokio::test]
+async fn fifo_groups_take_turns_as_aws_orders_them() {
+    let server = Server::start();
+    for wire in [Wire::Json, Wire::Query] {
+        let attributes = json!({"FifoQueue": "true", "ContentBasedDeduplication": "true"});
+        let url = create(&server, &format!("turns-{wire:?}.fifo"), attributes.clone()).await;
+        for (body, group) in [("g1-m1", "1"), ("g1-m2", "1"), ("g2-m1", "2")] {
+            wire.send_grouped(&server, &url, body, group).await;
+        }
+        let taken = wire.receive(&server, &url, 2, 30).await;
+        assert_eq!(bodies(&taken), ["g1-m1", "g1-m2"], "{wire:?}");
+        wire.change_visibility(&server, &url, &taken[0].1, 0).await;
+        let again = wire.receive(&server, &url, 3, 30).await;
+        assert_eq!(
+            bodies(&again),
+            ["g2-m1", "g1-m1"],
+            "{wire:?}: g1-m2 is still in flight"
+        );
+
+        // Received with no visibility timeout, the groups taken go behind
+        // the group the receive did not reach.
+        let url = create(&server, &format!("zero-{wire:?}.fifo"), attributes).await;
+        for (body, group) in [
+            ("g1-m1", "1"),
+            ("g2-m1", "2"),
+            ("g2-m2", "2"),
+            ("g3-m1", "3"),
+            ("g1-m2", "1"),
+        ] {
+            wire.send_grouped(&server, &url, body, group).await;
+        }
+        let first = wire.receive(&server, &url, 3, 0).await;
+        assert_eq!(bodies(&first), ["g1-m1", "g1-m2", "g2-m1"], "{wire:?}");
+        let all = wire.receive(&server, &url, 10, 0).await;
+        assert_eq!(
+            bodies(&all),
+            ["g3-m1", "g1-m1", "g1-m2", "g2-m1", "g2-m2"],
+            "{wire:?}"
+        );
+    }
+}

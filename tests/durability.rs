@@ -9,7 +9,7 @@ use std::time::Duration;
 use aws_sdk_sqs::types::{
     MessageAttributeValue, MessageSystemAttributeName, QueueAttributeName, SendMessageBatchRequestEntry,
 };
-use common::{RedisServer, Server, client_without_retries, queue_url, single_leader};
+use common::{RedisServer, Server, client_without_retries, create_queue_url, queue_url, single_leader};
 
 fn attr(value: &str) -> MessageAttributeValue {
     MessageAttributeValue::builder()
@@ -467,6 +467,38 @@ async fn fifo_order_deduplication_and_dead_letters_survive_a_failover() {
         .await
         .unwrap();
     let (fifo, flaky, dead) = (queue_url("jobs.fifo"), queue_url("flaky"), queue_url("dead"));
+    // Group 1 comes back from a receive (by a visibility change) while
+    // group 2 waits: after the failover group 2 must still go first.
+    let turns = create_queue_url(
+        &sqs,
+        "turns.fifo",
+        &[("FifoQueue", "true"), ("ContentBasedDeduplication", "true")],
+    )
+    .await;
+    for (body, group) in [("g1-m1", "1"), ("g1-m2", "1"), ("g2-m1", "2")] {
+        sqs.send_message()
+            .queue_url(&turns)
+            .message_body(body)
+            .message_group_id(group)
+            .send()
+            .await
+            .unwrap();
+    }
+    let taken = sqs
+        .receive_message()
+        .queue_url(&turns)
+        .max_number_of_messages(2)
+        .visibility_timeout(60)
+        .send()
+        .await
+        .unwrap();
+    sqs.change_message_visibility()
+        .queue_url(&turns)
+        .receipt_handle(taken.messages()[0].receipt_handle().unwrap())
+        .visibility_timeout(0)
+        .send()
+        .await
+        .unwrap();
     let mut first_id = None;
     for i in 0..5 {
         let sent = sqs
@@ -545,4 +577,17 @@ async fn fifo_order_deduplication_and_dead_letters_survive_a_failover() {
     );
     let dead_letters = sqs.receive_message().queue_url(&dead).send().await.unwrap();
     assert_eq!(dead_letters.messages()[0].body(), Some("poison"));
+    let out = sqs
+        .receive_message()
+        .queue_url(&turns)
+        .max_number_of_messages(3)
+        .send()
+        .await
+        .unwrap();
+    let bodies: Vec<_> = out.messages().iter().map(|m| m.body().unwrap()).collect();
+    assert_eq!(
+        bodies,
+        ["g2-m1", "g1-m1"],
+        "the groups' turns survive the failover"
+    );
 }

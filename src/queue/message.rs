@@ -71,8 +71,10 @@ pub struct Message {
 pub enum MessageState {
     /// Waiting for its delay to pass.
     Delayed { until: u64 },
-    /// Ready to be received.
-    Visible,
+    /// Ready to be received since `since`: when it was sent, its delay
+    /// ended, or its visibility timeout ran out or was cut short. FIFO
+    /// queues line up their ready groups by it (see `queue::Groups`).
+    Visible { since: u64 },
     /// Received at `received_at` and hidden until `until`.
     InFlight { until: u64, received_at: u64 },
 }

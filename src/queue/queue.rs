@@ -63,50 +63,88 @@ pub struct Queue {
     attempts: HashMap<String, (u64, Vec<ReceiptHandle>)>,
 }
 
-/// FIFO message groups. A group can deliver when its oldest visible message
-/// is at the head and none of its messages is in flight; `ready` orders such
-/// groups by their head, so the next receivable message is found in O(log n).
+/// FIFO message groups, lined up as AWS lines them up.
+///
+/// A group can deliver its visible messages that come before its oldest
+/// message in flight (with nothing in flight, all of them): a message taken
+/// back by a visibility change (or whose timeout ran out) is received again
+/// before the later messages of its group that are still in flight, and a
+/// group whose oldest message is in flight gives nothing. Ready groups take
+/// their turn by the time their first message became visible (sent, or
+/// back from a receive), so a group that turns ready again after a receive
+/// goes behind the groups already waiting, as recorded against AWS; `ready`
+/// keeps that order, so the next receivable message is found in O(log n).
 #[derive(Default)]
 struct Groups {
     by_name: HashMap<Arc<str>, Group>,
-    ready: BTreeSet<(u64, Arc<str>)>,
+    /// (visible since, sequence number) of each ready group's first message.
+    ready: BTreeSet<(u64, u64, Arc<str>)>,
 }
 
 #[derive(Default)]
 struct Group {
-    visible: BTreeSet<u64>,
-    in_flight: usize,
-    /// The head under which this group sits in `ready`, if it does.
-    ready_at: Option<u64>,
+    /// Sequence number → visible since.
+    visible: BTreeMap<u64, u64>,
+    in_flight: BTreeSet<u64>,
+    /// The key under which this group sits in `ready`, if it does.
+    ready_at: Option<(u64, u64)>,
+}
+
+impl Group {
+    /// The first message, if the group can deliver it.
+    fn head(&self) -> Option<(u64, u64)> {
+        let (&seq, &since) = self.visible.first_key_value()?;
+        let blocked = self.in_flight.first().is_some_and(|&oldest| oldest < seq);
+        (!blocked).then_some((since, seq))
+    }
 }
 
 impl Groups {
     fn update(&mut self, name: &Arc<str>, change: impl FnOnce(&mut Group)) {
         let group = self.by_name.entry(name.clone()).or_default();
         change(group);
-        let head = if group.in_flight == 0 {
-            group.visible.first().copied()
-        } else {
-            None
-        };
+        let head = group.head();
         if group.ready_at != head {
-            if let Some(old) = group.ready_at {
-                self.ready.remove(&(old, name.clone()));
+            if let Some((since, seq)) = group.ready_at {
+                self.ready.remove(&(since, seq, name.clone()));
             }
-            if let Some(new) = head {
-                self.ready.insert((new, name.clone()));
+            if let Some((since, seq)) = head {
+                self.ready.insert((since, seq, name.clone()));
             }
             group.ready_at = head;
         }
-        if group.visible.is_empty() && group.in_flight == 0 {
+        if group.visible.is_empty() && group.in_flight.is_empty() {
             self.by_name.remove(name);
         }
     }
 
-    /// The next visible message of `name`, if the group has one.
-    fn next_in(&self, name: &Arc<str>) -> Option<u64> {
-        self.by_name.get(name)?.visible.first().copied()
+    /// The ready group whose turn it is: its name, its first message, and
+    /// the sequence number before which its messages may be taken (its
+    /// oldest message in flight).
+    fn next_ready(&self) -> Option<Run> {
+        let (_, seq, name) = self.ready.first()?;
+        let before = self.by_name[name].in_flight.first().copied().unwrap_or(u64::MAX);
+        Some(Run {
+            group: name.clone(),
+            first: *seq,
+            before,
+        })
     }
+
+    /// The next message of the run, if the group has one in it.
+    fn next_in(&self, run: &Run) -> Option<u64> {
+        let (&seq, _) = self.by_name.get(&run.group)?.visible.first_key_value()?;
+        (seq < run.before).then_some(seq)
+    }
+}
+
+/// What one receive takes from one FIFO group: consecutive messages from
+/// `first`, all sent before `before` (the group's oldest message that was
+/// already in flight when the run began).
+struct Run {
+    group: Arc<str>,
+    first: u64,
+    before: u64,
 }
 
 /// FIFO deduplication: ids seen within the last five minutes.
@@ -382,13 +420,13 @@ impl Queue {
             if until > now {
                 break;
             }
-            self.set_state(seq, MessageState::Visible);
+            self.set_state(seq, MessageState::Visible { since: until });
         }
         while let Some(&(until, seq)) = self.in_flight.first() {
             if until > now {
                 break;
             }
-            self.set_state(seq, MessageState::Visible);
+            self.set_state(seq, MessageState::Visible { since: until });
         }
         let retention_ms = u64::from(self.attributes.message_retention_period) * 1000;
         while let Some(&(sent_at, seq)) = self.by_sent.first() {
@@ -495,7 +533,7 @@ impl Queue {
                     until: now + u64::from(delay_seconds) * 1000,
                 }
             } else {
-                MessageState::Visible
+                MessageState::Visible { since: now }
             },
         };
         let sent = Sent {
@@ -603,15 +641,15 @@ impl Queue {
             .as_ref()
             .map(|p| p.max_receive_count);
         let mut received = Vec::new();
-        let mut current_group: Option<Arc<str>> = None;
+        let mut run: Option<Run> = None;
         while received.len() < max {
-            let Some(seq) = self.next_receivable(&mut current_group) else {
+            let Some(seq) = self.next_receivable(&mut run) else {
                 break;
             };
             if let (Some(limit), Some(target)) = (max_receives, dead_letter.as_mut())
                 && self.messages[&seq].receive_count >= limit
             {
-                current_group = None;
+                run = None;
                 let moved = self.remove(seq).expect("a receivable message exists");
                 self.record(|_| Change::Removed(seq));
                 target.queue.accept(moved, Some(target.source_arn.clone()), now);
@@ -643,20 +681,19 @@ impl Queue {
     }
 
     /// The next message a receive may take. For FIFO queues, keeps taking
-    /// from `current_group` while it has visible messages, then moves on to
-    /// the ready group with the oldest head.
-    fn next_receivable(&self, current_group: &mut Option<Arc<str>>) -> Option<u64> {
+    /// from the current run while it goes on, then starts one from the
+    /// ready group whose turn it is.
+    fn next_receivable(&self, run: &mut Option<Run>) -> Option<u64> {
         if !self.is_fifo() {
             return self.visible.first().copied();
         }
-        if let Some(group) = current_group.as_ref()
-            && let Some(seq) = self.groups.next_in(group)
-        {
+        if let Some(seq) = run.as_ref().and_then(|run| self.groups.next_in(run)) {
             return Some(seq);
         }
-        let (head, group) = self.groups.ready.first()?;
-        *current_group = Some(group.clone());
-        Some(*head)
+        let next = self.groups.next_ready()?;
+        let first = next.first;
+        *run = Some(next);
+        Some(first)
     }
 
     /// A FIFO receive retried with the same ReceiveRequestAttemptId gets the
@@ -695,7 +732,7 @@ impl Queue {
             message.first_received_at = None;
         }
         message.receipt = None;
-        message.state = MessageState::Visible;
+        message.state = MessageState::Visible { since: now };
         message.dead_letter_source = dead_letter_source;
         self.record(|_| Change::Sent(message.clone()));
         self.insert(message);
@@ -776,7 +813,7 @@ impl Queue {
             )));
         }
         let state = if timeout_seconds == 0 {
-            MessageState::Visible
+            MessageState::Visible { since: now }
         } else {
             MessageState::InFlight {
                 until: new_until,
@@ -859,11 +896,11 @@ impl Queue {
         };
         let group = self.fifo_group(seq);
         match state {
-            MessageState::Visible => {
+            MessageState::Visible { since } => {
                 self.visible.insert(seq);
                 if let Some(group) = group {
                     self.groups.update(&group, |g| {
-                        g.visible.insert(seq);
+                        g.visible.insert(seq, since);
                     });
                 }
             }
@@ -873,7 +910,9 @@ impl Queue {
             MessageState::InFlight { until, .. } => {
                 self.in_flight.insert((until, seq));
                 if let Some(group) = group {
-                    self.groups.update(&group, |g| g.in_flight += 1);
+                    self.groups.update(&group, |g| {
+                        g.in_flight.insert(seq);
+                    });
                 }
             }
         }
@@ -886,7 +925,7 @@ impl Queue {
         };
         let group = self.fifo_group(seq);
         match state {
-            MessageState::Visible => {
+            MessageState::Visible { .. } => {
                 self.visible.remove(&seq);
                 if let Some(group) = group {
                     self.groups.update(&group, |g| {
@@ -900,7 +939,9 @@ impl Queue {
             MessageState::InFlight { until, .. } => {
                 self.in_flight.remove(&(until, seq));
                 if let Some(group) = group {
-                    self.groups.update(&group, |g| g.in_flight -= 1);
+                    self.groups.update(&group, |g| {
+                        g.in_flight.remove(&seq);
+                    });
                 }
             }
         }
@@ -1263,6 +1304,95 @@ mod tests {
         assert_eq!(bodies(&q.receive(1, None, None, None, T0)), ["2"]);
     }
 
+    /// As recorded against AWS: a group whose message came back from a
+    /// receive (here cut short by a visibility change) goes behind the
+    /// groups already waiting, and delivers what comes before its oldest
+    /// message still in flight.
+    #[test]
+    fn a_fifo_group_back_from_a_receive_waits_behind_groups_already_ready() {
+        let mut q = fifo_queue();
+        for (body, group) in [("g1-m1", "1"), ("g1-m2", "1"), ("g2-m1", "2")] {
+            q.send(grouped(body, group), T0).unwrap();
+        }
+        let taken = q.receive(2, Some(30), None, None, T0 + 1);
+        assert_eq!(bodies(&taken), ["g1-m1", "g1-m2"]);
+        q.change_visibility(taken[0].receipt_handle, 0, T0 + 2).unwrap();
+        assert_eq!(
+            bodies(&q.receive(3, Some(30), None, None, T0 + 3)),
+            ["g2-m1", "g1-m1"],
+            "g1-m2 is still in flight"
+        );
+    }
+
+    /// As recorded against AWS: three messages of one group, one of them
+    /// kept in flight longer; the group gives the messages before it.
+    #[test]
+    fn a_fifo_group_gives_the_messages_before_its_oldest_in_flight() {
+        for (kept, expected) in [(0, vec![]), (1, vec!["foo"]), (2, vec!["foo", "bar"])] {
+            let mut q = fifo_queue();
+            for body in ["foo", "bar", "baz"] {
+                q.send(grouped(body, "1"), T0).unwrap();
+            }
+            let taken = q.receive(5, Some(1), None, None, T0);
+            q.change_visibility(taken[kept].receipt_handle, 4, T0 + 10)
+                .unwrap();
+            assert_eq!(
+                bodies(&q.receive(5, None, None, None, T0 + 2_500)),
+                expected,
+                "message {kept} kept"
+            );
+        }
+    }
+
+    /// As recorded against AWS: receives with a visibility timeout of zero
+    /// put the groups they took behind the one they did not reach.
+    #[test]
+    fn fifo_groups_received_with_no_visibility_timeout_go_to_the_back() {
+        let mut q = fifo_queue();
+        for (body, group) in [
+            ("g1-m1", "1"),
+            ("g2-m1", "2"),
+            ("g2-m2", "2"),
+            ("g3-m1", "3"),
+            ("g1-m2", "1"),
+        ] {
+            q.send(grouped(body, group), T0).unwrap();
+        }
+        assert_eq!(
+            bodies(&q.receive(3, Some(0), None, None, T0 + 1)),
+            ["g1-m1", "g1-m2", "g2-m1"]
+        );
+        assert_eq!(
+            bodies(&q.receive(10, Some(0), None, None, T0 + 2)),
+            ["g3-m1", "g1-m1", "g1-m2", "g2-m1", "g2-m2"]
+        );
+    }
+
+    /// As recorded against AWS: a group freed by deleting what was in
+    /// flight keeps its place by the time its next message was sent.
+    #[test]
+    fn a_fifo_group_freed_by_deletes_keeps_its_place() {
+        let mut q = fifo_queue();
+        for (body, group) in [
+            ("g1-m1", "1"),
+            ("g2-m1", "2"),
+            ("g1-m2", "1"),
+            ("g2-m2", "2"),
+            ("g1-m3", "1"),
+            ("g3-m1", "3"),
+        ] {
+            q.send(grouped(body, group), T0).unwrap();
+        }
+        let taken = q.receive(2, None, None, None, T0 + 1);
+        for received in &taken {
+            q.delete(received.receipt_handle, T0 + 2).unwrap();
+        }
+        assert_eq!(
+            bodies(&q.receive(10, None, None, None, T0 + 3)),
+            ["g2-m1", "g2-m2", "g1-m3", "g3-m1"]
+        );
+    }
+
     #[test]
     fn fifo_deduplicates_within_five_minutes() {
         let mut q = fifo_queue();
@@ -1422,10 +1552,10 @@ mod tests {
         );
     }
 
-    /// Random interleavings of send, receive, delete and time passing on a
-    /// FIFO queue: every receive returns, per group, a run that starts at the
-    /// group's oldest undeleted message and follows send order, and never
-    /// from a group that already had a message in flight.
+    /// Random interleavings of send, receive, delete, visibility changes and
+    /// time passing on a FIFO queue: every receive returns, per group, a run
+    /// that starts at the group's oldest undeleted message and follows send
+    /// order, and never a message that was already in flight.
     #[test]
     fn fifo_order_holds_under_random_interleavings() {
         let mut seed = 0x0123_4567_89ab_cdefu64;
@@ -1456,7 +1586,7 @@ mod tests {
                             .messages
                             .values()
                             .filter(|m| matches!(m.state, MessageState::InFlight { .. }))
-                            .map(|m| m.group_id.as_deref().unwrap().to_string())
+                            .map(|m| m.body.to_string())
                             .collect();
                         let got = q.receive(1 + rand(4) as usize, Some(1 + rand(3) as u32), None, None, now);
                         let mut runs: Vec<(String, Vec<String>)> = Vec::new();
@@ -1473,7 +1603,10 @@ mod tests {
                             ));
                         }
                         for (group, bodies) in runs {
-                            assert!(!busy.contains(&group), "group {group} had a message in flight");
+                            assert!(
+                                bodies.iter().all(|body| !busy.contains(body)),
+                                "group {group}: {bodies:?} had a message in flight"
+                            );
                             let expected = &sent[&group][..bodies.len()];
                             assert_eq!(bodies, expected, "group {group} out of order");
                         }
@@ -1485,6 +1618,10 @@ mod tests {
                             if q.delete(handle, now).unwrap_or(false) {
                                 sent.get_mut(&group).unwrap().retain(|b| *b != body);
                             }
+                        } else if !handles.is_empty() && rand(2) == 0 {
+                            let (_, _, handle) = handles[rand(handles.len() as u64) as usize];
+                            // A handle whose message was received again, or is gone, changes nothing.
+                            let _ = q.change_visibility(handle, rand(3) as u32, now);
                         } else {
                             now += rand(2_500);
                         }

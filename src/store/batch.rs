@@ -283,7 +283,7 @@ mod tests {
     use super::*;
     use crate::queue::message::MessageState;
     use crate::queue::{DedupEntry, QueueAttributes, QueueMeta};
-    use crate::store::codec::{sample_message, text};
+    use crate::store::codec::{SAMPLE_VISIBLE, sample_message, text};
 
     /// Redis as the commit script sees it: key → hash.
     type Store = BTreeMap<String, BTreeMap<String, String>>;
@@ -441,7 +441,7 @@ mod tests {
                 }),
                 1 | 2 => {
                     *next_seq += 1;
-                    let mut message = sample_message(*next_seq, MessageState::Visible);
+                    let mut message = sample_message(*next_seq, SAMPLE_VISIBLE);
                     if dice.below(2) == 0 {
                         // Never received: no state record.
                         (message.receive_count, message.first_received_at, message.receipt) = (0, None, None);
@@ -506,7 +506,7 @@ mod tests {
         let writes: Vec<Write> = (1..=1200)
             .map(|seq| Write::Queue {
                 name: "q".into(),
-                changes: vec![Change::Sent(sample_message(seq, MessageState::Visible))],
+                changes: vec![Change::Sent(sample_message(seq, SAMPLE_VISIBLE))],
             })
             .collect();
         let mut batch = Batch::new(&layout);

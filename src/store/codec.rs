@@ -157,8 +157,8 @@ struct BodyRecord<S: Ord> {
     du: Option<u64>,
 }
 
-/// The changing part of a message. `st`: `v` visible, `d` delayed until
-/// `u`, `f` in flight until `u` since `ra`.
+/// The changing part of a message. `st`: `v` visible since `u`, `d`
+/// delayed until `u`, `f` in flight until `u` since `ra`.
 #[derive(Serialize, Deserialize)]
 struct StateRecord {
     rc: u32,
@@ -218,15 +218,16 @@ pub fn state_implied_by_body(message: &Message) -> bool {
     message.receive_count == 0
         && message.first_received_at.is_none()
         && message.receipt.is_none()
-        && matches!(
-            message.state,
-            MessageState::Visible | MessageState::Delayed { .. }
-        )
+        && match message.state {
+            MessageState::Visible { since } => since == message.sent_at,
+            MessageState::Delayed { .. } => true,
+            MessageState::InFlight { .. } => false,
+        }
 }
 
 pub fn write_state(message: &Message, out: &mut BytesMut) {
     let (st, u, ra) = match message.state {
-        MessageState::Visible => ('v', None, None),
+        MessageState::Visible { since } => ('v', Some(since), None),
         MessageState::Delayed { until } => ('d', Some(until), None),
         MessageState::InFlight { until, received_at } => ('f', Some(until), Some(received_at)),
     };
@@ -293,7 +294,11 @@ pub fn decode_message(seq: u64, body: &str, state: Option<&str>) -> Result<Messa
         })
         .collect::<Result<_, DecodeError>>()?;
     let message_state = match (state.st, state.u, state.ra) {
-        ('v', _, _) => MessageState::Visible,
+        // Records written before `since` was kept have none: the sent time
+        // is the best guess, and only orders FIFO groups.
+        ('v', since, _) => MessageState::Visible {
+            since: since.unwrap_or(body.sent),
+        },
         ('d', Some(until), _) => MessageState::Delayed { until },
         ('f', Some(until), Some(received_at)) => MessageState::InFlight { until, received_at },
         _ => return Err(DecodeError::IncompleteState { seq, state: state.st }),
@@ -341,6 +346,16 @@ pub(super) fn text(write: impl FnOnce(&mut BytesMut)) -> String {
     String::from_utf8(out.to_vec()).expect("records are UTF-8")
 }
 
+/// When [`sample_message`] was sent.
+#[cfg(test)]
+pub(super) const SAMPLE_SENT_AT: u64 = 1_700_000_000_123;
+
+/// Visible since it was sent, as a message never received is.
+#[cfg(test)]
+pub(super) const SAMPLE_VISIBLE: MessageState = MessageState::Visible {
+    since: SAMPLE_SENT_AT,
+};
+
 /// A message with every optional part set, for tests.
 #[cfg(test)]
 pub(super) fn sample_message(seq: u64, state: MessageState) -> Message {
@@ -372,7 +387,7 @@ pub(super) fn sample_message(seq: u64, state: MessageState) -> Message {
         group_id: Some("group-1".into()),
         dedup_id: Some("dedup-1".into()),
         dead_letter_source: Some("arn:aws:sqs:us-east-1:000000000000:src".into()),
-        sent_at: 1_700_000_000_123,
+        sent_at: SAMPLE_SENT_AT,
         receive_count: 3,
         first_received_at: Some(1_700_000_001_000),
         receipt: Some(u64::MAX),
@@ -387,7 +402,9 @@ mod tests {
     #[test]
     fn messages_round_trip_in_every_state() {
         for state in [
-            MessageState::Visible,
+            MessageState::Visible {
+                since: 1_700_000_002_000,
+            },
             MessageState::Delayed { until: 5 },
             MessageState::InFlight {
                 until: 9,
@@ -433,10 +450,23 @@ mod tests {
         }
     }
 
+    /// A message received and back to visible, stored before state records
+    /// kept when it turned visible, loads as visible since it was sent.
+    #[test]
+    fn an_older_visible_state_record_loads_as_visible_since_sent() {
+        let message = sample_message(4, SAMPLE_VISIBLE);
+        let body = text(|out| write_body(&message, out));
+        let decoded =
+            decode_message(4, &body, Some(r#"{"rc":2,"fr":1700000001000,"rh":7,"st":"v"}"#)).unwrap();
+        assert_eq!((decoded.state, decoded.receive_count), (SAMPLE_VISIBLE, 2));
+    }
+
     #[test]
     fn a_message_never_received_needs_no_state_record() {
         for state in [
-            MessageState::Visible,
+            MessageState::Visible {
+                since: SAMPLE_SENT_AT,
+            },
             MessageState::Delayed {
                 until: 1_700_000_900_000,
             },
@@ -455,7 +485,7 @@ mod tests {
                 (state, 0, None, None)
             );
         }
-        let received = sample_message(3, MessageState::Visible);
+        let received = sample_message(3, SAMPLE_VISIBLE);
         assert!(
             !state_implied_by_body(&received),
             "a receive count needs its record"
@@ -507,7 +537,7 @@ mod tests {
     #[test]
     fn damaged_records_are_reported_not_trusted() {
         assert!(decode_message(1, "{", Some("{}")).is_err());
-        let ok = sample_message(1, MessageState::Visible);
+        let ok = sample_message(1, SAMPLE_VISIBLE);
         assert!(decode_message(1, &text(|out| write_body(&ok, out)), Some(r#"{"rc":0,"st":"f"}"#)).is_err());
         assert!(decode_queue("q", r#"{"attributes":{"VisibilityTimeout":"99999"},"tags":{},"created_at":0,"last_modified_at":0}"#).is_err());
     }
