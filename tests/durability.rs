@@ -105,6 +105,11 @@ async fn every_acknowledged_message_survives_a_leader_crash() {
         assert!(request.send().await.unwrap().failed().is_empty());
     }
 
+    // A purge forgets the deduplication ids, in Redis too.
+    let purged = create_queue_url(&sqs, "purged.fifo", &[("FifoQueue", "true")]).await;
+    let before_purge = send_once(&sqs, &purged).await;
+    sqs.purge_queue().queue_url(&purged).send().await.unwrap();
+
     nodes.remove(leader).signal("KILL");
     let new_leader = leader_of(&nodes).await;
     let sqs = client_without_retries(&nodes[new_leader].url);
@@ -215,6 +220,11 @@ async fn in_flight_messages_stay_hidden_and_keep_their_receive_counts() {
         .await
         .unwrap();
 
+    // A purge forgets the deduplication ids, in Redis too.
+    let purged = create_queue_url(&sqs, "purged.fifo", &[("FifoQueue", "true")]).await;
+    let before_purge = send_once(&sqs, &purged).await;
+    sqs.purge_queue().queue_url(&purged).send().await.unwrap();
+
     nodes.remove(leader).signal("KILL");
     let new_leader = leader_of(&nodes).await;
     let sqs = client_without_retries(&nodes[new_leader].url);
@@ -313,6 +323,11 @@ async fn a_deleted_message_never_comes_back() {
             kept.insert(body);
         }
     }
+    // A purge forgets the deduplication ids, in Redis too.
+    let purged = create_queue_url(&sqs, "purged.fifo", &[("FifoQueue", "true")]).await;
+    let before_purge = send_once(&sqs, &purged).await;
+    sqs.purge_queue().queue_url(&purged).send().await.unwrap();
+
     nodes.remove(leader).signal("KILL");
     let new_leader = leader_of(&nodes).await;
     let sqs = client_without_retries(&nodes[new_leader].url);
@@ -441,6 +456,20 @@ async fn with_redis_down_sends_fail_and_acknowledged_ones_survive() {
     assert!(lost.is_empty(), "acknowledged but lost: {lost:?}");
 }
 
+/// Sends the same FIFO message, with the same deduplication id, each time;
+/// returns the MessageId.
+async fn send_once(sqs: &aws_sdk_sqs::Client, url: &str) -> Option<String> {
+    sqs.send_message()
+        .queue_url(url)
+        .message_body("once")
+        .message_group_id("g")
+        .message_deduplication_id("once")
+        .send()
+        .await
+        .unwrap()
+        .message_id
+}
+
 #[tokio::test]
 async fn fifo_order_deduplication_and_dead_letters_survive_a_failover() {
     let redis = RedisServer::start();
@@ -535,6 +564,11 @@ async fn fifo_order_deduplication_and_dead_letters_survive_a_failover() {
         "moved to dead"
     );
 
+    // A purge forgets the deduplication ids, in Redis too.
+    let purged = create_queue_url(&sqs, "purged.fifo", &[("FifoQueue", "true")]).await;
+    let before_purge = send_once(&sqs, &purged).await;
+    sqs.purge_queue().queue_url(&purged).send().await.unwrap();
+
     nodes.remove(leader).signal("KILL");
     let leader = leader_of(&nodes).await;
     let sqs = client_without_retries(&nodes[leader].url);
@@ -590,4 +624,6 @@ async fn fifo_order_deduplication_and_dead_letters_survive_a_failover() {
         ["g2-m1", "g1-m1"],
         "the groups' turns survive the failover"
     );
+    let after_purge = send_once(&sqs, &purged).await;
+    assert_ne!(after_purge, before_purge, "the purge forgot the deduplication id");
 }

@@ -225,7 +225,7 @@ pub enum Change {
     State(Message),
     /// A message is gone (deleted, expired or moved).
     Removed(u64),
-    /// Every message is gone.
+    /// Every message is gone, and every deduplication id.
     Purged,
     /// A FIFO deduplication id to remember until it expires.
     Deduplicated(String, DedupEntry),
@@ -848,6 +848,9 @@ impl Queue {
         self.by_sent.clear();
         self.groups = Groups::default();
         self.attempts.clear();
+        // AWS forgets the deduplication ids too: the same id sent again
+        // after a purge is a new message.
+        self.dedup = Dedup::default();
         self.record(|_| Change::Purged);
         self.record(|queue| Change::Meta(queue.meta()));
         Ok(())
@@ -1391,6 +1394,17 @@ mod tests {
             bodies(&q.receive(10, None, None, None, T0 + 3)),
             ["g2-m1", "g2-m2", "g1-m3", "g3-m1"]
         );
+    }
+
+    /// As recorded against AWS: a purge forgets the deduplication ids.
+    #[test]
+    fn a_purge_forgets_deduplication_ids() {
+        let mut q = fifo_queue();
+        let before = q.send(grouped("x", "g"), T0).unwrap();
+        q.purge(T0 + 1).unwrap();
+        let after = q.send(grouped("x", "g"), T0 + 2).unwrap();
+        assert_ne!(after.message_id, before.message_id, "a new message");
+        assert_eq!(bodies(&q.receive(10, None, None, None, T0 + 3)), ["x"]);
     }
 
     #[test]

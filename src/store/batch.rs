@@ -119,8 +119,10 @@ impl<'a> Batch<'a> {
                             self.remove(states, Field::Seq(*seq));
                         }
                         Change::Purged => {
-                            self.ops[bodies].push(KeyOp::Unlink);
-                            self.ops[states].push(KeyOp::Unlink);
+                            let dedup = self.dedup(name);
+                            for key in [bodies, states, dedup] {
+                                self.ops[key].push(KeyOp::Unlink);
+                            }
                         }
                         Change::Deduplicated(key, entry) => {
                             let dedup = self.dedup(name);
@@ -394,8 +396,9 @@ mod tests {
                             hdel(store, &states, &seq.to_string());
                         }
                         Change::Purged => {
-                            store.remove(&bodies);
-                            store.remove(&states);
+                            for key in [&bodies, &states, &layout.dedup(name)] {
+                                store.remove(key);
+                            }
                         }
                         Change::Deduplicated(key, entry) => hset(
                             store,
