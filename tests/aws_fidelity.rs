@@ -774,3 +774,92 @@ async fn fifo_groups_take_turns_as_aws_orders_them() {
         );
     }
 }
+
+/// Sends `body` to a FIFO queue with an explicit deduplication id; returns
+/// the MessageId.
+async fn send_deduplicated(server: &Server, wire: Wire, url: &str, group: &str, dedup: &str) -> String {
+    match wire {
+        Wire::Json => {
+            let input = json!({"QueueUrl": url, "MessageBody": "m", "MessageGroupId": group, "MessageDeduplicationId": dedup});
+            let (status, answer, _) = json_call(server, "SendMessage", input).await;
+            assert_eq!(status, 200, "{answer}");
+            answer["MessageId"].as_str().unwrap().to_string()
+        }
+        Wire::Query => {
+            let form = [
+                ("Action", "SendMessage"),
+                ("QueueUrl", url),
+                ("MessageBody", "m"),
+                ("MessageGroupId", group),
+                ("MessageDeduplicationId", dedup),
+            ];
+            let (status, xml) = query_call(server, &form).await;
+            assert_eq!(status, 200, "{xml}");
+            let start = xml.find("<MessageId>").unwrap() + "<MessageId>".len();
+            xml[start..start + 36].to_string()
+        }
+    }
+}
+
+/// As recorded against AWS: a purge forgets the deduplication ids, and the
+/// deduplication scope a queue was created with stays in effect when the
+/// attribute is changed.
+#[tokio::test]
+async fn purges_forget_deduplication_ids_and_the_created_scope_stays() {
+    let server = Server::start();
+    for wire in [Wire::Json, Wire::Query] {
+        let url = create(
+            &server,
+            &format!("purged-{wire:?}.fifo"),
+            json!({"FifoQueue": "true"}),
+        )
+        .await;
+        let before = send_deduplicated(&server, wire, &url, "g", "same").await;
+        let (status, _, _) = json_call(&server, "PurgeQueue", json!({"QueueUrl": url})).await;
+        assert_eq!(status, 200);
+        let after = send_deduplicated(&server, wire, &url, "g", "same").await;
+        assert_ne!(after, before, "{wire:?}: a new message after the purge");
+
+        for (created, changed_to, duplicate) in
+            [("queue", "messageGroup", true), ("messageGroup", "queue", false)]
+        {
+            let attributes = json!({"FifoQueue": "true", "DeduplicationScope": created});
+            let url = create(&server, &format!("scope-{created}-{wire:?}.fifo"), attributes).await;
+            let first = send_deduplicated(&server, wire, &url, "g1", "same").await;
+            let input = json!({"QueueUrl": url, "Attributes": {"DeduplicationScope": changed_to}});
+            let (status, answer, _) = json_call(&server, "SetQueueAttributes", input).await;
+            assert_eq!(status, 200, "{answer}");
+            let second = send_deduplicated(&server, wire, &url, "g2", "same").await;
+            assert_eq!(
+                second == first,
+                duplicate,
+                "{wire:?}: created with {created}, changed to {changed_to}"
+            );
+        }
+    }
+}
+
+/// AWS's JSON answers leave out a batch's empty Failed list.
+#[tokio::test]
+async fn a_batch_with_no_failures_has_no_failed_list() {
+    let server = Server::start();
+    let url = create(&server, "batched", json!({})).await;
+    let entries = json!([{"Id": "1", "MessageBody": "a"}, {"Id": "2", "MessageBody": "b"}]);
+    let (status, answer, _) = json_call(
+        &server,
+        "SendMessageBatch",
+        json!({"QueueUrl": url, "Entries": entries}),
+    )
+    .await;
+    assert_eq!(status, 200, "{answer}");
+    assert_eq!(answer["Successful"].as_array().unwrap().len(), 2, "{answer}");
+    assert!(answer.get("Failed").is_none(), "{answer}");
+    let entries = json!([{"Id": "1", "MessageBody": "a"}, {"Id": "2", "MessageBody": "\u{1}"}]);
+    let (_, answer, _) = json_call(
+        &server,
+        "SendMessageBatch",
+        json!({"QueueUrl": url, "Entries": entries}),
+    )
+    .await;
+    assert_eq!(answer["Failed"][0]["Id"], "2", "{answer}");
+}

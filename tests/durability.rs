@@ -105,11 +105,6 @@ async fn every_acknowledged_message_survives_a_leader_crash() {
         assert!(request.send().await.unwrap().failed().is_empty());
     }
 
-    // A purge forgets the deduplication ids, in Redis too.
-    let purged = create_queue_url(&sqs, "purged.fifo", &[("FifoQueue", "true")]).await;
-    let before_purge = send_once(&sqs, &purged).await;
-    sqs.purge_queue().queue_url(&purged).send().await.unwrap();
-
     nodes.remove(leader).signal("KILL");
     let new_leader = leader_of(&nodes).await;
     let sqs = client_without_retries(&nodes[new_leader].url);
@@ -220,11 +215,6 @@ async fn in_flight_messages_stay_hidden_and_keep_their_receive_counts() {
         .await
         .unwrap();
 
-    // A purge forgets the deduplication ids, in Redis too.
-    let purged = create_queue_url(&sqs, "purged.fifo", &[("FifoQueue", "true")]).await;
-    let before_purge = send_once(&sqs, &purged).await;
-    sqs.purge_queue().queue_url(&purged).send().await.unwrap();
-
     nodes.remove(leader).signal("KILL");
     let new_leader = leader_of(&nodes).await;
     let sqs = client_without_retries(&nodes[new_leader].url);
@@ -323,11 +313,6 @@ async fn a_deleted_message_never_comes_back() {
             kept.insert(body);
         }
     }
-    // A purge forgets the deduplication ids, in Redis too.
-    let purged = create_queue_url(&sqs, "purged.fifo", &[("FifoQueue", "true")]).await;
-    let before_purge = send_once(&sqs, &purged).await;
-    sqs.purge_queue().queue_url(&purged).send().await.unwrap();
-
     nodes.remove(leader).signal("KILL");
     let new_leader = leader_of(&nodes).await;
     let sqs = client_without_retries(&nodes[new_leader].url);

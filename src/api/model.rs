@@ -330,6 +330,8 @@ impl Shape for BatchResultErrorEntry {
 #[serde(rename_all = "PascalCase")]
 pub struct BatchOutput<S> {
     pub successful: Vec<S>,
+    /// Left out when empty, as AWS's JSON answers leave it out.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
     pub failed: Vec<BatchResultErrorEntry>,
 }
 

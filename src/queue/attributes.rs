@@ -260,7 +260,7 @@ macro_rules! one_of {
                 match self { $($name::$variant => $text),+ }
             }
 
-            fn parse(attribute: &str, value: &str) -> Result<$name> {
+            pub fn parse(attribute: &str, value: &str) -> Result<$name> {
                 match value {
                     $($text => Ok($name::$variant),)+
                     _ => Err(invalid_value(

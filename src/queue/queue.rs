@@ -41,6 +41,11 @@ pub struct Queue {
     pub last_modified_at: u64,
     next_seq: u64,
     last_purge_at: Option<u64>,
+    /// The DeduplicationScope the queue was created with, which its
+    /// deduplication keeps: as recorded against AWS, changing the attribute
+    /// later changes what GetQueueAttributes reports, not which sends are
+    /// duplicates.
+    dedup_scope: DeduplicationScope,
     /// What changed since the service last took it; `None` when nothing is
     /// persisted (memory-only mode), so that nothing is recorded.
     journal: Option<Vec<Change>>,
@@ -212,6 +217,8 @@ pub struct QueueMeta {
     pub created_at: u64,
     pub last_modified_at: u64,
     pub last_purge_at: Option<u64>,
+    /// See [`Queue::dedup_scope`].
+    pub dedup_scope: DeduplicationScope,
 }
 
 /// One change to a queue, as the store must write it.
@@ -282,6 +289,7 @@ impl Queue {
     pub fn new(name: String, attributes: QueueAttributes, tags: BTreeMap<String, String>, now: u64) -> Queue {
         Queue {
             name,
+            dedup_scope: attributes.deduplication_scope,
             attributes,
             tags,
             created_at: now,
@@ -312,6 +320,7 @@ impl Queue {
         let mut queue = Queue::new(meta.name, meta.attributes, meta.tags, meta.created_at);
         queue.last_modified_at = meta.last_modified_at;
         queue.last_purge_at = meta.last_purge_at;
+        queue.dedup_scope = meta.dedup_scope;
         queue.next_seq = next_seq.max(1);
         for message in messages {
             queue.next_seq = queue.next_seq.max(message.seq + 1);
@@ -331,6 +340,7 @@ impl Queue {
             created_at: self.created_at,
             last_modified_at: self.last_modified_at,
             last_purge_at: self.last_purge_at,
+            dedup_scope: self.dedup_scope,
         }
     }
 
@@ -608,7 +618,7 @@ impl Queue {
     }
 
     fn dedup_key(&self, group: Option<&str>, id: &str) -> String {
-        let scope = if self.attributes.deduplication_scope == DeduplicationScope::MessageGroup {
+        let scope = if self.dedup_scope == DeduplicationScope::MessageGroup {
             group.unwrap_or_default()
         } else {
             ""
@@ -1407,6 +1417,38 @@ mod tests {
         assert_eq!(bodies(&q.receive(10, None, None, None, T0 + 3)), ["x"]);
     }
 
+    /// As recorded against AWS: the deduplication scope a queue was created
+    /// with stays in effect when the attribute is changed, either way.
+    #[test]
+    fn the_deduplication_scope_stays_what_the_queue_was_created_with() {
+        for (created, changed_to, duplicate) in
+            [("queue", "messageGroup", true), ("messageGroup", "queue", false)]
+        {
+            let mut attributes = fifo_queue().attributes;
+            attributes.set("DeduplicationScope", created).unwrap();
+            let mut q = Queue::new("q.fifo".into(), attributes, BTreeMap::new(), T0);
+            let first = q.send(grouped("x", "g1"), T0).unwrap();
+            q.set_attributes(
+                &BTreeMap::from([("DeduplicationScope".into(), changed_to.into())]),
+                T0,
+            )
+            .unwrap();
+            assert_eq!(
+                q.attributes.get("DeduplicationScope").unwrap(),
+                changed_to,
+                "reported as set"
+            );
+            let second = q.send(grouped("x", "g2"), T0 + 1).unwrap();
+            assert_eq!(
+                second.message_id == first.message_id,
+                duplicate,
+                "created with {created}"
+            );
+            let restored = Queue::restore(q.meta(), 0, [], []);
+            assert_eq!(restored.dedup_scope, q.dedup_scope, "kept through a restore");
+        }
+    }
+
     #[test]
     fn fifo_deduplicates_within_five_minutes() {
         let mut q = fifo_queue();
@@ -1453,7 +1495,9 @@ mod tests {
             a.message_id,
             "queue scope"
         );
-        q.attributes.deduplication_scope = DeduplicationScope::MessageGroup;
+        let mut attributes = q.attributes.clone();
+        attributes.deduplication_scope = DeduplicationScope::MessageGroup;
+        let mut q = Queue::new("group.fifo".into(), attributes, BTreeMap::new(), T0);
         let b = q.send(no_id("other body", "g1"), T0).unwrap();
         assert_ne!(
             q.send(no_id("other body", "g2"), T0).unwrap().message_id,

@@ -283,6 +283,7 @@ mod tests {
     use std::collections::BTreeMap;
 
     use super::*;
+    use crate::queue::attributes::DeduplicationScope;
     use crate::queue::message::MessageState;
     use crate::queue::{DedupEntry, QueueAttributes, QueueMeta};
     use crate::store::codec::{SAMPLE_VISIBLE, sample_message, text};
@@ -441,6 +442,7 @@ mod tests {
                     created_at: dice.below(1000),
                     last_modified_at: 0,
                     last_purge_at: None,
+                    dedup_scope: DeduplicationScope::Queue,
                 }),
                 1 | 2 => {
                     *next_seq += 1;

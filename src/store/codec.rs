@@ -18,7 +18,7 @@ use base64::engine::general_purpose::STANDARD as BASE64;
 use fred::bytes::{BufMut, BytesMut};
 use serde::{Deserialize, Serialize};
 
-use crate::queue::attributes::SETTABLE;
+use crate::queue::attributes::{DeduplicationScope, SETTABLE};
 use crate::queue::message::MessageState;
 use crate::queue::{AttributeValue, DedupEntry, Message, MessageAttribute, QueueAttributes, QueueMeta};
 
@@ -30,6 +30,10 @@ struct QueueRecord {
     last_modified_at: u64,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     last_purge_at: Option<u64>,
+    /// The deduplication scope in effect, when it is not the attribute's
+    /// (see `Queue::dedup_scope`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    dedup_scope: Option<String>,
 }
 
 pub fn write_queue(meta: &QueueMeta, out: &mut BytesMut) {
@@ -43,6 +47,8 @@ pub fn write_queue(meta: &QueueMeta, out: &mut BytesMut) {
         created_at: meta.created_at,
         last_modified_at: meta.last_modified_at,
         last_purge_at: meta.last_purge_at,
+        dedup_scope: (meta.dedup_scope != meta.attributes.deduplication_scope)
+            .then(|| meta.dedup_scope.text().to_string()),
     };
     serde_json::to_writer(out.writer(), &record).expect("a queue record serializes")
 }
@@ -111,6 +117,15 @@ pub fn decode_queue(name: &str, text: &str) -> Result<QueueMeta, DecodeError> {
                 error,
             })?;
     }
+    let dedup_scope = match &record.dedup_scope {
+        Some(scope) => DeduplicationScope::parse("DeduplicationScope", scope).map_err(|error| {
+            DecodeError::Attribute {
+                queue: name.to_string(),
+                error,
+            }
+        })?,
+        None => attributes.deduplication_scope,
+    };
     Ok(QueueMeta {
         name: name.to_string(),
         attributes,
@@ -118,6 +133,7 @@ pub fn decode_queue(name: &str, text: &str) -> Result<QueueMeta, DecodeError> {
         created_at: record.created_at,
         last_modified_at: record.last_modified_at,
         last_purge_at: record.last_purge_at,
+        dedup_scope,
     })
 }
 
@@ -515,6 +531,7 @@ mod tests {
             created_at: 1,
             last_modified_at: 2,
             last_purge_at: Some(3),
+            dedup_scope: DeduplicationScope::MessageGroup,
         };
         assert_eq!(
             decode_queue("q", &text(|out| write_queue(&meta, out))).unwrap(),
