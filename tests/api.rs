@@ -498,24 +498,31 @@ async fn visibility_timeouts_hide_and_return_messages() {
     let handle = message.receipt_handle().unwrap().to_string();
     assert_ne!(handle, first_handle);
 
-    // The old handle no longer changes visibility; the new one does.
-    let stale = sqs
-        .change_message_visibility()
-        .queue_url(&url)
-        .receipt_handle(&first_handle)
-        .visibility_timeout(5)
-        .send()
-        .await;
-    assert_eq!(error_code(stale), "InvalidParameterValue");
+    // As recorded against AWS, the old handle still changes the visibility
+    // of a standard queue's message; visibility 0 releases it at once.
     sqs.change_message_visibility()
         .queue_url(&url)
-        .receipt_handle(&handle)
+        .receipt_handle(&first_handle)
         .visibility_timeout(0)
         .send()
         .await
         .unwrap();
     let third = receive_plain(&sqs, &url).await;
     assert_eq!(third.len(), 1, "visibility 0 releases the message at once");
+    // A handle of the right form that no receive issued names no message.
+    let mut forged = handle.clone();
+    forged.replace_range(
+        forged.len() - 2..,
+        if forged.ends_with("AA") { "AB" } else { "AA" },
+    );
+    let forged = sqs
+        .change_message_visibility()
+        .queue_url(&url)
+        .receipt_handle(&forged)
+        .visibility_timeout(5)
+        .send()
+        .await;
+    assert_eq!(error_code(forged), "InvalidParameterValue");
 
     let garbage = sqs
         .change_message_visibility()

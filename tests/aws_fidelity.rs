@@ -863,3 +863,41 @@ async fn a_batch_with_no_failures_has_no_failed_list() {
     .await;
     assert_eq!(answer["Failed"][0]["Id"], "2", "{answer}");
 }
+
+/// As recorded against AWS, on a standard queue: a message whose visibility
+/// ran out takes a new timeout all the same, and an earlier receive's handle
+/// still changes the visibility of the message received again since.
+#[tokio::test]
+async fn standard_queues_take_visibility_changes_from_expired_and_earlier_handles() {
+    let server = Server::start();
+    for wire in [Wire::Json, Wire::Query] {
+        let url = create(&server, &format!("late-{wire:?}"), json!({})).await;
+        let (status, _, _) = json_call(
+            &server,
+            "SendMessage",
+            json!({"QueueUrl": url, "MessageBody": "m"}),
+        )
+        .await;
+        assert_eq!(status, 200);
+        let first = wire.receive(&server, &url, 1, 0).await;
+        assert_eq!(bodies(&first), ["m"], "{wire:?}");
+        let first_handle = &first[0].1;
+
+        wire.change_visibility(&server, &url, first_handle, 30).await;
+        assert!(
+            wire.receive(&server, &url, 1, 30).await.is_empty(),
+            "{wire:?}: hidden again"
+        );
+        wire.change_visibility(&server, &url, first_handle, 0).await;
+        let second = wire.receive(&server, &url, 1, 30).await;
+        assert_eq!(bodies(&second), ["m"], "{wire:?}");
+        assert_ne!(&second[0].1, first_handle, "{wire:?}");
+
+        wire.change_visibility(&server, &url, first_handle, 0).await;
+        assert_eq!(
+            bodies(&wire.receive(&server, &url, 1, 30).await),
+            ["m"],
+            "{wire:?}: released by the earlier handle"
+        );
+    }
+}

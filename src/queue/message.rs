@@ -58,10 +58,11 @@ pub struct Message {
     pub sent_at: u64,
     pub receive_count: u32,
     pub first_received_at: Option<u64>,
-    /// The nonce of the latest receive: only its receipt handle acts on the
-    /// message. Kept after the visibility timeout runs out, since SQS still
-    /// honours that handle until the message is received again.
-    pub receipt: Option<u64>,
+    /// The key of its receipt handles, drawn at the first receive (see
+    /// `receipt`): with `receive_count` it tells which handle is the latest.
+    /// Kept after the visibility timeout runs out, since SQS still honours
+    /// the latest handle until the message is received again.
+    pub receipt_key: Option<u64>,
     pub state: MessageState,
 }
 

@@ -22,7 +22,7 @@ use std::sync::Arc;
 use super::attributes::{DeduplicationScope, QueueAttributes};
 use super::limits::{DEDUP_WINDOW_MS, MAX_DELAY_SECONDS, MAX_VISIBILITY_TIMEOUT_SECONDS, PURGE_INTERVAL_MS};
 use super::message::{self, Message, MessageAttributes, MessageState};
-use super::receipt::ReceiptHandle;
+use super::receipt::{Issued, ReceiptHandle};
 use crate::error::{ErrorCode, Result, SqsError};
 
 /// AWS's words for a FIFO send with neither a deduplication id nor
@@ -537,7 +537,7 @@ impl Queue {
             sent_at: now,
             receive_count: 0,
             first_received_at: None,
-            receipt: None,
+            receipt_key: None,
             state: if delay_seconds > 0 {
                 MessageState::Delayed {
                     until: now + u64::from(delay_seconds) * 1000,
@@ -665,7 +665,6 @@ impl Queue {
                 target.queue.accept(moved, Some(target.source_arn.clone()), now);
                 continue;
             }
-            let nonce = crate::random::nonce();
             self.set_state(
                 seq,
                 MessageState::InFlight {
@@ -674,14 +673,15 @@ impl Queue {
                 },
             );
             let message = self.messages.get_mut(&seq).expect("just placed");
-            message.receive_count += 1;
+            message.receive_count = message.receive_count.saturating_add(1);
             message.first_received_at.get_or_insert(now);
-            message.receipt = Some(nonce);
+            let key = *message.receipt_key.get_or_insert_with(crate::random::nonce);
+            let receipt_handle = ReceiptHandle::issue(seq, message.receive_count, key);
             let snapshot = message.clone();
             self.record(|_| Change::State(snapshot.clone()));
             received.push(Received {
                 message: snapshot,
-                receipt_handle: ReceiptHandle { seq, nonce },
+                receipt_handle,
             });
         }
         if let Some(id) = attempt_id.filter(|_| self.is_fifo()) {
@@ -715,7 +715,7 @@ impl Queue {
             .map(|handle| {
                 let message = self.messages.get(&handle.seq)?;
                 let in_flight = matches!(message.state, MessageState::InFlight { .. });
-                (in_flight && message.receipt == Some(handle.nonce)).then(|| Received {
+                (in_flight && issued(message, handle) == Some(Issued::Latest)).then(|| Received {
                     message: message.clone(),
                     receipt_handle: *handle,
                 })
@@ -741,7 +741,7 @@ impl Queue {
             message.receive_count = 0;
             message.first_received_at = None;
         }
-        message.receipt = None;
+        message.receipt_key = None;
         message.state = MessageState::Visible { since: now };
         message.dead_letter_source = dead_letter_source;
         self.record(|_| Change::Sent(message.clone()));
@@ -780,7 +780,7 @@ impl Queue {
         let Some(message) = self
             .messages
             .get(&handle.seq)
-            .filter(|m| m.receipt == Some(handle.nonce))
+            .filter(|m| issued(m, &handle) == Some(Issued::Latest))
         else {
             return Ok(false);
         };
@@ -797,6 +797,12 @@ impl Queue {
 
     /// Sets a new visibility timeout, counted from now, for the message that
     /// `handle` received. Zero makes it visible at once.
+    ///
+    /// As recorded against AWS, on a standard queue any handle the message
+    /// was given works, an earlier receive's too, and a message whose
+    /// timeout already ran out (not received again) is hidden again: the
+    /// consumer that asks for more time keeps the message. A FIFO queue
+    /// takes only the latest handle, while its message is in flight.
     pub fn change_visibility(&mut self, handle: ReceiptHandle, timeout_seconds: u32, now: u64) -> Result<()> {
         if timeout_seconds > MAX_VISIBILITY_TIMEOUT_SECONDS {
             return Err(SqsError::invalid_parameter(format!(
@@ -804,17 +810,32 @@ impl Queue {
             )));
         }
         self.advance(now);
-        let message = self.messages.get(&handle.seq).filter(|m| m.receipt == Some(handle.nonce)).ok_or_else(|| {
-            SqsError::invalid_parameter(format!(
-                "Value {} for parameter ReceiptHandle is invalid. Reason: Message does not exist or is not available for visibility timeout change.",
-                handle.encode()
-            ))
-        })?;
-        let MessageState::InFlight { received_at, .. } = message.state else {
-            return Err(SqsError::new(
-                ErrorCode::MessageNotInflight,
-                "The message referred to isn't in flight: its visibility timeout has expired.",
-            ));
+        let is_fifo = self.is_fifo();
+        let message = self
+            .messages
+            .get(&handle.seq)
+            .filter(|m| match issued(m, &handle) {
+                Some(Issued::Latest) => true,
+                Some(Issued::Earlier) => !is_fifo,
+                None => false,
+            })
+            .ok_or_else(|| {
+                SqsError::invalid_parameter(format!(
+                    "Value {} for parameter ReceiptHandle is invalid. Reason: Message does not exist or is not available for visibility timeout change.",
+                    handle.encode()
+                ))
+            })?;
+        let received_at = match message.state {
+            MessageState::InFlight { received_at, .. } => received_at,
+            _ if is_fifo => {
+                return Err(SqsError::new(
+                    ErrorCode::MessageNotInflight,
+                    "The message referred to isn't in flight: its visibility timeout has expired.",
+                ));
+            }
+            // Visible again: hidden from now on, as if received now.
+            _ if timeout_seconds > 0 => now,
+            _ => return Ok(()),
         };
         let new_until = now + u64::from(timeout_seconds) * 1000;
         if new_until > received_at + MAX_VISIBILITY_MS {
@@ -959,6 +980,11 @@ impl Queue {
             }
         }
     }
+}
+
+/// Whether `handle` was issued for `message`, and by its latest receive.
+fn issued(message: &Message, handle: &ReceiptHandle) -> Option<Issued> {
+    handle.issued(message.receipt_key, message.receive_count)
 }
 
 /// Queue names: 1 to 80 letters, digits, '-' and '_', a FIFO queue's name
@@ -1107,12 +1133,33 @@ mod tests {
         q.change_visibility(handle, 0, T0 + 50_000).unwrap();
         let again = q.receive(1, None, None, None, T0 + 50_000);
         assert_eq!(bodies(&again), ["a"]);
-        let err = q.change_visibility(handle, 10, T0 + 50_000).unwrap_err();
-        assert_eq!(err.code, ErrorCode::InvalidParameterValue, "old handle: {err}");
+        // As recorded against AWS: an earlier receive's handle still
+        // changes the visibility on a standard queue (it deletes nothing).
+        q.change_visibility(handle, 0, T0 + 51_000).unwrap();
+        assert!(
+            !q.delete(handle, T0 + 51_000).unwrap(),
+            "only the latest handle deletes"
+        );
+        assert_eq!(bodies(&q.receive(1, None, None, None, T0 + 51_000)), ["a"]);
+        let forged = ReceiptHandle { receive: 9, ..handle };
+        let err = q.change_visibility(forged, 10, T0 + 51_000).unwrap_err();
+        assert_eq!(err.code, ErrorCode::InvalidParameterValue, "never issued: {err}");
     }
 
     #[test]
-    fn change_visibility_respects_the_twelve_hour_cap_and_inflight_rule() {
+    fn on_a_fifo_queue_only_the_latest_handle_changes_visibility() {
+        let mut q = fifo_queue();
+        q.send(grouped("a", "g"), T0).unwrap();
+        let first = q.receive(1, Some(1), None, None, T0)[0].receipt_handle;
+        let err = q.change_visibility(first, 5, T0 + 1_000).unwrap_err();
+        assert_eq!(err.code, ErrorCode::MessageNotInflight, "{err}");
+        q.receive(1, Some(30), None, None, T0 + 1_000);
+        let err = q.change_visibility(first, 0, T0 + 2_000).unwrap_err();
+        assert_eq!(err.code, ErrorCode::InvalidParameterValue, "{err}");
+    }
+
+    #[test]
+    fn change_visibility_respects_the_twelve_hour_cap_and_hides_an_expired_message_again() {
         let mut q = queue();
         q.send(msg("a"), T0).unwrap();
         let handle = q.receive(1, Some(10), None, None, T0)[0].receipt_handle;
@@ -1120,9 +1167,20 @@ mod tests {
         let err = q.change_visibility(handle, 43_200, T0 + 1_000).unwrap_err();
         assert_eq!(err.code, ErrorCode::InvalidParameterValue);
         assert!(q.change_visibility(handle, 43_201, T0).is_err());
+        // As recorded against AWS, a message whose timeout ran out takes a
+        // new one all the same: it is hidden again, the cap counted afresh.
         q.change_visibility(handle, 1, T0 + 1_000).unwrap();
-        let err = q.change_visibility(handle, 5, T0 + 2_000).unwrap_err();
-        assert_eq!(err.code, ErrorCode::MessageNotInflight);
+        assert_eq!(q.counts(T0 + 2_000).visible, 1);
+        q.change_visibility(handle, 5, T0 + 2_000).unwrap();
+        assert!(
+            q.receive(1, None, None, None, T0 + 6_999).is_empty(),
+            "hidden again"
+        );
+        q.change_visibility(handle, 43_200, T0 + 2_000).unwrap();
+        assert_eq!(
+            bodies(&q.receive(1, None, None, None, T0 + 2_000 + 43_200_000)),
+            ["a"]
+        );
     }
 
     #[test]

@@ -449,7 +449,11 @@ mod tests {
                     let mut message = sample_message(*next_seq, SAMPLE_VISIBLE);
                     if dice.below(2) == 0 {
                         // Never received: no state record.
-                        (message.receive_count, message.first_received_at, message.receipt) = (0, None, None);
+                        (
+                            message.receive_count,
+                            message.first_received_at,
+                            message.receipt_key,
+                        ) = (0, None, None);
                     }
                     Change::Sent(message)
                 }

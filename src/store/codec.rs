@@ -233,7 +233,7 @@ pub fn write_body(message: &Message, out: &mut BytesMut) {
 pub fn state_implied_by_body(message: &Message) -> bool {
     message.receive_count == 0
         && message.first_received_at.is_none()
-        && message.receipt.is_none()
+        && message.receipt_key.is_none()
         && match message.state {
             MessageState::Visible { since } => since == message.sent_at,
             MessageState::Delayed { .. } => true,
@@ -250,7 +250,7 @@ pub fn write_state(message: &Message, out: &mut BytesMut) {
     let record = StateRecord {
         rc: message.receive_count,
         fr: message.first_received_at,
-        rh: message.receipt,
+        rh: message.receipt_key,
         st,
         u,
         ra,
@@ -333,7 +333,7 @@ pub fn decode_message(seq: u64, body: &str, state: Option<&str>) -> Result<Messa
         sent_at: body.sent,
         receive_count: state.rc,
         first_received_at: state.fr,
-        receipt: state.rh,
+        receipt_key: state.rh,
         state: message_state,
     })
 }
@@ -406,7 +406,7 @@ pub(super) fn sample_message(seq: u64, state: MessageState) -> Message {
         sent_at: SAMPLE_SENT_AT,
         receive_count: 3,
         first_received_at: Some(1_700_000_001_000),
-        receipt: Some(u64::MAX),
+        receipt_key: Some(u64::MAX),
         state,
     }
 }
@@ -452,14 +452,14 @@ mod tests {
                     decoded.sent_at,
                     decoded.receive_count,
                     decoded.first_received_at,
-                    decoded.receipt,
+                    decoded.receipt_key,
                     decoded.state
                 ),
                 (
                     original.sent_at,
                     original.receive_count,
                     original.first_received_at,
-                    original.receipt,
+                    original.receipt_key,
                     original.state
                 )
             );
@@ -488,7 +488,7 @@ mod tests {
             },
         ] {
             let mut fresh = sample_message(3, state);
-            (fresh.receive_count, fresh.first_received_at, fresh.receipt) = (0, None, None);
+            (fresh.receive_count, fresh.first_received_at, fresh.receipt_key) = (0, None, None);
             assert!(state_implied_by_body(&fresh));
             let decoded = decode_message(3, &text(|out| write_body(&fresh, out)), None).unwrap();
             assert_eq!(
@@ -496,7 +496,7 @@ mod tests {
                     decoded.state,
                     decoded.receive_count,
                     decoded.first_received_at,
-                    decoded.receipt
+                    decoded.receipt_key
                 ),
                 (state, 0, None, None)
             );
@@ -515,7 +515,7 @@ mod tests {
             fresh_but_in_flight.receive_count,
             fresh_but_in_flight.first_received_at,
         ) = (0, None);
-        fresh_but_in_flight.receipt = None;
+        fresh_but_in_flight.receipt_key = None;
         assert!(!state_implied_by_body(&fresh_but_in_flight));
     }
 
