@@ -55,9 +55,16 @@ pub struct Config {
     #[arg(long, env = "SSQ_ACCOUNT_ID", default_value = "000000000000", value_parser = parse_account_id)]
     pub account_id: String,
 
-    /// The region in queue ARNs.
+    /// The instance's own region: of unsigned requests, of the queues of
+    /// the configuration file, and of queue URLs without a region.
     #[arg(long, env = "SSQ_REGION", default_value = "us-east-1")]
     pub region: String,
+
+    /// Which region a request is in: `signed`, the region its client signs
+    /// for, so that the same name in two regions is two queues, as in AWS;
+    /// `one`, always --region, whatever a client signs for.
+    #[arg(long, env = "SSQ_REGIONS", value_enum, default_value_t = Regions::Signed)]
+    pub regions: Regions,
 
     /// URL at which other instances and clients reach this one; passives
     /// name the leader's in the x-ssq-leader header [default: http://LISTEN].
@@ -142,6 +149,12 @@ pub struct Config {
     /// Log line format.
     #[arg(long, env = "SSQ_LOG_FORMAT", value_enum, default_value_t = LogFormat::Text)]
     pub log_format: LogFormat,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum Regions {
+    Signed,
+    One,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]

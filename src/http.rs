@@ -18,6 +18,7 @@ use axum::response::{IntoResponse, Response};
 use axum::routing::get;
 
 use crate::api::{self, Action, Api, Input, RequestContext};
+use crate::config::Regions;
 use crate::error::{ErrorCode, SqsError};
 use crate::leader::Leadership;
 use crate::metrics::Metrics;
@@ -29,7 +30,9 @@ pub struct AppState {
     pub leadership: Arc<Leadership>,
     pub metrics: Arc<Metrics>,
     pub account_id: String,
+    /// The instance's own region (`--region`).
     pub region: String,
+    pub regions: Regions,
     /// Base of queue URLs; taken from each request's Host header when unset.
     pub public_url: Option<String>,
     /// When set, every SQS request must be signed with one of these.
@@ -44,7 +47,19 @@ pub struct AppState {
 }
 
 impl AppState {
-    fn context(&self, headers: &HeaderMap) -> RequestContext {
+    /// The region a request is in: with `--regions signed`, the one its
+    /// client signed it for (checked with the signature when credentials
+    /// are configured); unsigned requests are in the instance's own.
+    fn request_region(&self, uri: &Uri, headers: &HeaderMap) -> String {
+        match self.regions {
+            Regions::Signed => {
+                crate::sigv4::signed_region(uri, headers).unwrap_or_else(|| self.region.clone())
+            }
+            Regions::One => self.region.clone(),
+        }
+    }
+
+    fn context(&self, uri: &Uri, headers: &HeaderMap) -> RequestContext {
         let base_url = match &self.public_url {
             Some(url) => url.clone(),
             None => {
@@ -59,7 +74,8 @@ impl AppState {
         RequestContext {
             base_url,
             account_id: self.account_id.clone(),
-            region: self.region.clone(),
+            region: self.request_region(uri, headers),
+            home_region: self.region.clone(),
             sender_id: self.account_id.as_str().into(),
             trace_id: headers
                 .get("x-amzn-trace-id")
@@ -95,7 +111,9 @@ pub fn admin_router(state: Arc<AppState>) -> Router {
 /// SQS requests sent to a queue URL (the Query protocol's habit): posted,
 /// or as GET with the parameters in the query string.
 fn queue_path_routes() -> Router<Arc<AppState>> {
-    Router::new().route("/{account}/{queue}", get(queue_get).post(sqs))
+    Router::new()
+        .route("/{account}/{queue}", get(queue_get).post(sqs))
+        .route("/queue/{region}/{account}/{queue}", get(queue_get).post(sqs))
 }
 
 /// GET on a queue URL: a Query call when it names an action; anything else
@@ -147,7 +165,7 @@ async fn sqs(
         Err(error) => (None, Err(error)),
         Ok((action, _, _body)) if !state.leadership.is_serving() => (Some(action), Err(not_serving(&state))),
         Ok((action, input, _body)) => {
-            let ctx = state.context(&headers);
+            let ctx = state.context(&uri, &headers);
             (Some(action), api::dispatch(&state.api, &ctx, action, input).await)
         }
     };
@@ -205,7 +223,11 @@ async fn admit(
         None => None,
         Some(credentials) => {
             let now = (state.api.service.now() / 1000) as i64;
-            Some(credentials.check_head(method, uri, headers, &state.region, now)?)
+            let region = match state.regions {
+                Regions::Signed => None,
+                Regions::One => Some(state.region.as_str()),
+            };
+            Some(credentials.check_head(method, uri, headers, region, now)?)
         }
     };
     let (body, permit) = state.body_budget.read(body, state.request_timeout).await?;

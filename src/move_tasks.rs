@@ -13,7 +13,7 @@ use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use crate::error::{ErrorCode, Result, SqsError};
-use crate::queue::QueueArn;
+use crate::queue::{QueueArn, key};
 use crate::service::Service;
 
 /// AWS's ceiling and default for MaxNumberOfMessagesPerSecond.
@@ -227,14 +227,16 @@ async fn step(task: &MoveTask, service: &Service, max: usize) -> Result<usize> {
                         "A message has no DeadLetterQueueSourceArn to go back to; give a DestinationArn.",
                     ));
                 }
-                Some(Some(arn)) => QueueArn::name_of(&arn).to_string(),
+                Some(Some(arn)) => key::sibling(&task.source, QueueArn::name_of(&arn)),
             }
         }
     };
     let back_to_source = task.destination.is_none();
     service
         .with_queues(&task.source, &destination, |source, target, now| {
-            let target_name = target.name.clone();
+            // A dead-letter queue's sources are in its region: their names
+            // tell them apart.
+            let target_name = key::split(&target.name).1.to_string();
             let goes_to_target = |m: &crate::queue::Message| {
                 !back_to_source
                     || m.dead_letter_source

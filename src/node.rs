@@ -212,6 +212,7 @@ impl Node {
             metrics,
             account_id: config.account_id.clone(),
             region: config.region.clone(),
+            regions: config.regions,
             public_url: config.public_url.clone(),
             credentials,
             request_timeout: config.request_timeout,

@@ -28,8 +28,8 @@ use crate::clock::Clock;
 use crate::error::{ErrorCode, Result, SqsError};
 use crate::journal::{Memory, Pending, Write};
 use crate::metrics::Metrics;
-use crate::queue::validate_name;
 use crate::queue::{Counts, DeadLetter, NewMessage, Queue, QueueAttributes, Received, Sent};
+use crate::queue::{key, validate_name};
 
 /// What one instance holds at most; beyond it, CreateQueue and sends answer
 /// OverLimit rather than letting memory run out.
@@ -363,13 +363,21 @@ impl Service {
         attributes: &BTreeMap<String, String>,
         tags: BTreeMap<String, String>,
     ) -> Result<Created> {
-        validate_name(name)?;
+        // `name` is a queue key: the region it may carry came from a
+        // request's signature, the name from the request.
+        let (region, bare_name) = key::split(name);
+        validate_name(bare_name)?;
+        if region.is_some_and(|region| !key::is_region(region)) {
+            return Err(SqsError::invalid_parameter(format!(
+                "{name} is not a region and a queue name."
+            )));
+        }
         let mut parsed = QueueAttributes::default();
         for (key, value) in attributes {
             parsed.set(key, value)?;
         }
         let given: Vec<&str> = attributes.keys().map(String::as_str).collect();
-        parsed.check_consistency(name, &given)?;
+        parsed.check_consistency(bare_name, &given)?;
         crate::queue::tags::validate(&tags)?;
         let now = self.now();
         let commit = {
@@ -494,19 +502,23 @@ impl Service {
         self.read_queues().contains_key(name)
     }
 
-    /// Queue names in order, those starting with `prefix` and after `after`.
-    pub fn queue_names(&self, prefix: &str, after: Option<&str>, limit: usize) -> Vec<String> {
+    /// Queue keys in order: those of one region (keys starting with
+    /// `region`, `""` or `"<region>/"`, see `queue::key`) whose name starts
+    /// with `prefix`, after the key `after`.
+    pub fn queue_names(&self, region: &str, prefix: &str, after: Option<&str>, limit: usize) -> Vec<String> {
         use std::ops::Bound;
+        let first = format!("{region}{prefix}");
         let queues = self.read_queues();
         let start = match after {
             Some(after) => Bound::Excluded(after.to_string()),
-            None => Bound::Included(prefix.to_string()),
+            None => Bound::Included(first.clone()),
         };
         queues
             .range::<String, _>((start, Bound::Unbounded))
             .map(|(name, _)| name)
-            .skip_while(|name| name.as_str() < prefix)
-            .take_while(|name| name.starts_with(prefix))
+            .skip_while(|name| name.as_str() < first.as_str())
+            .take_while(|name| name.starts_with(&first))
+            .filter(|name| !name[region.len()..].contains('/'))
             .take(limit)
             .cloned()
             .collect()
@@ -658,10 +670,13 @@ impl Service {
         request: &ReceiveRequest<'_>,
     ) -> Result<(Vec<Received>, u32, Option<u64>, Commit)> {
         let policy = slot.lock().attributes.redrive_policy.clone();
+        // A dead-letter queue is in its source's region.
+        let target_key = policy.as_ref().map(|p| key::sibling(name, p.target_name()));
         let target = policy
             .as_ref()
-            .filter(|p| p.target_name() != name)
-            .and_then(|p| Some((p, self.read_queues().get(p.target_name())?.clone())));
+            .zip(target_key.as_deref())
+            .filter(|(_, target)| *target != name)
+            .and_then(|(p, target)| Some((p, self.read_queues().get(target)?.clone())));
         let (mut queue, mut dead_letters) = match &target {
             None => (slot.lock(), None),
             Some((_, dlq)) => {
@@ -679,7 +694,8 @@ impl Service {
                 .dead_letter_target_arn
                 .rsplit_once(':')
                 .map_or("", |(prefix, _)| prefix);
-            format!("{prefix}:{name}").into()
+            // The source is in the dead-letter queue's region and account.
+            format!("{prefix}:{}", key::split(name).1).into()
         });
         let dead_letter = match (dead_letters.as_deref_mut(), &target, source_arn) {
             (Some(dlq), Some((_, dlq_slot)), Some(source_arn)) if !dlq_slot.is_closed() => Some(DeadLetter {
@@ -896,13 +912,25 @@ mod tests {
             Arc::new(crate::clock::SystemClock),
             Arc::new(Metrics::new("test")),
         );
-        for name in ["b1", "a", "b2", "b3", "c"] {
+        for name in ["b1", "a", "b2", "b3", "c", "eu-north-1/b1", "eu-north-1/b4", "e"] {
             svc.create_queue(name, &BTreeMap::new(), BTreeMap::new())
                 .await
                 .unwrap();
         }
-        assert_eq!(svc.queue_names("b", None, 2), ["b1", "b2"]);
-        assert_eq!(svc.queue_names("b", Some("b2"), 2), ["b3"]);
-        assert_eq!(svc.queue_names("", None, 10).len(), 5);
+        assert_eq!(svc.queue_names("", "b", None, 2), ["b1", "b2"]);
+        assert_eq!(svc.queue_names("", "b", Some("b2"), 2), ["b3"]);
+        assert_eq!(
+            svc.queue_names("", "", None, 10),
+            ["a", "b1", "b2", "b3", "c", "e"],
+            "the home region's own"
+        );
+        assert_eq!(
+            svc.queue_names("eu-north-1/", "b", None, 10),
+            ["eu-north-1/b1", "eu-north-1/b4"]
+        );
+        assert_eq!(
+            svc.queue_names("eu-north-1/", "", Some("eu-north-1/b1"), 10),
+            ["eu-north-1/b4"]
+        );
     }
 }

@@ -46,7 +46,8 @@ impl Credentials {
     }
 
     /// Checks what can be checked before the body is read: that the request
-    /// is signed at all, with a known key, for `region` and the service `sqs`,
+    /// is signed at all, with a known key, for `region` (when one is
+    /// required) and the service `sqs`,
     /// with `host` among the signed headers, dated within the skew (or, when
     /// presigned, not yet expired). When the request declares its payload's
     /// hash (`x-amz-content-sha256`), the signature itself is checked here
@@ -58,7 +59,7 @@ impl Credentials {
         method: &Method,
         uri: &Uri,
         headers: &HeaderMap,
-        region: &str,
+        region: Option<&str>,
         now: i64,
     ) -> Result<HeadChecked, SqsError> {
         let signed = Signed::from_request(uri, headers)?;
@@ -90,11 +91,13 @@ impl Credentials {
                 ),
             ));
         }
-        if signed.region != region {
+        if let Some(region) = region
+            && signed.region != region
+        {
             return Err(SqsError::new(
                 ErrorCode::SignatureDoesNotMatch,
                 format!(
-                    "Credential should be scoped to a valid region, not '{}'. This server is in '{region}' (--region).",
+                    "Credential should be scoped to a valid region, not '{}'. This server takes only its own region, '{region}' (--regions one).",
                     signed.region
                 ),
             ));
@@ -129,7 +132,7 @@ impl Credentials {
         uri: &Uri,
         headers: &HeaderMap,
         body: &[u8],
-        region: &str,
+        region: Option<&str>,
         now: i64,
     ) -> Result<(), SqsError> {
         self.check_head(method, uri, headers, region, now)?
@@ -513,6 +516,25 @@ fn parse_amz_date(text: &str) -> Option<i64> {
     Some(days * 86_400 + hour * 3_600 + minute * 60 + second)
 }
 
+/// The region a request is signed for, read from its Authorization header
+/// or its presigned query string (`X-Amz-Credential`), without checking
+/// the signature: with credentials configured the signature is checked
+/// separately, scope included; without, any signature is taken at its word.
+pub fn signed_region(uri: &Uri, headers: &HeaderMap) -> Option<String> {
+    let credential = match headers.get("authorization").and_then(|v| v.to_str().ok()) {
+        Some(authorization) => authorization
+            .split([' ', ','])
+            .find_map(|part| part.trim().strip_prefix("Credential="))?
+            .to_string(),
+        None => serde_urlencoded::from_str::<Vec<(String, String)>>(uri.query()?)
+            .ok()?
+            .into_iter()
+            .find_map(|(name, value)| (name == "X-Amz-Credential").then_some(value))?,
+    };
+    let region = credential.split('/').nth(2)?;
+    crate::queue::key::is_region(region).then(|| region.to_string())
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -579,12 +601,12 @@ mod tests {
         let uri = Uri::from_static("/");
         let with_host = signed_headers_request("host;x-amz-date", body, now);
         assert_eq!(
-            credentials.verify(&Method::POST, &uri, &with_host, body, "us-east-1", now),
+            credentials.verify(&Method::POST, &uri, &with_host, body, Some("us-east-1"), now),
             Ok(())
         );
         let without_host = signed_headers_request("x-amz-date", body, now);
         let error = credentials
-            .verify(&Method::POST, &uri, &without_host, body, "us-east-1", now)
+            .verify(&Method::POST, &uri, &without_host, body, Some("us-east-1"), now)
             .unwrap_err();
         assert_eq!(error.code, ErrorCode::SignatureDoesNotMatch);
         assert!(error.message.contains("host header must be signed"), "{error}");
@@ -594,7 +616,7 @@ mod tests {
                 &uri,
                 &with_host,
                 b"Action=DeleteQueue",
-                "us-east-1",
+                Some("us-east-1"),
                 now,
             )
             .unwrap_err();

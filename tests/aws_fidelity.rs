@@ -901,3 +901,94 @@ async fn standard_queues_take_visibility_changes_from_expired_and_earlier_handle
         );
     }
 }
+
+/// A queue belongs to a region, as in AWS: the same name in two regions is
+/// two queues, told apart by the region a client signs for and by the URL,
+/// over both wire formats; a dead-letter queue is its source's region's.
+#[tokio::test]
+async fn the_same_name_in_two_regions_is_two_queues() {
+    let server = Server::start();
+    let home = server.client();
+    let europe = common::client_in_region(&server.url, "eu-central-1");
+    let home_url = common::create_queue_url(&home, "same", &[]).await;
+    let europe_url = common::create_queue_url(&europe, "same", &[]).await;
+    assert_eq!(
+        home_url,
+        format!("{}/000000000000/same", server.url),
+        "the instance's own region"
+    );
+    assert_eq!(
+        europe_url,
+        format!("{}/queue/eu-central-1/000000000000/same", server.url)
+    );
+    for (client, url) in [(&home, &home_url), (&europe, &europe_url)] {
+        let found = client.get_queue_url().queue_name("same").send().await.unwrap();
+        assert_eq!(found.queue_url(), Some(url.as_str()));
+        let listed = client.list_queues().send().await.unwrap();
+        assert_eq!(listed.queue_urls(), std::slice::from_ref(url), "each region lists its own");
+    }
+    let arn = europe
+        .get_queue_attributes()
+        .queue_url(&europe_url)
+        .attribute_names(aws_sdk_sqs::types::QueueAttributeName::QueueArn)
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(
+        arn.attributes().unwrap()[&aws_sdk_sqs::types::QueueAttributeName::QueueArn],
+        "arn:aws:sqs:eu-central-1:000000000000:same"
+    );
+
+    // The URL says which queue, whichever region the call is signed for,
+    // and over the Query protocol too (unsigned: the instance's region).
+    common::send_body(&home, &europe_url, "to europe").await;
+    assert!(common::receive_plain(&home, &home_url).await.is_empty());
+    let (status, xml) = query_call(
+        &server,
+        &[("Action", "ReceiveMessage"), ("QueueUrl", &europe_url)],
+    )
+    .await;
+    assert_eq!(status, 200, "{xml}");
+    assert!(xml.contains("<Body>to europe</Body>"), "{xml}");
+    let (status, xml) = query_call(&server, &[("Action", "GetQueueUrl"), ("QueueName", "same")]).await;
+    assert_eq!(status, 200, "{xml}");
+    assert!(xml.contains(&format!("<QueueUrl>{home_url}</QueueUrl>")), "{xml}");
+
+    // A dead-letter queue in eu-central-1 takes the messages of its source there.
+    let dead = common::create_queue_url(&europe, "dead", &[]).await;
+    let policy =
+        r#"{"deadLetterTargetArn":"arn:aws:sqs:eu-central-1:000000000000:dead","maxReceiveCount":1}"#;
+    let flaky = common::create_queue_url(&europe, "flaky", &[("RedrivePolicy", policy)]).await;
+    common::send_body(&europe, &flaky, "poison").await;
+    for _ in 0..2 {
+        europe
+            .receive_message()
+            .queue_url(&flaky)
+            .visibility_timeout(0)
+            .send()
+            .await
+            .unwrap();
+    }
+    let dead_letters = europe
+        .receive_message()
+        .queue_url(&dead)
+        .message_system_attribute_names(
+            aws_sdk_sqs::types::MessageSystemAttributeName::DeadLetterQueueSourceArn,
+        )
+        .send()
+        .await
+        .unwrap();
+    let moved = &dead_letters.messages()[0];
+    assert_eq!(moved.body(), Some("poison"));
+    assert_eq!(
+        moved.attributes().unwrap()
+            [&aws_sdk_sqs::types::MessageSystemAttributeName::DeadLetterQueueSourceArn],
+        "arn:aws:sqs:eu-central-1:000000000000:flaky"
+    );
+
+    // With --regions one, every client is in the instance's region.
+    let one = Server::start_with(&["--regions", "one"]);
+    let url =
+        common::create_queue_url(&common::client_in_region(&one.url, "eu-central-1"), "same", &[]).await;
+    assert_eq!(url, format!("{}/000000000000/same", one.url));
+}

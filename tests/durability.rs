@@ -612,3 +612,39 @@ async fn fifo_order_deduplication_and_dead_letters_survive_a_failover() {
     let after_purge = send_once(&sqs, &purged).await;
     assert_ne!(after_purge, before_purge, "the purge forgot the deduplication id");
 }
+
+/// Queues of another region than the instance's own are stored under their
+/// region, and a new leader restores them there.
+#[tokio::test]
+async fn queues_of_other_regions_survive_a_failover() {
+    let redis = RedisServer::start();
+    let mut nodes: Vec<Server> = ["r1", "r2"]
+        .iter()
+        .map(|id| Server::start_node(&redis, id))
+        .collect();
+    let leader = leader_of(&nodes).await;
+    let europe = common::client_in_region(&nodes[leader].url, "eu-central-1");
+    let home = client_without_retries(&nodes[leader].url);
+    let europe_url = create_queue_url(&europe, "same", &[]).await;
+    create_queue_url(&home, "same", &[]).await;
+    common::send_body(&europe, &europe_url, "kept in europe").await;
+
+    nodes.remove(leader).signal("KILL");
+    let leader = leader_of(&nodes).await;
+    let europe = common::client_in_region(&nodes[leader].url, "eu-central-1");
+    let home = client_without_retries(&nodes[leader].url);
+    let found = europe.get_queue_url().queue_name("same").send().await.unwrap();
+    let europe_url = found.queue_url().unwrap().to_string();
+    assert!(
+        europe_url.contains("/queue/eu-central-1/000000000000/same"),
+        "{europe_url}"
+    );
+    let received = common::receive_plain(&europe, &europe_url).await;
+    assert_eq!(received[0].body(), Some("kept in europe"));
+    let home_url = home.get_queue_url().queue_name("same").send().await.unwrap();
+    assert!(
+        common::receive_plain(&home, home_url.queue_url().unwrap())
+            .await
+            .is_empty()
+    );
+}

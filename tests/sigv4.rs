@@ -293,15 +293,26 @@ async fn presigned_urls_carry_their_action_and_expire() {
     std::fs::remove_file(path).unwrap();
 }
 
+/// A signature for another region is valid and addresses that region's
+/// queues; with `--regions one` the instance takes only its own region.
 #[tokio::test]
-async fn a_signature_for_another_region_is_refused() {
+async fn a_signature_for_another_region_names_that_regions_queues() {
     let (server, _, path) = signed_server_with_queue().await;
     let list = "Action=ListQueues&Version=2012-11-05";
-    let elsewhere = Signing {
+    let elsewhere = || Signing {
         region: "eu-west-1",
         ..Signing::default()
     };
-    let (url, headers) = sign_query_post(&server, "/", list, elsewhere);
+    let (url, headers) = sign_query_post(&server, "/", list, elsewhere());
+    let (status, body) = send_raw(&url, &headers, list).await;
+    assert_eq!(status, 200, "{body}");
+    assert!(
+        !body.contains("kept"),
+        "us-east-1's queue is not in eu-west-1: {body}"
+    );
+
+    let one = Server::start_with(&["--credentials", path.to_str().unwrap(), "--regions", "one"]);
+    let (url, headers) = sign_query_post(&one, "/", list, elsewhere());
     let (status, body) = send_raw(&url, &headers, list).await;
     assert_eq!(status, 403, "{body}");
     assert!(body.contains("eu-west-1"), "{body}");

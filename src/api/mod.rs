@@ -28,7 +28,7 @@ use serde::de::DeserializeOwned;
 
 use crate::error::{ErrorCode, Result, SqsError};
 use crate::move_tasks::MoveTasks;
-use crate::queue::QueueArn;
+use crate::queue::{QueueArn, key};
 use crate::service::Service;
 use model::*;
 use shape::{Member, Shape};
@@ -54,7 +54,11 @@ pub struct RequestContext {
     /// Scheme and authority that queue URLs start with, e.g. `http://127.0.0.1:9324`.
     pub base_url: String,
     pub account_id: String,
+    /// The region the request is for (its signature's), which names the
+    /// queue in calls that give a name and not a URL.
     pub region: String,
+    /// The instance's own region (`--region`); see `queue::key`.
+    pub home_region: String,
     /// The SenderId attribute of messages this request sends.
     pub sender_id: std::sync::Arc<str>,
     /// The request's X-Amzn-Trace-Id header: SendMessage gives it to the
@@ -63,31 +67,60 @@ pub struct RequestContext {
 }
 
 impl RequestContext {
-    pub fn queue_url(&self, name: &str) -> String {
-        format!("{}/{}/{}", self.base_url, self.account_id, name)
+    /// The key of the queue called `name` in the request's region.
+    pub fn queue_key(&self, name: &str) -> String {
+        key::of(&self.region, &self.home_region, name)
     }
 
-    pub fn queue_arn(&self, name: &str) -> String {
-        QueueArn::new(&self.region, &self.account_id, name).to_string()
+    /// How the keys of the request's region start, for listing them.
+    pub fn region_key_prefix(&self) -> String {
+        key::of(&self.region, &self.home_region, "")
     }
 
-    /// The queue name a QueueUrl points at. The host is ignored, so a client
-    /// may reach ssq under any name; the account must be ours. As AWS does,
-    /// a bare queue name is taken for its queue, and any other address that
-    /// names no queue of ours is a queue that does not exist.
+    /// A queue's URL: `<base>/<account>/<name>` in the instance's own
+    /// region, `<base>/queue/<region>/<account>/<name>` in another.
+    pub fn queue_url(&self, key: &str) -> String {
+        match key::split(key) {
+            (None, name) => format!("{}/{}/{}", self.base_url, self.account_id, name),
+            (Some(region), name) => format!("{}/queue/{region}/{}/{name}", self.base_url, self.account_id),
+        }
+    }
+
+    pub fn queue_arn(&self, key: &str) -> String {
+        let (region, name) = key::split(key);
+        QueueArn::new(region.unwrap_or(&self.home_region), &self.account_id, name).to_string()
+    }
+
+    /// The key of the queue a QueueUrl points at. The host is ignored, so a
+    /// client may reach ssq under any name; the account must be ours. As
+    /// AWS does, a bare queue name is taken for its queue (in the request's
+    /// region), and any other address that names no queue of ours is a
+    /// queue that does not exist.
     pub fn queue_name(&self, url: Option<&str>) -> Result<String> {
         let url = url.ok_or_else(|| SqsError::missing_parameter("QueueUrl"))?;
         if !url.is_empty() && !url.contains('/') {
-            return Ok(url.to_string());
+            return Ok(self.queue_key(url));
         }
-        let path = match url.split_once("://") {
-            Some((_, rest)) => rest.split_once('/').map_or("", |(_, path)| path),
-            None => url,
+        let (host, path) = match url.split_once("://") {
+            Some((_, rest)) => rest.split_once('/').unwrap_or((rest, "")),
+            None => ("", url),
         };
         let path = path.split(['?', '#']).next().unwrap_or_default();
-        let mut segments = path.split('/').filter(|s| !s.is_empty());
-        match (segments.next(), segments.next(), segments.next()) {
-            (Some(account), Some(name), None) if account == self.account_id => Ok(name.to_string()),
+        let segments: Vec<&str> = path.split('/').filter(|s| !s.is_empty()).take(5).collect();
+        // The host form `sqs.<region>.<domain>`, as AWS's own URLs are.
+        let host_region = host
+            .strip_prefix("sqs.")
+            .and_then(|rest| rest.split('.').next())
+            .filter(|region| key::is_region(region));
+        match segments[..] {
+            [account, name] if account == self.account_id => Ok(key::of(
+                host_region.unwrap_or(&self.home_region),
+                &self.home_region,
+                name,
+            )),
+            ["queue", region, account, name] if account == self.account_id && key::is_region(region) => {
+                Ok(key::of(region, &self.home_region, name))
+            }
             _ => Err(SqsError::queue_does_not_exist()),
         }
     }
@@ -253,9 +286,58 @@ mod tests {
             base_url: "http://localhost:9324".into(),
             account_id: "000000000000".into(),
             region: "us-east-1".into(),
+            home_region: "us-east-1".into(),
             sender_id: "000000000000".into(),
             trace_id: None,
         }
+    }
+
+    #[test]
+    fn queues_of_other_regions_have_their_region_in_key_url_and_arn() {
+        let ctx = RequestContext {
+            region: "eu-north-1".into(),
+            ..ctx()
+        };
+        assert_eq!(ctx.queue_key("orders"), "eu-north-1/orders");
+        assert_eq!(ctx.region_key_prefix(), "eu-north-1/");
+        let url = ctx.queue_url("eu-north-1/orders");
+        assert_eq!(url, "http://localhost:9324/queue/eu-north-1/000000000000/orders");
+        assert_eq!(ctx.queue_name(Some(&url)).unwrap(), "eu-north-1/orders");
+        assert_eq!(
+            ctx.queue_arn("eu-north-1/orders"),
+            "arn:aws:sqs:eu-north-1:000000000000:orders"
+        );
+        assert_eq!(
+            ctx.queue_name(Some("orders")).unwrap(),
+            "eu-north-1/orders",
+            "a bare name: the request's region"
+        );
+        assert_eq!(
+            ctx.queue_name(Some("http://localhost:9324/000000000000/orders"))
+                .unwrap(),
+            "orders",
+            "a URL without a region: the instance's own"
+        );
+        assert_eq!(
+            ctx.queue_name(Some("https://sqs.eu-north-1.amazonaws.com/000000000000/orders"))
+                .unwrap(),
+            "eu-north-1/orders",
+            "the host form"
+        );
+        assert_eq!(
+            ctx.queue_name(Some("http://h/queue/us-east-1/000000000000/orders"))
+                .unwrap(),
+            "orders",
+            "the path form of the instance's own region"
+        );
+        assert_eq!(
+            ctx.queue_url("orders"),
+            "http://localhost:9324/000000000000/orders"
+        );
+        assert_eq!(
+            ctx.queue_arn("orders"),
+            "arn:aws:sqs:us-east-1:000000000000:orders"
+        );
     }
 
     #[test]

@@ -12,7 +12,7 @@ pub(super) async fn create_queue(
     ctx: &RequestContext,
     input: CreateQueueInput,
 ) -> Result<QueueUrlOutput> {
-    let name = required(input.queue_name, "QueueName")?;
+    let name = ctx.queue_key(&required(input.queue_name, "QueueName")?);
     check_redrive_target(
         &api.service,
         ctx,
@@ -47,7 +47,7 @@ pub(super) async fn get_queue_url(
     ctx: &RequestContext,
     input: GetQueueUrlInput,
 ) -> Result<QueueUrlOutput> {
-    let name = required(input.queue_name, "QueueName")?;
+    let name = ctx.queue_key(&required(input.queue_name, "QueueName")?);
     let ours = input
         .queue_owner_aws_account_id
         .is_none_or(|account| account == ctx.account_id);
@@ -67,9 +67,12 @@ pub(super) async fn list_queues(
     let prefix = input.queue_name_prefix.unwrap_or_default();
     let page = Page::parse(input.max_results, input.next_token.as_deref())?;
     // One more than the page holds tells whether another page follows.
-    let names = api
-        .service
-        .queue_names(&prefix, page.after.as_deref(), page.limit + 1);
+    let names = api.service.queue_names(
+        &ctx.region_key_prefix(),
+        &prefix,
+        page.after.as_deref(),
+        page.limit + 1,
+    );
     let (names, next_token) = page.cut(names);
     Ok(ListQueuesOutput {
         queue_urls: names.iter().map(|n| ctx.queue_url(n)).collect(),

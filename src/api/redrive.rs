@@ -6,8 +6,8 @@ use super::params::{Page, in_range, required};
 use super::{Api, RequestContext};
 use crate::error::{ErrorCode, Result, SqsError};
 use crate::move_tasks::{MAX_RATE, MoveRequest, Status};
-use crate::queue::QueueArn;
 use crate::queue::attributes;
+use crate::queue::{QueueArn, key};
 use crate::service::Service;
 
 /// A RedrivePolicy may only name an existing queue of the same type (FIFO
@@ -30,13 +30,14 @@ pub(super) async fn check_redrive_target(
             format!("Value {value} for parameter RedrivePolicy is invalid. Reason: {why}"),
         )
     };
-    if policy.dead_letter_target_arn != ctx.queue_arn(policy.target_name()) {
+    let target = key::sibling(source, policy.target_name());
+    if policy.dead_letter_target_arn != ctx.queue_arn(&target) {
         return Err(invalid(
             "Dead-letter target does not exist (it must be a queue of this account and region).",
         ));
     }
     let (target_fifo, allow_policy) = svc
-        .with_queue(policy.target_name(), |q, _| {
+        .with_queue(&target, |q, _| {
             (q.is_fifo(), q.attributes.redrive_allow_policy.clone())
         })
         .await
@@ -84,16 +85,17 @@ pub(super) async fn list_dead_letter_source_queues(
     })
 }
 
-/// The queue an ARN of this account and region names.
+/// The key of the queue an ARN of this account names.
 pub(super) fn queue_of_arn(ctx: &RequestContext, arn: &str, parameter: &str) -> Result<String> {
-    let name = QueueArn::name_of(arn);
-    if arn != ctx.queue_arn(name) {
-        return Err(SqsError::new(
+    match QueueArn::parse(arn) {
+        Some(parsed) if parsed.account == ctx.account_id && key::is_region(&parsed.region) => {
+            Ok(key::of(&parsed.region, &ctx.home_region, &parsed.name))
+        }
+        _ => Err(SqsError::new(
             ErrorCode::ResourceNotFound,
             format!("The resource that {parameter} {arn} names does not exist."),
-        ));
+        )),
     }
-    Ok(name.to_string())
 }
 
 pub(super) async fn start_message_move_task(

@@ -8,6 +8,7 @@
 
 pub mod arn;
 pub mod attributes;
+pub mod key;
 pub mod limits;
 pub mod message;
 #[allow(clippy::module_inception)]

@@ -11,9 +11,18 @@ pub fn client_for(url: &str) -> aws_sdk_sqs::Client {
 
 /// A client that signs its requests with the given access key and secret.
 pub fn client_signing_with(url: &str, access_key_id: &str, secret: &str) -> aws_sdk_sqs::Client {
+    client_of(url, "us-east-1", access_key_id, secret)
+}
+
+/// A client configured for another region than the tests' us-east-1.
+pub fn client_in_region(url: &str, region: &'static str) -> aws_sdk_sqs::Client {
+    client_of(url, region, "test", "test")
+}
+
+fn client_of(url: &str, region: &'static str, access_key_id: &str, secret: &str) -> aws_sdk_sqs::Client {
     let config = aws_sdk_sqs::Config::builder()
         .behavior_version(BehaviorVersion::latest())
-        .region(Region::new("us-east-1"))
+        .region(Region::new(region))
         .credentials_provider(Credentials::new(access_key_id, secret, None, None, "ssq-tests"))
         .endpoint_url(url)
         .build();
