@@ -592,14 +592,16 @@ impl Service {
 
     /// Sends messages in one critical section and wakes long pollers once.
     pub async fn send(&self, name: &str, messages: Vec<NewMessage>) -> Result<Vec<Result<Sent>>> {
-        self.send_with(name, messages, |_, _| Ok(())).await
+        self.send_with(name, messages, |_, _| Ok(()), Queue::send).await
     }
 
     /// Sends a SendMessageBatch's messages: as [`Service::send`], except
     /// that the rules SQS applies to the whole batch of a FIFO queue
-    /// ([`Queue::check_fifo_batch`]) fail the whole call.
+    /// ([`Queue::check_fifo_batch`]) fail the whole call, and that entries
+    /// are checked in the batch's words ([`Queue::send_batch_entry`]).
     pub async fn send_batch(&self, name: &str, messages: Vec<NewMessage>) -> Result<Vec<Result<Sent>>> {
-        self.send_with(name, messages, Queue::check_fifo_batch).await
+        self.send_with(name, messages, Queue::check_fifo_batch, Queue::send_batch_entry)
+            .await
     }
 
     async fn send_with(
@@ -607,6 +609,7 @@ impl Service {
         name: &str,
         messages: Vec<NewMessage>,
         whole_call: fn(&Queue, &[NewMessage]) -> Result<()>,
+        each: fn(&mut Queue, NewMessage, u64) -> Result<Sent>,
     ) -> Result<Vec<Result<Sent>>> {
         let bytes = messages
             .iter()
@@ -616,7 +619,7 @@ impl Service {
         let results: Vec<Result<Sent>> = self
             .with_queue(name, |queue, now| {
                 whole_call(queue, &messages)?;
-                Ok(messages.into_iter().map(|m| queue.send(m, now)).collect())
+                Ok(messages.into_iter().map(|m| each(queue, m, now)).collect())
             })
             .await??;
         let sent = results.iter().filter(|r| r.is_ok()).count();

@@ -132,8 +132,13 @@ async fn the_data_key_reuse_period_is_reported_only_with_a_kms_key() {
     );
     set(json!({"KmsMasterKeyId": "testKeyId", "KmsDataKeyReusePeriodSeconds": "6000"})).await;
     let (_, with_key, _) = all().await;
+    assert_eq!(initial["Attributes"]["SqsManagedSseEnabled"], "true", "{initial}");
     assert_eq!(with_key["Attributes"]["KmsDataKeyReusePeriodSeconds"], "6000");
     assert_eq!(with_key["Attributes"]["KmsMasterKeyId"], "testKeyId");
+    assert_eq!(
+        with_key["Attributes"]["SqsManagedSseEnabled"], "false",
+        "SSE-KMS replaces SSE-SQS"
+    );
     set(json!({"KmsMasterKeyId": "", "KmsDataKeyReusePeriodSeconds": "300"})).await;
     let (_, without, _) = all().await;
     assert!(
@@ -143,6 +148,10 @@ async fn the_data_key_reuse_period_is_reported_only_with_a_kms_key() {
         "{without}"
     );
     assert!(without["Attributes"].get("KmsMasterKeyId").is_none(), "{without}");
+    assert_eq!(
+        without["Attributes"]["SqsManagedSseEnabled"], "false",
+        "and stays off"
+    );
 }
 
 #[tokio::test]
@@ -862,6 +871,48 @@ async fn a_batch_with_no_failures_has_no_failed_list() {
     )
     .await;
     assert_eq!(answer["Failed"][0]["Id"], "2", "{answer}");
+
+    // An entry over MaximumMessageSize fails in the batch's own words; a
+    // lone SendMessage in SendMessage's.
+    let small = create(&server, "small", json!({"MaximumMessageSize": "1024"})).await;
+    let large = "a".repeat(1025);
+    let entries =
+        json!([{"Id": "fits", "MessageBody": "a".repeat(1024)}, {"Id": "large", "MessageBody": large}]);
+    let (_, answer, _) = json_call(
+        &server,
+        "SendMessageBatch",
+        json!({"QueueUrl": small, "Entries": entries}),
+    )
+    .await;
+    assert_eq!(answer["Successful"][0]["Id"], "fits", "{answer}");
+    assert_eq!(
+        answer["Failed"][0]["Message"],
+        "One or more parameters cannot be validated. Reason: Message must be shorter than 1024 bytes.",
+        "{answer}"
+    );
+    let form = [
+        ("Action", "SendMessageBatch"),
+        ("QueueUrl", small.as_str()),
+        ("SendMessageBatchRequestEntry.1.Id", "large"),
+        ("SendMessageBatchRequestEntry.1.MessageBody", large.as_str()),
+    ];
+    let (status, xml) = query_call(&server, &form).await;
+    assert_eq!(status, 200, "{xml}");
+    assert!(
+        xml.contains("cannot be validated. Reason: Message must be shorter than 1024 bytes."),
+        "{xml}"
+    );
+    let (_, answer, _) = json_call(
+        &server,
+        "SendMessage",
+        json!({"QueueUrl": small, "MessageBody": large}),
+    )
+    .await;
+    assert_eq!(
+        answer["message"],
+        "One or more parameters are invalid. Reason: Message must be shorter than 1024 bytes.",
+        "{answer}"
+    );
 }
 
 /// As recorded against AWS, on a standard queue: a message whose visibility
@@ -925,7 +976,11 @@ async fn the_same_name_in_two_regions_is_two_queues() {
         let found = client.get_queue_url().queue_name("same").send().await.unwrap();
         assert_eq!(found.queue_url(), Some(url.as_str()));
         let listed = client.list_queues().send().await.unwrap();
-        assert_eq!(listed.queue_urls(), std::slice::from_ref(url), "each region lists its own");
+        assert_eq!(
+            listed.queue_urls(),
+            std::slice::from_ref(url),
+            "each region lists its own"
+        );
     }
     let arn = europe
         .get_queue_attributes()

@@ -490,13 +490,7 @@ async fn fifo_order_deduplication_and_dead_letters_survive_a_failover() {
     )
     .await;
     for (body, group) in [("g1-m1", "1"), ("g1-m2", "1"), ("g2-m1", "2")] {
-        sqs.send_message()
-            .queue_url(&turns)
-            .message_body(body)
-            .message_group_id(group)
-            .send()
-            .await
-            .unwrap();
+        common::send_grouped(&sqs, &turns, body, group).await;
     }
     let taken = sqs
         .receive_message()

@@ -20,6 +20,7 @@ pub fn run(action: Action, input: Input) {
             base_url: "http://fuzz".into(),
             account_id: "000000000000".into(),
             region: "us-east-1".into(),
+            home_region: "us-east-1".into(),
             sender_id: "000000000000".into(),
             trace_id: None,
         };

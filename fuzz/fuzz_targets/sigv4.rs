@@ -19,5 +19,7 @@ fuzz_target!(|data: &[u8]| {
     let uri: Uri = lines.next().and_then(|l| l.parse().ok()).unwrap_or_else(|| Uri::from_static("/"));
     let body = lines.next().unwrap_or_default();
     let credentials = Credentials::parse("AKIDFUZZ:secret").expect("valid credentials");
-    let _ = credentials.verify(&Method::POST, &uri, &headers, body.as_bytes(), "us-east-1", 1_700_000_000);
+    let _ = credentials.verify(&Method::POST, &uri, &headers, body.as_bytes(), Some("us-east-1"), 1_700_000_000);
+    // Read before any signature check, on every request.
+    let _ = ssq::sigv4::signed_region(&uri, &headers);
 });

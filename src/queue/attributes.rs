@@ -116,7 +116,14 @@ impl QueueAttributes {
             "KmsDataKeyReusePeriodSeconds" => {
                 self.kms_data_key_reuse_period_seconds = parse_in_range(name, value, 60, 86_400)?
             }
-            "KmsMasterKeyId" => self.kms_master_key_id = non_empty(value),
+            "KmsMasterKeyId" => {
+                self.kms_master_key_id = non_empty(value);
+                // SSE-KMS takes the place of SSE-SQS, which stays off when
+                // the key is removed again (as recorded against AWS).
+                if self.kms_master_key_id.is_some() {
+                    self.sqs_managed_sse_enabled = false;
+                }
+            }
             "MaximumMessageSize" => {
                 self.maximum_message_size = parse_in_range(name, value, 1_024, MAX_MESSAGE_BYTES)?
             }

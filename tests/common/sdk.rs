@@ -120,6 +120,20 @@ pub async fn send_body(sqs: &aws_sdk_sqs::Client, url: &str, body: impl Into<Str
         .expect("SendMessage answers with the MessageId")
 }
 
+/// Sends one message of a FIFO message group (content-based deduplication
+/// assumed); returns its MessageId.
+pub async fn send_grouped(sqs: &aws_sdk_sqs::Client, url: &str, body: &str, group: &str) -> String {
+    sqs.send_message()
+        .queue_url(url)
+        .message_body(body)
+        .message_group_id(group)
+        .send()
+        .await
+        .unwrap_or_else(|e| panic!("SendMessage to {url}: {e:?}"))
+        .message_id
+        .expect("SendMessage answers with the MessageId")
+}
+
 /// One ReceiveMessage with the queue's settings: up to one message, no wait
 /// beyond the queue's own.
 pub async fn receive_plain(sqs: &aws_sdk_sqs::Client, url: &str) -> Vec<aws_sdk_sqs::types::Message> {
