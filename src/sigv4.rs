@@ -521,18 +521,26 @@ fn parse_amz_date(text: &str) -> Option<i64> {
 /// the signature: with credentials configured the signature is checked
 /// separately, scope included; without, any signature is taken at its word.
 pub fn signed_region(uri: &Uri, headers: &HeaderMap) -> Option<String> {
-    let credential = match headers.get("authorization").and_then(|v| v.to_str().ok()) {
-        Some(authorization) => authorization
-            .split([' ', ','])
-            .find_map(|part| part.trim().strip_prefix("Credential="))?
-            .to_string(),
-        None => serde_urlencoded::from_str::<Vec<(String, String)>>(uri.query()?)
-            .ok()?
-            .into_iter()
-            .find_map(|(name, value)| (name == "X-Amz-Credential").then_some(value))?,
+    // `<key id>/<date>/<region>/sqs/aws4_request`: the third part.
+    let region_of = |credential: &str| {
+        let region = credential.split('/').nth(2)?;
+        crate::queue::key::is_region(region).then(|| region.to_string())
     };
-    let region = credential.split('/').nth(2)?;
-    crate::queue::key::is_region(region).then(|| region.to_string())
+    match headers.get("authorization") {
+        Some(authorization) => {
+            let authorization = authorization.to_str().ok()?;
+            let credential = &authorization[authorization.find("Credential=")? + "Credential=".len()..];
+            region_of(credential.split([',', ' ']).next()?)
+        }
+        // Presigned: only when the query string carries a credential.
+        None => {
+            let query = uri.query().filter(|query| query.contains("X-Amz-Credential="))?;
+            serde_urlencoded::from_str::<Vec<(String, String)>>(query)
+                .ok()?
+                .into_iter()
+                .find_map(|(name, value)| (name == "X-Amz-Credential").then(|| region_of(&value)))?
+        }
+    }
 }
 
 #[cfg(test)]
@@ -621,6 +629,34 @@ mod tests {
             )
             .unwrap_err();
         assert_eq!(error.code, ErrorCode::SignatureDoesNotMatch, "the body is signed");
+    }
+
+    #[test]
+    fn the_signed_region_is_read_from_the_header_or_the_presigned_query() {
+        let mut headers = HeaderMap::new();
+        headers.insert(
+            "authorization",
+            "AWS4-HMAC-SHA256 Credential=AKID/20261201/eu-north-1/sqs/aws4_request, SignedHeaders=host, Signature=00"
+                .parse()
+                .unwrap(),
+        );
+        let root = Uri::from_static("/");
+        assert_eq!(signed_region(&root, &headers).as_deref(), Some("eu-north-1"));
+        let presigned = Uri::from_static(
+            "/?Action=ListQueues&X-Amz-Credential=AKID%2F20261201%2Fap-south-2%2Fsqs%2Faws4_request",
+        );
+        assert_eq!(
+            signed_region(&presigned, &HeaderMap::new()).as_deref(),
+            Some("ap-south-2")
+        );
+        assert_eq!(signed_region(&root, &HeaderMap::new()), None, "unsigned");
+        headers.insert(
+            "authorization",
+            "AWS4-HMAC-SHA256 Credential=AKID/x/NOT A REGION/sqs"
+                .parse()
+                .unwrap(),
+        );
+        assert_eq!(signed_region(&root, &headers), None);
     }
 
     #[test]
