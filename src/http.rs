@@ -17,7 +17,7 @@ use axum::http::{HeaderMap, Method, StatusCode, Uri, header};
 use axum::response::{IntoResponse, Response};
 use axum::routing::get;
 
-use crate::api::{self, Action, Api, Input, RequestContext};
+use crate::api::{self, Action, Api, Input, RequestContext, RequestRegion};
 use crate::config::Regions;
 use crate::error::{ErrorCode, SqsError};
 use crate::leader::Leadership;
@@ -49,13 +49,23 @@ pub struct AppState {
 impl AppState {
     /// The region a request is in: with `--regions signed`, the one its
     /// client signed it for (checked with the signature when credentials
-    /// are configured); unsigned requests are in the instance's own.
-    fn request_region(&self, uri: &Uri, headers: &HeaderMap) -> String {
+    /// are configured), read when an action asks; unsigned requests are in
+    /// the instance's own.
+    fn request_region(&self, uri: &Uri, headers: &HeaderMap) -> RequestRegion {
         match self.regions {
+            Regions::One => RequestRegion::known(&self.region),
             Regions::Signed => {
-                crate::sigv4::signed_region(uri, headers).unwrap_or_else(|| self.region.clone())
+                let authorization = headers.get(header::AUTHORIZATION).cloned();
+                let presigned = uri
+                    .query()
+                    .filter(|query| query.contains("X-Amz-Credential="))
+                    .map(str::to_string);
+                let home = self.region.clone();
+                RequestRegion::read_when_asked(move || {
+                    crate::sigv4::signed_region(authorization.as_ref(), presigned.as_deref())
+                        .unwrap_or_else(|| home.clone())
+                })
             }
-            Regions::One => self.region.clone(),
         }
     }
 

@@ -8,7 +8,7 @@
 
 use std::collections::HashMap;
 
-use axum::http::{HeaderMap, Method, Uri};
+use axum::http::{HeaderMap, HeaderValue, Method, Uri};
 use hmac::{Hmac, KeyInit, Mac};
 use sha2::{Digest, Sha256};
 
@@ -520,27 +520,34 @@ fn parse_amz_date(text: &str) -> Option<i64> {
 /// or its presigned query string (`X-Amz-Credential`), without checking
 /// the signature: with credentials configured the signature is checked
 /// separately, scope included; without, any signature is taken at its word.
-pub fn signed_region(uri: &Uri, headers: &HeaderMap) -> Option<String> {
-    // `<key id>/<date>/<region>/sqs/aws4_request`: the third part.
-    let region_of = |credential: &str| {
-        let region = credential.split('/').nth(2)?;
-        crate::queue::key::is_region(region).then(|| region.to_string())
-    };
-    match headers.get("authorization") {
+pub fn signed_region(authorization: Option<&HeaderValue>, query: Option<&str>) -> Option<String> {
+    match authorization {
         Some(authorization) => {
-            let authorization = authorization.to_str().ok()?;
-            let credential = &authorization[authorization.find("Credential=")? + "Credential=".len()..];
-            region_of(credential.split([',', ' ']).next()?)
+            // The SDKs' layout, with the credential first, is read without
+            // a search.
+            let bytes = authorization.as_bytes();
+            let credential = match bytes.strip_prefix(b"AWS4-HMAC-SHA256 Credential=") {
+                Some(credential) => credential,
+                None => {
+                    let text = authorization.to_str().ok()?;
+                    &bytes[text.find("Credential=")? + "Credential=".len()..]
+                }
+            };
+            region_in(credential)
         }
-        // Presigned: only when the query string carries a credential.
-        None => {
-            let query = uri.query().filter(|query| query.contains("X-Amz-Credential="))?;
-            serde_urlencoded::from_str::<Vec<(String, String)>>(query)
-                .ok()?
-                .into_iter()
-                .find_map(|(name, value)| (name == "X-Amz-Credential").then(|| region_of(&value)))?
-        }
+        None => serde_urlencoded::from_str::<Vec<(String, String)>>(query?)
+            .ok()?
+            .into_iter()
+            .find_map(|(name, value)| (name == "X-Amz-Credential").then(|| region_in(value.as_bytes())))?,
     }
+}
+
+/// The region of a credential, `<key id>/<date>/<region>/sqs/aws4_request`
+/// (and whatever follows it in a header).
+fn region_in(credential: &[u8]) -> Option<String> {
+    let region = credential.splitn(4, |&b| b == b'/').nth(2)?;
+    let region = std::str::from_utf8(region).ok()?;
+    crate::queue::key::is_region(region).then(|| region.to_string())
 }
 
 #[cfg(test)]
@@ -633,30 +640,26 @@ mod tests {
 
     #[test]
     fn the_signed_region_is_read_from_the_header_or_the_presigned_query() {
-        let mut headers = HeaderMap::new();
-        headers.insert(
-            "authorization",
-            "AWS4-HMAC-SHA256 Credential=AKID/20261201/eu-north-1/sqs/aws4_request, SignedHeaders=host, Signature=00"
-                .parse()
-                .unwrap(),
+        let header = HeaderValue::from_static(
+            "AWS4-HMAC-SHA256 Credential=AKID/20261201/eu-north-1/sqs/aws4_request, SignedHeaders=host, Signature=00",
         );
-        let root = Uri::from_static("/");
-        assert_eq!(signed_region(&root, &headers).as_deref(), Some("eu-north-1"));
-        let presigned = Uri::from_static(
-            "/?Action=ListQueues&X-Amz-Credential=AKID%2F20261201%2Fap-south-2%2Fsqs%2Faws4_request",
-        );
+        assert_eq!(signed_region(Some(&header), None).as_deref(), Some("eu-north-1"));
+        let presigned =
+            "Action=ListQueues&X-Amz-Credential=AKID%2F20261201%2Fap-south-2%2Fsqs%2Faws4_request";
         assert_eq!(
-            signed_region(&presigned, &HeaderMap::new()).as_deref(),
+            signed_region(None, Some(presigned)).as_deref(),
             Some("ap-south-2")
         );
-        assert_eq!(signed_region(&root, &HeaderMap::new()), None, "unsigned");
-        headers.insert(
-            "authorization",
-            "AWS4-HMAC-SHA256 Credential=AKID/x/NOT A REGION/sqs"
-                .parse()
-                .unwrap(),
+        assert_eq!(signed_region(None, None), None, "unsigned");
+        let odd = HeaderValue::from_static("AWS4-HMAC-SHA256 Credential=AKID/x/NOT A REGION/sqs");
+        assert_eq!(signed_region(Some(&odd), None), None);
+        let later =
+            HeaderValue::from_static("AWS4-HMAC-SHA256 SignedHeaders=host, Credential=AKID/x/us-west-2/sqs");
+        assert_eq!(
+            signed_region(Some(&later), None).as_deref(),
+            Some("us-west-2"),
+            "found where it is"
         );
-        assert_eq!(signed_region(&root, &headers), None);
     }
 
     #[test]
