@@ -565,16 +565,8 @@ async fn fifo_order_deduplication_and_dead_letters_survive_a_failover() {
         duplicate.message_id, first_id,
         "the deduplication window survives"
     );
-    let out = sqs
-        .receive_message()
-        .queue_url(&fifo)
-        .max_number_of_messages(10)
-        .send()
-        .await
-        .unwrap();
-    let bodies: Vec<_> = out.messages().iter().map(|m| m.body().unwrap()).collect();
     assert_eq!(
-        bodies,
+        common::receive_bodies(&sqs, &fifo, 10).await,
         ["m0", "m1", "m2", "m3", "m4"],
         "order survives, and the duplicate added nothing"
     );
@@ -590,16 +582,8 @@ async fn fifo_order_deduplication_and_dead_letters_survive_a_failover() {
     );
     let dead_letters = sqs.receive_message().queue_url(&dead).send().await.unwrap();
     assert_eq!(dead_letters.messages()[0].body(), Some("poison"));
-    let out = sqs
-        .receive_message()
-        .queue_url(&turns)
-        .max_number_of_messages(3)
-        .send()
-        .await
-        .unwrap();
-    let bodies: Vec<_> = out.messages().iter().map(|m| m.body().unwrap()).collect();
     assert_eq!(
-        bodies,
+        common::receive_bodies(&sqs, &turns, 3).await,
         ["g2-m1", "g1-m1"],
         "the groups' turns survive the failover"
     );

@@ -145,3 +145,17 @@ pub async fn receive_plain(sqs: &aws_sdk_sqs::Client, url: &str) -> Vec<aws_sdk_
         .messages
         .unwrap_or_default()
 }
+
+/// The bodies of one ReceiveMessage of up to `max` messages, in order.
+pub async fn receive_bodies(sqs: &aws_sdk_sqs::Client, url: &str, max: i32) -> Vec<String> {
+    sqs.receive_message()
+        .queue_url(url)
+        .max_number_of_messages(max)
+        .send()
+        .await
+        .unwrap_or_else(|e| panic!("ReceiveMessage from {url}: {e:?}"))
+        .messages()
+        .iter()
+        .map(|m| m.body().unwrap_or_default().to_string())
+        .collect()
+}
