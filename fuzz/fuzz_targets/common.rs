@@ -19,7 +19,7 @@ pub fn run(action: Action, input: Input) {
         let ctx = RequestContext {
             base_url: "http://fuzz".into(),
             account_id: "000000000000".into(),
-            region: "us-east-1".into(),
+            region: ssq::api::RequestRegion::known("us-east-1"),
             home_region: "us-east-1".into(),
             sender_id: "000000000000".into(),
             trace_id: None,
