@@ -1047,3 +1047,30 @@ async fn the_same_name_in_two_regions_is_two_queues() {
         common::create_queue_url(&common::client_in_region(&one.url, "eu-central-1"), "same", &[]).await;
     assert_eq!(url, format!("{}/000000000000/same", one.url));
 }
+
+/// A queue name cannot choose a region by carrying a `/`: CreateQueue
+/// refuses it as it refuses any other bad name, GetQueueUrl finds nothing.
+#[tokio::test]
+async fn a_queue_name_cannot_name_a_region() {
+    let server = Server::start();
+    let europe = common::client_in_region(&server.url, "eu-central-1");
+    common::create_queue_url(&europe, "there", &[]).await;
+    let (status, answer, _) = json_call(
+        &server,
+        "CreateQueue",
+        json!({"QueueName": "eu-central-1/sneaky"}),
+    )
+    .await;
+    assert_eq!(
+        (status, answer["__type"].as_str()),
+        (400, Some("com.amazonaws.sqs#InvalidParameterValueException")),
+        "{answer}"
+    );
+    let (status, answer, _) =
+        json_call(&server, "GetQueueUrl", json!({"QueueName": "eu-central-1/there"})).await;
+    assert_eq!(status, 400, "{answer}");
+    assert_eq!(
+        answer["__type"], "com.amazonaws.sqs#QueueDoesNotExist",
+        "{answer}"
+    );
+}

@@ -6,13 +6,17 @@ use super::redrive::check_redrive_target;
 use super::{Api, RequestContext};
 use crate::error::{Result, SqsError};
 use crate::queue::attributes::{self, READ_ONLY, SETTABLE};
+use crate::queue::validate_name;
 
 pub(super) async fn create_queue(
     api: &Api,
     ctx: &RequestContext,
     input: CreateQueueInput,
 ) -> Result<QueueUrlOutput> {
-    let name = ctx.queue_key(&required(input.queue_name, "QueueName")?);
+    let name = required(input.queue_name, "QueueName")?;
+    // Checked before it is keyed, so that a name cannot choose a region.
+    validate_name(&name)?;
+    let name = ctx.queue_key(&name);
     check_redrive_target(
         &api.service,
         ctx,
@@ -47,10 +51,12 @@ pub(super) async fn get_queue_url(
     ctx: &RequestContext,
     input: GetQueueUrlInput,
 ) -> Result<QueueUrlOutput> {
-    let name = ctx.queue_key(&required(input.queue_name, "QueueName")?);
+    let name = required(input.queue_name, "QueueName")?;
     let ours = input
         .queue_owner_aws_account_id
-        .is_none_or(|account| account == ctx.account_id);
+        .is_none_or(|account| account == ctx.account_id)
+        && validate_name(&name).is_ok();
+    let name = ctx.queue_key(&name);
     if !ours || !api.service.queue_exists(&name) {
         return Err(SqsError::queue_does_not_exist());
     }
