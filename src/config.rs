@@ -168,6 +168,9 @@ pub enum LogFormat {
 #[serde(deny_unknown_fields)]
 struct QueueEntry {
     pub name: String,
+    /// The queue's region [default: --region].
+    #[serde(default)]
+    pub region: Option<String>,
     #[serde(default, deserialize_with = "string_map")]
     pub attributes: BTreeMap<String, String>,
     #[serde(default, deserialize_with = "string_map")]
@@ -304,17 +307,19 @@ impl Config {
             path: path.clone(),
             error,
         })?;
-        Ok((
-            config,
-            file.queues
-                .into_iter()
-                .map(|entry| QueueSpec {
-                    name: entry.name,
-                    attributes: entry.attributes,
-                    tags: entry.tags,
-                })
-                .collect(),
-        ))
+        let queues = file
+            .queues
+            .into_iter()
+            .map(|entry| QueueSpec {
+                name: match &entry.region {
+                    Some(region) => crate::queue::key::of(region, &config.region, &entry.name),
+                    None => entry.name,
+                },
+                attributes: entry.attributes,
+                tags: entry.tags,
+            })
+            .collect();
+        Ok((config, queues))
     }
 
     /// The Redis to use, if any.
@@ -485,6 +490,10 @@ tags = { team = "core" }
 [[queues]]
 name = "events.fifo"
 attributes = { FifoQueue = true }
+
+[[queues]]
+name = "orders"
+region = "eu-central-1"
 "#,
         )
         .unwrap();
@@ -498,10 +507,15 @@ attributes = { FifoQueue = true }
         assert_eq!(config.listen.to_string(), "127.0.0.1:9500", "from the file");
         assert_eq!(config.region, "us-west-2", "the command line wins");
         assert_eq!(config.lock_ttl, Duration::from_secs(7));
-        assert_eq!(queues.len(), 2);
+        assert_eq!(queues.len(), 3);
         assert_eq!(queues[0].attributes["VisibilityTimeout"], "60");
         assert_eq!(queues[0].attributes["FifoQueue"], "false");
         assert_eq!(queues[1].attributes["FifoQueue"], "true");
+        assert_eq!(
+            (queues[0].name.as_str(), queues[2].name.as_str()),
+            ("orders", "eu-central-1/orders"),
+            "keyed by region"
+        );
 
         std::fs::write(&path, "bogus_setting = 1\n").unwrap();
         let error = Config::load_from(args(&[])).unwrap_err();
