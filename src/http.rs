@@ -386,7 +386,8 @@ async fn status(State(state): State<Arc<AppState>>) -> Response {
 }
 
 async fn metrics(State(state): State<Arc<AppState>>) -> Response {
-    let body = state.metrics.render(&state.api.service.counts_by_queue());
+    let service = &state.api.service;
+    let body = state.metrics.render(&service.counts_by_queue(), service.now());
     (
         StatusCode::OK,
         [(header::CONTENT_TYPE, "text/plain; version=0.0.4")],

@@ -19,6 +19,7 @@ pub struct Metrics {
     pub messages_received: IntCounter,
     pub messages_deleted: IntCounter,
     queue_messages: IntGaugeVec,
+    oldest_message_age: IntGaugeVec,
     /// 1 while this instance serves queue calls.
     pub leader: IntGauge,
     pub leader_transitions: IntCounter,
@@ -73,6 +74,14 @@ impl Metrics {
                 "Messages per queue by state: visible, in_flight or delayed.",
             ),
             &["queue", "state"],
+        )
+        .expect("valid metric");
+        let oldest_message_age = IntGaugeVec::new(
+            Opts::new(
+                "ssq_queue_oldest_message_age_seconds",
+                "Age of the oldest message a queue holds, in any state (CloudWatch's ApproximateAgeOfOldestMessage); 0 when it holds none.",
+            ),
+            &["queue"],
         )
         .expect("valid metric");
         let leader = IntGauge::with_opts(
@@ -140,6 +149,7 @@ impl Metrics {
             Box::new(messages_received.clone()),
             Box::new(messages_deleted.clone()),
             Box::new(queue_messages.clone()),
+            Box::new(oldest_message_age.clone()),
             Box::new(leader.clone()),
             Box::new(leader_transitions.clone()),
             Box::new(step_downs.clone()),
@@ -160,6 +170,7 @@ impl Metrics {
             messages_received,
             messages_deleted,
             queue_messages,
+            oldest_message_age,
             leader,
             leader_transitions,
             step_downs,
@@ -172,10 +183,18 @@ impl Metrics {
         }
     }
 
-    /// The text exposition format, with queue gauges set from `counts`.
-    pub fn render(&self, counts: &[(String, Counts)]) -> String {
+    /// The text exposition format, with queue gauges set from `counts`
+    /// (`now` in wall-clock milliseconds, for the messages' ages).
+    pub fn render(&self, counts: &[(String, Counts)], now: u64) -> String {
         self.queue_messages.reset();
+        self.oldest_message_age.reset();
         for (queue, counts) in counts {
+            let age_ms = counts
+                .oldest_sent_at
+                .map_or(0, |sent_at| now.saturating_sub(sent_at));
+            self.oldest_message_age
+                .with_label_values(&[queue.as_str()])
+                .set((age_ms / 1000) as i64);
             for (state, value) in [
                 ("visible", counts.visible),
                 ("in_flight", counts.in_flight),
@@ -191,5 +210,38 @@ impl Metrics {
             .encode(&self.registry.gather(), &mut out)
             .expect("text encoding into a Vec cannot fail");
         String::from_utf8(out).expect("the text format is UTF-8")
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn queues_report_the_age_of_their_oldest_message() {
+        let metrics = Metrics::new("test");
+        let now = 1_700_000_090_000;
+        let held = Counts {
+            visible: 1,
+            in_flight: 1,
+            delayed: 0,
+            oldest_sent_at: Some(now - 90_500),
+        };
+        let text = metrics.render(
+            &[("orders".into(), held), ("empty".into(), Counts::default())],
+            now,
+        );
+        assert!(
+            text.contains("ssq_queue_oldest_message_age_seconds{queue=\"orders\"} 90"),
+            "{text}"
+        );
+        assert!(
+            text.contains("ssq_queue_oldest_message_age_seconds{queue=\"empty\"} 0"),
+            "{text}"
+        );
+        assert!(
+            text.contains("ssq_queue_messages{queue=\"orders\",state=\"in_flight\"} 1"),
+            "{text}"
+        );
     }
 }

@@ -101,6 +101,7 @@ mod tests {
             visible: 3,
             in_flight: 2,
             delayed: 1,
+            oldest_sent_at: None,
         };
         let html = render("node<1>", &status, &[("orders".into(), counts)]);
         assert!(html.contains("node&lt;1&gt;"));

@@ -239,6 +239,11 @@ async fn the_operational_endpoints_can_have_an_address_of_their_own() {
         .await
         .unwrap();
     assert!(metrics.contains("ssq_requests_total"));
+    // An empty queue's oldest message is 0 seconds old.
+    assert!(
+        metrics.contains("ssq_queue_oldest_message_age_seconds{queue=\"split\"} 0"),
+        "{metrics}"
+    );
 }
 
 #[tokio::test]

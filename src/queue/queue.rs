@@ -276,6 +276,10 @@ pub struct Counts {
     pub visible: usize,
     pub in_flight: usize,
     pub delayed: usize,
+    /// When the oldest message held (in any state) was sent: what
+    /// CloudWatch's ApproximateAgeOfOldestMessage, the metric SQS users
+    /// alarm on, is measured from.
+    pub oldest_sent_at: Option<u64>,
 }
 
 /// The dead-letter queue a receive moves over-received messages into.
@@ -471,6 +475,7 @@ impl Queue {
             visible: self.visible.len(),
             in_flight: self.in_flight.len(),
             delayed: self.delayed.len(),
+            oldest_sent_at: self.by_sent.first().map(|&(sent_at, _)| sent_at),
         }
     }
 
@@ -1095,7 +1100,8 @@ mod tests {
             Counts {
                 visible: 1,
                 in_flight: 0,
-                delayed: 2
+                delayed: 2,
+                oldest_sent_at: Some(T0),
             }
         );
         assert_eq!(q.next_wakeup(), Some(T0 + 2_000));
@@ -1122,7 +1128,8 @@ mod tests {
             Counts {
                 visible: 1,
                 in_flight: 1,
-                delayed: 0
+                delayed: 0,
+                oldest_sent_at: Some(T0),
             }
         );
         assert_eq!(
@@ -1130,7 +1137,8 @@ mod tests {
             Counts {
                 visible: 1,
                 in_flight: 0,
-                delayed: 0
+                delayed: 0,
+                oldest_sent_at: Some(T0 + 30_000),
             }
         );
         assert_eq!(q.counts(T0 + 90_000), Counts::default());
@@ -1303,7 +1311,8 @@ mod tests {
             Counts {
                 visible: 1,
                 in_flight: 1,
-                delayed: 1
+                delayed: 1,
+                oldest_sent_at: Some(T0),
             }
         );
         assert!(
