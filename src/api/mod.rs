@@ -138,17 +138,16 @@ impl RequestContext {
         let path = path.split(['?', '#']).next().unwrap_or_default();
         let mut segments = path.split('/').filter(|s| !s.is_empty());
         let segments: [Option<&str>; 5] = std::array::from_fn(|_| segments.next());
-        // The host form `sqs.<region>.<domain>`, as AWS's own URLs are.
-        let host_region = host
-            .strip_prefix("sqs.")
-            .and_then(|rest| rest.split('.').next())
-            .filter(|region| key::is_region(region));
         match segments {
-            [Some(account), Some(name), None, ..] if account == self.account_id => Ok(key::of(
-                host_region.unwrap_or(&self.home_region),
-                &self.home_region,
-                name,
-            )),
+            [Some(account), Some(name), None, ..] if account == self.account_id => {
+                // The host form `sqs.<region>.<domain>`, as AWS's own URLs are.
+                let region = host
+                    .strip_prefix("sqs.")
+                    .and_then(|rest| rest.split('.').next())
+                    .filter(|region| key::is_region(region))
+                    .unwrap_or(&self.home_region);
+                Ok(key::of(region, &self.home_region, name))
+            }
             [Some("queue"), Some(region), Some(account), Some(name), None]
                 if account == self.account_id && key::is_region(region) =>
             {
