@@ -443,16 +443,14 @@ async fn with_redis_down_sends_fail_and_acknowledged_ones_survive() {
 
 /// Sends the same FIFO message, with the same deduplication id, each time;
 /// returns the MessageId.
-async fn send_once(sqs: &aws_sdk_sqs::Client, url: &str) -> Option<String> {
-    sqs.send_message()
+async fn send_once(sqs: &aws_sdk_sqs::Client, url: &str) -> String {
+    let request = sqs
+        .send_message()
         .queue_url(url)
         .message_body("once")
         .message_group_id("g")
-        .message_deduplication_id("once")
-        .send()
-        .await
-        .unwrap()
-        .message_id
+        .message_deduplication_id("once");
+    common::message_id_of(request, url).await
 }
 
 #[tokio::test]

@@ -4,6 +4,8 @@
 use std::time::Duration;
 
 use aws_sdk_sqs::config::{BehaviorVersion, Credentials, Region};
+use aws_sdk_sqs::operation::receive_message::builders::ReceiveMessageFluentBuilder;
+use aws_sdk_sqs::operation::send_message::builders::SendMessageFluentBuilder;
 
 pub fn client_for(url: &str) -> aws_sdk_sqs::Client {
     client_signing_with(url, "test", "test")
@@ -110,23 +112,25 @@ pub async fn create_queue_url(sqs: &aws_sdk_sqs::Client, name: &str, attributes:
 
 /// Sends one message with `body` and nothing else; returns its MessageId.
 pub async fn send_body(sqs: &aws_sdk_sqs::Client, url: &str, body: impl Into<String>) -> String {
-    sqs.send_message()
-        .queue_url(url)
-        .message_body(body)
-        .send()
-        .await
-        .unwrap_or_else(|e| panic!("SendMessage to {url}: {e:?}"))
-        .message_id
-        .expect("SendMessage answers with the MessageId")
+    message_id_of(sqs.send_message().queue_url(url).message_body(body), url).await
 }
 
 /// Sends one message of a FIFO message group (content-based deduplication
 /// assumed); returns its MessageId.
 pub async fn send_grouped(sqs: &aws_sdk_sqs::Client, url: &str, body: &str, group: &str) -> String {
-    sqs.send_message()
-        .queue_url(url)
-        .message_body(body)
-        .message_group_id(group)
+    message_id_of(
+        sqs.send_message()
+            .queue_url(url)
+            .message_body(body)
+            .message_group_id(group),
+        url,
+    )
+    .await
+}
+
+/// Sends a SendMessage that must succeed; returns its MessageId.
+pub async fn message_id_of(request: SendMessageFluentBuilder, url: &str) -> String {
+    request
         .send()
         .await
         .unwrap_or_else(|e| panic!("SendMessage to {url}: {e:?}"))
@@ -137,25 +141,27 @@ pub async fn send_grouped(sqs: &aws_sdk_sqs::Client, url: &str, body: &str, grou
 /// One ReceiveMessage with the queue's settings: up to one message, no wait
 /// beyond the queue's own.
 pub async fn receive_plain(sqs: &aws_sdk_sqs::Client, url: &str) -> Vec<aws_sdk_sqs::types::Message> {
-    sqs.receive_message()
-        .queue_url(url)
+    messages_of(sqs.receive_message().queue_url(url), url).await
+}
+
+/// The bodies of one ReceiveMessage of up to `max` messages, in order.
+pub async fn receive_bodies(sqs: &aws_sdk_sqs::Client, url: &str, max: i32) -> Vec<String> {
+    messages_of(
+        sqs.receive_message().queue_url(url).max_number_of_messages(max),
+        url,
+    )
+    .await
+    .iter()
+    .map(|m| m.body().unwrap_or_default().to_string())
+    .collect()
+}
+
+/// Sends a ReceiveMessage that must succeed; returns what it received.
+async fn messages_of(request: ReceiveMessageFluentBuilder, url: &str) -> Vec<aws_sdk_sqs::types::Message> {
+    request
         .send()
         .await
         .unwrap_or_else(|e| panic!("ReceiveMessage from {url}: {e:?}"))
         .messages
         .unwrap_or_default()
-}
-
-/// The bodies of one ReceiveMessage of up to `max` messages, in order.
-pub async fn receive_bodies(sqs: &aws_sdk_sqs::Client, url: &str, max: i32) -> Vec<String> {
-    sqs.receive_message()
-        .queue_url(url)
-        .max_number_of_messages(max)
-        .send()
-        .await
-        .unwrap_or_else(|e| panic!("ReceiveMessage from {url}: {e:?}"))
-        .messages()
-        .iter()
-        .map(|m| m.body().unwrap_or_default().to_string())
-        .collect()
 }
