@@ -69,6 +69,12 @@ pub enum ErrorCode {
     InvalidClientTokenId,
     InvalidMessageContents,
     InvalidParameterValue,
+    /// A queue address the developer endpoint (`/_aws/sqs/messages`)
+    /// cannot read as a queue URL; LocalStack's name and status for it.
+    InvalidAddress,
+    /// A request the endpoint it was sent to does not take (an action other
+    /// than ReceiveMessage at the developer endpoint).
+    InvalidRequest,
     MessageNotInflight,
     MissingAuthenticationToken,
     MissingParameter,
@@ -108,6 +114,8 @@ impl ErrorCode {
             ErrorCode::InvalidClientTokenId => "InvalidClientTokenId",
             ErrorCode::InvalidMessageContents => "InvalidMessageContents",
             ErrorCode::InvalidParameterValue => "InvalidParameterValue",
+            ErrorCode::InvalidAddress => "InvalidAddress",
+            ErrorCode::InvalidRequest => "InvalidRequest",
             ErrorCode::MessageNotInflight => "MessageNotInflight",
             ErrorCode::MissingAuthenticationToken => "MissingAuthenticationToken",
             ErrorCode::MissingParameter => "MissingParameter",
@@ -153,6 +161,7 @@ impl ErrorCode {
             | ErrorCode::InvalidClientTokenId
             | ErrorCode::SignatureDoesNotMatch
             | ErrorCode::RequestExpired => 403,
+            ErrorCode::InvalidAddress => 404,
             ErrorCode::RequestTooLarge => 413,
             ErrorCode::RequestTimeout => 408,
             ErrorCode::ServiceUnavailable => 503,

@@ -545,6 +545,18 @@ impl Service {
         Ok(result)
     }
 
+    /// Runs `look` on the named queue under its lock, borrowed immutably:
+    /// time is not advanced, nothing is submitted to the store and no long
+    /// poll is woken, so a look leaves no trace (the message browser).
+    pub fn inspect<R>(&self, name: &str, look: impl FnOnce(&Queue, u64) -> R) -> Result<R> {
+        let slot = self.slot(name)?;
+        let queue = slot.lock();
+        if slot.is_closed() {
+            return Err(SqsError::queue_does_not_exist());
+        }
+        Ok(look(&queue, self.now()))
+    }
+
     /// Runs `operation` on two queues at once, both locked (in name order, so
     /// that no two callers can deadlock), and commits both queues' changes
     /// together: what moves from one to the other is never lost nor in both.

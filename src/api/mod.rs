@@ -16,6 +16,7 @@ mod batches;
 mod messages;
 pub mod model;
 mod params;
+pub mod peek;
 mod permissions;
 mod queues;
 mod redrive;

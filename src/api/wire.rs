@@ -13,7 +13,7 @@ use super::params::{in_range, required};
 use crate::error::{Result, SqsError};
 use crate::queue::limits::MAX_DELAY_SECONDS;
 use crate::queue::message::{self, hex};
-use crate::queue::{AttributeValue, MessageAttribute, MessageAttributes, NewMessage, Received};
+use crate::queue::{AttributeValue, Message, MessageAttribute, MessageAttributes, NewMessage, Received};
 
 /// System attributes a receive may ask for. The FIFO and dead-letter ones are
 /// accepted and returned where they apply.
@@ -133,7 +133,22 @@ pub(super) fn received_message(
     system_names: &[String],
     attribute_filter: &[String],
 ) -> ReceivedMessage {
-    let m = &received.message;
+    message_to_wire(
+        &received.message,
+        received.receipt_handle.encode(),
+        system_names,
+        attribute_filter,
+    )
+}
+
+/// A message in ReceiveMessage's shape, with the system attributes named in
+/// `system_names` and the message attributes `attribute_filter` selects.
+pub(super) fn message_to_wire(
+    m: &Message,
+    receipt_handle: String,
+    system_names: &[String],
+    attribute_filter: &[String],
+) -> ReceivedMessage {
     let wants = |n: &str| system_names.iter().any(|s| s == "All" || s == n);
     let mut system = StringMap::new();
     if wants("SenderId") {
@@ -188,7 +203,7 @@ pub(super) fn received_message(
         .collect();
     ReceivedMessage {
         message_id: m.id.to_string(),
-        receipt_handle: received.receipt_handle.encode(),
+        receipt_handle,
         md5_of_body: hex(&m.md5_of_body),
         body: m.body.clone(),
         attributes: system,

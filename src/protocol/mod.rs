@@ -6,3 +6,4 @@
 
 pub mod json;
 pub mod query;
+pub mod xml;

@@ -16,11 +16,10 @@ use axum::http::{HeaderValue, StatusCode, header};
 use axum::response::{IntoResponse, Response};
 use serde_json::{Map, Value};
 
+use super::xml::{self, XmlText, XmlTree};
 use crate::api::Action;
 use crate::api::shape::{Kind, Member};
 use crate::error::{ErrorCode, SqsError};
-
-const NAMESPACE: &str = "http://queue.amazonaws.com/doc/2012-11-05/";
 
 /// Parameters that carry authentication or versioning, not input.
 fn is_envelope(key: &str) -> bool {
@@ -99,16 +98,7 @@ pub fn parse(
     url_query: Option<&str>,
     queue_path: Option<&str>,
 ) -> Result<(Action, Value), SqsError> {
-    check_parameter_count(count_pairs(body) + url_query.map_or(0, |query| count_pairs(query.as_bytes())))?;
-    let mut pairs: Vec<(String, String)> = serde_urlencoded::from_bytes(body).map_err(|e| {
-        SqsError::new(
-            ErrorCode::SerializationException,
-            format!("The form body could not be read: {e}."),
-        )
-    })?;
-    if let Some(query) = url_query {
-        pairs.extend(url_pairs(query)?);
-    }
+    let pairs = parameters(body, url_query)?;
     let action_name = pairs
         .iter()
         .find(|(k, _)| k == "Action")
@@ -127,6 +117,22 @@ pub fn parse(
         input.insert("QueueUrl".into(), Value::String(path.to_string()));
     }
     Ok((action, Value::Object(input)))
+}
+
+/// The `name=value` pairs of a form body and a URL's query string, at most
+/// 2,000 of them.
+pub fn parameters(body: &[u8], url_query: Option<&str>) -> Result<Vec<(String, String)>, SqsError> {
+    check_parameter_count(count_pairs(body) + url_query.map_or(0, |query| count_pairs(query.as_bytes())))?;
+    let mut pairs: Vec<(String, String)> = serde_urlencoded::from_bytes(body).map_err(|e| {
+        SqsError::new(
+            ErrorCode::SerializationException,
+            format!("The form body could not be read: {e}."),
+        )
+    })?;
+    if let Some(query) = url_query {
+        pairs.extend(url_pairs(query)?);
+    }
+    Ok(pairs)
 }
 
 /// Reads the input of `action` from a URL's query string alone: what a
@@ -252,26 +258,9 @@ fn read(node: &Node, kind: &Kind, name: &str) -> Result<Option<Value>, SqsError>
 }
 
 pub fn success(request_id: &str, action: Action, output: &Value) -> Response {
-    let name = action.name();
-    let mut xml = format!("<?xml version=\"1.0\"?><{name}Response xmlns=\"{NAMESPACE}\">");
-    // Every action whose response has members answers with its Result
-    // element, empty or not (an empty ReceiveMessage included); the others
-    // answer with the metadata alone.
-    let members = action.output_members();
-    match output {
-        _ if members.is_empty() => {}
-        Value::Object(fields) if !fields.is_empty() => {
-            xml.push_str(&format!("<{name}Result>"));
-            render_fields(&mut xml, fields, members);
-            xml.push_str(&format!("</{name}Result>"));
-        }
-        _ => xml.push_str(&format!("<{name}Result/>")),
-    }
-    xml.push_str(&format!(
-        "<ResponseMetadata><RequestId>{}</RequestId></ResponseMetadata></{name}Response>",
-        escape(request_id)
-    ));
-    with_headers(StatusCode::OK, request_id, xml)
+    let mut xml = XmlText::default();
+    xml::answer(&mut xml, request_id, action, output);
+    with_headers(StatusCode::OK, request_id, xml.finish())
 }
 
 /// The same answer as JSON, for a Query call that accepts only JSON:
@@ -299,24 +288,35 @@ pub fn unknown_operation() -> Response {
 }
 
 pub fn error(request_id: &str, error: &SqsError) -> Response {
-    let fault = if error.code.is_sender_fault() {
-        "Sender"
-    } else {
-        "Receiver"
-    };
-    // The Query protocol's words for a missing queue, as AWS answers them.
-    let message = match error.code {
-        ErrorCode::QueueDoesNotExist => "The specified queue does not exist for this wsdl version.",
-        _ => &error.message,
-    };
-    let xml = format!(
-        "<?xml version=\"1.0\"?><ErrorResponse xmlns=\"{NAMESPACE}\"><Error><Type>{fault}</Type><Code>{}</Code><Message>{}</Message><Detail/></Error><RequestId>{}</RequestId></ErrorResponse>",
-        escape(error.code.legacy_code()),
-        escape(message),
-        escape(request_id),
-    );
+    let mut xml = XmlText::default();
+    xml::error(&mut xml, request_id, error);
     let status = StatusCode::from_u16(error.code.status()).unwrap_or(StatusCode::BAD_REQUEST);
-    with_headers(status, request_id, xml)
+    with_headers(status, request_id, xml.finish())
+}
+
+/// A successful answer as the JSON xmltodict reads from its XML (see
+/// [`xml::XmlTree`]): what LocalStack's developer endpoint answers for
+/// `Accept: application/json`.
+pub fn success_as_xml_tree(request_id: &str, action: Action, output: &Value) -> Response {
+    let mut tree = XmlTree::default();
+    xml::answer(&mut tree, request_id, action, output);
+    tree_response(StatusCode::OK, request_id, tree.finish())
+}
+
+/// An error as the JSON xmltodict reads from its XML.
+pub fn error_as_xml_tree(request_id: &str, error: &SqsError) -> Response {
+    let mut tree = XmlTree::default();
+    xml::error(&mut tree, request_id, error);
+    let status = StatusCode::from_u16(error.code.status()).unwrap_or(StatusCode::BAD_REQUEST);
+    tree_response(status, request_id, tree.finish())
+}
+
+fn tree_response(status: StatusCode, request_id: &str, tree: Value) -> Response {
+    let mut response = with_headers(status, request_id, tree.to_string());
+    response
+        .headers_mut()
+        .insert(header::CONTENT_TYPE, HeaderValue::from_static("application/json"));
+    response
 }
 
 fn with_headers(status: StatusCode, request_id: &str, xml: String) -> Response {
@@ -327,86 +327,6 @@ fn with_headers(status: StatusCode, request_id: &str, xml: String) -> Response {
         headers.insert("x-amzn-requestid", id);
     }
     response
-}
-
-/// Renders a structure's members as the model names them; lists and maps
-/// flattened as SQS does.
-fn render_fields(xml: &mut String, fields: &Map<String, Value>, members: &'static [Member]) {
-    for (key, value) in fields {
-        match Member::find(members, key) {
-            Some(member) => render_member(xml, member.query_name(), &member.kind, value),
-            // Not in the model's table: rendered under its JSON name, so
-            // that nothing is lost (tests/protocols.rs compares every answer
-            // with JSON's and fails on it).
-            None => element(xml, key, |xml| scalar(xml, value)),
-        }
-    }
-}
-
-/// One member's value, under `name`.
-fn render_member(xml: &mut String, name: &str, kind: &Kind, value: &Value) {
-    match (kind, value) {
-        (Kind::List(item), Value::Array(items)) => {
-            for each in items {
-                render_member(xml, name, item, each);
-            }
-        }
-        (
-            Kind::Map {
-                key,
-                value: value_name,
-                of,
-            },
-            Value::Object(map),
-        ) => {
-            for (entry_key, entry_value) in map {
-                element(xml, name, |xml| {
-                    element(xml, key, |xml| xml.push_str(&escape(entry_key)));
-                    render_member(xml, value_name, of, entry_value);
-                });
-            }
-        }
-        (Kind::Structure(members) | Kind::Flattened(members), Value::Object(fields)) => {
-            element(xml, name, |xml| render_fields(xml, fields, members))
-        }
-        (_, value) => element(xml, name, |xml| scalar(xml, value)),
-    }
-}
-
-fn scalar(xml: &mut String, value: &Value) {
-    match value {
-        Value::String(s) => xml.push_str(&escape(s)),
-        Value::Null => {}
-        other => xml.push_str(&other.to_string()),
-    }
-}
-
-fn element(xml: &mut String, name: &str, inner: impl FnOnce(&mut String)) {
-    xml.push('<');
-    xml.push_str(name);
-    xml.push('>');
-    inner(xml);
-    xml.push_str("</");
-    xml.push_str(name);
-    xml.push('>');
-}
-
-/// XML text escaping; carriage returns as references, since XML parsers
-/// would otherwise turn them into line feeds.
-fn escape(text: &str) -> String {
-    let mut out = String::with_capacity(text.len());
-    for c in text.chars() {
-        match c {
-            '&' => out.push_str("&amp;"),
-            '<' => out.push_str("&lt;"),
-            '>' => out.push_str("&gt;"),
-            '"' => out.push_str("&quot;"),
-            '\'' => out.push_str("&apos;"),
-            '\r' => out.push_str("&#xD;"),
-            c => out.push(c),
-        }
-    }
-    out
 }
 
 #[cfg(test)]
@@ -567,23 +487,5 @@ mod tests {
                 "{action:?}: a field of the input is missing from its table: {decoded}"
             );
         }
-    }
-
-    #[test]
-    fn answers_render_lists_and_maps_flattened() {
-        let output = serde_json::json!({"Attributes": {"VisibilityTimeout": "30"}});
-        let response = success("rid", Action::GetQueueAttributes, &output);
-        assert_eq!(response.status(), 200);
-        let mut xml = String::new();
-        render_fields(
-            &mut xml,
-            output.as_object().unwrap(),
-            Action::GetQueueAttributes.output_members(),
-        );
-        assert_eq!(
-            xml,
-            "<Attribute><Name>VisibilityTimeout</Name><Value>30</Value></Attribute>"
-        );
-        assert_eq!(escape("a<b & \"c\"\r"), "a&lt;b &amp; &quot;c&quot;&#xD;");
     }
 }

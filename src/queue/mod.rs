@@ -11,6 +11,7 @@ pub mod attributes;
 pub mod key;
 pub mod limits;
 pub mod message;
+pub mod peek;
 #[allow(clippy::module_inception)]
 mod queue;
 pub mod receipt;
@@ -20,6 +21,7 @@ pub use attributes::QueueAttributes;
 pub use message::{AttributeValue, Message, MessageAttribute, MessageAttributes};
 pub mod tags;
 
+pub use peek::{PeekRequest, Peeked, Seen};
 pub use queue::{
     Change, Counts, DeadLetter, DedupEntry, NewMessage, Queue, QueueMeta, Received, Sent, validate_name,
 };

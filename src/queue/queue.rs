@@ -748,6 +748,23 @@ impl Queue {
             .insert(attempt_id.to_string(), (now + DEDUP_WINDOW_MS, handles));
     }
 
+    /// The messages from sequence number `from` on, in order, as they are
+    /// stored (time not applied): for [`Queue::peek`].
+    pub(super) fn messages_from(&self, from: u64) -> impl Iterator<Item = &Message> {
+        self.messages.range(from..).map(|(_, message)| message)
+    }
+
+    /// The messages of FIFO group `group` that the in-flight index holds,
+    /// oldest first (time not applied): for [`Queue::peek`].
+    pub(super) fn group_in_flight(&self, group: &str) -> impl Iterator<Item = &Message> {
+        self.groups
+            .by_name
+            .get(group)
+            .into_iter()
+            .flat_map(|group| group.in_flight.iter())
+            .filter_map(|seq| self.messages.get(seq))
+    }
+
     /// Takes a message from another queue (a dead letter, or a message move
     /// task): same id, body, attributes and sent time. A dead letter keeps
     /// its receive count, as AWS's do; a moved message is counted afresh.

@@ -1,8 +1,9 @@
 //! The HTTP surface: the SQS endpoint and the operational endpoints.
 //!
-//! `POST /` and `POST /{account}/{queue}` take SQS calls; `GET /` is a status
-//! page for people; `GET /health` says
-//! the process runs, `GET /ready` whether it serves queue calls (what a load
+//! `POST /` and `POST /{account}/{queue}` take SQS calls, and
+//! `/_aws/sqs/messages` looks at a queue's messages without receiving them
+//! (`peek.rs`); `GET /` is a status page for people; `GET /health` says the
+//! process runs, `GET /ready` whether it serves queue calls (what a load
 //! balancer should check), `GET /status` who leads, and `GET /metrics` gives
 //! Prometheus text. An instance that does not serve (a passive, or a leader
 //! stepping down) answers every SQS call with a retryable 503.
@@ -24,6 +25,8 @@ use crate::leader::Leadership;
 use crate::metrics::Metrics;
 use crate::protocol::{json, query};
 use crate::request_body::{BodyBudget, BodyPermit};
+
+mod peek;
 
 pub struct AppState {
     pub api: Api,
@@ -119,11 +122,19 @@ pub fn admin_router(state: Arc<AppState>) -> Router {
 }
 
 /// SQS requests sent to a queue URL (the Query protocol's habit): posted,
-/// or as GET with the parameters in the query string.
+/// or as GET with the parameters in the query string; and the developer
+/// endpoint that looks at a queue's messages (`peek.rs`).
 fn queue_path_routes() -> Router<Arc<AppState>> {
     Router::new()
         .route("/{account}/{queue}", get(queue_get).post(sqs))
         .route("/queue/{region}/{account}/{queue}", get(queue_get).post(sqs))
+        .route("/_aws/sqs/messages", get(peek::by_url).post(peek::by_url))
+        // An SDK given the endpoint as its endpoint_url may add a slash.
+        .route("/_aws/sqs/messages/", get(peek::by_url).post(peek::by_url))
+        .route(
+            "/_aws/sqs/messages/{region}/{account}/{queue}",
+            get(peek::by_path).post(peek::by_path),
+        )
 }
 
 /// GET on a queue URL: a Query call when it names an action; anything else
@@ -151,10 +162,20 @@ fn admin_routes() -> Router<Arc<AppState>> {
 
 /// The wire format of a request: JSON when it names its action in
 /// X-Amz-Target or says it is JSON, the Query protocol otherwise.
-#[derive(Clone, Copy)]
+#[derive(Clone, Copy, PartialEq, Eq)]
 enum Wire {
     Json,
     Query,
+}
+
+impl Wire {
+    fn of(headers: &HeaderMap) -> Wire {
+        if json::is_json(headers) {
+            Wire::Json
+        } else {
+            Wire::Query
+        }
+    }
 }
 
 async fn sqs(
@@ -166,21 +187,27 @@ async fn sqs(
 ) -> Response {
     let started = Instant::now();
     let request_id = crate::random::uuid().to_string();
-    let wire = if json::is_json(&headers) {
-        Wire::Json
-    } else {
-        Wire::Query
-    };
+    let wire = Wire::of(&headers);
     let (action, result) = match admit(&state, wire, &method, &uri, &headers, body).await {
         Err(error) => (None, Err(error)),
         Ok((action, _, _body)) if !state.leadership.is_serving() => (Some(action), Err(not_serving(&state))),
         Ok((action, input, _body)) => {
             let ctx = state.context(&uri, &headers);
-            (Some(action), api::dispatch(&state.api, &ctx, action, input).await)
+            let result = api::dispatch(&state.api, &ctx, action, input).await;
+            (Some(action), result.map(|output| (action, output)))
         }
     };
     let label = action.map_or("unknown", Action::name);
-    let outcome = match &result {
+    record(&state, label, &result, started);
+    match result {
+        Ok((action, output)) => answer(wire, &headers, &request_id, action, output),
+        Err(error) => answer_error(&state, wire, &request_id, label, &error),
+    }
+}
+
+/// Counts a request and its time by label and outcome (ok, or the error code).
+fn record<T>(state: &AppState, label: &str, result: &Result<T, SqsError>, started: Instant) {
+    let outcome = match result {
         Ok(_) => "ok",
         Err(error) => error.code.code(),
     };
@@ -190,30 +217,41 @@ async fn sqs(
         .request_seconds
         .with_label_values(&[label])
         .observe(started.elapsed().as_secs_f64());
-    match result {
-        Ok(output) => match (wire, action) {
-            // A Query call may ask for its answer as JSON (AWS negotiates
-            // the content of Query GETs by their Accept header).
-            (Wire::Query, Some(action)) if accepts_json(&headers) => {
-                json::success(&request_id, &query::as_json(&request_id, action, output))
-            }
-            (Wire::Query, Some(action)) => query::success(&request_id, action, &output),
-            _ => json::success(&request_id, &output),
-        },
-        Err(error) => {
-            if error.code == ErrorCode::InternalError {
-                tracing::error!(%request_id, action = label, %error, "internal error");
-            }
-            let mut response = match wire {
-                Wire::Json => json::error(&request_id, &error),
-                Wire::Query => query::error(&request_id, &error),
-            };
-            if error.code == ErrorCode::ServiceUnavailable {
-                add_leader_headers(&state, &mut response);
-            }
-            response
+}
+
+/// A successful answer in the request's wire format. A Query call may ask
+/// for its answer as JSON (AWS negotiates the content of Query GETs by
+/// their Accept header).
+fn answer(
+    wire: Wire,
+    headers: &HeaderMap,
+    request_id: &str,
+    action: Action,
+    output: serde_json::Value,
+) -> Response {
+    match wire {
+        Wire::Query if accepts_json(headers) => {
+            json::success(request_id, &query::as_json(request_id, action, output))
         }
+        Wire::Query => query::success(request_id, action, &output),
+        Wire::Json => json::success(request_id, &output),
     }
+}
+
+/// An error in the request's wire format; a 503 says when to retry and
+/// where the leader is.
+fn answer_error(state: &AppState, wire: Wire, request_id: &str, label: &str, error: &SqsError) -> Response {
+    if error.code == ErrorCode::InternalError {
+        tracing::error!(%request_id, action = label, %error, "internal error");
+    }
+    let mut response = match wire {
+        Wire::Json => json::error(request_id, error),
+        Wire::Query => query::error(request_id, error),
+    };
+    if error.code == ErrorCode::ServiceUnavailable {
+        add_leader_headers(state, &mut response);
+    }
+    response
 }
 
 /// Authenticates and reads a request. With credentials configured, the
@@ -229,6 +267,22 @@ async fn admit(
     headers: &HeaderMap,
     body: Body,
 ) -> Result<(Action, Input, BodyPermit), SqsError> {
+    let (body, permit) = authenticate_and_read(state, method, uri, headers, body).await?;
+    // POST /{account}/{queue}: the path is the queue URL.
+    let queue_path = Some(uri.path()).filter(|p| p.trim_matches('/').contains('/'));
+    let (action, input) = read_request(wire, uri, queue_path, headers, body)?;
+    Ok((action, input, permit))
+}
+
+/// Checks the signature (when credentials are configured) and reads the
+/// body: what every request to the SQS address goes through.
+async fn authenticate_and_read(
+    state: &AppState,
+    method: &Method,
+    uri: &Uri,
+    headers: &HeaderMap,
+    body: Body,
+) -> Result<(Bytes, BodyPermit), SqsError> {
     let signature = match &state.credentials {
         None => None,
         Some(credentials) => {
@@ -244,13 +298,15 @@ async fn admit(
     if let Some(signature) = signature {
         signature.check_body(&body)?;
     }
-    let (action, input) = read_request(wire, uri, headers, body)?;
-    Ok((action, input, permit))
+    Ok((body, permit))
 }
 
+/// The action and input of a request in `wire`'s format. A Query call sent
+/// to a queue URL (`queue_path`) acts on that queue.
 fn read_request(
     wire: Wire,
     uri: &Uri,
+    queue_path: Option<&str>,
     headers: &HeaderMap,
     body: Bytes,
 ) -> Result<(Action, Input), SqsError> {
@@ -268,8 +324,6 @@ fn read_request(
             }
         }
         Wire::Query => {
-            // POST /{account}/{queue}: the path is the queue URL.
-            let queue_path = Some(uri.path()).filter(|p| p.trim_matches('/').contains('/'));
             let (action, tree) = query::parse(&body, uri.query(), queue_path)?;
             if queue_path.is_some() && !action.served_at_queue_url() {
                 return Err(SqsError::new(

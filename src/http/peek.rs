@@ -1,0 +1,149 @@
+//! The developer endpoint `/_aws/sqs/messages`: LocalStack's API for looking
+//! at a queue's messages without receiving them, served where the SQS API is
+//! and admitted as an SQS call is (signature, body budget, 503 on a
+//! passive).
+//!
+//! It takes a QueueUrl from the query string or a form body
+//! (`GET /_aws/sqs/messages?QueueUrl=…`), or the queue from the path
+//! (`/_aws/sqs/messages/<region>/<account>/<queue>`), and answers in
+//! ReceiveMessage's shape: XML, or JSON for `Accept: application/json`. It
+//! is also a botocore `endpoint_url`: a client's ReceiveMessage sent there
+//! (Query or JSON protocol) looks instead, answered in the client's
+//! protocol, and any other action is an InvalidRequest. When the page is not
+//! the last, the `x-ssq-next-token` header says where the next one starts.
+
+use std::sync::Arc;
+use std::time::Instant;
+
+use axum::body::{Body, Bytes};
+use axum::extract::{Path, State};
+use axum::http::{HeaderMap, HeaderValue, Method, Uri, header};
+use axum::response::Response;
+
+use super::{
+    AppState, Wire, accepts_json, add_leader_headers, answer_error, authenticate_and_read, not_serving,
+    read_request, record,
+};
+use crate::api::Action;
+use crate::api::peek::{self, PeekPage, PeekParams};
+use crate::error::{ErrorCode, SqsError};
+use crate::protocol::{json, query};
+
+/// The label of these requests in `ssq_requests_total`.
+const LABEL: &str = "PeekMessages";
+
+/// `/_aws/sqs/messages`, the queue named by a QueueUrl parameter.
+pub(super) async fn by_url(
+    State(state): State<Arc<AppState>>,
+    method: Method,
+    uri: Uri,
+    headers: HeaderMap,
+    body: Body,
+) -> Response {
+    respond(&state, &method, &uri, &headers, body, None).await
+}
+
+/// `/_aws/sqs/messages/<region>/<account>/<queue>`.
+pub(super) async fn by_path(
+    State(state): State<Arc<AppState>>,
+    Path(queue): Path<(String, String, String)>,
+    method: Method,
+    uri: Uri,
+    headers: HeaderMap,
+    body: Body,
+) -> Response {
+    respond(&state, &method, &uri, &headers, body, Some(queue)).await
+}
+
+async fn respond(
+    state: &AppState,
+    method: &Method,
+    uri: &Uri,
+    headers: &HeaderMap,
+    body: Body,
+    path: Option<(String, String, String)>,
+) -> Response {
+    let started = Instant::now();
+    let request_id = crate::random::uuid().to_string();
+    let wire = Wire::of(headers);
+    // A plain HTTP client asking for JSON gets LocalStack's form of it: the
+    // XML answer as xmltodict reads it.
+    let xml_tree = wire == Wire::Query && accepts_json(headers);
+    let result = look(state, wire, method, uri, headers, body, path).await;
+    record(state, LABEL, &result, started);
+    let rendered = result.and_then(|page| {
+        let output = serde_json::to_value(&page.output).map_err(|e| {
+            SqsError::new(
+                ErrorCode::InternalError,
+                format!("could not render the messages: {e}"),
+            )
+        })?;
+        Ok((output, page.next_token))
+    });
+    let (output, next_token) = match rendered {
+        Ok(rendered) => rendered,
+        Err(error) if xml_tree => {
+            let mut response = query::error_as_xml_tree(&request_id, &error);
+            if error.code == ErrorCode::ServiceUnavailable {
+                add_leader_headers(state, &mut response);
+            }
+            return response;
+        }
+        Err(error) => return answer_error(state, wire, &request_id, LABEL, &error),
+    };
+    let mut response = match wire {
+        Wire::Query if xml_tree => query::success_as_xml_tree(&request_id, Action::ReceiveMessage, &output),
+        Wire::Query => query::success(&request_id, Action::ReceiveMessage, &output),
+        Wire::Json => json::success(&request_id, &output),
+    };
+    if let Some(token) = next_token.and_then(|token| HeaderValue::from_str(&token).ok()) {
+        response.headers_mut().insert("x-ssq-next-token", token);
+    }
+    response
+}
+
+async fn look(
+    state: &AppState,
+    wire: Wire,
+    method: &Method,
+    uri: &Uri,
+    headers: &HeaderMap,
+    body: Body,
+    path: Option<(String, String, String)>,
+) -> Result<PeekPage, SqsError> {
+    let (body, _permit) = authenticate_and_read(state, method, uri, headers, body).await?;
+    if !state.leadership.is_serving() {
+        return Err(not_serving(state));
+    }
+    let ctx = state.context(uri, headers);
+    let parameters = parameters(uri, headers, &body)?;
+    let params = PeekParams::read(parameters.iter().map(|(k, v)| (k.as_str(), v.as_str())))?;
+    let key = match path {
+        Some((region, account, name)) => peek::queue_of_path(&ctx, &region, &account, &name)?,
+        None => {
+            let from_aws_client = wire == Wire::Json || parameters.iter().any(|(name, _)| name == "Action");
+            let queue_url = if from_aws_client {
+                let (action, input) = read_request(wire, uri, None, headers, body)?;
+                peek::queue_url_of(action, input)?
+            } else {
+                parameters
+                    .into_iter()
+                    .find(|(name, _)| name == "QueueUrl")
+                    .map(|(_, url)| url)
+            };
+            peek::queue_of_url(&ctx, queue_url.as_deref())?
+        }
+    };
+    peek::peek(&state.api, &key, &params)
+}
+
+/// The request's parameters: its query string, and its body when that is a
+/// form (LocalStack reads both).
+fn parameters(uri: &Uri, headers: &HeaderMap, body: &Bytes) -> Result<Vec<(String, String)>, SqsError> {
+    let is_form = headers
+        .get(header::CONTENT_TYPE)
+        .and_then(|v| v.to_str().ok())
+        .is_some_and(|t| t.starts_with("application/x-www-form-urlencoded"));
+    let form: &[u8] = if is_form { body } else { &[] };
+    query::parameters(form, uri.query())
+}
