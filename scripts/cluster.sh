@@ -44,7 +44,7 @@ start() {
     sleep 0.1
   done
   echo "cluster up: SQS at http://127.0.0.1:$PORT (HAProxy), instances on ${SSQ_PORTS[*]}, Redis on $REDIS_PORT"
-  echo "status page: http://127.0.0.1:$PORT/   logs: $DIR/   stop: make cluster-stop"
+  echo "admin page: http://127.0.0.1:$PORT/   logs: $DIR/   stop: make cluster-stop"
 }
 
 case "${1:-start}" in

@@ -32,8 +32,9 @@ pub struct Config {
     #[arg(long, env = "SSQ_LISTEN", default_value = "127.0.0.1:9324")]
     pub listen: SocketAddr,
 
-    /// Serve the status page, /health, /ready, /status and /metrics on this
-    /// address instead of the SQS address (which then serves the API only).
+    /// Serve the admin page, /health, /ready, /status and /metrics on this
+    /// address instead of the SQS address (which then serves the API and
+    /// /_aws/sqs/messages only).
     #[arg(long, env = "SSQ_ADMIN_LISTEN")]
     pub admin_listen: Option<SocketAddr>,
 

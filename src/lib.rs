@@ -1,5 +1,6 @@
 //! ssq: an SQS-compatible queue server. See docs/ARCHITECTURE.md for the map.
 
+pub mod activity;
 pub mod api;
 pub mod clock;
 pub mod config;
@@ -19,5 +20,4 @@ pub mod redis;
 pub mod request_body;
 pub mod service;
 pub mod sigv4;
-pub mod status_page;
 pub mod store;

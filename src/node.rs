@@ -19,10 +19,12 @@ use fred::prelude::{Client, ClientLike};
 use tokio::net::TcpListener;
 use tokio::sync::{Notify, mpsc, oneshot, watch};
 
+use crate::activity::ActivityHistory;
 use crate::api::Api;
 use crate::clock::SystemClock;
 use crate::config::Config;
 use crate::election::{self, ElectionConfig, LockStore, RedisLock};
+use crate::http::admin::AdminState;
 use crate::http::{AppState, admin_router, router, sqs_router};
 use crate::journal::Pending;
 use crate::leader::{Leadership, Role};
@@ -206,6 +208,12 @@ impl Node {
             ),
         }
         let leadership = running.leadership.clone();
+        let activity = Arc::new(ActivityHistory::default());
+        tokio::spawn(
+            activity
+                .clone()
+                .run(running.service.clone(), stop_tasks.subscribe()),
+        );
         let state = Arc::new(AppState {
             api: Api::new(running.service.clone()),
             leadership: leadership.clone(),
@@ -218,12 +226,13 @@ impl Node {
             request_timeout: config.request_timeout,
             body_budget: BodyBudget::new(config.max_body_buffer as usize),
             admin_apart: listeners.admin.is_some(),
+            admin: AdminState::new(activity),
         });
         let app = match listeners.admin {
             None => router(state),
             Some(admin) => {
                 if let Ok(admin_address) = admin.local_addr() {
-                    tracing::info!(admin = %admin_address, "status page, /health, /ready, /status and /metrics on their own address");
+                    tracing::info!(admin = %admin_address, "admin page, /health, /ready, /status and /metrics on their own address");
                 }
                 let admin_app = admin_router(state.clone());
                 tokio::spawn(async move { axum::serve(admin, admin_app).await });

@@ -28,7 +28,7 @@ use crate::clock::Clock;
 use crate::error::{ErrorCode, Result, SqsError};
 use crate::journal::{Memory, Pending, Write};
 use crate::metrics::Metrics;
-use crate::queue::{Counts, DeadLetter, NewMessage, Queue, QueueAttributes, Received, Sent};
+use crate::queue::{Activity, Counts, DeadLetter, NewMessage, Queue, QueueAttributes, Received, Sent};
 use crate::queue::{key, validate_name};
 
 /// What one instance holds at most; beyond it, CreateQueue and sends answer
@@ -745,6 +745,14 @@ impl Service {
             next_wakeup,
             commit,
         ))
+    }
+
+    /// What each queue has done (its counters), for the admin page's rates.
+    pub fn activity_by_queue(&self) -> Vec<(String, Activity)> {
+        self.slots()
+            .into_iter()
+            .map(|(name, slot)| (name, slot.lock().activity()))
+            .collect()
     }
 
     /// Message counts of every queue, for the metrics scrape.

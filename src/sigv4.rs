@@ -25,6 +25,15 @@ pub struct Credentials {
 }
 
 impl Credentials {
+    /// Whether `secret` is the configured secret of `access_key_id`: how
+    /// the admin page signs people in (HTTP Basic), compared in constant
+    /// time.
+    pub fn admits(&self, access_key_id: &str, secret: &str) -> bool {
+        self.secrets
+            .get(access_key_id)
+            .is_some_and(|known| constant_time_eq(known.as_bytes(), secret.as_bytes()))
+    }
+
     /// Reads `access-key-id:secret` lines; `#` starts a comment.
     pub fn parse(text: &str) -> Result<Credentials, String> {
         let mut secrets = HashMap::new();
@@ -668,5 +677,8 @@ mod tests {
         assert_eq!(credentials.secrets["AKID2"], "secret2");
         assert!(Credentials::parse("no colon\n").is_err());
         assert!(Credentials::parse("# nothing\n").is_err());
+        assert!(credentials.admits("AKID1", "secret1"));
+        assert!(!credentials.admits("AKID1", "secret2"));
+        assert!(!credentials.admits("AKID3", "secret1"));
     }
 }

@@ -2,7 +2,7 @@
 //!
 //! `POST /` and `POST /{account}/{queue}` take SQS calls, and
 //! `/_aws/sqs/messages` looks at a queue's messages without receiving them
-//! (`peek.rs`); `GET /` is a status page for people; `GET /health` says the
+//! (`peek.rs`); `GET /` is the admin page for people (`admin.rs`); `GET /health` says the
 //! process runs, `GET /ready` whether it serves queue calls (what a load
 //! balancer should check), `GET /status` who leads, and `GET /metrics` gives
 //! Prometheus text. An instance that does not serve (a passive, or a leader
@@ -26,6 +26,7 @@ use crate::metrics::Metrics;
 use crate::protocol::{json, query};
 use crate::request_body::{BodyBudget, BodyPermit};
 
+pub mod admin;
 mod peek;
 
 pub struct AppState {
@@ -44,9 +45,10 @@ pub struct AppState {
     pub request_timeout: std::time::Duration,
     /// What all request bodies in memory may take together.
     pub body_budget: BodyBudget,
-    /// The status page and the other operational endpoints have their own
+    /// The admin page and the other operational endpoints have their own
     /// address (`--admin-listen`).
     pub admin_apart: bool,
+    pub admin: admin::AdminState,
 }
 
 impl AppState {
@@ -102,6 +104,7 @@ impl AppState {
 /// Everything on one address: the SQS API and the operational endpoints.
 pub fn router(state: Arc<AppState>) -> Router {
     admin_routes()
+        .merge(admin::routes())
         .route("/", get(home).post(sqs))
         .merge(queue_path_routes())
         .with_state(state)
@@ -116,9 +119,12 @@ pub fn sqs_router(state: Arc<AppState>) -> Router {
         .with_state(state)
 }
 
-/// The status page, `/health`, `/ready`, `/status` and `/metrics`.
+/// The admin page, `/health`, `/ready`, `/status` and `/metrics`.
 pub fn admin_router(state: Arc<AppState>) -> Router {
-    admin_routes().route("/", get(status_page)).with_state(state)
+    admin_routes()
+        .merge(admin::routes())
+        .route("/", get(admin::page))
+        .with_state(state)
 }
 
 /// SQS requests sent to a queue URL (the Query protocol's habit): posted,
@@ -365,7 +371,7 @@ fn add_leader_headers(state: &AppState, response: &mut Response) {
 }
 
 /// `GET /` on the SQS address: an SQS Query request sent as a GET, else the
-/// status page, unless that lives on the admin address.
+/// admin page, unless that lives on the admin address.
 async fn home(
     state: State<Arc<AppState>>,
     method: Method,
@@ -379,11 +385,11 @@ async fn home(
     if state.admin_apart {
         return (
             StatusCode::NOT_FOUND,
-            "The status page is on the admin address (--admin-listen).\n",
+            "The admin page is on the admin address (--admin-listen).\n",
         )
             .into_response();
     }
-    status_page(state).await
+    admin::page(state, headers).await
 }
 
 fn accepts_json(headers: &HeaderMap) -> bool {
@@ -396,15 +402,6 @@ fn accepts_json(headers: &HeaderMap) -> bool {
 fn is_query_get(uri: &Uri) -> bool {
     uri.query()
         .is_some_and(|q| q.split('&').any(|pair| pair.starts_with("Action=")))
-}
-
-async fn status_page(State(state): State<Arc<AppState>>) -> Response {
-    let html = crate::status_page::render(
-        state.leadership.node_id(),
-        &state.leadership.status(),
-        &state.api.service.counts_by_queue(),
-    );
-    ([(header::CONTENT_TYPE, "text/html; charset=utf-8")], html).into_response()
 }
 
 async fn ready(State(state): State<Arc<AppState>>) -> Response {

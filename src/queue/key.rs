@@ -6,7 +6,7 @@
 //! data and queue URLs of that region stay as they were; a queue of another
 //! region is keyed `<region>/<name>`. A queue name never holds a `/`, so the
 //! two forms never meet. The key is what the service, the store (Redis key
-//! names), metrics and the status page use; the API turns it into URLs and
+//! names), metrics and the admin page use; the API turns it into URLs and
 //! ARNs.
 
 /// The key of queue `name` in `region`, for an instance in `home_region`.

@@ -66,6 +66,7 @@ pub struct Queue {
     dedup: Dedup,
     /// FIFO ReceiveRequestAttemptId → when it expires and what it returned.
     attempts: HashMap<String, (u64, Vec<ReceiptHandle>)>,
+    activity: Activity,
 }
 
 /// FIFO message groups, lined up as AWS lines them up.
@@ -282,6 +283,17 @@ pub struct Counts {
     pub oldest_sent_at: Option<u64>,
 }
 
+/// What a queue has done since this instance holds it in memory: messages
+/// sent (duplicates not counted), handed out by receives, and deleted.
+/// Counters only, for the admin page's rates; they start again at zero when
+/// memory is loaded again (a new leader, a reload).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct Activity {
+    pub sent: u64,
+    pub received: u64,
+    pub deleted: u64,
+}
+
 /// The dead-letter queue a receive moves over-received messages into.
 pub struct DeadLetter<'a> {
     pub queue: &'a mut Queue,
@@ -310,6 +322,7 @@ impl Queue {
             groups: Groups::default(),
             dedup: Dedup::default(),
             attempts: HashMap::new(),
+            activity: Activity::default(),
         }
     }
 
@@ -469,6 +482,10 @@ impl Queue {
         (self.messages.len() as u64, self.payload_bytes + self.dedup.bytes)
     }
 
+    pub fn activity(&self) -> Activity {
+        self.activity
+    }
+
     pub fn counts(&mut self, now: u64) -> Counts {
         self.advance(now);
         Counts {
@@ -563,6 +580,7 @@ impl Queue {
         }
         self.record(|_| Change::Sent(message.clone()));
         self.insert(message);
+        self.activity.sent += 1;
         Ok(sent)
     }
 
@@ -705,6 +723,7 @@ impl Queue {
         if let Some(id) = attempt_id.filter(|_| self.is_fifo()) {
             self.remember_attempt(id, &received, now);
         }
+        self.activity.received += received.len() as u64;
         received
     }
 
@@ -827,6 +846,7 @@ impl Queue {
         }
         self.remove(handle.seq);
         self.record(|_| Change::Removed(handle.seq));
+        self.activity.deleted += 1;
         Ok(true)
     }
 
@@ -1130,6 +1150,25 @@ mod tests {
         assert_eq!(
             bodies(&q.receive(10, None, None, None, T0 + 5_000)),
             ["queue-delay"]
+        );
+    }
+
+    #[test]
+    fn activity_counts_new_sends_messages_handed_out_and_deletes() {
+        let mut q = fifo_queue();
+        q.send(grouped("a", "g"), T0).unwrap();
+        q.send(grouped("a", "g"), T0).unwrap(); // a duplicate: not sent again
+        q.send(grouped("b", "h"), T0).unwrap();
+        let received = q.receive(10, None, None, None, T0);
+        q.delete(received[0].receipt_handle, T0).unwrap();
+        q.delete(received[0].receipt_handle, T0).unwrap(); // gone already
+        assert_eq!(
+            q.activity(),
+            Activity {
+                sent: 2,
+                received: 2,
+                deleted: 1
+            }
         );
     }
 

@@ -1,0 +1,350 @@
+//! The admin page at `GET /` and the small API behind it.
+//!
+//! The page is one HTML document, a script and a style sheet, all compiled
+//! into the binary (`admin/`): it works with no network beyond ssq. Its
+//! script reads `/admin/api/overview` (the instance, its role and each
+//! queue's counts, oldest message and recent rates), looks at messages
+//! through `/admin/api/messages` (the developer endpoint's look, as JSON),
+//! and acts through `/admin/api/sqs`: an SQS call in the JSON protocol, run
+//! by the same `api::dispatch` as any client's, so what the page does is
+//! durable and fenced like every call, and refused on a passive.
+//!
+//! Security. With `--credentials`, the page and its API ask for HTTP Basic
+//! authentication with one of those key pairs (access key id as the user,
+//! secret as the password). Whatever the credentials, a state-changing call
+//! must carry the page's anti-forgery token in `x-ssq-csrf` (a random
+//! value drawn at start, which another site cannot read), and is refused
+//! when the browser says it comes from another site (`Origin`,
+//! `Sec-Fetch-Site`). Without credentials the page says that it is open.
+
+use std::sync::Arc;
+use std::time::Instant;
+
+use axum::Router;
+use axum::body::Body;
+use axum::extract::State;
+use axum::http::{HeaderMap, HeaderValue, Uri, header};
+use axum::response::{IntoResponse, Response};
+use axum::routing::{get, post};
+use base64::Engine;
+use serde::Deserialize;
+
+use super::{AppState, Wire, answer, answer_error, not_serving, read_request, record};
+use crate::activity::{ActivityHistory, SAMPLE_EVERY};
+use crate::api::peek::{self, PeekParams};
+use crate::api::{self, Action};
+use crate::error::{ErrorCode, SqsError};
+use crate::queue::{QueueArn, key};
+
+const PAGE: &str = include_str!("admin/page.html");
+const SCRIPT: &str = include_str!("admin/app.js");
+const STYLE: &str = include_str!("admin/app.css");
+
+/// What the admin page needs beyond the SQS API's state.
+pub struct AdminState {
+    /// The anti-forgery token every state-changing call must carry.
+    pub csrf_token: String,
+    pub activity: Arc<ActivityHistory>,
+}
+
+impl AdminState {
+    pub fn new(activity: Arc<ActivityHistory>) -> AdminState {
+        AdminState {
+            csrf_token: format!("{:032x}", crate::random::uuid().as_u128()),
+            activity,
+        }
+    }
+}
+
+/// The page, its two assets and its API.
+pub(super) fn routes() -> Router<Arc<AppState>> {
+    Router::new()
+        .route(
+            "/admin/app.js",
+            get(|| async { asset("text/javascript; charset=utf-8", SCRIPT) }),
+        )
+        .route(
+            "/admin/app.css",
+            get(|| async { asset("text/css; charset=utf-8", STYLE) }),
+        )
+        .route("/admin/api/overview", get(overview))
+        .route("/admin/api/messages", get(messages))
+        .route("/admin/api/sqs", post(call))
+}
+
+/// `GET /`: the page, with the instance's facts written in.
+pub(super) async fn page(State(state): State<Arc<AppState>>, headers: HeaderMap) -> Response {
+    if !signed_in(&state, &headers) {
+        return sign_in();
+    }
+    let leadership = &state.leadership;
+    let open = if state.credentials.is_none() {
+        "open"
+    } else {
+        "secured"
+    };
+    let html = PAGE
+        .replace("{{node}}", &escape(leadership.node_id()))
+        .replace("{{role}}", leadership.role().name())
+        .replace("{{access}}", open)
+        .replace("{{csrf}}", &state.admin.csrf_token);
+    with_security_headers(([(header::CONTENT_TYPE, "text/html; charset=utf-8")], html).into_response())
+}
+
+fn asset(content_type: &'static str, body: &'static str) -> Response {
+    with_security_headers(([(header::CONTENT_TYPE, content_type)], body).into_response())
+}
+
+/// No framing (clickjacking), no code or data from anywhere but ssq, no
+/// caching of what shows messages.
+fn with_security_headers(mut response: Response) -> Response {
+    let headers = response.headers_mut();
+    headers.insert(
+        header::CONTENT_SECURITY_POLICY,
+        HeaderValue::from_static(
+            "default-src 'none'; script-src 'self'; style-src 'self'; img-src 'self' data:; connect-src 'self'; frame-ancestors 'none'; form-action 'self'; base-uri 'none'",
+        ),
+    );
+    headers.insert(header::X_FRAME_OPTIONS, HeaderValue::from_static("DENY"));
+    headers.insert(
+        header::X_CONTENT_TYPE_OPTIONS,
+        HeaderValue::from_static("nosniff"),
+    );
+    headers.insert(header::REFERRER_POLICY, HeaderValue::from_static("no-referrer"));
+    headers.insert(header::CACHE_CONTROL, HeaderValue::from_static("no-store"));
+    response
+}
+
+/// With credentials configured: whether the request gives one of them, as
+/// HTTP Basic authentication.
+fn signed_in(state: &AppState, headers: &HeaderMap) -> bool {
+    let Some(credentials) = &state.credentials else {
+        return true;
+    };
+    let given = headers
+        .get(header::AUTHORIZATION)
+        .and_then(|v| v.to_str().ok())
+        .and_then(|v| v.strip_prefix("Basic "))
+        .and_then(|encoded| base64::engine::general_purpose::STANDARD.decode(encoded.trim()).ok())
+        .and_then(|decoded| String::from_utf8(decoded).ok());
+    given
+        .as_deref()
+        .and_then(|pair| pair.split_once(':'))
+        .is_some_and(|(key, secret)| credentials.admits(key, secret))
+}
+
+/// The answer that makes a browser ask for the credentials.
+fn sign_in() -> Response {
+    let mut response = (
+        axum::http::StatusCode::UNAUTHORIZED,
+        "Sign in with one of ssq's credentials (--credentials): the access key id as the user name, its secret as the password.\n",
+    )
+        .into_response();
+    response.headers_mut().insert(
+        header::WWW_AUTHENTICATE,
+        HeaderValue::from_static("Basic realm=\"ssq\", charset=\"UTF-8\""),
+    );
+    response
+}
+
+/// A state-changing call must carry the page's token and must not come
+/// from another site.
+fn not_forged(state: &AppState, headers: &HeaderMap) -> Result<(), SqsError> {
+    let header = |name: &str| headers.get(name).and_then(|v| v.to_str().ok());
+    let token_matches = header("x-ssq-csrf").is_some_and(|token| {
+        token.len() == state.admin.csrf_token.len()
+            && token
+                .bytes()
+                .zip(state.admin.csrf_token.bytes())
+                .fold(0u8, |acc, (a, b)| acc | (a ^ b))
+                == 0
+    });
+    let cross_site = matches!(header("sec-fetch-site"), Some("cross-site" | "same-site"));
+    let foreign_origin = match (header("origin"), header("host")) {
+        (Some(origin), Some(host)) => origin.split_once("://").map(|(_, authority)| authority) != Some(host),
+        (Some(_), None) => true,
+        (None, _) => false,
+    };
+    if token_matches && !cross_site && !foreign_origin {
+        return Ok(());
+    }
+    Err(SqsError::new(
+        ErrorCode::InvalidRequest,
+        "This admin call lacks the page's anti-forgery token (x-ssq-csrf) or comes from another site: reload the admin page and try again.",
+    ))
+}
+
+#[derive(serde::Serialize)]
+struct Overview {
+    node_id: String,
+    role: &'static str,
+    serving: bool,
+    leader: Option<serde_json::Value>,
+    /// No credentials configured: anyone who reaches the page may act.
+    open: bool,
+    sample_seconds: u64,
+    queues: Vec<QueueSummary>,
+}
+
+#[derive(serde::Serialize)]
+struct QueueSummary {
+    key: String,
+    name: String,
+    url: String,
+    arn: String,
+    fifo: bool,
+    visible: usize,
+    in_flight: usize,
+    delayed: usize,
+    oldest_age_seconds: Option<u64>,
+    rates: crate::activity::Rates,
+    /// The key of its dead-letter queue, if it has one that exists.
+    dead_letter_queue: Option<String>,
+    /// The keys of the queues whose dead-letter queue it is.
+    sources: Vec<String>,
+}
+
+/// `GET /admin/api/overview`: the instance and every queue.
+async fn overview(State(state): State<Arc<AppState>>, uri: Uri, headers: HeaderMap) -> Response {
+    if !signed_in(&state, &headers) {
+        return sign_in();
+    }
+    let ctx = state.context(&uri, &headers);
+    let service = &state.api.service;
+    let now = service.now();
+    let mut queues: Vec<QueueSummary> = service
+        .counts_by_queue()
+        .into_iter()
+        .filter_map(|(queue_key, counts)| {
+            let (fifo, target) = service
+                .inspect(&queue_key, |queue, _| {
+                    let target = queue
+                        .attributes
+                        .redrive_policy
+                        .as_ref()
+                        .map(|p| p.dead_letter_target_arn.clone());
+                    (queue.is_fifo(), target)
+                })
+                .ok()?;
+            let dead_letter_queue = target
+                .as_deref()
+                .and_then(QueueArn::parse)
+                .map(|arn| key::of(&arn.region, &state.region, &arn.name))
+                .filter(|dlq| service.queue_exists(dlq));
+            Some(QueueSummary {
+                name: key::split(&queue_key).1.to_string(),
+                url: ctx.queue_url(&queue_key),
+                arn: ctx.queue_arn(&queue_key),
+                fifo,
+                visible: counts.visible,
+                in_flight: counts.in_flight,
+                delayed: counts.delayed,
+                oldest_age_seconds: counts.oldest_sent_at.map(|sent| now.saturating_sub(sent) / 1000),
+                rates: state.admin.activity.rates(&queue_key),
+                dead_letter_queue,
+                sources: Vec::new(),
+                key: queue_key,
+            })
+        })
+        .collect();
+    let links: Vec<(String, String)> = queues
+        .iter()
+        .filter_map(|q| Some((q.dead_letter_queue.clone()?, q.key.clone())))
+        .collect();
+    for (dlq, source) in links {
+        if let Some(target) = queues.iter_mut().find(|q| q.key == dlq) {
+            target.sources.push(source);
+        }
+    }
+    let status = state.leadership.status();
+    let overview = Overview {
+        node_id: state.leadership.node_id().to_string(),
+        role: status.role.name(),
+        serving: status.serving,
+        leader: status
+            .leader
+            .map(|l| serde_json::json!({"node_id": l.node_id, "url": l.url, "epoch": l.epoch})),
+        open: state.credentials.is_none(),
+        sample_seconds: SAMPLE_EVERY.as_secs(),
+        queues,
+    };
+    json_response(&overview)
+}
+
+fn json_response(value: &impl serde::Serialize) -> Response {
+    let body = serde_json::to_string(value).unwrap_or_else(|_| "{}".into());
+    with_security_headers(([(header::CONTENT_TYPE, "application/json")], body).into_response())
+}
+
+#[derive(Deserialize)]
+struct MessagesQuery {
+    queue: String,
+    #[serde(default)]
+    next: Option<String>,
+    #[serde(default)]
+    max: Option<String>,
+}
+
+/// `GET /admin/api/messages?queue=<key>&next=<token>&max=<n>`: one page of
+/// the developer endpoint's look (every message, whatever its state), as
+/// JSON with the next page's token.
+async fn messages(State(state): State<Arc<AppState>>, uri: Uri, headers: HeaderMap) -> Response {
+    if !signed_in(&state, &headers) {
+        return sign_in();
+    }
+    let request_id = crate::random::uuid().to_string();
+    let result = (|| {
+        if !state.leadership.is_serving() {
+            return Err(not_serving(&state));
+        }
+        let query: MessagesQuery = serde_urlencoded::from_str(uri.query().unwrap_or_default())
+            .map_err(|e| SqsError::invalid_parameter(format!("The parameters could not be read: {e}.")))?;
+        let mut parameters = vec![("ShowInvisible", "true"), ("ShowDelayed", "true")];
+        parameters.extend(query.next.as_deref().map(|token| ("NextToken", token)));
+        parameters.extend(query.max.as_deref().map(|max| ("MaxResults", max)));
+        let params = PeekParams::read(parameters)?;
+        let page = peek::peek(&state.api, &query.queue, &params)?;
+        Ok(serde_json::json!({"Messages": page.output.messages, "NextToken": page.next_token}))
+    })();
+    match result {
+        Ok(body) => json_response(&body),
+        Err(error) => answer_error(&state, Wire::Json, &request_id, "AdminMessages", &error),
+    }
+}
+
+/// `POST /admin/api/sqs`: one SQS call in the JSON protocol
+/// (`x-amz-target: AmazonSQS.<Action>`), run as any client's is.
+async fn call(State(state): State<Arc<AppState>>, uri: Uri, headers: HeaderMap, body: Body) -> Response {
+    if !signed_in(&state, &headers) {
+        return sign_in();
+    }
+    let started = Instant::now();
+    let request_id = crate::random::uuid().to_string();
+    let result: Result<(Action, serde_json::Value), SqsError> = async {
+        not_forged(&state, &headers)?;
+        let (body, _permit) = state.body_budget.read(body, state.request_timeout).await?;
+        let (action, input) = read_request(Wire::Json, &uri, None, &headers, body)?;
+        if !state.leadership.is_serving() {
+            return Err(not_serving(&state));
+        }
+        let ctx = state.context(&uri, &headers);
+        Ok((action, api::dispatch(&state.api, &ctx, action, input).await?))
+    }
+    .await;
+    let label = match &result {
+        Ok((action, _)) => action.name(),
+        Err(_) => "AdminCall",
+    };
+    record(&state, label, &result, started);
+    match result {
+        Ok((action, output)) => answer(Wire::Json, &headers, &request_id, action, output),
+        Err(error) => answer_error(&state, Wire::Json, &request_id, label, &error),
+    }
+}
+
+fn escape(text: &str) -> String {
+    text.replace('&', "&amp;")
+        .replace('<', "&lt;")
+        .replace('>', "&gt;")
+        .replace('"', "&quot;")
+}
