@@ -3,7 +3,7 @@
 VENV := .venv
 PYTHON_DEPS := $(VENV)/.installed
 
-.PHONY: build run bench-compare test test-deps test-quick test-rust test-python fuzz bench cluster cluster-stop docker fmt lint clean
+.PHONY: build run bench-compare test test-deps test-quick test-rust test-python screenshots fuzz bench cluster cluster-stop docker fmt lint clean
 
 build:
 	cargo build --release
@@ -37,6 +37,11 @@ $(PYTHON_DEPS): tests/python/requirements.txt
 	python3 -m venv $(VENV)
 	$(VENV)/bin/pip install -q -r tests/python/requirements.txt
 	touch $@
+
+# The admin page's screenshots in docs/, after a minute of traffic.
+screenshots: $(PYTHON_DEPS)
+	cargo build
+	SSQ_BIN=target/debug/ssq $(VENV)/bin/python scripts/screenshots.py docs
 
 # Each cargo-fuzz target for FUZZ_SECONDS, from the corpus kept in fuzz/corpus.
 # Inputs up to FUZZ_MAX_LEN bytes: libFuzzer's default (4 KiB, or the largest

@@ -340,9 +340,9 @@ function counts(queue) {
     h("div", {}, h("strong", { class: "in-flight" }, queue.in_flight), "in flight"),
     h("div", {}, h("strong", { class: "delayed" }, queue.delayed), "delayed"),
     h("div", {}, h("strong", {}, age(queue.oldest_age_seconds)), "oldest message"),
-    h("div", {}, rate(queue.rates.sent, "sends"), "sends"),
-    h("div", {}, rate(queue.rates.received, "receives"), "receives"),
-    h("div", {}, rate(queue.rates.deleted, "deletes"), "deletes"));
+    h("div", {}, h("strong", {}, rate(queue.rates.sent, "sends")), "sends"),
+    h("div", {}, h("strong", {}, rate(queue.rates.received, "receives")), "receives"),
+    h("div", {}, h("strong", {}, rate(queue.rates.deleted, "deletes")), "deletes"));
 }
 
 async function showQueue(key) {
