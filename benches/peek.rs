@@ -121,7 +121,9 @@ async fn over_http() {
         tokio::time::sleep(Duration::from_millis(20)).await;
     }
     let url = format!("{base}/000000000000/bench");
-    call("CreateQueue", r#"{"QueueName":"bench"}"#.into()).await.expect("created");
+    call("CreateQueue", r#"{"QueueName":"bench"}"#.into())
+        .await
+        .expect("created");
     for batch in 0..MESSAGES / 10 {
         let entries: Vec<serde_json::Value> = (0..10)
             .map(|i| serde_json::json!({"Id": i.to_string(), "MessageBody": message(batch * 10 + i, None).body}))
@@ -168,7 +170,10 @@ async fn over_http() {
         firsts[10],
         firsts[19]
     );
-    println!("  the whole queue: {pages} pages in {whole:.2?} ({:.1?} a page)", whole / pages);
+    println!(
+        "  the whole queue: {pages} pages in {whole:.2?} ({:.1?} a page)",
+        whole / pages
+    );
     server.kill().ok();
     server.wait().ok();
 }

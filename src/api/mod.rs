@@ -310,19 +310,26 @@ fn to_tree<T: serde::Serialize>(output: Result<T>) -> Result<serde_json::Value> 
     })
 }
 
+/// A request from account 000000000000 in us-east-1, the home region, for
+/// the API's unit tests.
+#[cfg(test)]
+pub(crate) fn test_context() -> RequestContext {
+    RequestContext {
+        base_url: "http://localhost:9324".into(),
+        account_id: "000000000000".into(),
+        region: RequestRegion::known("us-east-1"),
+        home_region: "us-east-1".into(),
+        sender_id: "000000000000".into(),
+        trace_id: None,
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
 
     fn ctx() -> RequestContext {
-        RequestContext {
-            base_url: "http://localhost:9324".into(),
-            account_id: "000000000000".into(),
-            region: RequestRegion::known("us-east-1"),
-            home_region: "us-east-1".into(),
-            sender_id: "000000000000".into(),
-            trace_id: None,
-        }
+        test_context()
     }
 
     #[test]

@@ -173,18 +173,7 @@ pub fn peek(api: &Api, key: &str, params: &PeekParams) -> Result<PeekPage> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::api::RequestRegion;
-
-    fn ctx() -> RequestContext {
-        RequestContext {
-            base_url: "http://localhost:9324".into(),
-            account_id: "000000000000".into(),
-            region: RequestRegion::known("us-east-1"),
-            home_region: "us-east-1".into(),
-            sender_id: "000000000000".into(),
-            trace_id: None,
-        }
-    }
+    use crate::api::test_context as ctx;
 
     #[test]
     fn reads_flags_and_paging_as_localstack_and_rejects_bad_values() {

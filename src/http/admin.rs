@@ -125,7 +125,11 @@ fn signed_in(state: &AppState, headers: &HeaderMap) -> bool {
         .get(header::AUTHORIZATION)
         .and_then(|v| v.to_str().ok())
         .and_then(|v| v.strip_prefix("Basic "))
-        .and_then(|encoded| base64::engine::general_purpose::STANDARD.decode(encoded.trim()).ok())
+        .and_then(|encoded| {
+            base64::engine::general_purpose::STANDARD
+                .decode(encoded.trim())
+                .ok()
+        })
         .and_then(|decoded| String::from_utf8(decoded).ok());
     given
         .as_deref()

@@ -28,17 +28,22 @@ def start_ssq(*args):
     proc = subprocess.Popen(
         [binary, "--listen", f"127.0.0.1:{port}", *args], env={**os.environ, "RUST_LOG": "error"}
     )
+    wait_for_port(port, proc, "ssq")
+    return proc, f"http://127.0.0.1:{port}"
+
+
+def wait_for_port(port, proc, what):
+    """Waits up to 10 s until `proc` accepts connections on `port`."""
     deadline = time.time() + 10
     while True:
         try:
             socket.create_connection(("127.0.0.1", port), timeout=0.2).close()
-            break
+            return
         except OSError:
             if time.time() > deadline or proc.poll() is not None:
                 proc.kill()
-                pytest.fail("ssq did not start")
+                pytest.fail(f"{what} did not start")
             time.sleep(0.02)
-    return proc, f"http://127.0.0.1:{port}"
 
 
 def stop(proc):

@@ -8,7 +8,6 @@ import base64
 import json
 import os
 import shutil
-import socket
 import subprocess
 import time
 import urllib.error
@@ -19,7 +18,7 @@ import boto3
 import pytest
 from playwright.sync_api import expect, sync_playwright
 
-from conftest import free_port, start_ssq, stop
+from conftest import free_port, start_ssq, stop, wait_for_port
 
 CHROMIUM = shutil.which("chromium") or "/usr/bin/chromium"
 SCREENSHOTS = os.environ.get("SSQ_SCREENSHOTS")
@@ -225,14 +224,7 @@ def test_a_passive_says_who_leads_and_links_there(browser, tmp_path):
         stdout=subprocess.DEVNULL,
     )
     try:
-        deadline = time.time() + 10
-        while True:
-            try:
-                socket.create_connection(("127.0.0.1", port), timeout=0.2).close()
-                break
-            except OSError:
-                assert time.time() < deadline, "redis-server did not start"
-                time.sleep(0.02)
+        wait_for_port(port, redis, "redis-server")
         redis_url = f"redis://127.0.0.1:{port}"
         leader, leader_url = start_ssq("--redis-url", redis_url, "--node-id", "page-leader")
         try:
