@@ -164,8 +164,15 @@ fn not_forged(state: &AppState, headers: &HeaderMap) -> Result<(), SqsError> {
                 == 0
     });
     let cross_site = matches!(header("sec-fetch-site"), Some("cross-site" | "same-site"));
+    // Host names only: a proxy may drop the port from Host (nginx's $host).
+    let host_name = |authority: &str| match authority.split_once(']') {
+        Some((ipv6, _)) => format!("{ipv6}]"),
+        None => authority.split(':').next().unwrap_or_default().to_string(),
+    };
     let foreign_origin = match (header("origin"), header("host")) {
-        (Some(origin), Some(host)) => origin.split_once("://").map(|(_, authority)| authority) != Some(host),
+        (Some(origin), Some(host)) => {
+            origin.split_once("://").map(|(_, authority)| host_name(authority)) != Some(host_name(host))
+        }
         (Some(_), None) => true,
         (None, _) => false,
     };
