@@ -85,6 +85,18 @@ pub struct Config {
     #[arg(long, env = "SSQ_REDIS_TIMEOUT", default_value = "500ms", value_parser = parse_duration)]
     pub redis_timeout: Duration,
 
+    /// Replicas that must hold each write before it counts (Redis's WAIT):
+    /// commits, lock acquisitions and renewals. 0: the primary's answer is
+    /// enough, and a Redis failover may lose what it had not yet shipped.
+    #[arg(long, env = "SSQ_REDIS_MIN_REPLICAS", default_value_t = 0)]
+    pub redis_min_replicas: u32,
+
+    /// How long a write waits for --redis-min-replicas replicas; past it the
+    /// write is unconfirmed (a retryable 503, and the leader reloads).
+    /// Shorter than --lock-renew.
+    #[arg(long, env = "SSQ_REDIS_REPLICA_TIMEOUT", default_value = "500ms", value_parser = parse_duration)]
+    pub redis_replica_timeout: Duration,
+
     /// Lease of the leader lock in Redis.
     #[arg(long, env = "SSQ_LOCK_TTL", default_value = "5s", value_parser = parse_duration)]
     pub lock_ttl: Duration,
@@ -333,6 +345,22 @@ impl Config {
         })
     }
 
+    /// What a write needs from Redis's replicas before it counts.
+    pub fn replica_acks(&self) -> Result<crate::replicas::ReplicaAcks, String> {
+        let acks = crate::replicas::ReplicaAcks {
+            replicas: self.redis_min_replicas,
+            timeout: self.redis_replica_timeout,
+        };
+        if acks.required() && (acks.timeout.is_zero() || acks.timeout >= self.lock_renew) {
+            return Err(format!(
+                "--redis-replica-timeout ({:?}) must be above zero and shorter than --lock-renew ({:?}): a renewal \
+                 waits for the replicas before the next one is due",
+                acks.timeout, self.lock_renew
+            ));
+        }
+        Ok(acks)
+    }
+
     pub fn limits(&self) -> crate::service::Limits {
         crate::service::Limits {
             max_queues: self.max_queues,
@@ -347,7 +375,10 @@ impl Config {
             renew_every: self.lock_renew,
             step_down_after: self.lock_step_down,
             retry_every: self.lock_retry,
-            redis_timeout: self.redis_timeout,
+            redis_timeout: match self.redis_min_replicas {
+                0 => self.redis_timeout,
+                _ => self.redis_timeout + self.redis_replica_timeout,
+            },
         }
     }
 

@@ -22,6 +22,7 @@ use tokio::time::{Instant, sleep, sleep_until, timeout};
 
 use crate::leader::{LeaderInfo, Leadership, StepDown};
 use crate::metrics::Metrics;
+use crate::replicas::ReplicaAcks;
 use crate::store::Layout;
 
 #[derive(Debug, Clone, Copy)]
@@ -30,6 +31,7 @@ pub struct ElectionConfig {
     pub renew_every: Duration,
     pub step_down_after: Duration,
     pub retry_every: Duration,
+    /// Time limit of one lock call, the replicas' confirmation included.
     pub redis_timeout: Duration,
 }
 
@@ -257,6 +259,9 @@ pub struct RedisLock {
     acquire: Script,
     renew: Script,
     release: Script,
+    /// Replicas that must hold an acquisition or a renewal (`replicas.rs`).
+    acks: ReplicaAcks,
+    command_timeout: Duration,
 }
 
 impl RedisLock {
@@ -278,7 +283,21 @@ impl RedisLock {
             acquire: Script::from_lua(include_str!("lua/lock_acquire.lua")),
             renew: Script::from_lua(include_str!("lua/lock_renew.lua")),
             release: Script::from_lua(include_str!("lua/lock_release.lua")),
+            acks: ReplicaAcks::NONE,
+            command_timeout: Duration::ZERO,
         }
+    }
+
+    /// Acquisitions (and so epochs) and renewals count only once `acks`
+    /// replicas hold them; an unconfirmed one is a failed one.
+    pub fn confirmed_by_replicas(mut self, acks: ReplicaAcks, command_timeout: Duration) -> RedisLock {
+        self.acks = acks;
+        self.command_timeout = command_timeout;
+        self
+    }
+
+    async fn confirm(&self) -> Result<(), LockError> {
+        self.acks.confirm(&self.client, self.command_timeout).await
     }
 }
 
@@ -312,19 +331,25 @@ impl LockStore for RedisLock {
                 args,
             )
             .await?;
-        Ok(if won == 1 {
-            Acquire::Won(token)
-        } else {
-            Acquire::Held(token)
-        })
+        if won != 1 {
+            return Ok(Acquire::Held(token));
+        }
+        // Unconfirmed, the lock stays in this node's name in Redis; the next
+        // attempt takes it over with a new epoch, confirmed or not at all.
+        self.confirm().await?;
+        Ok(Acquire::Won(token))
     }
 
     async fn renew(&self, token: &str) -> Result<bool, LockError> {
         let args = vec![token.to_string(), self.ttl_ms.to_string()];
-        Ok(self
+        let renewed = self
             .run::<i64>(&self.renew, vec![self.lock_key.clone()], args)
             .await?
-            == 1)
+            == 1;
+        if renewed {
+            self.confirm().await?;
+        }
+        Ok(renewed)
     }
 
     async fn release(&self, token: &str) -> Result<bool, LockError> {

@@ -17,6 +17,7 @@ pub mod protocol;
 pub mod queue;
 pub mod random;
 pub mod redis;
+pub mod replicas;
 pub mod request_body;
 pub mod service;
 pub mod sigv4;

@@ -30,6 +30,7 @@ use crate::journal::Pending;
 use crate::leader::{Leadership, Role};
 use crate::listener::{ConnectionTimeouts, LimitedListener};
 use crate::metrics::Metrics;
+use crate::replicas::ReplicaAcks;
 use crate::request_body::BodyBudget;
 use crate::service::{QueueSpec, Service};
 use crate::sigv4::Credentials;
@@ -131,6 +132,7 @@ impl Node {
         election
             .validate()
             .map_err(|why| StartError::Config(format!("invalid lock timings: {why}")))?;
+        let acks = config.replica_acks().map_err(StartError::Config)?;
         let credentials = config.credentials.as_ref().map(read_credentials).transpose()?;
         let node_id = config.node_id();
         let metrics = Arc::new(Metrics::new(&node_id));
@@ -142,10 +144,17 @@ impl Node {
             Some(target) => {
                 let client = crate::redis::client(&target).map_err(StartError::Config)?;
                 let subscriber = crate::redis::subscriber(&target).map_err(StartError::Config)?;
+                // WAIT blocks its connection: commits then get their own.
+                let commit_client = match acks.required() {
+                    true => crate::redis::client(&target).map_err(StartError::Config)?,
+                    false => client.clone(),
+                };
                 Shard::in_redis(
                     service,
                     RedisShard {
                         client,
+                        commit_client,
+                        acks,
                         subscriber,
                         layout: Layout::new(&config.redis_prefix),
                         advertise_url: config.advertise_url(),
@@ -292,6 +301,9 @@ pub struct Shard {
 /// What a Redis-backed shard is made of.
 struct RedisShard {
     client: Client,
+    /// The connection commits are written on (see `replicas.rs`).
+    commit_client: Client,
+    acks: ReplicaAcks,
     subscriber: SubscriberClient,
     layout: Layout,
     advertise_url: String,
@@ -381,21 +393,29 @@ impl Shard {
         crate::redis::log_connection_errors(&redis.subscriber, "release notices");
         redis.client.connect();
         redis.subscriber.connect();
+        if redis.acks.required() {
+            crate::redis::log_connection_errors(&redis.commit_client, "commits");
+            redis.commit_client.connect();
+        }
         let election = redis.election;
-        let lock = Arc::new(RedisLock::new(
-            redis.client.clone(),
-            &redis.layout,
-            leadership.node_id(),
-            &redis.advertise_url,
-            election.ttl,
-        ));
+        let lock = Arc::new(
+            RedisLock::new(
+                redis.client.clone(),
+                &redis.layout,
+                leadership.node_id(),
+                &redis.advertise_url,
+                election.ttl,
+            )
+            .confirmed_by_replicas(redis.acks, redis.commit_timeout),
+        );
         let loader = Arc::new(Loader::new(store.clone(), election.retry_every));
         let committer = Committer::new(
             store.clone(),
             loader.clone(),
             redis.commit_timeout,
             election.retry_every * 4,
-        );
+        )
+        .confirmed_by_replicas(redis.acks, redis.commit_client);
         tokio::spawn(committer.run(journal_rx));
         let released = Arc::new(Notify::new());
         tokio::spawn(election::watch_releases(

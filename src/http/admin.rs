@@ -171,7 +171,10 @@ fn not_forged(state: &AppState, headers: &HeaderMap) -> Result<(), SqsError> {
     };
     let foreign_origin = match (header("origin"), header("host")) {
         (Some(origin), Some(host)) => {
-            origin.split_once("://").map(|(_, authority)| host_name(authority)) != Some(host_name(host))
+            origin
+                .split_once("://")
+                .map(|(_, authority)| host_name(authority))
+                != Some(host_name(host))
         }
         (Some(_), None) => true,
         (None, _) => false,

@@ -7,10 +7,15 @@
 //! batches apply in order. Under load the batches grow by themselves, which is
 //! how durability costs little throughput.
 //!
+//! With `--redis-min-replicas`, a batch counts only once enough replicas
+//! hold it (`replicas.rs`): the committer then writes on a connection of its
+//! own, since the wait blocks the connection it runs on.
+//!
 //! Failure handling keeps memory honest:
 //! - FENCED: another instance leads. Every waiter gets a 503 and this one
 //!   steps down at once.
-//! - any other error or a timeout: the batch may or may not have applied.
+//! - any other error, a timeout, or too few replicas confirming: the batch
+//!   may or may not survive (a failover could lose it).
 //!   Every waiter gets a 503, the instance stops serving, drops memory and
 //!   reloads it from Redis, which holds the truth either way. Writes queued
 //!   behind the failed batch belong to the old memory and fail too.
@@ -29,6 +34,7 @@ use super::loader::Loader;
 use crate::error::{ErrorCode, SqsError};
 use crate::journal::Pending;
 use crate::leader::StepDown;
+use crate::replicas::ReplicaAcks;
 
 /// A batch stops growing at this many bytes of arguments (one more write
 /// may cross it): large messages then commit in several round trips rather
@@ -38,6 +44,10 @@ const MAX_BATCH_WRITES: usize = 1_024;
 
 pub struct Committer {
     store: Store,
+    /// The connection commits are written on: the store's, or one of its
+    /// own when replicas must confirm.
+    client: Client,
+    acks: ReplicaAcks,
     loader: Arc<Loader>,
     script: Script,
     /// How long one script call may take before it counts as failed.
@@ -60,6 +70,8 @@ impl Committer {
         max_reload_delay: Duration,
     ) -> Committer {
         Committer {
+            client: store.client.clone(),
+            acks: ReplicaAcks::NONE,
             store,
             loader,
             script: Script::from_lua(include_str!("../lua/commit.lua")),
@@ -67,6 +79,14 @@ impl Committer {
             consecutive_failures: AtomicU32::new(0),
             max_reload_delay,
         }
+    }
+
+    /// Commits count once `acks` replicas hold them; `client` is a
+    /// connection for commits alone.
+    pub fn confirmed_by_replicas(mut self, acks: ReplicaAcks, client: Client) -> Committer {
+        self.acks = acks;
+        self.client = client;
+        self
     }
 
     pub async fn run(self, mut queue: mpsc::UnboundedReceiver<Pending>) {
@@ -124,13 +144,12 @@ impl Committer {
     /// so the retry cannot apply anything twice.
     async fn eval(&self, call: &Call) -> Result<i64, Error> {
         let run = || {
-            self.store
-                .client
+            self.client
                 .evalsha(self.script.sha1().clone(), call.keys(), call.args())
         };
         match run().await {
             Err(error) if error.details().starts_with("NOSCRIPT") => {
-                self.script.load(&self.store.client).await?;
+                self.script.load(&self.client).await?;
                 run().await
             }
             result => result,
@@ -141,7 +160,13 @@ impl Committer {
     async fn send(&self, term: u64, call: Call, chunk: Vec<Pending>) -> bool {
         let started = Instant::now();
         self.store.metrics.commit_writes.observe(chunk.len() as f64);
-        let result = tokio::time::timeout(self.timeout, self.eval(&call)).await;
+        let result = match tokio::time::timeout(self.timeout, self.eval(&call)).await {
+            Ok(Ok(applied)) => match self.acks.confirm(&self.client, self.timeout).await {
+                Ok(()) => Ok(Ok(applied)),
+                Err(unconfirmed) => Ok(Err(Error::new(ErrorKind::Unknown, unconfirmed))),
+            },
+            other => other,
+        };
         self.store
             .metrics
             .commit_seconds

@@ -165,6 +165,32 @@ impl RedisServer {
         wait_for_port(self.port, "redis-server");
     }
 
+    /// Sends a signal to the Redis process: `STOP` freezes it, `CONT` wakes it.
+    pub fn signal(&self, name: &str) {
+        let pid = self.child.as_ref().expect("redis is running").id();
+        let status = std::process::Command::new("kill")
+            .args([&format!("-{name}"), &pid.to_string()])
+            .status()
+            .unwrap();
+        assert!(status.success(), "kill -{name} failed");
+    }
+
+    /// Starts a replica of this Redis and waits until it has synced.
+    pub async fn start_replica(&self) -> RedisServer {
+        let primary = self.port.to_string();
+        let replica = RedisServer::start_with(&["--appendonly", "no", "--replicaof", "127.0.0.1", &primary]);
+        let synced = super::wait_for(std::time::Duration::from_secs(10), || async {
+            let info = Command::new("redis-cli")
+                .args(["-p", &replica.port.to_string(), "info", "replication"])
+                .output()
+                .unwrap();
+            String::from_utf8_lossy(&info.stdout).contains("master_link_status:up")
+        })
+        .await;
+        assert!(synced.is_some(), "the replica synced with the primary");
+        replica
+    }
+
     /// Kills Redis at once (SIGKILL), as a crash would.
     pub fn kill(&mut self) {
         if let Some(mut child) = self.child.take() {
