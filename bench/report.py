@@ -140,6 +140,22 @@ targets = [
      f"{redis_send_p99:.2f} ms sending only (Redis's AOF rewrites, see below); {redis_roundtrip_send_p99:.2f} ms in the round trip"),
     ("< 2 KiB of memory per queued 1 KiB message", 0 < per_message < 2048, f"{per_message:,.0f} B"),
 ]
+lines += ["", "## Replica-acknowledged commits (`--redis-min-replicas`)", "",
+          "One Redis primary (AOF everysec) with one replica on this machine, and two instances on it under key",
+          "prefixes of their own: one answers once the primary applied a commit, the other once the replica holds it",
+          "too (Redis's WAIT after each group commit, docs/operations.md). Server CPU counts ssq and both Redis processes.", "",
+          "| --redis-min-replicas | round trip c=1 req/s | c=1 send p99 ms | round trip c=64 req/s | c=64 send p99 ms "
+          "| send only c=64 msgs/s | send only c=64 p99 ms | CPU µs/request c=64 |",
+          "|---|---|---|---|---|---|---|---|"]
+for replicas in [0, 1]:
+    rt1, rt64 = load(f"replicas{replicas}-roundtrip-1"), load(f"replicas{replicas}-roundtrip-64")
+    send64 = load(f"replicas{replicas}-send-64")
+    lines.append(
+        f"| {replicas} | {fmt(total_rps(rt1))} | {fmt(series(rt1, 'send').get('p99_ms'), 2)} | {fmt(total_rps(rt64))} "
+        f"| {fmt(series(rt64, 'send').get('p99_ms'), 2)} | {fmt(series(send64, 'send').get('messages_per_second'))} "
+        f"| {fmt(series(send64, 'send').get('p99_ms'), 2)} | {fmt((rt64 or {}).get('server_cpu_us_per_request'), 1)} |"
+    )
+
 lines += ["", "## Targets", "", "| target | met | measured |", "|---|---|---|"]
 lines += [f"| {name} | {'yes' if ok else 'no'} | {value} |" for name, ok, value in targets]
 # Where the time goes: written by hand from profiles (bench/profile.md).

@@ -2,6 +2,7 @@
 # `make bench`: measures, side by side in one run on this machine,
 #   (a) the HTTP floor (ssq-bench --serve-floor: fixed answers, no queue work),
 #   (b) ssq memory-only, (c) ssq Redis-backed, (d) moto's server mode,
+#   (e) ssq on a Redis primary with a replica, with and without --redis-min-replicas 1,
 # with the same load generator, then the scale checks, and writes
 # docs/benchmarks.md and docs/benchmarks.svg.
 # BENCH_DURATION (seconds per run, default 5) shortens or lengthens it.
@@ -84,6 +85,35 @@ for target in floor memory redis; do
   if [ $target = floor ]; then prefill=0; else prefill=$(( (DURATION + 2) * 50000 )); fi
   run $target receive 64 --prefill $prefill
 done
+# Replica-acknowledged commits: a primary (AOF everysec) with one replica, and
+# on it two instances under key prefixes of their own, one answering once the
+# primary applied a commit, one once the replica holds it too
+# (--redis-min-replicas 1).
+PRIMARY=$(free_port); REPLICA=$(free_port); ASYNC=$(free_port); CONFIRMED=$(free_port)
+PRIMARY_DIR=$(mktemp -d); REPLICA_DIR=$(mktemp -d)
+$SRV redis-server --port $PRIMARY --bind 127.0.0.1 --save "" --appendonly yes --appendfsync everysec --dir "$PRIMARY_DIR" >/dev/null & PIDS+=($!)
+PRIMARY_PID=$!
+$SRV redis-server --port $REPLICA --bind 127.0.0.1 --save "" --appendonly yes --appendfsync everysec --dir "$REPLICA_DIR" \
+  --replicaof 127.0.0.1 $PRIMARY >/dev/null & PIDS+=($!)
+REPLICA_PID=$!
+wait_port $PRIMARY; wait_port $REPLICA
+RUST_LOG=warn $SRV $SSQ --listen 127.0.0.1:$ASYNC --redis-url redis://127.0.0.1:$PRIMARY --redis-prefix async 2>/dev/null & PIDS+=($!)
+SERVER_PIDS[replicas0]="$! $PRIMARY_PID $REPLICA_PID"
+RUST_LOG=warn $SRV $SSQ --listen 127.0.0.1:$CONFIRMED --redis-url redis://127.0.0.1:$PRIMARY --redis-prefix confirmed \
+  --redis-min-replicas 1 2>/dev/null & PIDS+=($!)
+SERVER_PIDS[replicas1]="$! $PRIMARY_PID $REPLICA_PID"
+wait_port $ASYNC; wait_port $CONFIRMED
+sleep 1   # both take their locks
+URL[replicas0]=http://127.0.0.1:$ASYNC; URL[replicas1]=http://127.0.0.1:$CONFIRMED
+rotation=(replicas0 replicas1)
+for concurrency in 1 64; do
+  for target in "${rotation[@]}"; do
+    run $target roundtrip $concurrency
+    run $target send $concurrency
+  done
+  rotation=("${rotation[@]:1}" "${rotation[0]}")
+done
+
 for concurrency in 1 8 32 64; do
   run moto roundtrip $concurrency
 done

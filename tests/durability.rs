@@ -624,3 +624,72 @@ async fn queues_of_other_regions_survive_a_failover() {
             .is_empty()
     );
 }
+
+/// AWS: a FIFO receive retried with the same ReceiveRequestAttemptId, while
+/// its messages are still in flight, returns the same messages with the same
+/// receipt handles. That holds across a leader crash: the attempt is stored
+/// in Redis with the receive.
+#[tokio::test]
+async fn a_fifo_receive_retried_with_its_attempt_id_after_a_failover_gets_the_same_messages() {
+    let redis = RedisServer::start();
+    let mut nodes: Vec<Server> = ["a1", "a2"]
+        .iter()
+        .map(|id| Server::start_node(&redis, id))
+        .collect();
+    let leader = leader_of(&nodes).await;
+    let sqs = client_without_retries(&nodes[leader].url);
+    let url = create_queue_url(
+        &sqs,
+        "attempts.fifo",
+        &[("FifoQueue", "true"), ("ContentBasedDeduplication", "true")],
+    )
+    .await;
+    for body in ["first", "second", "third"] {
+        common::send_grouped(&sqs, &url, body, "g").await;
+    }
+    let receive = |sqs: aws_sdk_sqs::Client| {
+        let url = url.clone();
+        async move {
+            sqs.receive_message()
+                .queue_url(&url)
+                .max_number_of_messages(2)
+                .visibility_timeout(120)
+                .receive_request_attempt_id("attempt-1")
+                .send()
+                .await
+                .unwrap()
+                .messages()
+                .iter()
+                .map(|m| {
+                    (
+                        m.body().unwrap().to_string(),
+                        m.receipt_handle().unwrap().to_string(),
+                    )
+                })
+                .collect::<Vec<_>>()
+        }
+    };
+    let first = receive(sqs).await;
+    assert_eq!(
+        first.iter().map(|(b, _)| b.as_str()).collect::<Vec<_>>(),
+        ["first", "second"]
+    );
+
+    nodes.remove(leader).signal("KILL");
+    let leader = leader_of(&nodes).await;
+    let sqs = client_without_retries(&nodes[leader].url);
+    assert_eq!(receive(sqs.clone()).await, first, "the same messages and handles");
+    for (_, handle) in &first {
+        sqs.delete_message()
+            .queue_url(&url)
+            .receipt_handle(handle)
+            .send()
+            .await
+            .unwrap();
+    }
+    assert_eq!(
+        common::receive_bodies(&sqs, &url, 10).await,
+        ["third"],
+        "the handles deleted them"
+    );
+}

@@ -23,7 +23,7 @@ pub mod tags;
 
 pub use peek::{PeekRequest, Peeked, Seen};
 pub use queue::{
-    Activity, Change, Counts, DeadLetter, DedupEntry, NewMessage, Queue, QueueMeta, Received, Sent,
+    Activity, Attempt, Change, Counts, DeadLetter, DedupEntry, NewMessage, Queue, QueueMeta, Received, Sent,
     validate_name,
 };
 pub use receipt::ReceiptHandle;

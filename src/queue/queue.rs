@@ -65,7 +65,7 @@ pub struct Queue {
     groups: Groups,
     dedup: Dedup,
     /// FIFO ReceiveRequestAttemptId → when it expires and what it returned.
-    attempts: HashMap<String, (u64, Vec<ReceiptHandle>)>,
+    attempts: HashMap<String, Attempt>,
     activity: Activity,
 }
 
@@ -239,6 +239,20 @@ pub enum Change {
     Deduplicated(String, DedupEntry),
     /// A deduplication id expired.
     DedupExpired(String),
+    /// A FIFO ReceiveRequestAttemptId to remember until it expires, with
+    /// the receipt handles its receive gave.
+    Attempt(String, Attempt),
+    /// A ReceiveRequestAttemptId expired.
+    AttemptExpired(String),
+}
+
+/// What a FIFO receive with a ReceiveRequestAttemptId gave, kept for five
+/// minutes so that a retry of it (on this leader or the next) gets the same
+/// messages and handles.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Attempt {
+    pub expires_at: u64,
+    pub handles: Vec<ReceiptHandle>,
 }
 
 /// What a client sends; validated by [`Queue::send`].
@@ -677,7 +691,7 @@ impl Queue {
         now: u64,
     ) -> Vec<Received> {
         self.advance(now);
-        if let Some(previous) = attempt_id.and_then(|id| self.repeat_attempt(id)) {
+        if let Some(previous) = attempt_id.and_then(|id| self.repeat_attempt(id, now)) {
             return previous;
         }
         let timeout_ms = u64::from(visibility_timeout.unwrap_or(self.attributes.visibility_timeout)) * 1000;
@@ -745,9 +759,10 @@ impl Queue {
 
     /// A FIFO receive retried with the same ReceiveRequestAttemptId gets the
     /// same messages and handles, while they are all still in flight.
-    fn repeat_attempt(&self, attempt_id: &str) -> Option<Vec<Received>> {
-        let (_, handles) = self.attempts.get(attempt_id)?;
-        handles
+    fn repeat_attempt(&self, attempt_id: &str, now: u64) -> Option<Vec<Received>> {
+        let attempt = self.attempts.get(attempt_id).filter(|a| a.expires_at > now)?;
+        attempt
+            .handles
             .iter()
             .map(|handle| {
                 let message = self.messages.get(&handle.seq)?;
@@ -761,10 +776,28 @@ impl Queue {
     }
 
     fn remember_attempt(&mut self, attempt_id: &str, received: &[Received], now: u64) {
-        self.attempts.retain(|_, (expires_at, _)| *expires_at > now);
-        let handles = received.iter().map(|r| r.receipt_handle).collect();
-        self.attempts
-            .insert(attempt_id.to_string(), (now + DEDUP_WINDOW_MS, handles));
+        let expired: Vec<String> = self
+            .attempts
+            .iter()
+            .filter(|(_, attempt)| attempt.expires_at <= now)
+            .map(|(id, _)| id.clone())
+            .collect();
+        for id in expired {
+            self.attempts.remove(&id);
+            self.record(|_| Change::AttemptExpired(id));
+        }
+        let attempt = Attempt {
+            expires_at: now + DEDUP_WINDOW_MS,
+            handles: received.iter().map(|r| r.receipt_handle).collect(),
+        };
+        self.record(|_| Change::Attempt(attempt_id.to_string(), attempt.clone()));
+        self.attempts.insert(attempt_id.to_string(), attempt);
+    }
+
+    /// Takes back the ReceiveRequestAttemptIds a restored queue had
+    /// remembered (see [`Change::Attempt`]).
+    pub fn restore_attempts(&mut self, attempts: impl IntoIterator<Item = (String, Attempt)>) {
+        self.attempts.extend(attempts);
     }
 
     /// The messages from sequence number `from` on, in order, as they are
@@ -1327,10 +1360,51 @@ mod tests {
                 Change::Removed(_) => "removed",
                 Change::Purged => "purged",
                 Change::Deduplicated(..) | Change::DedupExpired(_) => "dedup",
+                Change::Attempt(..) | Change::AttemptExpired(_) => "attempt",
             })
             .collect();
         assert_eq!(kinds, ["sent", "state", "state", "removed"]);
         assert!(q.take_changes().is_empty());
+    }
+
+    #[test]
+    fn receive_attempts_are_journaled_and_restored_until_they_expire() {
+        let mut q = fifo_queue();
+        q.enable_journal();
+        q.send(grouped("a", "g"), T0).unwrap();
+        q.take_changes();
+        let first = q.receive(1, Some(60), Some("try-1"), None, T0);
+        let recorded: Vec<Change> = q.take_changes();
+        let Some(Change::Attempt(id, attempt)) = recorded.iter().find(|c| matches!(c, Change::Attempt(..)))
+        else {
+            panic!("the attempt is journaled: {recorded:?}");
+        };
+        assert_eq!(
+            (id.as_str(), attempt.handles.clone()),
+            ("try-1", vec![first[0].receipt_handle])
+        );
+
+        // A new leader restores the queue, and the attempt with it.
+        let stored: Vec<Message> = q.messages.values().cloned().collect();
+        let mut restored = Queue::restore(q.meta(), 0, stored, []);
+        restored.restore_attempts([(id.clone(), attempt.clone())]);
+        let retried = restored.receive(1, Some(60), Some("try-1"), None, T0 + 1_000);
+        assert_eq!(
+            retried[0].receipt_handle, first[0].receipt_handle,
+            "the same handle again"
+        );
+        assert_eq!(retried[0].message.receive_count, 1, "not received a second time");
+
+        // Past five minutes the id is forgotten, and the journal says so.
+        restored.enable_journal();
+        restored.receive(1, Some(60), Some("try-2"), None, T0 + DEDUP_WINDOW_MS + 1);
+        assert!(
+            restored
+                .take_changes()
+                .iter()
+                .any(|c| matches!(c, Change::AttemptExpired(id) if id == "try-1")),
+            "the expiry is journaled"
+        );
     }
 
     #[test]

@@ -46,8 +46,16 @@ pub struct Batch<'a> {
 struct QueueKeys {
     bodies: usize,
     states: usize,
-    /// Added when a write touches deduplication ids or deletes the queue.
-    dedup: Option<usize>,
+    /// The keys of [`Extra`] records, each added when a write touches them
+    /// or empties the queue.
+    extra: [Option<usize>; 2],
+}
+
+/// A queue's keys that most writes do not touch.
+#[derive(Clone, Copy)]
+enum Extra {
+    Dedup = 0,
+    Attempts = 1,
 }
 
 enum KeyOp<'a> {
@@ -86,11 +94,7 @@ impl<'a> Batch<'a> {
             Write::DeleteQueue { name } => {
                 self.remove(QUEUES, Field::Name(name));
                 self.remove(SEQUENCES, Field::Name(name));
-                let QueueKeys { bodies, states, .. } = self.queue(name);
-                let dedup = self.dedup(name);
-                for key in [bodies, states, dedup] {
-                    self.ops[key].push(KeyOp::Unlink);
-                }
+                self.unlink_all(name);
             }
             Write::Queue { name, changes } => {
                 let QueueKeys { bodies, states, .. } = self.queue(name);
@@ -118,19 +122,24 @@ impl<'a> Batch<'a> {
                             self.remove(bodies, Field::Seq(*seq));
                             self.remove(states, Field::Seq(*seq));
                         }
-                        Change::Purged => {
-                            let dedup = self.dedup(name);
-                            for key in [bodies, states, dedup] {
-                                self.ops[key].push(KeyOp::Unlink);
-                            }
-                        }
+                        Change::Purged => self.unlink_all(name),
                         Change::Deduplicated(key, entry) => {
-                            let dedup = self.dedup(name);
+                            let dedup = self.extra(name, Extra::Dedup);
                             self.set(dedup, Field::Name(key), |out| codec::write_dedup(entry, out));
                         }
                         Change::DedupExpired(key) => {
-                            let dedup = self.dedup(name);
+                            let dedup = self.extra(name, Extra::Dedup);
                             self.remove(dedup, Field::Name(key));
+                        }
+                        Change::Attempt(id, attempt) => {
+                            let attempts = self.extra(name, Extra::Attempts);
+                            self.set(attempts, Field::Name(id), |out| {
+                                codec::write_attempt(attempt, out)
+                            });
+                        }
+                        Change::AttemptExpired(id) => {
+                            let attempts = self.extra(name, Extra::Attempts);
+                            self.remove(attempts, Field::Name(id));
                         }
                     }
                 }
@@ -157,19 +166,34 @@ impl<'a> Batch<'a> {
         let keys = QueueKeys {
             bodies: self.add_key(self.layout.bodies(name)),
             states: self.add_key(self.layout.states(name)),
-            dedup: None,
+            extra: [None; 2],
         };
         self.queue_keys.insert(name, keys);
         keys
     }
 
-    fn dedup(&mut self, name: &'a str) -> usize {
-        if let Some(dedup) = self.queue(name).dedup {
-            return dedup;
+    fn extra(&mut self, name: &'a str, which: Extra) -> usize {
+        if let Some(key) = self.queue(name).extra[which as usize] {
+            return key;
         }
-        let dedup = self.add_key(self.layout.dedup(name));
-        self.queue_keys.get_mut(name).expect("added by queue()").dedup = Some(dedup);
-        dedup
+        let key_name = match which {
+            Extra::Dedup => self.layout.dedup(name),
+            Extra::Attempts => self.layout.attempts(name),
+        };
+        let key = self.add_key(key_name);
+        self.queue_keys.get_mut(name).expect("added by queue()").extra[which as usize] = Some(key);
+        key
+    }
+
+    /// Every key of the queue's messages and records goes (a purge, or the
+    /// queue deleted).
+    fn unlink_all(&mut self, name: &'a str) {
+        let QueueKeys { bodies, states, .. } = self.queue(name);
+        let dedup = self.extra(name, Extra::Dedup);
+        let attempts = self.extra(name, Extra::Attempts);
+        for key in [bodies, states, dedup, attempts] {
+            self.ops[key].push(KeyOp::Unlink);
+        }
     }
 
     fn fold(&mut self, key: usize) -> &mut HashMap<Field<'a>, Option<Range<usize>>> {
@@ -285,7 +309,7 @@ mod tests {
     use super::*;
     use crate::queue::attributes::DeduplicationScope;
     use crate::queue::message::MessageState;
-    use crate::queue::{DedupEntry, QueueAttributes, QueueMeta};
+    use crate::queue::{Attempt, DedupEntry, QueueAttributes, QueueMeta, ReceiptHandle};
     use crate::store::codec::{SAMPLE_VISIBLE, sample_message, text};
 
     /// Redis as the commit script sees it: key → hash.
@@ -349,7 +373,12 @@ mod tests {
             Write::DeleteQueue { name } => {
                 hdel(store, &layout.queues(), name);
                 hdel(store, &layout.sequences(), name);
-                for key in [layout.bodies(name), layout.states(name), layout.dedup(name)] {
+                for key in [
+                    layout.bodies(name),
+                    layout.states(name),
+                    layout.dedup(name),
+                    layout.attempts(name),
+                ] {
                     store.remove(&key);
                 }
             }
@@ -397,7 +426,7 @@ mod tests {
                             hdel(store, &states, &seq.to_string());
                         }
                         Change::Purged => {
-                            for key in [&bodies, &states, &layout.dedup(name)] {
+                            for key in [&bodies, &states, &layout.dedup(name), &layout.attempts(name)] {
                                 store.remove(key);
                             }
                         }
@@ -408,6 +437,13 @@ mod tests {
                             text(|out| codec::write_dedup(entry, out)),
                         ),
                         Change::DedupExpired(key) => hdel(store, &layout.dedup(name), key),
+                        Change::Attempt(id, attempt) => hset(
+                            store,
+                            layout.attempts(name),
+                            id.clone(),
+                            text(|out| codec::write_attempt(attempt, out)),
+                        ),
+                        Change::AttemptExpired(id) => hdel(store, &layout.attempts(name), id),
                     }
                 }
             }
@@ -434,7 +470,7 @@ mod tests {
             return Write::DeleteQueue { name };
         }
         let changes = (0..=dice.below(3))
-            .map(|_| match dice.below(8) {
+            .map(|_| match dice.below(10) {
                 0 => Change::Meta(QueueMeta {
                     name: name.clone(),
                     attributes: QueueAttributes::default(),
@@ -473,7 +509,15 @@ mod tests {
                         expires_at: dice.below(1000),
                     },
                 ),
-                _ => Change::DedupExpired(format!("d{}", dice.below(3))),
+                7 => Change::DedupExpired(format!("d{}", dice.below(3))),
+                8 => Change::Attempt(
+                    format!("a{}", dice.below(3)),
+                    Attempt {
+                        expires_at: dice.below(1000),
+                        handles: vec![ReceiptHandle::issue(dice.below(100), 1, 7)],
+                    },
+                ),
+                _ => Change::AttemptExpired(format!("a{}", dice.below(3))),
             })
             .collect();
         Write::Queue { name, changes }

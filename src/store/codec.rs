@@ -20,7 +20,9 @@ use serde::{Deserialize, Serialize};
 
 use crate::queue::attributes::{DeduplicationScope, SETTABLE};
 use crate::queue::message::MessageState;
-use crate::queue::{AttributeValue, DedupEntry, Message, MessageAttribute, QueueAttributes, QueueMeta};
+use crate::queue::{
+    Attempt, AttributeValue, DedupEntry, Message, MessageAttribute, QueueAttributes, QueueMeta, ReceiptHandle,
+};
 
 #[derive(Serialize, Deserialize)]
 struct QueueRecord {
@@ -354,6 +356,29 @@ pub fn decode_dedup(text: &str) -> Option<DedupEntry> {
     parts.next().is_none().then_some(entry)
 }
 
+/// A remembered ReceiveRequestAttemptId: `expires at|handle handle …`.
+pub fn write_attempt(attempt: &Attempt, out: &mut BytesMut) {
+    write!(out, "{}|", attempt.expires_at).expect("writing to memory succeeds");
+    for (i, handle) in attempt.handles.iter().enumerate() {
+        if i > 0 {
+            out.put_u8(b' ');
+        }
+        out.put_slice(handle.encode().as_bytes());
+    }
+}
+
+pub fn decode_attempt(text: &str) -> Option<Attempt> {
+    let (expires_at, handles) = text.split_once('|')?;
+    Some(Attempt {
+        expires_at: expires_at.parse().ok()?,
+        handles: handles
+            .split(' ')
+            .filter(|h| !h.is_empty())
+            .map(|h| ReceiptHandle::decode(h).ok())
+            .collect::<Option<_>>()?,
+    })
+}
+
 /// What a `write_*` function writes, as text, for tests.
 #[cfg(test)]
 pub(super) fn text(write: impl FnOnce(&mut BytesMut)) -> String {
@@ -548,6 +573,20 @@ mod tests {
         };
         assert_eq!(decode_dedup(&text(|out| write_dedup(&entry, out))), Some(entry));
         assert_eq!(decode_dedup("x|1|2"), None);
+        for handles in [
+            vec![],
+            vec![ReceiptHandle::issue(3, 1, 9), ReceiptHandle::issue(4, 2, 9)],
+        ] {
+            let attempt = Attempt {
+                expires_at: 1_700_000_300_000,
+                handles,
+            };
+            assert_eq!(
+                decode_attempt(&text(|out| write_attempt(&attempt, out))),
+                Some(attempt)
+            );
+        }
+        assert_eq!(decode_attempt("12|not-a-handle"), None);
         assert_eq!(decode_dedup(&format!("{}|1|2|3", entry.message_id)), None);
     }
 

@@ -51,6 +51,11 @@ impl Layout {
         format!("{{{}}}:q:{queue}:dedup", self.prefix)
     }
 
+    /// Hash: FIFO ReceiveRequestAttemptId → `expires at|receipt handles`.
+    pub fn attempts(&self, queue: &str) -> String {
+        format!("{{{}}}:q:{queue}:attempts", self.prefix)
+    }
+
     /// Hash: sequence number → the message's changing state (JSON).
     pub fn states(&self, queue: &str) -> String {
         format!("{{{}}}:q:{queue}:states", self.prefix)

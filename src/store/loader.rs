@@ -161,29 +161,43 @@ impl Loader {
             messages.dedup_by_key(|message| message.seq);
             loaded.damaged += damaged;
             loaded.messages += messages.len();
-            let mut dedup = Vec::new();
-            if meta.attributes.fifo_queue {
-                let entries: HashMap<String, String> = self
-                    .store
-                    .client
-                    .hgetall(self.store.layout.dedup(&name))
-                    .await
-                    .map_err(|error| LoadError::new(self.store.layout.dedup(&name), error))?;
-                dedup.extend(
-                    entries
-                        .into_iter()
-                        .filter_map(|(key, text)| Some((key, codec::decode_dedup(&text)?))),
-                );
-            }
+            // FIFO queues also keep deduplication ids and receive attempts.
+            let (dedup, attempts) = match meta.attributes.fifo_queue {
+                true => (
+                    self.records(self.store.layout.dedup(&name), codec::decode_dedup)
+                        .await?,
+                    self.records(self.store.layout.attempts(&name), codec::decode_attempt)
+                        .await?,
+                ),
+                false => (Vec::new(), Vec::new()),
+            };
             let next_seq = sequences.get(&name).and_then(|s| s.parse().ok()).unwrap_or(1);
-            loaded
-                .queues
-                .push(Queue::restore(meta, next_seq, messages, dedup));
+            let mut queue = Queue::restore(meta, next_seq, messages, dedup);
+            queue.restore_attempts(attempts);
+            loaded.queues.push(queue);
         }
         Ok(loaded)
     }
 
     /// Walks a hash with HSCAN, calling `each` with every field and value.
+    /// A hash of records, each decoded; one that cannot be read is left out.
+    async fn records<T>(
+        &self,
+        key: String,
+        decode: fn(&str) -> Option<T>,
+    ) -> Result<Vec<(String, T)>, LoadError> {
+        let entries: HashMap<String, String> = self
+            .store
+            .client
+            .hgetall(&key)
+            .await
+            .map_err(|error| LoadError::new(key.clone(), error))?;
+        Ok(entries
+            .into_iter()
+            .filter_map(|(field, text)| Some((field, decode(&text)?)))
+            .collect())
+    }
+
     async fn scan(&self, key: &str, mut each: impl FnMut(u64, String)) -> Result<(), LoadError> {
         let mut cursor = "0".to_string();
         let mut count = 1_000usize;
