@@ -10,7 +10,9 @@ mod common;
 use std::process::{Child, Command, Stdio};
 use std::time::Duration;
 
-use common::{FAST_LOCK, RedisServer, Server, client_for, free_port, queue_url, single_leader};
+use common::{
+    FAST_LOCK, RedisServer, Server, client_for, free_port, is_synced_replica, queue_url, single_leader,
+};
 
 struct Sentinel {
     child: Child,
@@ -53,18 +55,8 @@ fn start_sentinel(primary_port: u16, quorum: u32) -> Sentinel {
 #[tokio::test]
 async fn a_sentinel_failover_of_redis_keeps_acknowledged_messages() {
     let mut primary = RedisServer::start();
-    let replica_of = primary.port.to_string();
-    let replica = RedisServer::start_with(&["--appendonly", "no", "--replicaof", "127.0.0.1", &replica_of]);
     // The replica's first full sync forks the primary; start once it is done.
-    let synced = common::wait_for(Duration::from_secs(10), || async {
-        let info = Command::new("redis-cli")
-            .args(["-p", &replica.port.to_string(), "info", "replication"])
-            .output()
-            .unwrap();
-        String::from_utf8_lossy(&info.stdout).contains("master_link_status:up")
-    })
-    .await;
-    assert!(synced.is_some(), "the replica synced with the primary");
+    let _replica = primary.start_replica().await;
     let sentinel = start_sentinel(primary.port, 1);
     tokio::time::sleep(Duration::from_millis(500)).await;
 
@@ -179,15 +171,6 @@ fn primary_port(sentinel: u16) -> Option<u16> {
         .trim()
         .parse()
         .ok()
-}
-
-fn is_synced_replica(port: u16) -> bool {
-    let output = Command::new("redis-cli")
-        .args(["-p", &port.to_string(), "info", "replication"])
-        .output()
-        .unwrap();
-    let info = String::from_utf8_lossy(&output.stdout);
-    info.contains("role:slave") && info.contains("master_link_status:up")
 }
 
 /// What the clients were told succeeded.

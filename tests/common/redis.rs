@@ -14,6 +14,16 @@ pub struct RedisServer {
     extra: Vec<String>,
 }
 
+/// Whether the Redis on `port` is a replica in sync with its primary.
+pub fn is_synced_replica(port: u16) -> bool {
+    let output = Command::new("redis-cli")
+        .args(["-p", &port.to_string(), "info", "replication"])
+        .output()
+        .unwrap();
+    let info = String::from_utf8_lossy(&output.stdout);
+    info.contains("role:slave") && info.contains("master_link_status:up")
+}
+
 impl RedisServer {
     /// Starts Redis with no persistence.
     pub fn start() -> RedisServer {
@@ -180,11 +190,7 @@ impl RedisServer {
         let primary = self.port.to_string();
         let replica = RedisServer::start_with(&["--appendonly", "no", "--replicaof", "127.0.0.1", &primary]);
         let synced = super::wait_for(std::time::Duration::from_secs(10), || async {
-            let info = Command::new("redis-cli")
-                .args(["-p", &replica.port.to_string(), "info", "replication"])
-                .output()
-                .unwrap();
-            String::from_utf8_lossy(&info.stdout).contains("master_link_status:up")
+            is_synced_replica(replica.port)
         })
         .await;
         assert!(synced.is_some(), "the replica synced with the primary");
