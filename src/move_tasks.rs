@@ -1,79 +1,37 @@
 //! Message move tasks: moving messages out of a dead-letter queue, back to
 //! the queues they came from or to another queue, at a bounded rate.
 //!
-//! A task runs in the background on the leader. Each step takes a few
-//! visible messages from the source and gives them to their destination under
-//! both queues' locks, in one commit (see [`Service::with_queues`]), so a
-//! message is never lost nor in both. Tasks live in memory: a change of
-//! leadership ends them (they report FAILED), and the status of finished
-//! tasks is kept for the listing.
+//! A task's record lives with its source queue (`queue::move_task`), stored
+//! with the queue's settings. A task runs in the background on the leader:
+//! each step takes a few visible messages from the source, gives them to
+//! their destination and adds them to the record's count, under both
+//! queues' locks and in one commit (see [`Service::with_queues`]), so a
+//! message is never lost nor in both, and the count is exact. A change of
+//! leadership stops the runner but not the task: after every load of the
+//! state, [`MoveTasks`] continues the running tasks the state holds, from
+//! where they stopped. Cancelling marks the record; the runner stops at its
+//! next step.
 
-use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use crate::error::{ErrorCode, Result, SqsError};
-use crate::queue::{QueueArn, key};
+use crate::queue::move_task::{self, MoveStatus, MoveTaskRecord};
+use crate::queue::{Queue, QueueArn, key};
 use crate::service::Service;
 
 /// AWS's ceiling and default for MaxNumberOfMessagesPerSecond.
 pub const MAX_RATE: u32 = 500;
-/// Finished tasks kept per source queue for ListMessageMoveTasks.
-const KEPT_PER_SOURCE: usize = 10;
 
-pub struct MoveTask {
-    pub handle: String,
-    pub source: String,
-    pub source_arn: String,
-    /// Where messages go; `None`: back to each message's source queue.
-    pub destination: Option<(String, String)>,
-    pub rate: Option<u32>,
-    pub started_at: u64,
-    pub to_move: u64,
-    pub moved: AtomicU64,
-    cancel: AtomicBool,
-    outcome: Mutex<Status>,
-}
-
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub enum Status {
-    Running,
-    Completed,
-    Cancelled,
-    Failed(String),
-}
-
-impl MoveTask {
-    pub fn status(&self) -> Status {
-        self.outcome.lock().unwrap_or_else(|p| p.into_inner()).clone()
-    }
-
-    /// Whether the task runs and no one asked to cancel it.
-    pub fn is_running(&self) -> bool {
-        self.status() == Status::Running && !self.cancel.load(Ordering::Acquire)
-    }
-
-    /// `RUNNING`, `CANCELLING`, `COMPLETED`, `CANCELLED` or `FAILED`.
-    pub fn status_name(&self) -> &'static str {
-        match self.status() {
-            Status::Running if self.cancel.load(Ordering::Acquire) => "CANCELLING",
-            Status::Running => "RUNNING",
-            Status::Completed => "COMPLETED",
-            Status::Cancelled => "CANCELLED",
-            Status::Failed(_) => "FAILED",
-        }
-    }
-
-    fn finish(&self, status: Status) {
-        *self.outcome.lock().unwrap_or_else(|p| p.into_inner()) = status;
-    }
-}
-
-/// The move tasks of one service: those running and the last finished ones.
+/// The move tasks of one service.
 pub struct MoveTasks {
     service: Arc<Service>,
-    tasks: Mutex<Vec<Arc<MoveTask>>>,
+    /// The tasks this instance runs: handle → source queue key.
+    running: Running,
 }
+
+type Running = Arc<Mutex<HashMap<String, String>>>;
 
 /// What StartMessageMoveTask asks for, checked by the caller.
 pub struct MoveRequest {
@@ -86,137 +44,205 @@ pub struct MoveRequest {
 }
 
 impl MoveTasks {
+    /// Also starts what continues the running tasks after each load of the
+    /// state (a new leader, or a reload).
     pub fn new(service: Arc<Service>) -> MoveTasks {
-        MoveTasks {
-            service,
-            tasks: Mutex::new(Vec::new()),
-        }
+        let running = Running::default();
+        tokio::spawn(resume_after_loads(service.clone(), running.clone()));
+        MoveTasks { service, running }
     }
 
-    fn lock(&self) -> std::sync::MutexGuard<'_, Vec<Arc<MoveTask>>> {
-        self.tasks.lock().unwrap_or_else(|p| p.into_inner())
-    }
-
-    /// Starts a task, unless one is already running for the same source.
-    pub fn start(&self, request: MoveRequest) -> Result<Arc<MoveTask>> {
-        let task = {
-            let mut tasks = self.lock();
-            if tasks
-                .iter()
-                .any(|t| t.source == request.source && t.status() == Status::Running)
-            {
-                return Err(SqsError::new(
-                    ErrorCode::InvalidParameterValue,
-                    format!(
-                        "A message move task is already running for {}; cancel it or wait.",
-                        request.source_arn
-                    ),
-                ));
-            }
-            let task = Arc::new(MoveTask {
-                handle: crate::random::uuid().to_string(),
-                source: request.source,
-                source_arn: request.source_arn,
-                destination: request.destination,
-                rate: request.rate,
-                started_at: request.now,
-                to_move: request.to_move,
-                moved: AtomicU64::new(0),
-                cancel: AtomicBool::new(false),
-                outcome: Mutex::new(Status::Running),
-            });
-            tasks.push(task.clone());
-            // Keep the listing bounded: drop the oldest finished tasks.
-            let source = task.source.clone();
-            let mut kept = 0;
-            tasks.retain(|t| {
-                if t.source != source || t.status() == Status::Running {
-                    return true;
-                }
-                kept += 1;
-                kept <= KEPT_PER_SOURCE
-            });
-            task
+    /// Starts a task, unless one is already running for the same source;
+    /// its record is durable before this returns.
+    pub async fn start(&self, request: MoveRequest) -> Result<MoveTaskRecord> {
+        let record = MoveTaskRecord {
+            handle: handle_for(&request.source_arn),
+            source_arn: request.source_arn,
+            destination: request.destination,
+            rate: request.rate,
+            started_at: request.now,
+            to_move: request.to_move,
+            moved: 0,
+            status: MoveStatus::Running,
         };
-        tokio::spawn(run(task.clone(), self.service.clone()));
-        Ok(task)
+        let started = record.clone();
+        self.service
+            .with_queue(&request.source, move |queue, _| {
+                if queue.move_tasks.iter().any(MoveTaskRecord::is_running) {
+                    return Err(SqsError::new(
+                        ErrorCode::InvalidParameterValue,
+                        format!(
+                            "A message move task is already running for {}; cancel it or wait.",
+                            started.source_arn
+                        ),
+                    ));
+                }
+                move_task::add(&mut queue.move_tasks, started);
+                queue.record_meta();
+                Ok(())
+            })
+            .await??;
+        spawn(
+            &self.service,
+            &self.running,
+            record.handle.clone(),
+            request.source,
+        );
+        Ok(record)
     }
 
-    pub fn find(&self, handle: &str) -> Option<Arc<MoveTask>> {
-        self.lock().iter().find(|t| t.handle == handle).cloned()
-    }
-
-    /// Tasks of a source queue, the most recent first.
-    pub fn for_source(&self, source_arn: &str) -> Vec<Arc<MoveTask>> {
-        let mut tasks: Vec<_> = self
-            .lock()
-            .iter()
-            .filter(|t| t.source_arn == source_arn)
-            .cloned()
-            .collect();
-        tasks.reverse();
-        tasks
-    }
-
-    pub fn cancel(&self, handle: &str) -> Result<Arc<MoveTask>> {
-        let task = self.find(handle).ok_or_else(|| {
+    /// Marks a running task of queue `source` cancelled; it stops at its
+    /// next step.
+    pub async fn cancel(&self, source: &str, handle: &str) -> Result<MoveTaskRecord> {
+        let not_found = || {
             SqsError::new(
                 ErrorCode::ResourceNotFound,
                 format!("No message move task has the handle {handle}."),
             )
-        })?;
-        if task.status() != Status::Running {
-            return Err(SqsError::invalid_parameter(format!(
-                "The message move task {handle} is {} and cannot be cancelled.",
-                task.status_name()
-            )));
+        };
+        self.service
+            .with_queue(source, |queue, _| {
+                let task = find(queue, handle).ok_or_else(not_found)?;
+                if task.status != MoveStatus::Running {
+                    return Err(SqsError::invalid_parameter(format!(
+                        "The message move task {handle} is {} and cannot be cancelled.",
+                        task.status_name()
+                    )));
+                }
+                task.status = MoveStatus::Cancelling;
+                let cancelled = task.clone();
+                queue.record_meta();
+                Ok(cancelled)
+            })
+            .await?
+    }
+
+    /// The tasks of a source queue, the most recent first.
+    pub fn for_source(&self, source: &str) -> Result<Vec<MoveTaskRecord>> {
+        self.service.inspect(source, |queue, _| {
+            queue.move_tasks.iter().rev().cloned().collect()
+        })
+    }
+}
+
+/// A task handle as AWS makes them: base64 of `{"taskId", "sourceArn"}`,
+/// so that the handle alone names the queue whose records hold the task.
+fn handle_for(source_arn: &str) -> String {
+    use base64::Engine;
+    let json = serde_json::json!({"taskId": crate::random::uuid().to_string(), "sourceArn": source_arn});
+    base64::engine::general_purpose::STANDARD.encode(json.to_string())
+}
+
+/// The source queue ARN a task handle names, if it is one.
+pub fn source_arn_of(handle: &str) -> Option<String> {
+    use base64::Engine;
+    let json = base64::engine::general_purpose::STANDARD.decode(handle).ok()?;
+    let value: serde_json::Value = serde_json::from_slice(&json).ok()?;
+    value.get("sourceArn")?.as_str().map(str::to_string)
+}
+
+fn lock(running: &Running) -> std::sync::MutexGuard<'_, HashMap<String, String>> {
+    running.lock().unwrap_or_else(|p| p.into_inner())
+}
+
+fn find<'q>(queue: &'q mut Queue, handle: &str) -> Option<&'q mut MoveTaskRecord> {
+    queue.move_tasks.iter_mut().find(|t| t.handle == handle)
+}
+
+/// Runs a task unless this instance already does.
+fn spawn(service: &Arc<Service>, running: &Running, handle: String, source: String) {
+    if lock(running).insert(handle.clone(), source.clone()).is_some() {
+        return;
+    }
+    let (service, running) = (service.clone(), running.clone());
+    tokio::spawn(async move {
+        if let Err(error) = run(&handle, &source, &service).await {
+            tracing::info!(task = %handle, %error, "message move task paused: the next load of the state continues it");
         }
-        task.cancel.store(true, Ordering::Release);
-        Ok(task)
+        lock(&running).remove(&handle);
+    });
+}
+
+/// After each load of the state, runs the running tasks it holds.
+async fn resume_after_loads(service: Arc<Service>, running: Running) {
+    loop {
+        service.state_loaded.notified().await;
+        for source in service.queues_where(|q| q.move_tasks.iter().any(MoveTaskRecord::is_running)) {
+            let handles = service
+                .inspect(&source, |queue, _| {
+                    queue
+                        .move_tasks
+                        .iter()
+                        .filter(|t| t.is_running())
+                        .map(|t| t.handle.clone())
+                        .collect::<Vec<_>>()
+                })
+                .unwrap_or_default();
+            for handle in handles {
+                tracing::info!(task = %handle, queue = %source, "continuing a message move task");
+                spawn(&service, &running, handle, source.clone());
+            }
+        }
     }
 }
 
 /// Moves messages, a few per tick, until the source is empty, `to_move`
-/// messages have moved, the task is cancelled, or a move fails.
-async fn run(task: Arc<MoveTask>, service: Arc<Service>) {
-    let rate = task.rate.unwrap_or(MAX_RATE).max(1);
-    let per_tick = rate.div_ceil(10) as usize;
+/// messages have moved, the task is cancelled, or a move fails. An error
+/// returned is one of leadership or of Redis (the task stays running in
+/// the state, for the next load to continue); any other ends the task as
+/// FAILED.
+async fn run(handle: &str, source: &str, service: &Service) -> Result<()> {
     let mut tick = tokio::time::interval(Duration::from_millis(100));
     loop {
         tick.tick().await;
-        if task.cancel.load(Ordering::Acquire) {
-            task.finish(Status::Cancelled);
-            return;
-        }
-        let remaining = task.to_move.saturating_sub(task.moved.load(Ordering::Acquire)) as usize;
-        if remaining == 0 {
-            task.finish(Status::Completed);
-            return;
-        }
-        match step(&task, &service, per_tick.min(remaining)).await {
-            Ok(0) => {
-                task.finish(Status::Completed);
-                return;
+        let task = service.inspect(source, |queue, _| {
+            queue.move_tasks.iter().find(|t| t.handle == handle).cloned()
+        })?;
+        let Some(task) = task else {
+            return Ok(());
+        };
+        let remaining = task.to_move.saturating_sub(task.moved) as usize;
+        let finished = match task.status {
+            MoveStatus::Cancelling => Some(MoveStatus::Cancelled),
+            MoveStatus::Running if remaining == 0 => Some(MoveStatus::Completed),
+            MoveStatus::Running => None,
+            _ => return Ok(()),
+        };
+        let finished = match finished {
+            Some(status) => status,
+            None => {
+                let per_tick = task.rate.unwrap_or(MAX_RATE).max(1).div_ceil(10) as usize;
+                match step(&task, source, service, per_tick.min(remaining)).await {
+                    Ok(0) => MoveStatus::Completed,
+                    Ok(_) => continue,
+                    Err(error) if error.code == ErrorCode::ServiceUnavailable => return Err(error),
+                    Err(error) => {
+                        tracing::warn!(task = %handle, %error, "message move task failed");
+                        MoveStatus::Failed(error.message)
+                    }
+                }
             }
-            Ok(moved) => {
-                task.moved.fetch_add(moved as u64, Ordering::AcqRel);
-            }
-            Err(error) => {
-                tracing::warn!(task = %task.handle, %error, "message move task failed");
-                task.finish(Status::Failed(error.message));
-                return;
-            }
-        }
+        };
+        service
+            .with_queue(source, |queue, _| {
+                if let Some(task) = find(queue, handle) {
+                    task.status = finished;
+                    queue.record_meta();
+                }
+            })
+            .await?;
+        return Ok(());
     }
 }
 
-/// Moves up to `max` messages that share one destination.
-async fn step(task: &MoveTask, service: &Service, max: usize) -> Result<usize> {
+/// Moves up to `max` messages that share one destination, and counts them
+/// in the task's record, in one commit.
+async fn step(task: &MoveTaskRecord, source: &str, service: &Service, max: usize) -> Result<usize> {
     let destination = match &task.destination {
         Some((name, _)) => name.clone(),
         None => {
             let head_source = service
-                .with_queue(&task.source, |queue, now| {
+                .with_queue(source, |queue, now| {
                     queue.peek_visible(now).map(|m| m.dead_letter_source.clone())
                 })
                 .await?;
@@ -227,13 +253,13 @@ async fn step(task: &MoveTask, service: &Service, max: usize) -> Result<usize> {
                         "A message has no DeadLetterQueueSourceArn to go back to; give a DestinationArn.",
                     ));
                 }
-                Some(Some(arn)) => key::sibling(&task.source, QueueArn::name_of(&arn)),
+                Some(Some(arn)) => key::sibling(source, QueueArn::name_of(&arn)),
             }
         }
     };
     let back_to_source = task.destination.is_none();
     service
-        .with_queues(&task.source, &destination, |source, target, now| {
+        .with_queues(source, &destination, |source, target, now| {
             // A dead-letter queue's sources are in its region: their names
             // tell them apart.
             let target_name = key::split(&target.name).1.to_string();
@@ -247,6 +273,10 @@ async fn step(task: &MoveTask, service: &Service, max: usize) -> Result<usize> {
             let count = messages.len();
             for message in messages {
                 target.accept(message, None, now);
+            }
+            if let Some(record) = find(source, &task.handle) {
+                record.moved += count as u64;
+                source.record_meta();
             }
             count
         })

@@ -69,6 +69,9 @@ pub struct Service {
     /// applying each operation's difference.
     held_messages: AtomicU64,
     held_bytes: AtomicU64,
+    /// Notified after each load of the state is installed: what the state
+    /// holds that runs in the background (message move tasks) resumes.
+    pub state_loaded: Notify,
 }
 
 /// A commit to wait for before answering.
@@ -190,6 +193,7 @@ impl Service {
             configured_queues: Vec::new(),
             held_messages: AtomicU64::new(0),
             held_bytes: AtomicU64::new(0),
+            state_loaded: Notify::new(),
         }
     }
 
@@ -487,6 +491,7 @@ impl Service {
         for slot in dropped.values() {
             slot.close();
         }
+        self.state_loaded.notify_one();
     }
 
     /// Ends every long poll now and any started later: the server is

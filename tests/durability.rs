@@ -693,3 +693,92 @@ async fn a_fifo_receive_retried_with_its_attempt_id_after_a_failover_gets_the_sa
         "the handles deleted them"
     );
 }
+
+/// A message move task outlives its leader: its record is stored with its
+/// source queue and every step commits its progress with the messages it
+/// moved, so the next leader continues it, and every message arrives once.
+#[tokio::test]
+async fn a_message_move_task_survives_a_leader_crash_and_moves_every_message_once() {
+    let redis = RedisServer::start();
+    let mut nodes: Vec<Server> = ["t1", "t2"]
+        .iter()
+        .map(|id| Server::start_node(&redis, id))
+        .collect();
+    let leader = leader_of(&nodes).await;
+    let sqs = client_without_retries(&nodes[leader].url);
+    let dlq = create_queue_url(&sqs, "dlq", &[]).await;
+    let dlq_arn = "arn:aws:sqs:us-east-1:000000000000:dlq";
+    let policy = format!(r#"{{"deadLetterTargetArn":"{dlq_arn}","maxReceiveCount":1}}"#);
+    create_queue_url(&sqs, "work", &[("RedrivePolicy", policy.as_str())]).await;
+    let target = create_queue_url(&sqs, "target", &[]).await;
+    const MESSAGES: usize = 300;
+    for chunk in 0..MESSAGES / 10 {
+        let entries = (0..10).map(|i| {
+            aws_sdk_sqs::types::SendMessageBatchRequestEntry::builder()
+                .id(i.to_string())
+                .message_body(format!("m{}", chunk * 10 + i))
+                .build()
+                .unwrap()
+        });
+        sqs.send_message_batch()
+            .queue_url(&dlq)
+            .set_entries(Some(entries.collect()))
+            .send()
+            .await
+            .unwrap();
+    }
+    let handle = sqs
+        .start_message_move_task()
+        .source_arn(dlq_arn)
+        .destination_arn("arn:aws:sqs:us-east-1:000000000000:target")
+        .max_number_of_messages_per_second(60)
+        .send()
+        .await
+        .unwrap()
+        .task_handle
+        .unwrap();
+    tokio::time::sleep(Duration::from_millis(1_500)).await;
+
+    nodes.remove(leader).signal("KILL");
+    let leader = leader_of(&nodes).await;
+    let sqs = client_without_retries(&nodes[leader].url);
+    let completed = common::wait_for(Duration::from_secs(30), || async {
+        let listed = sqs.list_message_move_tasks().source_arn(dlq_arn).send().await;
+        listed.is_ok_and(|l| l.results().first().and_then(|t| t.status()) == Some("COMPLETED"))
+    })
+    .await;
+    assert!(completed.is_some(), "the new leader finished the task");
+    let listed = sqs
+        .list_message_move_tasks()
+        .source_arn(dlq_arn)
+        .send()
+        .await
+        .unwrap();
+    let task = &listed.results()[0];
+    assert_eq!(task.approximate_number_of_messages_moved(), MESSAGES as i64);
+    assert_eq!(
+        task.approximate_number_of_messages_to_move(),
+        Some(MESSAGES as i64)
+    );
+    let cancel_finished = sqs.cancel_message_move_task().task_handle(&handle).send().await;
+    assert_eq!(common::error_code(cancel_finished), "InvalidParameterValue");
+
+    let mut bodies = Vec::new();
+    loop {
+        let got = common::receive_bodies(&sqs, &target, 10).await;
+        if got.is_empty() {
+            break;
+        }
+        bodies.extend(got);
+    }
+    let distinct: std::collections::BTreeSet<&String> = bodies.iter().collect();
+    assert_eq!(
+        (bodies.len(), distinct.len()),
+        (MESSAGES, MESSAGES),
+        "every message arrived once"
+    );
+    assert!(
+        common::receive_bodies(&sqs, &dlq, 10).await.is_empty(),
+        "none left behind"
+    );
+}

@@ -5,8 +5,9 @@ use super::model::*;
 use super::params::{Page, in_range, required};
 use super::{Api, RequestContext};
 use crate::error::{ErrorCode, Result, SqsError};
-use crate::move_tasks::{MAX_RATE, MoveRequest, Status};
+use crate::move_tasks::{MAX_RATE, MoveRequest};
 use crate::queue::attributes;
+use crate::queue::move_task::MoveStatus;
 use crate::queue::{QueueArn, key};
 use crate::service::Service;
 
@@ -146,28 +147,48 @@ pub(super) async fn start_message_move_task(
         .max_number_of_messages_per_second
         .map(|r| in_range(r, "MaxNumberOfMessagesPerSecond", 1, i64::from(MAX_RATE)))
         .transpose()?;
-    let task = api.move_tasks.start(MoveRequest {
-        source,
-        source_arn,
-        destination,
-        rate,
-        to_move: to_move as u64,
-        now: api.service.now(),
-    })?;
+    let task = api
+        .move_tasks
+        .start(MoveRequest {
+            source,
+            source_arn,
+            destination,
+            rate,
+            to_move: to_move as u64,
+            now: api.service.now(),
+        })
+        .await?;
     Ok(TaskHandleOutput {
-        task_handle: task.handle.clone(),
+        task_handle: task.handle,
     })
 }
 
 pub(super) async fn cancel_message_move_task(
     api: &Api,
-    _: &RequestContext,
+    ctx: &RequestContext,
     input: CancelMessageMoveTaskInput,
 ) -> Result<CancelMessageMoveTaskOutput> {
     let handle = required(input.task_handle, "TaskHandle")?;
-    let task = api.move_tasks.cancel(&handle)?;
+    let source_arn = crate::move_tasks::source_arn_of(&handle).ok_or_else(|| {
+        SqsError::new(
+            ErrorCode::ResourceNotFound,
+            format!("No message move task has the handle {handle}."),
+        )
+    })?;
+    let source = queue_of_arn(ctx, &source_arn, "TaskHandle")?;
+    let task = api
+        .move_tasks
+        .cancel(&source, &handle)
+        .await
+        .map_err(|error| match error.code {
+            ErrorCode::QueueDoesNotExist => SqsError::new(
+                ErrorCode::ResourceNotFound,
+                format!("No message move task has the handle {handle}."),
+            ),
+            _ => error,
+        })?;
     Ok(CancelMessageMoveTaskOutput {
-        approximate_number_of_messages_moved: task.moved.load(std::sync::atomic::Ordering::Acquire),
+        approximate_number_of_messages_moved: task.moved,
     })
 }
 
@@ -191,25 +212,22 @@ pub(super) async fn list_message_move_tasks(
         .unwrap_or(1) as usize;
     let results = api
         .move_tasks
-        .for_source(&source_arn)
+        .for_source(&source)?
         .into_iter()
         .take(max)
-        .map(|task| {
-            let failure_reason = match task.status() {
-                Status::Failed(why) => Some(why),
+        .map(|task| MessageMoveTaskEntry {
+            task_handle: (task.status == MoveStatus::Running).then(|| task.handle.clone()),
+            status: task.status_name().to_string(),
+            source_arn: task.source_arn,
+            destination_arn: task.destination.map(|(_, arn)| arn),
+            max_number_of_messages_per_second: task.rate,
+            approximate_number_of_messages_moved: task.moved,
+            approximate_number_of_messages_to_move: task.to_move,
+            failure_reason: match task.status {
+                MoveStatus::Failed(why) => Some(why),
                 _ => None,
-            };
-            MessageMoveTaskEntry {
-                task_handle: task.is_running().then(|| task.handle.clone()),
-                status: task.status_name().to_string(),
-                source_arn: task.source_arn.clone(),
-                destination_arn: task.destination.as_ref().map(|(_, arn)| arn.clone()),
-                max_number_of_messages_per_second: task.rate,
-                approximate_number_of_messages_moved: task.moved.load(std::sync::atomic::Ordering::Acquire),
-                approximate_number_of_messages_to_move: task.to_move,
-                failure_reason,
-                started_timestamp: task.started_at,
-            }
+            },
+            started_timestamp: task.started_at,
         })
         .collect();
     Ok(ListMessageMoveTasksOutput { results })

@@ -11,6 +11,7 @@ pub mod attributes;
 pub mod key;
 pub mod limits;
 pub mod message;
+pub mod move_task;
 pub mod peek;
 #[allow(clippy::module_inception)]
 mod queue;

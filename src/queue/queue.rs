@@ -22,6 +22,7 @@ use std::sync::Arc;
 use super::attributes::{DeduplicationScope, QueueAttributes};
 use super::limits::{DEDUP_WINDOW_MS, MAX_DELAY_SECONDS, MAX_VISIBILITY_TIMEOUT_SECONDS, PURGE_INTERVAL_MS};
 use super::message::{self, Message, MessageAttributes, MessageState};
+use super::move_task::MoveTaskRecord;
 use super::receipt::{Issued, ReceiptHandle};
 use crate::error::{ErrorCode, Result, SqsError};
 
@@ -39,6 +40,9 @@ pub struct Queue {
     /// Wall-clock milliseconds.
     pub created_at: u64,
     pub last_modified_at: u64,
+    /// Message move tasks from this queue (see `move_task.rs`); a change is
+    /// recorded with the queue's settings ([`Queue::record_meta`]).
+    pub move_tasks: Vec<MoveTaskRecord>,
     next_seq: u64,
     last_purge_at: Option<u64>,
     /// The DeduplicationScope the queue was created with, which its
@@ -220,6 +224,8 @@ pub struct QueueMeta {
     pub last_purge_at: Option<u64>,
     /// See [`Queue::dedup_scope`].
     pub dedup_scope: DeduplicationScope,
+    /// Message move tasks from this queue: running, and the last finished.
+    pub move_tasks: Vec<MoveTaskRecord>,
 }
 
 /// One change to a queue, as the store must write it.
@@ -324,6 +330,7 @@ impl Queue {
             tags,
             created_at: now,
             last_modified_at: now,
+            move_tasks: Vec::new(),
             next_seq: 1,
             last_purge_at: None,
             journal: None,
@@ -352,6 +359,7 @@ impl Queue {
         queue.last_modified_at = meta.last_modified_at;
         queue.last_purge_at = meta.last_purge_at;
         queue.dedup_scope = meta.dedup_scope;
+        queue.move_tasks = meta.move_tasks;
         queue.next_seq = next_seq.max(1);
         for message in messages {
             queue.next_seq = queue.next_seq.max(message.seq + 1);
@@ -372,6 +380,7 @@ impl Queue {
             last_modified_at: self.last_modified_at,
             last_purge_at: self.last_purge_at,
             dedup_scope: self.dedup_scope,
+            move_tasks: self.move_tasks.clone(),
         }
     }
 

@@ -479,6 +479,7 @@ mod tests {
                     last_modified_at: 0,
                     last_purge_at: None,
                     dedup_scope: DeduplicationScope::Queue,
+                    move_tasks: Vec::new(),
                 }),
                 1 | 2 => {
                     *next_seq += 1;

@@ -20,6 +20,7 @@ use serde::{Deserialize, Serialize};
 
 use crate::queue::attributes::{DeduplicationScope, SETTABLE};
 use crate::queue::message::MessageState;
+use crate::queue::move_task::MoveTaskRecord;
 use crate::queue::{
     Attempt, AttributeValue, DedupEntry, Message, MessageAttribute, QueueAttributes, QueueMeta, ReceiptHandle,
 };
@@ -36,6 +37,9 @@ struct QueueRecord {
     /// (see `Queue::dedup_scope`).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     dedup_scope: Option<String>,
+    /// Message move tasks from the queue (`queue::move_task`).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    move_tasks: Vec<MoveTaskRecord>,
 }
 
 pub fn write_queue(meta: &QueueMeta, out: &mut BytesMut) {
@@ -51,6 +55,7 @@ pub fn write_queue(meta: &QueueMeta, out: &mut BytesMut) {
         last_purge_at: meta.last_purge_at,
         dedup_scope: (meta.dedup_scope != meta.attributes.deduplication_scope)
             .then(|| meta.dedup_scope.text().to_string()),
+        move_tasks: meta.move_tasks.clone(),
     };
     serde_json::to_writer(out.writer(), &record).expect("a queue record serializes")
 }
@@ -136,6 +141,7 @@ pub fn decode_queue(name: &str, text: &str) -> Result<QueueMeta, DecodeError> {
         last_modified_at: record.last_modified_at,
         last_purge_at: record.last_purge_at,
         dedup_scope,
+        move_tasks: record.move_tasks,
     })
 }
 
@@ -557,6 +563,16 @@ mod tests {
             last_modified_at: 2,
             last_purge_at: Some(3),
             dedup_scope: DeduplicationScope::MessageGroup,
+            move_tasks: vec![crate::queue::move_task::MoveTaskRecord {
+                handle: "h".into(),
+                source_arn: "arn:aws:sqs:us-east-1:000000000000:q".into(),
+                destination: Some(("d".into(), "arn:aws:sqs:us-east-1:000000000000:d".into())),
+                rate: Some(5),
+                started_at: 4,
+                to_move: 10,
+                moved: 3,
+                status: crate::queue::move_task::MoveStatus::Failed("why".into()),
+            }],
         };
         assert_eq!(
             decode_queue("q", &text(|out| write_queue(&meta, out))).unwrap(),
