@@ -161,7 +161,7 @@ impl ErrorCode {
             | ErrorCode::InvalidClientTokenId
             | ErrorCode::SignatureDoesNotMatch
             | ErrorCode::RequestExpired => 403,
-            ErrorCode::InvalidAddress => 404,
+            ErrorCode::InvalidAddress | ErrorCode::ResourceNotFound => 404,
             ErrorCode::RequestTooLarge => 413,
             ErrorCode::RequestTimeout => 408,
             ErrorCode::ServiceUnavailable => 503,

@@ -69,12 +69,8 @@ impl MoveTasks {
         self.service
             .with_queue(&request.source, move |queue, _| {
                 if queue.move_tasks.iter().any(MoveTaskRecord::is_running) {
-                    return Err(SqsError::new(
-                        ErrorCode::InvalidParameterValue,
-                        format!(
-                            "A message move task is already running for {}; cancel it or wait.",
-                            started.source_arn
-                        ),
+                    return Err(SqsError::invalid_parameter(
+                        "There is already a task running. Only one active task is allowed for a source queue arn at a given time.",
                     ));
                 }
                 move_task::add(&mut queue.move_tasks, started);
@@ -94,12 +90,7 @@ impl MoveTasks {
     /// Marks a running task of queue `source` cancelled; it stops at its
     /// next step.
     pub async fn cancel(&self, source: &str, handle: &str) -> Result<MoveTaskRecord> {
-        let not_found = || {
-            SqsError::new(
-                ErrorCode::ResourceNotFound,
-                format!("No message move task has the handle {handle}."),
-            )
-        };
+        let not_found = || SqsError::new(ErrorCode::ResourceNotFound, "Task does not exist.");
         self.service
             .with_queue(source, |queue, _| {
                 let task = find(queue, handle).ok_or_else(not_found)?;
@@ -186,19 +177,27 @@ async fn resume_after_loads(service: Arc<Service>, running: Running) {
     }
 }
 
-/// Moves messages, a few per tick, until the source is empty, `to_move`
-/// messages have moved, the task is cancelled, or a move fails. An error
+/// Moves messages, a few per tick at the task's rate (a rate below ten a
+/// second moves one message per tick, the ticks further apart), until the
+/// source is empty, `to_move` messages have moved, the task is cancelled,
+/// or a move fails. An error
 /// returned is one of leadership or of Redis (the task stays running in
 /// the state, for the next load to continue); any other ends the task as
 /// FAILED.
 async fn run(handle: &str, source: &str, service: &Service) -> Result<()> {
-    let mut tick = tokio::time::interval(Duration::from_millis(100));
+    let record = || {
+        service.inspect(source, |queue, _| {
+            queue.move_tasks.iter().find(|t| t.handle == handle).cloned()
+        })
+    };
+    let Some(task) = record()? else {
+        return Ok(());
+    };
+    let (per_tick, every) = pace(task.rate.unwrap_or(MAX_RATE));
+    let mut tick = tokio::time::interval(every);
     loop {
         tick.tick().await;
-        let task = service.inspect(source, |queue, _| {
-            queue.move_tasks.iter().find(|t| t.handle == handle).cloned()
-        })?;
-        let Some(task) = task else {
+        let Some(task) = record()? else {
             return Ok(());
         };
         let remaining = task.to_move.saturating_sub(task.moved) as usize;
@@ -210,18 +209,15 @@ async fn run(handle: &str, source: &str, service: &Service) -> Result<()> {
         };
         let finished = match finished {
             Some(status) => status,
-            None => {
-                let per_tick = task.rate.unwrap_or(MAX_RATE).max(1).div_ceil(10) as usize;
-                match step(&task, source, service, per_tick.min(remaining)).await {
-                    Ok(0) => MoveStatus::Completed,
-                    Ok(_) => continue,
-                    Err(error) if error.code == ErrorCode::ServiceUnavailable => return Err(error),
-                    Err(error) => {
-                        tracing::warn!(task = %handle, %error, "message move task failed");
-                        MoveStatus::Failed(error.message)
-                    }
+            None => match step(&task, source, service, per_tick.min(remaining)).await {
+                Ok(0) => MoveStatus::Completed,
+                Ok(_) => continue,
+                Err(error) if error.code == ErrorCode::ServiceUnavailable => return Err(error),
+                Err(error) => {
+                    tracing::warn!(task = %handle, %error, "message move task failed");
+                    MoveStatus::Failed(error.message)
                 }
-            }
+            },
         };
         service
             .with_queue(source, |queue, _| {
@@ -233,6 +229,17 @@ async fn run(handle: &str, source: &str, service: &Service) -> Result<()> {
             .await?;
         return Ok(());
     }
+}
+
+/// Messages per tick and the time between ticks that make `rate` messages
+/// a second: ten ticks a second when the rate allows, fewer below ten.
+fn pace(rate: u32) -> (usize, Duration) {
+    let rate = rate.max(1);
+    let per_tick = rate.div_ceil(10);
+    (
+        per_tick as usize,
+        Duration::from_millis(u64::from(per_tick) * 1000 / u64::from(rate)),
+    )
 }
 
 /// Moves up to `max` messages that share one destination, and counts them
@@ -281,4 +288,26 @@ async fn step(task: &MoveTaskRecord, source: &str, service: &Service, max: usize
             count
         })
         .await
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_pace_makes_the_rate_asked_for() {
+        let ms = Duration::from_millis;
+        assert_eq!(pace(1), (1, ms(1_000)));
+        assert_eq!(pace(5), (1, ms(200)));
+        assert_eq!(pace(15), (2, ms(133)));
+        assert_eq!(pace(500), (50, ms(100)));
+        for rate in [1, 3, 7, 10, 60, 499, 500] {
+            let (per_tick, every) = pace(rate);
+            let per_second = per_tick as f64 / every.as_secs_f64();
+            assert!(
+                (per_second - f64::from(rate)).abs() / f64::from(rate) < 0.02,
+                "{rate}: {per_second}"
+            );
+        }
+    }
 }

@@ -1074,3 +1074,118 @@ async fn a_queue_name_cannot_name_a_region() {
         "{answer}"
     );
 }
+
+/// Message move tasks' errors, as recorded against AWS
+/// (test_sqs_move_task.py's snapshots): words, codes and statuses, 404 for a
+/// resource that does not exist.
+#[tokio::test]
+async fn message_move_task_errors_are_aws_s() {
+    let server = Server::start();
+    let arn = |name: &str| format!("arn:aws:sqs:us-east-1:000000000000:{name}");
+    for name in ["plain", "dlq"] {
+        json_call(&server, "CreateQueue", json!({"QueueName": name})).await;
+    }
+    let policy = json!({"deadLetterTargetArn": arn("dlq"), "maxReceiveCount": 1}).to_string();
+    json_call(
+        &server,
+        "CreateQueue",
+        json!({"QueueName": "work", "Attributes": {"RedrivePolicy": policy}}),
+    )
+    .await;
+
+    let error = |status: u16, body: &Value, code: &str, message: &str| {
+        assert_eq!(
+            status,
+            if code == "ResourceNotFoundException" {
+                404
+            } else {
+                400
+            },
+            "{body}"
+        );
+        assert!(body["__type"].as_str().unwrap().ends_with(code), "{body}");
+        assert_eq!(body["message"], message);
+    };
+    let (status, body, _) = json_call(
+        &server,
+        "StartMessageMoveTask",
+        json!({"SourceArn": arn("plain")}),
+    )
+    .await;
+    error(
+        status,
+        &body,
+        "InvalidParameterValueException",
+        "Source queue must be configured as a Dead Letter Queue.",
+    );
+    let (status, body, _) = json_call(
+        &server,
+        "StartMessageMoveTask",
+        json!({"SourceArn": arn("dlq"), "DestinationArn": arn("nowhere")}),
+    )
+    .await;
+    error(
+        status,
+        &body,
+        "ResourceNotFoundException",
+        "The resource that you specified for the DestinationArn parameter doesn't exist.",
+    );
+
+    json_call(
+        &server,
+        "SendMessage",
+        json!({"QueueUrl": common::queue_url("dlq"), "MessageBody": "x"}),
+    )
+    .await;
+    let start =
+        json!({"SourceArn": arn("dlq"), "DestinationArn": arn("plain"), "MaxNumberOfMessagesPerSecond": 1});
+    let (status, started, _) = json_call(&server, "StartMessageMoveTask", start.clone()).await;
+    assert_eq!(status, 200, "{started}");
+    let handle = started["TaskHandle"].as_str().unwrap();
+    let (status, body, _) = json_call(&server, "StartMessageMoveTask", start).await;
+    error(
+        status,
+        &body,
+        "InvalidParameterValueException",
+        "There is already a task running. Only one active task is allowed for a source queue arn at a given time.",
+    );
+
+    let (status, body, _) = json_call(
+        &server,
+        "CancelMessageMoveTask",
+        json!({"TaskHandle": "foobared"}),
+    )
+    .await;
+    error(
+        status,
+        &body,
+        "InvalidParameterValueException",
+        "Value for parameter TaskHandle is invalid.",
+    );
+    use base64::Engine;
+    let forged = |task: &str, source: &str| {
+        base64::engine::general_purpose::STANDARD
+            .encode(json!({"taskId": task, "sourceArn": source}).to_string())
+    };
+    let (status, body, _) = json_call(
+        &server,
+        "CancelMessageMoveTask",
+        json!({"TaskHandle": forged("t", &arn("gone"))}),
+    )
+    .await;
+    error(
+        status,
+        &body,
+        "ResourceNotFoundException",
+        "The resource that you specified for the SourceArn parameter doesn't exist.",
+    );
+    let (status, body, _) = json_call(
+        &server,
+        "CancelMessageMoveTask",
+        json!({"TaskHandle": forged("unknown", &arn("dlq"))}),
+    )
+    .await;
+    error(status, &body, "ResourceNotFoundException", "Task does not exist.");
+    let (status, body, _) = json_call(&server, "CancelMessageMoveTask", json!({"TaskHandle": handle})).await;
+    assert_eq!(status, 200, "the running task is cancelled: {body}");
+}

@@ -92,11 +92,25 @@ pub(super) fn queue_of_arn(ctx: &RequestContext, arn: &str, parameter: &str) -> 
         Some(parsed) if parsed.account == ctx.account_id && key::is_region(&parsed.region) => {
             Ok(key::of(&parsed.region, &ctx.home_region, &parsed.name))
         }
-        _ => Err(SqsError::new(
-            ErrorCode::ResourceNotFound,
-            format!("The resource that {parameter} {arn} names does not exist."),
-        )),
+        _ => Err(no_such_resource(parameter)),
     }
+}
+
+/// The queue a move task's ARN parameter names, if it exists.
+fn existing_queue_of_arn(api: &Api, ctx: &RequestContext, arn: &str, parameter: &str) -> Result<String> {
+    let name = queue_of_arn(ctx, arn, parameter)?;
+    match api.service.queue_exists(&name) {
+        true => Ok(name),
+        false => Err(no_such_resource(parameter)),
+    }
+}
+
+/// AWS's words (and 404) for an ARN parameter naming no queue.
+fn no_such_resource(parameter: &str) -> SqsError {
+    SqsError::new(
+        ErrorCode::ResourceNotFound,
+        format!("The resource that you specified for the {parameter} parameter doesn't exist."),
+    )
 }
 
 pub(super) async fn start_message_move_task(
@@ -105,17 +119,12 @@ pub(super) async fn start_message_move_task(
     input: StartMessageMoveTaskInput,
 ) -> Result<TaskHandleOutput> {
     let source_arn = required(input.source_arn, "SourceArn")?;
-    let source = queue_of_arn(ctx, &source_arn, "SourceArn")?;
+    let source = existing_queue_of_arn(api, ctx, &source_arn, "SourceArn")?;
     let to_move = api
         .service
         .with_queue(&source, |q, now| q.counts(now).visible)
         .await
-        .map_err(|_| {
-            SqsError::new(
-                ErrorCode::ResourceNotFound,
-                format!("The source queue {source_arn} does not exist."),
-            )
-        })?;
+        .map_err(|_| no_such_resource("SourceArn"))?;
     let is_dead_letter_queue = !api
         .service
         .queues_where(|q| {
@@ -126,21 +135,12 @@ pub(super) async fn start_message_move_task(
         })
         .is_empty();
     if !is_dead_letter_queue {
-        return Err(SqsError::invalid_parameter(format!(
-            "Source queue {source_arn} is not a dead-letter queue: no queue's RedrivePolicy names it."
-        )));
+        return Err(SqsError::invalid_parameter(
+            "Source queue must be configured as a Dead Letter Queue.",
+        ));
     }
     let destination = match input.destination_arn {
-        Some(arn) => {
-            let name = queue_of_arn(ctx, &arn, "DestinationArn")?;
-            if !api.service.queue_exists(&name) {
-                return Err(SqsError::new(
-                    ErrorCode::ResourceNotFound,
-                    format!("The destination queue {arn} does not exist."),
-                ));
-            }
-            Some((name, arn))
-        }
+        Some(arn) => Some((existing_queue_of_arn(api, ctx, &arn, "DestinationArn")?, arn)),
         None => None,
     };
     let rate = input
@@ -169,22 +169,16 @@ pub(super) async fn cancel_message_move_task(
     input: CancelMessageMoveTaskInput,
 ) -> Result<CancelMessageMoveTaskOutput> {
     let handle = required(input.task_handle, "TaskHandle")?;
-    let source_arn = crate::move_tasks::source_arn_of(&handle).ok_or_else(|| {
-        SqsError::new(
-            ErrorCode::ResourceNotFound,
-            format!("No message move task has the handle {handle}."),
-        )
-    })?;
-    let source = queue_of_arn(ctx, &source_arn, "TaskHandle")?;
+    // AWS's words: a handle that is not one, then its source queue's.
+    let source_arn = crate::move_tasks::source_arn_of(&handle)
+        .ok_or_else(|| SqsError::invalid_parameter("Value for parameter TaskHandle is invalid."))?;
+    let source = existing_queue_of_arn(api, ctx, &source_arn, "SourceArn")?;
     let task = api
         .move_tasks
         .cancel(&source, &handle)
         .await
         .map_err(|error| match error.code {
-            ErrorCode::QueueDoesNotExist => SqsError::new(
-                ErrorCode::ResourceNotFound,
-                format!("No message move task has the handle {handle}."),
-            ),
+            ErrorCode::QueueDoesNotExist => no_such_resource("SourceArn"),
             _ => error,
         })?;
     Ok(CancelMessageMoveTaskOutput {
@@ -198,13 +192,7 @@ pub(super) async fn list_message_move_tasks(
     input: ListMessageMoveTasksInput,
 ) -> Result<ListMessageMoveTasksOutput> {
     let source_arn = required(input.source_arn, "SourceArn")?;
-    let source = queue_of_arn(ctx, &source_arn, "SourceArn")?;
-    if !api.service.queue_exists(&source) {
-        return Err(SqsError::new(
-            ErrorCode::ResourceNotFound,
-            format!("The source queue {source_arn} does not exist."),
-        ));
-    }
+    let source = existing_queue_of_arn(api, ctx, &source_arn, "SourceArn")?;
     let max = input
         .max_results
         .map(|n| in_range(n, "MaxResults", 1, 10))
