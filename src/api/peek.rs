@@ -136,7 +136,8 @@ pub struct PeekPage {
 }
 
 /// Looks at one page of the queue's messages: every system attribute and
-/// message attribute, and (as LocalStack adds them) `IsVisible` when
+/// message attribute (ApproximateFirstReceiveTimestamp `0` for a message
+/// never received), and (as LocalStack adds them) `IsVisible` when
 /// invisible messages are asked for, `IsDelayed` when delayed ones are.
 pub fn peek(api: &Api, key: &str, params: &PeekParams) -> Result<PeekPage> {
     let request = PeekRequest {
@@ -153,6 +154,11 @@ pub fn peek(api: &Api, key: &str, params: &PeekParams) -> Result<PeekPage> {
         .iter()
         .map(|(message, seen)| {
             let mut wire = message_to_wire(message, PEEK_RECEIPT_HANDLE.into(), &all, &all);
+            // LocalStack's convention for a message never received (a
+            // receive always sets it): tools read the attribute.
+            wire.attributes
+                .entry("ApproximateFirstReceiveTimestamp".into())
+                .or_insert_with(|| "0".into());
             if params.show_invisible {
                 wire.attributes
                     .insert("IsVisible".into(), seen.is_visible().to_string());
