@@ -235,7 +235,13 @@ impl Node {
             request_timeout: config.request_timeout,
             body_budget: BodyBudget::new(config.max_body_buffer as usize),
             admin_apart: listeners.admin.is_some(),
-            admin: AdminState::new(activity),
+            admin: AdminState::new(
+                activity,
+                match (&listeners.admin, &config.public_url) {
+                    (Some(_), None) => Some(config.advertise_url()),
+                    _ => None,
+                },
+            ),
         });
         let app = match listeners.admin {
             None => router(state),

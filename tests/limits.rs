@@ -239,6 +239,17 @@ async fn the_operational_endpoints_can_have_an_address_of_their_own() {
         .await
         .unwrap();
     assert!(metrics.contains("ssq_requests_total"));
+    // The admin page's queue URLs point at the SQS address, not its own.
+    let overview = reqwest::get(format!("http://{admin}/admin/api/overview"))
+        .await
+        .unwrap()
+        .text()
+        .await
+        .unwrap();
+    assert!(
+        overview.contains(&format!("\"url\":\"{}/000000000000/split\"", server.url)),
+        "{overview}"
+    );
     // An empty queue's oldest message is 0 seconds old.
     assert!(
         metrics.contains("ssq_queue_oldest_message_age_seconds{queue=\"split\"} 0"),

@@ -107,7 +107,10 @@ async fn shows_visible_messages_and_on_request_invisible_and_delayed_ones() {
     assert_eq!(two["MD5OfBody"], "b8a9f715dbb64fd5c56e7783c6820a61");
     let two_attributes = attributes(two);
     assert_eq!(two_attributes["ApproximateReceiveCount"], "0");
-    assert_eq!(two_attributes["ApproximateFirstReceiveTimestamp"], "0", "never received: LocalStack's 0");
+    assert_eq!(
+        two_attributes["ApproximateFirstReceiveTimestamp"], "0",
+        "never received: LocalStack's 0"
+    );
     assert_eq!(two_attributes["SenderId"], "000000000000");
     assert!(two_attributes.contains_key("SentTimestamp"));
     assert!(

@@ -45,13 +45,18 @@ pub struct AdminState {
     /// The anti-forgery token every state-changing call must carry.
     pub csrf_token: String,
     pub activity: Arc<ActivityHistory>,
+    /// Where the page's queue URLs point when the page has an address of its
+    /// own (`--admin-listen`) and no `--public-url` says: the SQS address
+    /// (`--advertise-url`), not the page's.
+    pub queue_base_url: Option<String>,
 }
 
 impl AdminState {
-    pub fn new(activity: Arc<ActivityHistory>) -> AdminState {
+    pub fn new(activity: Arc<ActivityHistory>, queue_base_url: Option<String>) -> AdminState {
         AdminState {
             csrf_token: format!("{:032x}", crate::random::uuid().as_u128()),
             activity,
+            queue_base_url,
         }
     }
 }
@@ -223,7 +228,10 @@ async fn overview(State(state): State<Arc<AppState>>, uri: Uri, headers: HeaderM
     if !signed_in(&state, &headers) {
         return sign_in();
     }
-    let ctx = state.context(&uri, &headers);
+    let mut ctx = state.context(&uri, &headers);
+    if let Some(base) = &state.admin.queue_base_url {
+        ctx.base_url = base.clone();
+    }
     let service = &state.api.service;
     let now = service.now();
     let mut queues: Vec<QueueSummary> = service
