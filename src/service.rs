@@ -752,29 +752,32 @@ impl Service {
         ))
     }
 
-    /// What each queue has done (its counters), for the admin page's rates.
-    pub fn activity_by_queue(&self) -> Vec<(String, Activity)> {
-        self.slots()
-            .into_iter()
-            .map(|(name, slot)| (name, slot.lock().activity()))
-            .collect()
-    }
-
-    /// Message counts of every queue, for the metrics scrape.
-    pub fn counts_by_queue(&self) -> Vec<(String, Counts)> {
+    /// Runs `look` on every queue in key order, each under its lock in
+    /// turn: what the metrics scrape and the admin page read. `look` may
+    /// count the queue's messages, which advances time and may drop
+    /// messages past retention, so what the queue holds is accounted after.
+    pub fn each_queue<R>(&self, mut look: impl FnMut(&str, &mut Queue, u64) -> R) -> Vec<R> {
         let now = self.now();
         self.slots()
             .into_iter()
             .map(|(name, slot)| {
                 let mut queue = slot.lock();
-                // Counting advances time, which may drop messages past
-                // retention and expired deduplication records.
                 let before = queue.holding();
-                let counts = queue.counts(now);
+                let result = look(&name, &mut queue, now);
                 self.account(before, queue.holding());
-                (name, counts)
+                result
             })
             .collect()
+    }
+
+    /// What each queue has done (its counters), for the admin page's rates.
+    pub fn activity_by_queue(&self) -> Vec<(String, Activity)> {
+        self.each_queue(|name, queue, _| (name.to_string(), queue.activity()))
+    }
+
+    /// Message counts of every queue, for the metrics scrape.
+    pub fn counts_by_queue(&self) -> Vec<(String, Counts)> {
+        self.each_queue(|name, queue, now| (name.to_string(), queue.counts(now)))
     }
 }
 

@@ -232,50 +232,42 @@ async fn overview(State(state): State<Arc<AppState>>, uri: Uri, headers: HeaderM
     if let Some(base) = &state.admin.queue_base_url {
         ctx.base_url = base.clone();
     }
-    let service = &state.api.service;
-    let now = service.now();
-    let mut queues: Vec<QueueSummary> = service
-        .counts_by_queue()
-        .into_iter()
-        .filter_map(|(queue_key, counts)| {
-            let (fifo, target) = service
-                .inspect(&queue_key, |queue, _| {
-                    let target = queue
-                        .attributes
-                        .redrive_policy
-                        .as_ref()
-                        .map(|p| p.dead_letter_target_arn.clone());
-                    (queue.is_fifo(), target)
-                })
-                .ok()?;
-            let dead_letter_queue = target
-                .as_deref()
-                .and_then(QueueArn::parse)
-                .map(|arn| key::of(&arn.region, &state.region, &arn.name))
-                .filter(|dlq| service.queue_exists(dlq));
-            Some(QueueSummary {
-                name: key::split(&queue_key).1.to_string(),
-                url: ctx.queue_url(&queue_key),
-                arn: ctx.queue_arn(&queue_key),
-                fifo,
-                visible: counts.visible,
-                in_flight: counts.in_flight,
-                delayed: counts.delayed,
-                oldest_age_seconds: counts.oldest_sent_at.map(|sent| now.saturating_sub(sent) / 1000),
-                rates: state.admin.activity.rates(&queue_key),
-                dead_letter_queue,
-                sources: Vec::new(),
-                key: queue_key,
-            })
-        })
-        .collect();
-    let links: Vec<(String, String)> = queues
-        .iter()
-        .filter_map(|q| Some((q.dead_letter_queue.clone()?, q.key.clone())))
-        .collect();
-    for (dlq, source) in links {
-        if let Some(target) = queues.iter_mut().find(|q| q.key == dlq) {
-            target.sources.push(source);
+    let mut queues: Vec<QueueSummary> = state.api.service.each_queue(|queue_key, queue, now| {
+        let counts = queue.counts(now);
+        QueueSummary {
+            key: queue_key.to_string(),
+            name: key::split(queue_key).1.to_string(),
+            url: ctx.queue_url(queue_key),
+            arn: ctx.queue_arn(queue_key),
+            fifo: queue.is_fifo(),
+            visible: counts.visible,
+            in_flight: counts.in_flight,
+            delayed: counts.delayed,
+            oldest_age_seconds: counts.oldest_sent_at.map(|sent| now.saturating_sub(sent) / 1000),
+            rates: Default::default(),
+            dead_letter_queue: queue
+                .attributes
+                .redrive_policy
+                .as_ref()
+                .and_then(|policy| QueueArn::parse(&policy.dead_letter_target_arn))
+                .map(|arn| key::of(&arn.region, &state.region, &arn.name)),
+            sources: Vec::new(),
+        }
+    });
+    // Outside the queues' locks: rates, and the links between dead-letter
+    // queues and their sources (the list is in key order).
+    for at in 0..queues.len() {
+        queues[at].rates = state.admin.activity.rates(&queues[at].key);
+        let Some(dlq) = queues[at].dead_letter_queue.clone() else {
+            continue;
+        };
+        match queues.binary_search_by(|q| q.key.as_str().cmp(&dlq)) {
+            Ok(target) => {
+                let source = queues[at].key.clone();
+                queues[target].sources.push(source);
+            }
+            // A RedrivePolicy naming a queue that does not exist (any more).
+            Err(_) => queues[at].dead_letter_queue = None,
         }
     }
     let status = state.leadership.status();
