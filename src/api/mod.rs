@@ -300,7 +300,8 @@ actions! {
     UntagQueue(on_queue): UntagQueueInput => Empty = queues::untag_queue,
 }
 
-fn to_tree<T: serde::Serialize>(output: Result<T>) -> Result<serde_json::Value> {
+/// An action's output as the JSON tree the wire formats render.
+pub(crate) fn to_tree<T: serde::Serialize>(output: Result<T>) -> Result<serde_json::Value> {
     let output = output?;
     serde_json::to_value(output).map_err(|e| {
         SqsError::new(

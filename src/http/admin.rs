@@ -29,7 +29,7 @@ use axum::routing::{get, post};
 use base64::Engine;
 use serde::Deserialize;
 
-use super::{AppState, Wire, answer, answer_error, not_serving, read_request, record};
+use super::{AppState, Wire, answer, answer_error, read_request, record, serving};
 use crate::activity::{ActivityHistory, SAMPLE_EVERY};
 use crate::api::peek::{self, PeekParams};
 use crate::api::{self, Action};
@@ -308,9 +308,7 @@ async fn messages(State(state): State<Arc<AppState>>, uri: Uri, headers: HeaderM
     }
     let request_id = crate::random::uuid().to_string();
     let result = (|| {
-        if !state.leadership.is_serving() {
-            return Err(not_serving(&state));
-        }
+        serving(&state)?;
         let query: MessagesQuery = serde_urlencoded::from_str(uri.query().unwrap_or_default())
             .map_err(|e| SqsError::invalid_parameter(format!("The parameters could not be read: {e}.")))?;
         let mut parameters = vec![("ShowInvisible", "true"), ("ShowDelayed", "true")];
@@ -338,9 +336,7 @@ async fn call(State(state): State<Arc<AppState>>, uri: Uri, headers: HeaderMap, 
         not_forged(&state, &headers)?;
         let (body, _permit) = state.body_budget.read(body, state.request_timeout).await?;
         let (action, input) = read_request(Wire::Json, &uri, None, &headers, body)?;
-        if !state.leadership.is_serving() {
-            return Err(not_serving(&state));
-        }
+        serving(&state)?;
         let ctx = state.context(&uri, &headers);
         Ok((action, api::dispatch(&state.api, &ctx, action, input).await?))
     }

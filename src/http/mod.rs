@@ -244,16 +244,28 @@ fn answer(
     }
 }
 
-/// An error in the request's wire format; a 503 says when to retry and
-/// where the leader is.
+/// An error in the request's wire format.
 fn answer_error(state: &AppState, wire: Wire, request_id: &str, label: &str, error: &SqsError) -> Response {
+    error_response(state, request_id, label, error, |request_id, error| match wire {
+        Wire::Json => json::error(request_id, error),
+        Wire::Query => query::error(request_id, error),
+    })
+}
+
+/// An error rendered by `render`, with what every error answer gets: an
+/// internal error is logged, and a 503 says when to retry and where the
+/// leader is.
+fn error_response(
+    state: &AppState,
+    request_id: &str,
+    label: &str,
+    error: &SqsError,
+    render: impl FnOnce(&str, &SqsError) -> Response,
+) -> Response {
     if error.code == ErrorCode::InternalError {
         tracing::error!(%request_id, action = label, %error, "internal error");
     }
-    let mut response = match wire {
-        Wire::Json => json::error(request_id, error),
-        Wire::Query => query::error(request_id, error),
-    };
+    let mut response = render(request_id, error);
     if error.code == ErrorCode::ServiceUnavailable {
         add_leader_headers(state, &mut response);
     }
@@ -339,6 +351,14 @@ fn read_request(
             }
             Ok((action, Input::Tree(tree)))
         }
+    }
+}
+
+/// Only a serving instance (the leader, until its deadline) takes queue calls.
+fn serving(state: &AppState) -> Result<(), SqsError> {
+    match state.leadership.is_serving() {
+        true => Ok(()),
+        false => Err(not_serving(state)),
     }
 }
 

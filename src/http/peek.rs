@@ -21,12 +21,12 @@ use axum::http::{HeaderMap, HeaderValue, Method, Uri, header};
 use axum::response::Response;
 
 use super::{
-    AppState, Wire, accepts_json, add_leader_headers, answer_error, authenticate_and_read, not_serving,
-    read_request, record,
+    AppState, Wire, accepts_json, answer_error, authenticate_and_read, error_response, read_request, record,
+    serving,
 };
-use crate::api::Action;
 use crate::api::peek::{self, PeekPage, PeekParams};
-use crate::error::{ErrorCode, SqsError};
+use crate::api::{self, Action};
+use crate::error::SqsError;
 use crate::protocol::{json, query};
 
 /// The label of these requests in `ssq_requests_total`.
@@ -71,23 +71,11 @@ async fn respond(
     let xml_tree = wire == Wire::Query && accepts_json(headers);
     let result = look(state, wire, method, uri, headers, body, path).await;
     record(state, LABEL, &result, started);
-    let rendered = result.and_then(|page| {
-        let output = serde_json::to_value(&page.output).map_err(|e| {
-            SqsError::new(
-                ErrorCode::InternalError,
-                format!("could not render the messages: {e}"),
-            )
-        })?;
-        Ok((output, page.next_token))
-    });
+    let rendered = result.and_then(|page| Ok((api::to_tree(Ok(page.output))?, page.next_token)));
     let (output, next_token) = match rendered {
         Ok(rendered) => rendered,
         Err(error) if xml_tree => {
-            let mut response = query::error_as_xml_tree(&request_id, &error);
-            if error.code == ErrorCode::ServiceUnavailable {
-                add_leader_headers(state, &mut response);
-            }
-            return response;
+            return error_response(state, &request_id, LABEL, &error, query::error_as_xml_tree);
         }
         Err(error) => return answer_error(state, wire, &request_id, LABEL, &error),
     };
@@ -112,9 +100,7 @@ async fn look(
     path: Option<(String, String, String)>,
 ) -> Result<PeekPage, SqsError> {
     let (body, _permit) = authenticate_and_read(state, method, uri, headers, body).await?;
-    if !state.leadership.is_serving() {
-        return Err(not_serving(state));
-    }
+    serving(state)?;
     let ctx = state.context(uri, headers);
     let parameters = parameters(uri, headers, &body)?;
     let params = PeekParams::read(parameters.iter().map(|(k, v)| (k.as_str(), v.as_str())))?;
