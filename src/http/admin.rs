@@ -29,12 +29,14 @@ use axum::routing::{get, post};
 use base64::Engine;
 use serde::Deserialize;
 
-use super::{AppState, Wire, answer, answer_error, read_request, record, serving};
+use super::{AppState, Wire, answer, answer_error, leader_json, read_request, record, serving};
 use crate::activity::{ActivityHistory, SAMPLE_EVERY};
 use crate::api::peek::{self, PeekParams};
 use crate::api::{self, Action};
 use crate::error::{ErrorCode, SqsError};
+use crate::protocol::xml::escape;
 use crate::queue::{QueueArn, key};
+use crate::sigv4::constant_time_eq;
 
 const PAGE: &str = include_str!("admin/page.html");
 const SCRIPT: &str = include_str!("admin/app.js");
@@ -160,14 +162,8 @@ fn sign_in() -> Response {
 /// from another site.
 fn not_forged(state: &AppState, headers: &HeaderMap) -> Result<(), SqsError> {
     let header = |name: &str| headers.get(name).and_then(|v| v.to_str().ok());
-    let token_matches = header("x-ssq-csrf").is_some_and(|token| {
-        token.len() == state.admin.csrf_token.len()
-            && token
-                .bytes()
-                .zip(state.admin.csrf_token.bytes())
-                .fold(0u8, |acc, (a, b)| acc | (a ^ b))
-                == 0
-    });
+    let token_matches = header("x-ssq-csrf")
+        .is_some_and(|token| constant_time_eq(token.as_bytes(), state.admin.csrf_token.as_bytes()));
     let cross_site = matches!(header("sec-fetch-site"), Some("cross-site" | "same-site"));
     // Host names only: a proxy may drop the port from Host (nginx's $host).
     let host_name = |authority: &str| match authority.split_once(']') {
@@ -275,9 +271,7 @@ async fn overview(State(state): State<Arc<AppState>>, uri: Uri, headers: HeaderM
         node_id: state.leadership.node_id().to_string(),
         role: status.role.name(),
         serving: status.serving,
-        leader: status
-            .leader
-            .map(|l| serde_json::json!({"node_id": l.node_id, "url": l.url, "epoch": l.epoch})),
+        leader: status.leader.map(leader_json),
         open: state.credentials.is_none(),
         sample_seconds: SAMPLE_EVERY.as_secs(),
         queues,
@@ -350,11 +344,4 @@ async fn call(State(state): State<Arc<AppState>>, uri: Uri, headers: HeaderMap, 
         Ok((action, output)) => answer(Wire::Json, &headers, &request_id, action, output),
         Err(error) => answer_error(&state, Wire::Json, &request_id, label, &error),
     }
-}
-
-fn escape(text: &str) -> String {
-    text.replace('&', "&amp;")
-        .replace('<', "&lt;")
-        .replace('>', "&gt;")
-        .replace('"', "&quot;")
 }

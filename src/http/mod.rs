@@ -433,6 +433,11 @@ async fn ready(State(state): State<Arc<AppState>>) -> Response {
     }
 }
 
+/// The leader as `/status` and the admin page show it.
+fn leader_json(leader: crate::leader::LeaderInfo) -> serde_json::Value {
+    serde_json::json!({"node_id": leader.node_id, "url": leader.url, "epoch": leader.epoch})
+}
+
 async fn status(State(state): State<Arc<AppState>>) -> Response {
     let status = state.leadership.status();
     let epoch = status.leader.as_ref().map(|l| l.epoch);
@@ -440,11 +445,7 @@ async fn status(State(state): State<Arc<AppState>>) -> Response {
         "node_id": state.leadership.node_id(),
         "role": status.role.name(),
         "serving": status.serving,
-        "leader": status.leader.map(|l| serde_json::json!({
-            "node_id": l.node_id,
-            "url": l.url,
-            "epoch": l.epoch,
-        })),
+        "leader": status.leader.map(leader_json),
         "epoch": epoch,
         "ms_since_last_renew": status.since_last_renew.map(|d| d.as_millis() as u64),
     });

@@ -245,9 +245,9 @@ fn element<S: Sink>(sink: &mut S, name: &str, inner: impl FnOnce(&mut S)) {
     sink.close(name);
 }
 
-/// XML text escaping; carriage returns as references, since XML parsers
-/// would otherwise turn them into line feeds.
-fn escape(text: &str) -> String {
+/// XML text escaping (HTML's too); carriage returns as references, since
+/// XML parsers would otherwise turn them into line feeds.
+pub fn escape(text: &str) -> String {
     let mut out = String::with_capacity(text.len());
     for c in text.chars() {
         match c {
