@@ -132,13 +132,7 @@ impl RequestContext {
         if !url.is_empty() && !url.contains('/') {
             return Ok(self.queue_key(url));
         }
-        let (host, path) = match url.split_once("://") {
-            Some((_, rest)) => rest.split_once('/').unwrap_or((rest, "")),
-            None => ("", url),
-        };
-        let path = path.split(['?', '#']).next().unwrap_or_default();
-        let mut segments = path.split('/').filter(|s| !s.is_empty());
-        let segments: [Option<&str>; 5] = std::array::from_fn(|_| segments.next());
+        let (host, segments) = url_parts(url);
         match segments {
             [Some(account), Some(name), None, ..] if account == self.account_id => {
                 // The host form `sqs.<region>.<domain>`, as AWS's own URLs are.
@@ -157,6 +151,18 @@ impl RequestContext {
             _ => Err(SqsError::queue_does_not_exist()),
         }
     }
+}
+
+/// A URL's host and its first five path segments (query and fragment left
+/// out; no more are needed to tell a queue URL).
+pub(crate) fn url_parts(url: &str) -> (&str, [Option<&str>; 5]) {
+    let (host, path) = match url.split_once("://") {
+        Some((_, rest)) => rest.split_once('/').unwrap_or((rest, "")),
+        None => ("", url),
+    };
+    let path = path.split(['?', '#']).next().unwrap_or_default();
+    let mut segments = path.split('/').filter(|s| !s.is_empty());
+    (host, std::array::from_fn(|_| segments.next()))
 }
 
 /// A request body, in the shape its wire format produced.

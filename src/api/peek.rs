@@ -5,7 +5,7 @@
 
 use super::model::{ReceiveMessageInput, ReceiveMessageOutput};
 use super::wire::message_to_wire;
-use super::{Action, Api, Input, RequestContext};
+use super::{Action, Api, Input, RequestContext, url_parts};
 use crate::error::{ErrorCode, Result, SqsError};
 use crate::queue::{PeekRequest, key};
 
@@ -92,21 +92,11 @@ pub fn queue_of_url(ctx: &RequestContext, url: Option<&str>) -> Result<String> {
     let url = url
         .filter(|url| !url.is_empty())
         .ok_or_else(SqsError::queue_does_not_exist)?;
-    let path = url
-        .split_once("://")
-        .map_or(url, |(_, rest)| rest.split_once('/').map_or("", |(_, path)| path));
-    let segments: Vec<&str> = path
-        .split(['?', '#'])
-        .next()
-        .unwrap_or_default()
-        .split('/')
-        .filter(|s| !s.is_empty())
-        .collect();
     let queue_shaped = url.contains("://") || url.starts_with('/');
-    let readable = match segments.as_slice() {
-        [_, _] => true,
-        ["queue", _, _, _] => true,
-        [_] => !queue_shaped,
+    let readable = match url_parts(url).1 {
+        [Some(_), Some(_), None, ..] => true,
+        [Some("queue"), Some(_), Some(_), Some(_), None] => true,
+        [Some(_), None, ..] => !queue_shaped,
         _ => false,
     };
     if !readable {
