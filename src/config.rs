@@ -350,6 +350,7 @@ impl Config {
         let acks = crate::replicas::ReplicaAcks {
             replicas: self.redis_min_replicas,
             timeout: self.redis_replica_timeout,
+            command_timeout: self.redis_timeout,
         };
         if acks.required() && (acks.timeout.is_zero() || acks.timeout >= self.lock_renew) {
             return Err(format!(

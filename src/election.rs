@@ -261,7 +261,6 @@ pub struct RedisLock {
     release: Script,
     /// Replicas that must hold an acquisition or a renewal (`replicas.rs`).
     acks: ReplicaAcks,
-    command_timeout: Duration,
 }
 
 impl RedisLock {
@@ -284,20 +283,18 @@ impl RedisLock {
             renew: Script::from_lua(include_str!("lua/lock_renew.lua")),
             release: Script::from_lua(include_str!("lua/lock_release.lua")),
             acks: ReplicaAcks::NONE,
-            command_timeout: Duration::ZERO,
         }
     }
 
     /// Acquisitions (and so epochs) and renewals count only once `acks`
     /// replicas hold them; an unconfirmed one is a failed one.
-    pub fn confirmed_by_replicas(mut self, acks: ReplicaAcks, command_timeout: Duration) -> RedisLock {
+    pub fn confirmed_by_replicas(mut self, acks: ReplicaAcks) -> RedisLock {
         self.acks = acks;
-        self.command_timeout = command_timeout;
         self
     }
 
     async fn confirm(&self) -> Result<(), LockError> {
-        self.acks.confirm(&self.client, self.command_timeout).await
+        self.acks.confirm(&self.client).await
     }
 }
 

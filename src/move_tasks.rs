@@ -12,7 +12,7 @@
 //! where they stopped. Cancelling marks the record; the runner stops at its
 //! next step.
 
-use std::collections::HashMap;
+use std::collections::HashSet;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
@@ -27,11 +27,11 @@ pub const MAX_RATE: u32 = 500;
 /// The move tasks of one service.
 pub struct MoveTasks {
     service: Arc<Service>,
-    /// The tasks this instance runs: handle → source queue key.
+    /// The handles of the tasks this instance runs.
     running: Running,
 }
 
-type Running = Arc<Mutex<HashMap<String, String>>>;
+type Running = Arc<Mutex<HashSet<String>>>;
 
 /// What StartMessageMoveTask asks for, checked by the caller.
 pub struct MoveRequest {
@@ -132,7 +132,7 @@ pub fn source_arn_of(handle: &str) -> Option<String> {
     value.get("sourceArn")?.as_str().map(str::to_string)
 }
 
-fn lock(running: &Running) -> std::sync::MutexGuard<'_, HashMap<String, String>> {
+fn lock(running: &Running) -> std::sync::MutexGuard<'_, HashSet<String>> {
     running.lock().unwrap_or_else(|p| p.into_inner())
 }
 
@@ -142,7 +142,7 @@ fn find<'q>(queue: &'q mut Queue, handle: &str) -> Option<&'q mut MoveTaskRecord
 
 /// Runs a task unless this instance already does.
 fn spawn(service: &Arc<Service>, running: &Running, handle: String, source: String) {
-    if lock(running).insert(handle.clone(), source.clone()).is_some() {
+    if !lock(running).insert(handle.clone()) {
         return;
     }
     let (service, running) = (service.clone(), running.clone());

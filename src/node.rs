@@ -412,7 +412,7 @@ impl Shard {
                 &redis.advertise_url,
                 election.ttl,
             )
-            .confirmed_by_replicas(redis.acks, redis.commit_timeout),
+            .confirmed_by_replicas(redis.acks),
         );
         let loader = Arc::new(Loader::new(store.clone(), election.retry_every));
         let committer = Committer::new(

@@ -21,6 +21,8 @@ use fred::types::config::Options;
 pub struct ReplicaAcks {
     pub replicas: u32,
     pub timeout: Duration,
+    /// The client's usual time limit of a command (`--redis-timeout`).
+    pub command_timeout: Duration,
 }
 
 impl ReplicaAcks {
@@ -28,6 +30,7 @@ impl ReplicaAcks {
     pub const NONE: ReplicaAcks = ReplicaAcks {
         replicas: 0,
         timeout: Duration::ZERO,
+        command_timeout: Duration::ZERO,
     };
 
     pub fn required(&self) -> bool {
@@ -37,12 +40,12 @@ impl ReplicaAcks {
     /// Waits until the writes `client`'s connection sent are held by enough
     /// replicas. The command's own time limit is the wait plus the client's
     /// usual one, so that a slow answer is the replicas', not the network's.
-    pub async fn confirm(&self, client: &Client, command_timeout: Duration) -> Result<(), String> {
+    pub async fn confirm(&self, client: &Client) -> Result<(), String> {
         if !self.required() {
             return Ok(());
         }
         let options = Options {
-            timeout: Some(self.timeout + command_timeout),
+            timeout: Some(self.timeout + self.command_timeout),
             ..Options::default()
         };
         let acknowledged: i64 = client
