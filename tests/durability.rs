@@ -712,21 +712,8 @@ async fn a_message_move_task_survives_a_leader_crash_and_moves_every_message_onc
     create_queue_url(&sqs, "work", &[("RedrivePolicy", policy.as_str())]).await;
     let target = create_queue_url(&sqs, "target", &[]).await;
     const MESSAGES: usize = 300;
-    for chunk in 0..MESSAGES / 10 {
-        let entries = (0..10).map(|i| {
-            aws_sdk_sqs::types::SendMessageBatchRequestEntry::builder()
-                .id(i.to_string())
-                .message_body(format!("m{}", chunk * 10 + i))
-                .build()
-                .unwrap()
-        });
-        sqs.send_message_batch()
-            .queue_url(&dlq)
-            .set_entries(Some(entries.collect()))
-            .send()
-            .await
-            .unwrap();
-    }
+    let bodies: Vec<String> = (0..MESSAGES).map(|i| format!("m{i}")).collect();
+    common::send_batches(&sqs, &dlq, &bodies).await;
     let handle = sqs
         .start_message_move_task()
         .source_arn(dlq_arn)

@@ -314,21 +314,7 @@ async fn a_long_queue_comes_in_pages_that_together_show_every_message_once() {
     let sqs = server.client();
     let url = create_queue_url(&sqs, "paged", &[]).await;
     let sent: Vec<String> = (0..25).map(|i| format!("m{i:02}")).collect();
-    for chunk in sent.chunks(10) {
-        let entries = chunk.iter().enumerate().map(|(i, body)| {
-            aws_sdk_sqs::types::SendMessageBatchRequestEntry::builder()
-                .id(i.to_string())
-                .message_body(body)
-                .build()
-                .unwrap()
-        });
-        sqs.send_message_batch()
-            .queue_url(&url)
-            .set_entries(Some(entries.collect()))
-            .send()
-            .await
-            .unwrap();
-    }
+    send_batches(&sqs, &url, &sent).await;
     let q = encoded(&url);
     let mut seen = Vec::new();
     let mut pages = 0;

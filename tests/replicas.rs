@@ -26,16 +26,13 @@ fn bodies_on(port: u16, queue: &str) -> String {
 }
 
 fn node_with_replicas(primary: &RedisServer, node_id: &str, min_replicas: &str) -> Server {
-    let url = primary.url();
-    let mut args = vec!["--redis-url", url.as_str(), "--node-id", node_id];
-    args.extend_from_slice(FAST_LOCK);
-    args.extend_from_slice(&[
+    let replicas = [
         "--redis-min-replicas",
         min_replicas,
         "--redis-replica-timeout",
         "150ms",
-    ]);
-    Server::start_with(&args)
+    ];
+    Server::start_node_with(&primary.url(), node_id, &replicas)
 }
 
 #[tokio::test]

@@ -10,9 +10,7 @@ mod common;
 use std::process::{Child, Command, Stdio};
 use std::time::Duration;
 
-use common::{
-    FAST_LOCK, RedisServer, Server, client_for, free_port, is_synced_replica, queue_url, single_leader,
-};
+use common::{RedisServer, Server, client_for, free_port, is_synced_replica, queue_url, single_leader};
 
 struct Sentinel {
     child: Child,
@@ -66,11 +64,7 @@ async fn a_sentinel_failover_of_redis_keeps_acknowledged_messages() {
     );
     let nodes: Vec<Server> = ["s1", "s2"]
         .iter()
-        .map(|id| {
-            let mut args = vec!["--redis-url", url.as_str(), "--node-id", id];
-            args.extend_from_slice(FAST_LOCK);
-            Server::start_with(&args)
-        })
+        .map(|id| Server::start_node_with(&url, id, &[]))
         .collect();
     single_leader(&nodes, Duration::from_secs(10)).await;
     let clients: Vec<_> = nodes.iter().map(|n| client_for(&n.url)).collect();
@@ -260,15 +254,13 @@ async fn primary_kills(min_replicas: &str) -> Outcome {
         ["k1", "k2", "k3"]
             .iter()
             .map(|id| {
-                let mut args = vec!["--redis-url", url.as_str(), "--node-id", id];
-                args.extend_from_slice(FAST_LOCK);
-                args.extend_from_slice(&[
+                let replicas = [
                     "--redis-min-replicas",
                     min_replicas,
                     "--redis-replica-timeout",
                     "150ms",
-                ]);
-                Server::start_with(&args)
+                ];
+                Server::start_node_with(&url, id, &replicas)
             })
             .collect(),
     );

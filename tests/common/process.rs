@@ -100,9 +100,14 @@ pub const FAST_LOCK: &[&str] = &[
 impl Server {
     /// Starts an instance of a Redis-backed group with the test timings.
     pub fn start_node(redis: &RedisServer, node_id: &str) -> Server {
-        let url = redis.url();
-        let mut args = vec!["--redis-url", url.as_str(), "--node-id", node_id];
+        Server::start_node_with(&redis.url(), node_id, &[])
+    }
+
+    /// The same on any Redis URL (a Sentinel's, say), with more flags.
+    pub fn start_node_with(redis_url: &str, node_id: &str, extra: &[&str]) -> Server {
+        let mut args = vec!["--redis-url", redis_url, "--node-id", node_id];
         args.extend_from_slice(FAST_LOCK);
+        args.extend_from_slice(extra);
         Server::start_with(&args)
     }
 

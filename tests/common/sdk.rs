@@ -165,3 +165,24 @@ async fn messages_of(request: ReceiveMessageFluentBuilder, url: &str) -> Vec<aws
         .messages
         .unwrap_or_default()
 }
+
+/// Sends `bodies` in batches of ten; each batch must be accepted whole.
+pub async fn send_batches(sqs: &aws_sdk_sqs::Client, url: &str, bodies: &[String]) {
+    for chunk in bodies.chunks(10) {
+        let entries = chunk.iter().enumerate().map(|(i, body)| {
+            aws_sdk_sqs::types::SendMessageBatchRequestEntry::builder()
+                .id(i.to_string())
+                .message_body(body)
+                .build()
+                .unwrap()
+        });
+        let sent = sqs
+            .send_message_batch()
+            .queue_url(url)
+            .set_entries(Some(entries.collect()))
+            .send()
+            .await
+            .unwrap();
+        assert!(sent.failed().is_empty(), "{:?}", sent.failed());
+    }
+}
