@@ -409,14 +409,7 @@ async fn with_credentials_a_look_must_be_signed() {
 /// Every hash ssq keeps in Redis, whole: the lock and epoch (strings) are
 /// left out, since the leader renews its lease while the test runs.
 fn redis_hashes(redis: &RedisServer) -> BTreeMap<String, String> {
-    let cli = |args: &[&str]| {
-        let output = std::process::Command::new("redis-cli")
-            .args(["-p", &redis.port.to_string()])
-            .args(args)
-            .output()
-            .expect("redis-cli is installed with redis-server");
-        String::from_utf8(output.stdout).unwrap()
-    };
+    let cli = |args: &[&str]| redis_cli(redis.port, args);
     cli(&["--scan"])
         .lines()
         .filter(|key| cli(&["type", key]).trim() == "hash")

@@ -13,16 +13,7 @@ use common::*;
 
 /// The message bodies the Redis on `port` holds for queue `queue`.
 fn bodies_on(port: u16, queue: &str) -> String {
-    let output = Command::new("redis-cli")
-        .args([
-            "-p",
-            &port.to_string(),
-            "hgetall",
-            &format!("{{ssq}}:q:{queue}:bodies"),
-        ])
-        .output()
-        .expect("redis-cli runs");
-    String::from_utf8_lossy(&output.stdout).into_owned()
+    redis_cli(port, &["hgetall", &format!("{{ssq}}:q:{queue}:bodies")])
 }
 
 fn node_with_replicas(primary: &RedisServer, node_id: &str, min_replicas: &str) -> Server {

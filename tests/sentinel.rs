@@ -149,22 +149,8 @@ async fn a_sentinel_failover_of_redis_keeps_acknowledged_messages() {
 
 /// The port of the Redis the sentinel on `sentinel` names as primary.
 fn primary_port(sentinel: u16) -> Option<u16> {
-    let output = Command::new("redis-cli")
-        .args([
-            "-p",
-            &sentinel.to_string(),
-            "sentinel",
-            "get-master-addr-by-name",
-            "ssq-redis",
-        ])
-        .output()
-        .ok()?;
-    String::from_utf8_lossy(&output.stdout)
-        .lines()
-        .nth(1)?
-        .trim()
-        .parse()
-        .ok()
+    let answer = common::redis_cli(sentinel, &["sentinel", "get-master-addr-by-name", "ssq-redis"]);
+    answer.lines().nth(1)?.trim().parse().ok()
 }
 
 /// What the clients were told succeeded.

@@ -14,13 +14,19 @@ pub struct RedisServer {
     extra: Vec<String>,
 }
 
+/// What `redis-cli -p <port> <args>` prints (a Redis or a Sentinel).
+pub fn redis_cli(port: u16, args: &[&str]) -> String {
+    let output = Command::new("redis-cli")
+        .args(["-p", &port.to_string()])
+        .args(args)
+        .output()
+        .expect("redis-cli is installed with redis-server");
+    String::from_utf8_lossy(&output.stdout).into_owned()
+}
+
 /// Whether the Redis on `port` is a replica in sync with its primary.
 pub fn is_synced_replica(port: u16) -> bool {
-    let output = Command::new("redis-cli")
-        .args(["-p", &port.to_string(), "info", "replication"])
-        .output()
-        .unwrap();
-    let info = String::from_utf8_lossy(&output.stdout);
+    let info = redis_cli(port, &["info", "replication"]);
     info.contains("role:slave") && info.contains("master_link_status:up")
 }
 
