@@ -142,9 +142,14 @@ pub struct LimitedStream<S> {
     stream: S,
     _permit: tokio::sync::OwnedSemaphorePermit,
     timeouts: ConnectionTimeouts,
+    /// Fires at the idle deadline, or earlier: see [`LimitedStream::expired`].
     idle: Pin<Box<Sleep>>,
+    /// When bytes last moved either way.
+    last_traffic: Instant,
     head: Head,
     head_deadline: Pin<Box<Sleep>>,
+    /// When the head being read started.
+    head_started: Instant,
     /// Broke a rule: reads nothing more.
     ended: bool,
 }
@@ -156,23 +161,37 @@ impl<S> LimitedStream<S> {
             _permit: permit,
             timeouts,
             idle: Box::pin(tokio::time::sleep(timeouts.idle)),
+            last_traffic: Instant::now(),
             head: Head::Awaiting,
             head_deadline: Box::pin(tokio::time::sleep(timeouts.header)),
+            head_started: Instant::now(),
             ended: false,
         }
     }
 
+    /// Notes traffic. The idle timer is not moved here, which would cost a
+    /// timer-wheel update for every read and write: it is moved when it
+    /// fires early (see [`LimitedStream::expired`]).
     fn touched(&mut self) {
-        let deadline = Instant::now() + self.timeouts.idle;
-        self.idle.as_mut().reset(deadline);
+        self.last_traffic = Instant::now();
+    }
+
+    /// Whether `deadline` has passed, polling `timer` to be woken then.
+    /// The timer may be set earlier than the deadline (the deadline moved
+    /// on since it was set); it is then moved to the deadline, so a busy
+    /// connection moves its timers about once per timeout instead of once
+    /// per request.
+    fn expired(timer: &mut Pin<Box<Sleep>>, deadline: Instant, cx: &mut Context<'_>) -> bool {
+        if timer.deadline() != deadline && (timer.is_elapsed() || timer.deadline() > deadline) {
+            timer.as_mut().reset(deadline);
+        }
+        timer.as_mut().poll(cx).is_ready() && Instant::now() >= deadline
     }
 
     /// Follows the request head through the bytes just read.
     fn saw(&mut self, read: &[u8]) {
         if self.head == Head::Awaiting {
-            self.head_deadline
-                .as_mut()
-                .reset(Instant::now() + self.timeouts.header);
+            self.head_started = self.last_traffic;
             self.head = Head::Reading { tail: [0; 3] };
         }
         if let Head::Reading { tail } = &mut self.head
@@ -184,7 +203,14 @@ impl<S> LimitedStream<S> {
 
     /// Whether the head being read has run out of time.
     fn head_overdue(&mut self, cx: &mut Context<'_>) -> bool {
-        matches!(self.head, Head::Reading { .. }) && self.head_deadline.as_mut().poll(cx).is_ready()
+        let deadline = self.head_started + self.timeouts.header;
+        matches!(self.head, Head::Reading { .. }) && Self::expired(&mut self.head_deadline, deadline, cx)
+    }
+
+    /// Whether the connection has been idle too long.
+    fn idle_overdue(&mut self, cx: &mut Context<'_>) -> bool {
+        let deadline = self.last_traffic + self.timeouts.idle;
+        Self::expired(&mut self.idle, deadline, cx)
     }
 
     /// The server writes: traffic, and once a head was complete, an answer,
@@ -201,11 +227,21 @@ impl<S> LimitedStream<S> {
 /// accepts) in `read`; `tail` holds the last three bytes before it and is
 /// moved along, so that an end split over two reads is found.
 fn head_ends(tail: &mut [u8; 3], read: &[u8]) -> bool {
-    read.iter().any(|&byte| {
-        let ends = byte == b'\n' && (tail[2] == b'\n' || (tail[2] == b'\r' && tail[1] == b'\n'));
-        *tail = [tail[1], tail[2], byte];
-        ends
-    })
+    // Only a line feed can end a head: look at the bytes before each one
+    // (memchr finds them many bytes at a time), taking them from `tail`
+    // where the read starts.
+    let before = |at: usize, back: usize| match at.checked_sub(back) {
+        Some(i) => read[i],
+        None => tail[3 + at - back],
+    };
+    let ends = memchr::memchr_iter(b'\n', read)
+        .any(|at| before(at, 1) == b'\n' || (before(at, 1) == b'\r' && before(at, 2) == b'\n'));
+    let kept = read.len().min(3);
+    let mut moved = [0; 3];
+    moved[..3 - kept].copy_from_slice(&tail[kept..]);
+    moved[3 - kept..].copy_from_slice(&read[read.len() - kept..]);
+    *tail = moved;
+    ends
 }
 
 impl<S: AsyncRead + Unpin> AsyncRead for LimitedStream<S> {
@@ -231,7 +267,7 @@ impl<S: AsyncRead + Unpin> AsyncRead for LimitedStream<S> {
             Poll::Pending => {
                 if self.head_overdue(cx) {
                     tracing::debug!("closing a connection whose request head did not arrive in time");
-                } else if self.idle.as_mut().poll(cx).is_pending() {
+                } else if !self.idle_overdue(cx) {
                     return Poll::Pending;
                 }
                 self.ended = true;
@@ -298,6 +334,13 @@ mod tests {
         assert!(!head_ends(&mut tail, b"GET / HTTP/1.1\r\nHost: a\r\n\r"));
         assert!(head_ends(&mut tail, b"\nrest"));
         assert!(!head_ends(&mut [0; 3], b"a\r\nb\r\nc"));
+        // One byte a read: the end is found at the last byte and only there.
+        let mut tail = [0; 3];
+        let found: Vec<bool> = b"GET / HTTP/1.1\r\nHost: a\r\n\r\n"
+            .iter()
+            .map(|byte| head_ends(&mut tail, std::slice::from_ref(byte)))
+            .collect();
+        assert_eq!(found.iter().position(|&ends| ends), Some(found.len() - 1));
     }
 
     /// A client that trickles its head one byte a second is cut off at the
@@ -351,5 +394,27 @@ mod tests {
         tokio::time::sleep(Duration::from_secs(4)).await;
         client.write_all(b"\r\n").await.unwrap();
         assert_eq!(server.read(&mut buf).await.unwrap(), 2);
+    }
+
+    /// The idle timer is moved only when it fires: traffic just before it
+    /// fires keeps the connection open for a whole idle timeout more, and a
+    /// connection quiet that long is closed on time.
+    #[tokio::test(start_paused = true)]
+    async fn traffic_moves_the_idle_deadline_though_the_timer_fires_first() {
+        let (mut client, server) = tokio::io::duplex(1024);
+        let mut server = stream(server);
+        let started = Instant::now();
+        tokio::time::sleep(Duration::from_secs(50)).await;
+        client.write_all(b"GET / HTTP/1.1\r\n\r\n").await.unwrap();
+        let mut buf = [0u8; 128];
+        assert!(server.read(&mut buf).await.unwrap() > 0);
+        server.write_all(b"HTTP/1.1 200 OK\r\n\r\n").await.unwrap();
+        // The timer set at the start fires at 60 s; the deadline is 110 s.
+        assert_eq!(server.read(&mut buf).await.unwrap(), 0, "closed once idle");
+        let closed_after = started.elapsed();
+        assert!(
+            closed_after >= Duration::from_secs(110) && closed_after < Duration::from_secs(111),
+            "closed after {closed_after:?}"
+        );
     }
 }

@@ -238,7 +238,7 @@ impl HeadChecked {
     pub fn check_body(self, body: &[u8]) -> Result<(), SqsError> {
         match &self.payload {
             DeclaredPayload::Hash(declared) => {
-                if !constant_time_eq(hex(&Sha256::digest(body)).as_bytes(), declared.as_bytes()) {
+                if !constant_time_eq(hex::encode(Sha256::digest(body)).as_bytes(), declared.as_bytes()) {
                     return Err(SqsError::new(
                         ErrorCode::SignatureDoesNotMatch,
                         "The provided 'x-amz-content-sha256' header does not match what was computed from the body.",
@@ -256,9 +256,9 @@ impl HeadChecked {
                 }
                 Ok(())
             }
-            DeclaredPayload::Body => self.check_signature(&hex(&Sha256::digest(body))),
+            DeclaredPayload::Body => self.check_signature(&hex::encode(Sha256::digest(body))),
             DeclaredPayload::PresignedBody => {
-                let signed_body = self.check_signature(&hex(&Sha256::digest(body)));
+                let signed_body = self.check_signature(&hex::encode(Sha256::digest(body)));
                 match signed_body {
                     Err(_) if body.is_empty() => self.check_signature(UNSIGNED_PAYLOAD),
                     result => result,
@@ -277,9 +277,9 @@ impl HeadChecked {
             signed.region,
             signed.service,
             signed.terminator,
-            hex(&Sha256::digest(canonical.as_bytes()))
+            hex::encode(Sha256::digest(canonical.as_bytes()))
         );
-        let expected = hex(&hmac(&self.key, string_to_sign.as_bytes()));
+        let expected = hex::encode(hmac(&self.key, string_to_sign.as_bytes()));
         if constant_time_eq(expected.as_bytes(), signed.signature.as_bytes()) {
             Ok(())
         } else {
@@ -495,10 +495,6 @@ fn hmac(key: &[u8], data: &[u8]) -> Vec<u8> {
     mac.finalize().into_bytes().to_vec()
 }
 
-fn hex(bytes: &[u8]) -> String {
-    bytes.iter().map(|b| format!("{b:02x}")).collect()
-}
-
 pub(crate) fn constant_time_eq(a: &[u8], b: &[u8]) -> bool {
     a.len() == b.len() && a.iter().zip(b).fold(0u8, |acc, (x, y)| acc | (x ^ y)) == 0
 }
@@ -581,7 +577,7 @@ mod tests {
             key = hmac(&key, part.as_bytes());
         }
         assert_eq!(
-            hex(&key),
+            hex::encode(&key),
             "c4afb1cc5771d871763a393e44b703571b55cc28424d1a5e86da6ed3c154a4b9"
         );
         assert_eq!(encode("a b/c~"), "a%20b%2Fc~");
@@ -603,16 +599,17 @@ mod tests {
         headers.insert("authorization", authorization("00").parse().unwrap());
         let uri = Uri::from_static("/");
         let signed = Signed::from_request(&uri, &headers).unwrap();
-        let canonical = canonical_head(&Method::POST, &uri, &headers, &signed) + &hex(&Sha256::digest(body));
+        let canonical =
+            canonical_head(&Method::POST, &uri, &headers, &signed) + &hex::encode(Sha256::digest(body));
         let string_to_sign = format!(
             "{ALGORITHM}\n{amz_date}\n20231114/us-east-1/sqs/aws4_request\n{}",
-            hex(&Sha256::digest(canonical.as_bytes()))
+            hex::encode(Sha256::digest(canonical.as_bytes()))
         );
         let mut key = hmac(b"AWS4secret", b"20231114");
         for part in ["us-east-1", "sqs", "aws4_request"] {
             key = hmac(&key, part.as_bytes());
         }
-        let signature = hex(&hmac(&key, string_to_sign.as_bytes()));
+        let signature = hex::encode(hmac(&key, string_to_sign.as_bytes()));
         headers.insert("authorization", authorization(&signature).parse().unwrap());
         headers
     }

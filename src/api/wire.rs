@@ -12,7 +12,7 @@ use super::model::*;
 use super::params::{in_range, required};
 use crate::error::{Result, SqsError};
 use crate::queue::limits::MAX_DELAY_SECONDS;
-use crate::queue::message::{self, hex};
+use crate::queue::message;
 use crate::queue::{AttributeValue, Message, MessageAttribute, MessageAttributes, NewMessage, Received};
 
 /// System attributes a receive may ask for. The FIFO and dead-letter ones are
@@ -121,9 +121,9 @@ pub(super) fn sequence_number(seq: u64) -> String {
 pub(super) fn sent_output(sent: crate::queue::Sent) -> SendMessageOutput {
     SendMessageOutput {
         message_id: sent.message_id.to_string(),
-        md5_of_message_body: hex(&sent.md5_of_body),
-        md5_of_message_attributes: sent.md5_of_attributes.as_ref().map(hex),
-        md5_of_message_system_attributes: sent.md5_of_system_attributes.as_ref().map(hex),
+        md5_of_message_body: hex::encode(sent.md5_of_body),
+        md5_of_message_attributes: sent.md5_of_attributes.as_ref().map(hex::encode),
+        md5_of_message_system_attributes: sent.md5_of_system_attributes.as_ref().map(hex::encode),
         sequence_number: sent.sequence_number.map(sequence_number),
     }
 }
@@ -192,11 +192,8 @@ pub(super) fn message_to_wire(
         .iter()
         .filter(|(name, _)| attribute_selected(name, attribute_filter))
         .collect();
-    let md5_of_message_attributes = (!selected.is_empty()).then(|| {
-        hex(&message::md5_of_attributes(
-            selected.iter().map(|(n, a)| (*n, *a)),
-        ))
-    });
+    let md5_of_message_attributes = (!selected.is_empty())
+        .then(|| hex::encode(message::md5_of_attributes(selected.iter().map(|(n, a)| (*n, *a)))));
     let message_attributes = selected
         .into_iter()
         .map(|(name, attribute)| (name.clone(), attribute_to_wire(attribute)))
@@ -204,7 +201,7 @@ pub(super) fn message_to_wire(
     ReceivedMessage {
         message_id: m.id.to_string(),
         receipt_handle,
-        md5_of_body: hex(&m.md5_of_body),
+        md5_of_body: hex::encode(m.md5_of_body),
         body: m.body.clone(),
         attributes: system,
         md5_of_message_attributes,

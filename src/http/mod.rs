@@ -83,7 +83,10 @@ impl AppState {
                     .and_then(|h| h.to_str().ok())
                     .filter(|h| !h.is_empty() && h.bytes().all(|b| b.is_ascii_graphic()))
                     .unwrap_or("localhost");
-                format!("http://{host}")
+                let mut url = String::with_capacity("http://".len() + host.len());
+                url.push_str("http://");
+                url.push_str(host);
+                url
             }
         };
         RequestContext {

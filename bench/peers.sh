@@ -1,0 +1,66 @@
+#!/usr/bin/env bash
+# ssq against BullMQ and RSMQ on one Redis (AOF everysec): C producers and C
+# consumers move messages one per call (and ssq also in batches of 10); the
+# figure is the CPU time of the load generator, the server and Redis per
+# message sent and consumed. Three rounds, the order rotating each round, at
+# C = 1, 8 and 64. Called by bench/run.sh; on its own:
+#   bash bench/peers.sh OUT_DIR [DURATION]
+# with SSQ=path/to/ssq to measure another build (the before of a before/after).
+set -euo pipefail
+cd "$(dirname "$0")/.."
+OUT=${1:?usage: bench/peers.sh OUT_DIR [DURATION]}
+DURATION=${2:-${BENCH_DURATION:-5}}
+ROUNDS=${PEER_ROUNDS:-3}
+SSQ=${SSQ:-target/release/ssq}
+BENCH=target/release/ssq-bench
+mkdir -p "$OUT"
+
+# The peers, at the versions bench/peers/package-lock.json pins.
+if [ ! -d bench/peers/node_modules/bullmq ] || [ ! -d bench/peers/node_modules/rsmq ]; then
+  command -v npm >/dev/null || { echo "npm is needed for the BullMQ and RSMQ peers: apt-get install npm" >&2; exit 1; }
+  npm ci --prefix bench/peers --no-audit --no-fund --loglevel=error
+fi
+
+if [ "$(nproc)" -ge 2 ] && command -v taskset >/dev/null; then
+  GEN="taskset -c 0"; SRV="taskset -c 1"
+else
+  GEN=""; SRV=""
+fi
+PIDS=()
+cleanup() { for pid in "${PIDS[@]}"; do kill "$pid" 2>/dev/null || true; done; wait 2>/dev/null || true; }
+trap cleanup EXIT
+free_port() { python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])'; }
+wait_port() { for _ in $(seq 1 200); do (echo >/dev/tcp/127.0.0.1/"$1") 2>/dev/null && return 0; sleep 0.05; done; echo "nothing listens on $1" >&2; return 1; }
+
+# One Redis for all, as Redis ships it but for AOF everysec (so its default
+# AOF rewrites run too).
+REDIS=$(free_port); REDIS_DIR=$(mktemp -d)
+$SRV redis-server --port "$REDIS" --bind 127.0.0.1 --save "" --appendonly yes --appendfsync everysec --dir "$REDIS_DIR" >/dev/null &
+REDIS_PID=$!; PIDS+=($REDIS_PID)
+wait_port "$REDIS"
+SSQ_PORT=$(free_port)
+RUST_LOG=warn $SRV "$SSQ" --listen 127.0.0.1:"$SSQ_PORT" --redis-url redis://127.0.0.1:"$REDIS" --redis-prefix ssq-bench 2>/dev/null &
+SSQ_PID=$!; PIDS+=($SSQ_PID)
+wait_port "$SSQ_PORT"
+sleep 1   # it takes the lock
+
+peer() { # system concurrency round
+  local system=$1 c=$2 round=$3 json="$OUT/peer-$1-$2-$3.json"
+  echo ">> peer $system c=$c round $round" >&2
+  case $system in
+    ssq) $GEN $BENCH --endpoint http://127.0.0.1:"$SSQ_PORT" --scenario pipeline --concurrency "$c" \
+           --duration "$DURATION" --quiet --label ssq --json "$json" --server-pid "$SSQ_PID" --server-pid "$REDIS_PID" >/dev/null ;;
+    ssq-batch10) $GEN $BENCH --endpoint http://127.0.0.1:"$SSQ_PORT" --scenario pipeline --concurrency "$c" --batch 10 \
+           --duration "$DURATION" --quiet --label ssq-batch10 --json "$json" --server-pid "$SSQ_PID" --server-pid "$REDIS_PID" >/dev/null ;;
+    bullmq|rsmq) $GEN node bench/peers/peer.js --system "$system" --redis-port "$REDIS" --redis-pid "$REDIS_PID" \
+           --concurrency "$c" --duration "$DURATION" --json "$json" >/dev/null ;;
+  esac
+}
+
+rotation=(ssq bullmq rsmq ssq-batch10)
+for round in $(seq 1 "$ROUNDS"); do
+  for c in 1 8 64; do
+    for system in "${rotation[@]}"; do peer "$system" "$c" "$round"; done
+  done
+  rotation=("${rotation[@]:1}" "${rotation[0]}")
+done
