@@ -8,7 +8,12 @@
 //! - `roundtrip`: half the workers send, half receive and delete, at once;
 //! - `longpoll`: consumers long-poll (WaitTimeSeconds 20) while one producer
 //!   sends at a steady rate; reports the delay from send to receive;
-//! - `fill`: only fills the queues with `--prefill` messages each, and exits.
+//! - `fill`: only fills the queues with `--prefill` messages each, and exits;
+//! - `pipeline`: `--concurrency` producers and as many consumers (long
+//!   polling, then deleting) on one queue; producers stop after the duration
+//!   and the run ends when every message sent is consumed. It reports the CPU
+//!   time of this process and the servers per message sent and consumed: the
+//!   figure `make bench` compares with BullMQ and RSMQ (bench/peers).
 //!
 //! Figures: messages per second and latency percentiles per request kind
 //! (HdrHistogram), as a table and, with `--json`, as JSON.
@@ -93,6 +98,7 @@ enum Scenario {
     Roundtrip,
     Longpoll,
     Fill,
+    Pipeline,
 }
 
 /// Latencies and counts of one request kind.
@@ -144,22 +150,40 @@ impl Recorder {
 
 struct Sqs {
     http: reqwest::Client,
-    endpoint: String,
+    /// Parsed once: the client's own cost per request should be as small as
+    /// it can be, as an SDK's is.
+    endpoint: reqwest::Url,
+}
+
+/// The X-Amz-Target of an action, without building it for every request.
+fn target(action: &str) -> reqwest::header::HeaderValue {
+    use reqwest::header::HeaderValue;
+    match action {
+        "SendMessage" => HeaderValue::from_static("AmazonSQS.SendMessage"),
+        "SendMessageBatch" => HeaderValue::from_static("AmazonSQS.SendMessageBatch"),
+        "ReceiveMessage" => HeaderValue::from_static("AmazonSQS.ReceiveMessage"),
+        "DeleteMessage" => HeaderValue::from_static("AmazonSQS.DeleteMessage"),
+        "DeleteMessageBatch" => HeaderValue::from_static("AmazonSQS.DeleteMessageBatch"),
+        other => HeaderValue::from_str(&format!("AmazonSQS.{other}")).expect("action names are ASCII"),
+    }
 }
 
 impl Sqs {
     /// One request; the body of a successful answer, unparsed.
     async fn post(&self, action: &str, body: Bytes) -> Result<Bytes, String> {
+        use reqwest::header::{AUTHORIZATION, CONTENT_TYPE, HeaderValue};
         let response = self
             .http
-            .post(&self.endpoint)
-            .header("x-amz-target", format!("AmazonSQS.{action}"))
-            .header("content-type", "application/x-amz-json-1.0")
+            .post(self.endpoint.clone())
+            .header("x-amz-target", target(action))
+            .header(CONTENT_TYPE, HeaderValue::from_static("application/x-amz-json-1.0"))
             // Unsigned, but shaped like SigV4: some servers (moto) route by
             // the service in the credential scope.
             .header(
-                "authorization",
-                "AWS4-HMAC-SHA256 Credential=bench/20260101/us-east-1/sqs/aws4_request, SignedHeaders=host, Signature=0",
+                AUTHORIZATION,
+                HeaderValue::from_static(
+                    "AWS4-HMAC-SHA256 Credential=bench/20260101/us-east-1/sqs/aws4_request, SignedHeaders=host, Signature=0",
+                ),
             )
             .body(body)
             .send()
@@ -190,10 +214,10 @@ impl Sqs {
     }
 
     async fn receive(&self, queue: &Requests, wait: u32) -> Result<Vec<Value>, String> {
-        let body = if wait > 0 {
-            &queue.long_poll
-        } else {
-            &queue.receive
+        let body = match wait {
+            0 => &queue.receive,
+            1 => &queue.brief_poll,
+            _ => &queue.long_poll,
         };
         let out = self.post("ReceiveMessage", body.clone()).await?;
         let mut out: Value = serde_json::from_slice(&out).unwrap_or(Value::Null);
@@ -232,6 +256,8 @@ struct Requests {
     url: String,
     send: Bytes,
     receive: Bytes,
+    /// WaitTimeSeconds 1: the pipeline's consumers.
+    brief_poll: Bytes,
     long_poll: Bytes,
 }
 
@@ -251,6 +277,7 @@ impl Requests {
             url: url.to_string(),
             send: send.to_string().into(),
             receive: receive(0).to_string().into(),
+            brief_poll: receive(1).to_string().into(),
             long_poll: receive(20).to_string().into(),
         }
     }
@@ -313,10 +340,11 @@ async fn main() {
         .timeout(Duration::from_secs(60))
         .build()
         .expect("an HTTP client");
-    let sqs = Arc::new(Sqs {
-        http,
-        endpoint: options.endpoint.clone(),
+    let endpoint = reqwest::Url::parse(&options.endpoint).unwrap_or_else(|e| {
+        eprintln!("ssq-bench: --endpoint {} is no URL: {e}", options.endpoint);
+        std::process::exit(2);
     });
+    let sqs = Arc::new(Sqs { http, endpoint });
 
     let mut queues = Vec::new();
     for i in 0..options.queues {
@@ -368,6 +396,15 @@ async fn main() {
         }
     }
 
+    if options.scenario == Scenario::Pipeline {
+        let queue = Arc::new(Requests::new(&queues[0], &body, options.batch));
+        pipeline(&sqs, &queue, &options).await;
+        if !options.keep_queues {
+            let _ = sqs.call("DeleteQueue", json!({"QueueUrl": queues[0]})).await;
+        }
+        return;
+    }
+
     let recorder = Recorder {
         series: Arc::new(Mutex::new(BTreeMap::new())),
         measuring: Arc::new(AtomicBool::new(false)),
@@ -392,6 +429,7 @@ async fn main() {
             Scenario::Roundtrip => Role::Consumer,
             Scenario::Longpoll if w == 0 => Role::PacedProducer,
             Scenario::Longpoll => Role::LongPoller,
+            Scenario::Pipeline => unreachable!("the pipeline runs apart"),
         };
         let queue = requests[w % requests.len()].clone();
         let (sqs, recorder, stop, options) = (sqs.clone(), recorder.clone(), stop.clone(), options.clone());
@@ -503,6 +541,148 @@ async fn work(
                 let ok = sqs.delete(&queue.url, &messages).await.is_ok();
                 recorder.record("delete", started, messages.len(), ok);
             }
+        }
+    }
+}
+
+/// Counts of one pipeline round, shared by its producers and consumers.
+#[derive(Default)]
+struct Flow {
+    producing: AtomicBool,
+    sent: AtomicU64,
+    consumed: AtomicU64,
+    errors: AtomicU64,
+    drained: tokio::sync::Notify,
+}
+
+impl Flow {
+    fn all_consumed(&self) -> bool {
+        !self.producing.load(Ordering::Acquire)
+            && self.consumed.load(Ordering::Acquire) >= self.sent.load(Ordering::Acquire)
+    }
+}
+
+/// One round of the `pipeline` scenario: producers for `seconds`, then
+/// until every message sent is consumed. Returns the flow's counts and the
+/// send latencies.
+async fn pipeline_round(
+    sqs: &Arc<Sqs>,
+    queue: &Arc<Requests>,
+    options: &Options,
+    seconds: f64,
+) -> (Arc<Flow>, Histogram<u64>) {
+    let flow = Arc::new(Flow::default());
+    flow.producing.store(true, Ordering::Release);
+    let mut producers = Vec::new();
+    for _ in 0..options.concurrency {
+        let (sqs, queue, flow, batch) = (sqs.clone(), queue.clone(), flow.clone(), options.batch);
+        producers.push(tokio::spawn(async move {
+            let mut latency_us = Histogram::<u64>::new_with_bounds(1, 120_000_000, 3).unwrap();
+            while flow.producing.load(Ordering::Relaxed) {
+                let started = Instant::now();
+                match sqs.send(&queue, batch).await {
+                    Ok(n) => {
+                        flow.sent.fetch_add(n as u64, Ordering::AcqRel);
+                        let _ = latency_us.record(started.elapsed().as_micros().max(1) as u64);
+                    }
+                    Err(_) => {
+                        flow.errors.fetch_add(1, Ordering::Relaxed);
+                    }
+                }
+            }
+            latency_us
+        }));
+    }
+    let mut consumers = Vec::new();
+    for _ in 0..options.concurrency {
+        let (sqs, queue, flow) = (sqs.clone(), queue.clone(), flow.clone());
+        consumers.push(tokio::spawn(async move {
+            // A one-second long poll: no busy loop while the queue is empty,
+            // and every consumer notices the end within a second.
+            while !flow.all_consumed() {
+                let messages = match sqs.receive(&queue, 1).await {
+                    Ok(messages) => messages,
+                    Err(_) => {
+                        flow.errors.fetch_add(1, Ordering::Relaxed);
+                        continue;
+                    }
+                };
+                if messages.is_empty() {
+                    continue;
+                }
+                if sqs.delete(&queue.url, &messages).await.is_err() {
+                    flow.errors.fetch_add(1, Ordering::Relaxed);
+                    continue;
+                }
+                flow.consumed.fetch_add(messages.len() as u64, Ordering::AcqRel);
+                if flow.all_consumed() {
+                    flow.drained.notify_one();
+                }
+            }
+        }));
+    }
+    tokio::time::sleep(Duration::from_secs_f64(seconds)).await;
+    flow.producing.store(false, Ordering::Release);
+    let mut latency_us = Histogram::<u64>::new_with_bounds(1, 120_000_000, 3).unwrap();
+    for producer in producers {
+        if let Ok(histogram) = producer.await {
+            let _ = latency_us.add(histogram);
+        }
+    }
+    if !flow.all_consumed() {
+        // A message a consumer lost to an error returns after its visibility
+        // timeout; a minute bounds the wait. (`notify_one` keeps a permit if
+        // the last consume came first.)
+        let _ = tokio::time::timeout(Duration::from_secs(60), flow.drained.notified()).await;
+    }
+    (flow, latency_us)
+}
+
+/// The `pipeline` scenario: a warm-up round of one second, unmeasured, then
+/// the measured round, with the CPU time of this process and of the servers.
+async fn pipeline(sqs: &Arc<Sqs>, queue: &Arc<Requests>, options: &Options) {
+    pipeline_round(sqs, queue, options, options.warmup).await;
+    // The warm-up's consumers end within their one-second poll.
+    tokio::time::sleep(Duration::from_millis(1_100)).await;
+    let own = [std::process::id()];
+    let (client_before, server_before) = (cpu_seconds(&own), cpu_seconds(&options.server_pids));
+    let started = Instant::now();
+    let (flow, send_latency) = pipeline_round(sqs, queue, options, options.duration).await;
+    let seconds = started.elapsed().as_secs_f64();
+    let client_cpu = cpu_seconds(&own)
+        .zip(client_before)
+        .map(|(after, before)| after - before);
+    let server_cpu = cpu_seconds(&options.server_pids)
+        .zip(server_before)
+        .map(|(after, before)| after - before);
+    let sent = flow.sent.load(Ordering::Acquire);
+    let consumed = flow.consumed.load(Ordering::Acquire);
+    let errors = flow.errors.load(Ordering::Acquire);
+    let total_cpu = client_cpu.unwrap_or(0.0) + server_cpu.unwrap_or(0.0);
+    let per_thousand = total_cpu * 1e6 / sent.max(1) as f64;
+    let q = |p: f64| send_latency.value_at_quantile(p) as f64 / 1000.0;
+    println!(
+        "{} | pipeline | concurrency {} | batch {} | {sent} messages sent, {consumed} consumed in {seconds:.1}s ({:.0}/s) | {per_thousand:.1} ms CPU per 1,000 (client {:.2} s, servers {:.2} s) | send p50 {:.2} ms p99 {:.2} ms | {errors} errors",
+        options.label,
+        options.concurrency,
+        options.batch,
+        consumed as f64 / seconds,
+        client_cpu.unwrap_or(0.0),
+        server_cpu.unwrap_or(0.0),
+        q(0.5),
+        q(0.99),
+    );
+    if let Some(path) = &options.json {
+        let document = json!({
+            "label": options.label, "scenario": "pipeline", "concurrency": options.concurrency,
+            "batch": options.batch, "message_size": options.message_size, "messages": sent,
+            "consumed": consumed, "errors": errors, "seconds": seconds,
+            "messages_per_second": consumed as f64 / seconds,
+            "client_cpu_seconds": client_cpu, "server_cpu_seconds": server_cpu,
+            "cpu_ms_per_1000_messages": per_thousand, "send_p50_ms": q(0.5), "send_p99_ms": q(0.99),
+        });
+        if let Err(e) = std::fs::write(path, serde_json::to_string_pretty(&document).unwrap()) {
+            eprintln!("ssq-bench: cannot write {}: {e}", path.display());
         }
     }
 }
