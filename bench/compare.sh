@@ -5,9 +5,12 @@
 # the round trip (send, receive, delete) at 8 and 64 clients and sends at
 # 64 clients are run ROUNDS times (default 3), the builds alternating and
 # their order turning each round so that machine noise hits both alike.
+# The pipeline (C producers and C consumers, one message per call) runs at
+# C = 1, 8 and 64 too.
 # Prints, per target and scenario, the median requests/s and server CPU per
 # request (ssq plus its redis-server) of each build, and the median of the
-# per-round new/old ratios.
+# per-round new/old ratios; for the pipeline, messages/s and the CPU of the
+# load generator, ssq and Redis together per message (µs, as ms per 1,000).
 # BENCH_DURATION (seconds per run, default 5) lengthens or shortens it.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -52,7 +55,7 @@ sleep 1   # the Redis-backed instances take their locks
 
 order=(old new)
 for round in $(seq 1 "$ROUNDS"); do
-  for case in "roundtrip 64" "roundtrip 8" "send 64"; do
+  for case in "roundtrip 64" "roundtrip 8" "send 64" "pipeline 1" "pipeline 8" "pipeline 64"; do
     set -- $case
     for target in memory redis; do
       for build in "${order[@]}"; do
@@ -75,9 +78,11 @@ runs = {}
 for path in pathlib.Path(sys.argv[1]).glob("*.json"):
     build, target, scenario, concurrency, round_ = path.stem.split("-")
     doc = json.loads(path.read_text())
-    rps = sum(s["requests_per_second"] for s in doc["series"].values())
-    runs.setdefault((target, scenario, int(concurrency)), {}).setdefault(round_, {})[build] = (
-        rps, doc["server_cpu_us_per_request"])
+    if scenario == "pipeline":
+        figures = (doc["messages_per_second"], doc["cpu_ms_per_1000_messages"])
+    else:
+        figures = (sum(s["requests_per_second"] for s in doc["series"].values()), doc["server_cpu_us_per_request"])
+    runs.setdefault((target, scenario, int(concurrency)), {}).setdefault(round_, {})[build] = figures
 print(f"{'target':<7} {'scenario':<10} {'c':>3} {'old req/s':>10} {'new req/s':>10} {'new/old':>8} "
       f"{'old µs/req':>11} {'new µs/req':>11} {'new/old':>8}")
 for (target, scenario, concurrency), rounds in sorted(runs.items()):

@@ -546,6 +546,34 @@ async fn fifo_order_deduplication_and_dead_letters_survive_a_failover() {
     let before_purge = send_once(&sqs, &purged).await;
     sqs.purge_queue().queue_url(&purged).send().await.unwrap();
 
+    // Sequence numbers keep growing across the failover, though every
+    // message that had one is gone.
+    let numbered = create_queue_url(
+        &sqs,
+        "numbered.fifo",
+        &[("FifoQueue", "true"), ("ContentBasedDeduplication", "true")],
+    )
+    .await;
+    let send_numbered = |sqs: aws_sdk_sqs::Client, body: &'static str| {
+        let numbered = numbered.clone();
+        async move {
+            let sent = sqs
+                .send_message()
+                .queue_url(&numbered)
+                .message_body(body)
+                .message_group_id("g")
+                .send()
+                .await
+                .unwrap();
+            sent.sequence_number.unwrap().parse::<u128>().unwrap()
+        }
+    };
+    let numbers_before = [
+        send_numbered(sqs.clone(), "n1").await,
+        send_numbered(sqs.clone(), "n2").await,
+    ];
+    assert_eq!(drain(&sqs, &numbered, true).await.len(), 2);
+
     nodes.remove(leader).signal("KILL");
     let leader = leader_of(&nodes).await;
     let sqs = client_without_retries(&nodes[leader].url);
@@ -587,6 +615,11 @@ async fn fifo_order_deduplication_and_dead_letters_survive_a_failover() {
     );
     let after_purge = send_once(&sqs, &purged).await;
     assert_ne!(after_purge, before_purge, "the purge forgot the deduplication id");
+    let number_after = send_numbered(sqs.clone(), "n3").await;
+    assert!(
+        number_after > numbers_before[1],
+        "sequence numbers grow across a failover: {numbers_before:?} then {number_after}"
+    );
 }
 
 /// Queues of another region than the instance's own are stored under their

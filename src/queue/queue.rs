@@ -44,6 +44,9 @@ pub struct Queue {
     /// recorded with the queue's settings ([`Queue::record_meta`]).
     pub move_tasks: Vec<MoveTaskRecord>,
     next_seq: u64,
+    /// The sequence numbers below this are reserved in the store: see
+    /// [`Queue::take_seq`].
+    seq_ceiling: u64,
     last_purge_at: Option<u64>,
     /// The DeduplicationScope the queue was created with, which its
     /// deduplication keeps: as recorded against AWS, changing the attribute
@@ -250,7 +253,12 @@ pub enum Change {
     Attempt(String, Attempt),
     /// A ReceiveRequestAttemptId expired.
     AttemptExpired(String),
+    /// Sequence numbers below this one may be in use from now on.
+    SequencesReserved(u64),
 }
+
+/// How many sequence numbers one write of the counter reserves.
+pub const SEQUENCE_BLOCK: u64 = 1_000;
 
 /// What a FIFO receive with a ReceiveRequestAttemptId gave, kept for five
 /// minutes so that a retry of it (on this leader or the next) gets the same
@@ -332,6 +340,7 @@ impl Queue {
             last_modified_at: now,
             move_tasks: Vec::new(),
             next_seq: 1,
+            seq_ceiling: 1,
             last_purge_at: None,
             journal: None,
             messages: BTreeMap::new(),
@@ -365,6 +374,7 @@ impl Queue {
             queue.next_seq = queue.next_seq.max(message.seq + 1);
             queue.insert(message);
         }
+        queue.seq_ceiling = queue.next_seq;
         for (key, entry) in dedup {
             queue.dedup.insert(key, entry);
         }
@@ -391,6 +401,8 @@ impl Queue {
     /// Starts recording changes.
     pub fn enable_journal(&mut self) {
         self.journal = Some(Vec::new());
+        // Nothing reserved in the store yet: the next send reserves.
+        self.seq_ceiling = self.next_seq;
     }
 
     /// Records the queue's settings whole, as a new queue must be stored.
@@ -409,6 +421,22 @@ impl Queue {
             journal.push(change(self));
             self.journal = Some(journal);
         }
+    }
+
+    /// The next message's sequence number. The store keeps a ceiling above
+    /// every number handed out rather than the last one, raised a block at a
+    /// time ([`SEQUENCE_BLOCK`]): most sends then write no counter, and a new
+    /// leader continues from the ceiling, leaving a gap as AWS's FIFO
+    /// sequence numbers do.
+    fn take_seq(&mut self) -> u64 {
+        let seq = self.next_seq;
+        self.next_seq += 1;
+        if seq >= self.seq_ceiling {
+            self.seq_ceiling = seq + SEQUENCE_BLOCK;
+            let ceiling = self.seq_ceiling;
+            self.record(|_| Change::SequencesReserved(ceiling));
+        }
+        seq
     }
 
     fn record_state(&mut self, seq: u64) {
@@ -560,8 +588,7 @@ impl Queue {
             });
         }
 
-        let seq = self.next_seq;
-        self.next_seq += 1;
+        let seq = self.take_seq();
         let message = Message {
             seq,
             id: crate::random::uuid(),
@@ -831,8 +858,7 @@ impl Queue {
     /// its receive count, as AWS's do; a moved message is counted afresh.
     pub fn accept(&mut self, mut message: Message, dead_letter_source: Option<Arc<str>>, now: u64) {
         self.advance(now);
-        message.seq = self.next_seq;
-        self.next_seq += 1;
+        message.seq = self.take_seq();
         if dead_letter_source.is_none() {
             message.receive_count = 0;
             message.first_received_at = None;
@@ -1370,10 +1396,41 @@ mod tests {
                 Change::Purged => "purged",
                 Change::Deduplicated(..) | Change::DedupExpired(_) => "dedup",
                 Change::Attempt(..) | Change::AttemptExpired(_) => "attempt",
+                Change::SequencesReserved(_) => "sequences",
             })
             .collect();
-        assert_eq!(kinds, ["sent", "state", "state", "removed"]);
+        assert_eq!(kinds, ["sequences", "sent", "state", "state", "removed"]);
         assert!(q.take_changes().is_empty());
+    }
+
+    /// The store's counter is written once per block of sequence numbers;
+    /// a restored queue continues from the stored ceiling, above every
+    /// number the last leader could have handed out.
+    #[test]
+    fn sequence_numbers_are_reserved_a_block_at_a_time() {
+        let mut q = queue();
+        q.enable_journal();
+        for _ in 0..=SEQUENCE_BLOCK {
+            q.send(msg("m"), T0).unwrap();
+        }
+        let reserved: Vec<u64> = q
+            .take_changes()
+            .iter()
+            .filter_map(|c| match c {
+                Change::SequencesReserved(ceiling) => Some(*ceiling),
+                _ => None,
+            })
+            .collect();
+        assert_eq!(reserved, [1 + SEQUENCE_BLOCK, 1 + 2 * SEQUENCE_BLOCK]);
+        // A new leader finds the ceiling and a message sent below it.
+        let ceiling = reserved[1];
+        let first = q.messages.values().take(1).cloned().collect::<Vec<_>>();
+        let mut restored = Queue::restore(q.meta(), ceiling, first, []);
+        restored.enable_journal();
+        restored.send(msg("after the failover"), T0).unwrap();
+        let changes = restored.take_changes();
+        assert!(matches!(changes[0], Change::SequencesReserved(c) if c == ceiling + SEQUENCE_BLOCK));
+        assert!(matches!(&changes[1], Change::Sent(m) if m.seq == ceiling));
     }
 
     #[test]

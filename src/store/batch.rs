@@ -98,14 +98,12 @@ impl<'a> Batch<'a> {
             }
             Write::Queue { name, changes } => {
                 let QueueKeys { bodies, states, .. } = self.queue(name);
-                let mut next_seq = None;
                 for change in changes {
                     match change {
                         Change::Meta(meta) => {
                             self.set(QUEUES, Field::Name(name), |out| codec::write_queue(meta, out))
                         }
                         Change::Sent(message) => {
-                            next_seq = Some(message.seq + 1);
                             self.set(bodies, Field::Seq(message.seq), |out| {
                                 codec::write_body(message, out)
                             });
@@ -141,12 +139,10 @@ impl<'a> Batch<'a> {
                             let attempts = self.extra(name, Extra::Attempts);
                             self.remove(attempts, Field::Name(id));
                         }
+                        Change::SequencesReserved(ceiling) => self.set(SEQUENCES, Field::Name(name), |out| {
+                            out.put_slice(ceiling.to_string().as_bytes())
+                        }),
                     }
-                }
-                if let Some(next) = next_seq {
-                    self.set(SEQUENCES, Field::Name(name), |out| {
-                        out.put_slice(next.to_string().as_bytes())
-                    });
                 }
             }
         }
@@ -309,7 +305,7 @@ mod tests {
     use super::*;
     use crate::queue::attributes::DeduplicationScope;
     use crate::queue::message::MessageState;
-    use crate::queue::{Attempt, DedupEntry, QueueAttributes, QueueMeta, ReceiptHandle};
+    use crate::queue::{Attempt, DedupEntry, QueueAttributes, QueueMeta, ReceiptHandle, SEQUENCE_BLOCK};
     use crate::store::codec::{SAMPLE_VISIBLE, sample_message, text};
 
     /// Redis as the commit script sees it: key → hash.
@@ -408,12 +404,6 @@ mod tests {
                                     text(|out| codec::write_state(message, out)),
                                 );
                             }
-                            hset(
-                                store,
-                                layout.sequences(),
-                                name.clone(),
-                                (message.seq + 1).to_string(),
-                            );
                         }
                         Change::State(message) => hset(
                             store,
@@ -444,6 +434,9 @@ mod tests {
                             text(|out| codec::write_attempt(attempt, out)),
                         ),
                         Change::AttemptExpired(id) => hdel(store, &layout.attempts(name), id),
+                        Change::SequencesReserved(ceiling) => {
+                            hset(store, layout.sequences(), name.clone(), ceiling.to_string())
+                        }
                     }
                 }
             }
@@ -511,6 +504,7 @@ mod tests {
                     },
                 ),
                 7 => Change::DedupExpired(format!("d{}", dice.below(3))),
+                8 if dice.below(3) == 0 => Change::SequencesReserved(*next_seq + dice.below(1000)),
                 8 => Change::Attempt(
                     format!("a{}", dice.below(3)),
                     Attempt {
@@ -558,9 +552,17 @@ mod tests {
     fn many_sends_to_one_queue_are_three_commands() {
         let layout = Layout::new("t");
         let writes: Vec<Write> = (1..=1200)
-            .map(|seq| Write::Queue {
-                name: "q".into(),
-                changes: vec![Change::Sent(sample_message(seq, SAMPLE_VISIBLE))],
+            .map(|seq| {
+                let sent = Change::Sent(sample_message(seq, SAMPLE_VISIBLE));
+                // As the queue reserves sequence numbers, a block at a time.
+                let changes = match seq % SEQUENCE_BLOCK {
+                    1 => vec![Change::SequencesReserved(seq + SEQUENCE_BLOCK), sent],
+                    _ => vec![sent],
+                };
+                Write::Queue {
+                    name: "q".into(),
+                    changes,
+                }
             })
             .collect();
         let mut batch = Batch::new(&layout);
@@ -569,9 +571,10 @@ mod tests {
         }
         let mut store = Store::new();
         let commands = run_script(&batch.finish("token"), "token", &mut store);
-        // Bodies and states in chunks of 500 fields, and one next sequence.
+        // Bodies and states in chunks of 500 fields, and one sequence
+        // ceiling, the last reserved.
         assert_eq!(commands, 3 + 3 + 1);
         assert_eq!(store[&layout.bodies("q")].len(), 1200);
-        assert_eq!(store[&layout.sequences()]["q"], "1201");
+        assert_eq!(store[&layout.sequences()]["q"], "2001");
     }
 }
