@@ -243,10 +243,10 @@ macro_rules! actions {
             }
         }
 
-        /// Runs one action and returns its response as a JSON tree.
-        pub async fn dispatch(api: &Api, ctx: &RequestContext, action: Action, input: Input) -> Result<serde_json::Value> {
+        /// Runs one action and returns its response rendered by `R`.
+        pub async fn dispatch<R: Render>(api: &Api, ctx: &RequestContext, action: Action, input: Input) -> Result<R::Output> {
             match action {
-                $(Action::$name => run!(api, ctx, input: $input => $output, $($on_queue)? $handler),)*
+                $(Action::$name => run!(R, api, ctx, input: $input => $output, $($on_queue)? $handler),)*
             }
         }
     };
@@ -265,14 +265,14 @@ macro_rules! on_queue_flag {
 /// One arm of [`dispatch`]: decode, resolve the queue if the action acts on
 /// one, run, render.
 macro_rules! run {
-    ($api:ident, $ctx:ident, $input:ident: $in:ty => $out:ty, on_queue $handler:path) => {{
+    ($render:ident, $api:ident, $ctx:ident, $input:ident: $in:ty => $out:ty, on_queue $handler:path) => {{
         let input: $in = $input.decode()?;
         let name = $ctx.queue_name(model::OnQueue::queue_url(&input))?;
-        to_tree::<$out>($handler($api, $ctx, &name, input).await)
+        $render::render::<$out>($handler($api, $ctx, &name, input).await?)
     }};
-    ($api:ident, $ctx:ident, $input:ident: $in:ty => $out:ty, $handler:path) => {{
+    ($render:ident, $api:ident, $ctx:ident, $input:ident: $in:ty => $out:ty, $handler:path) => {{
         let input: $in = $input.decode()?;
-        to_tree::<$out>($handler($api, $ctx, input).await)
+        $render::render::<$out>($handler($api, $ctx, input).await?)
     }};
 }
 
@@ -306,15 +306,39 @@ actions! {
     UntagQueue(on_queue): UntagQueueInput => Empty = queues::untag_queue,
 }
 
-/// An action's output as the JSON tree the wire formats render.
-pub(crate) fn to_tree<T: serde::Serialize>(output: Result<T>) -> Result<serde_json::Value> {
-    let output = output?;
-    serde_json::to_value(output).map_err(|e| {
-        SqsError::new(
-            ErrorCode::InternalError,
-            format!("could not render the response: {e}"),
-        )
-    })
+/// What [`dispatch`] makes of an action's typed output.
+pub trait Render {
+    type Output;
+    fn render<T: serde::Serialize>(output: T) -> Result<Self::Output>;
+}
+
+/// The output as a JSON tree: what the Query protocol's XML is written
+/// from, by walking it beside the action's shape.
+pub struct AsTree;
+
+impl Render for AsTree {
+    type Output = serde_json::Value;
+    fn render<T: serde::Serialize>(output: T) -> Result<serde_json::Value> {
+        serde_json::to_value(output).map_err(not_rendered)
+    }
+}
+
+/// The output as the JSON protocol's body, written straight from the typed
+/// output: no tree to build and drop on every request.
+pub struct AsJson;
+
+impl Render for AsJson {
+    type Output = Vec<u8>;
+    fn render<T: serde::Serialize>(output: T) -> Result<Vec<u8>> {
+        serde_json::to_vec(&output).map_err(not_rendered)
+    }
+}
+
+fn not_rendered(error: serde_json::Error) -> SqsError {
+    SqsError::new(
+        ErrorCode::InternalError,
+        format!("could not render the response: {error}"),
+    )
 }
 
 /// A request from account 000000000000 in us-east-1, the home region, for

@@ -29,10 +29,10 @@ use axum::routing::{get, post};
 use base64::Engine;
 use serde::Deserialize;
 
-use super::{AppState, Wire, answer, answer_error, leader_json, read_request, record, serving};
+use super::{AppState, Output, Wire, answer, answer_error, leader_json, read_request, record, run, serving};
 use crate::activity::{ActivityHistory, SAMPLE_EVERY};
+use crate::api::Action;
 use crate::api::peek::{self, PeekParams};
-use crate::api::{self, Action};
 use crate::error::{ErrorCode, SqsError};
 use crate::protocol::xml::escape;
 use crate::queue::{QueueArn, key};
@@ -326,13 +326,13 @@ async fn call(State(state): State<Arc<AppState>>, uri: Uri, headers: HeaderMap, 
     }
     let started = Instant::now();
     let request_id = crate::random::uuid().to_string();
-    let result: Result<(Action, serde_json::Value), SqsError> = async {
+    let result: Result<(Action, Output), SqsError> = async {
         not_forged(&state, &headers)?;
         let (body, _permit) = state.body_budget.read(body, state.request_timeout).await?;
         let (action, input) = read_request(Wire::Json, &uri, None, &headers, body)?;
         serving(&state)?;
         let ctx = state.context(&uri, &headers);
-        Ok((action, api::dispatch(&state.api, &ctx, action, input).await?))
+        Ok((action, run(&state, &ctx, Wire::Json, action, input).await?))
     }
     .await;
     let label = match &result {
@@ -341,7 +341,7 @@ async fn call(State(state): State<Arc<AppState>>, uri: Uri, headers: HeaderMap, 
     };
     record(&state, label, &result, started);
     match result {
-        Ok((action, output)) => answer(Wire::Json, &headers, &request_id, action, output),
+        Ok((action, output)) => answer(&headers, &request_id, action, output),
         Err(error) => answer_error(&state, Wire::Json, &request_id, label, &error),
     }
 }

@@ -18,7 +18,7 @@ use axum::http::{HeaderMap, Method, StatusCode, Uri, header};
 use axum::response::{IntoResponse, Response};
 use axum::routing::get;
 
-use crate::api::{self, Action, Api, Input, RequestContext, RequestRegion};
+use crate::api::{self, Action, Api, AsJson, AsTree, Input, RequestContext, RequestRegion};
 use crate::config::Regions;
 use crate::error::{ErrorCode, SqsError};
 use crate::leader::Leadership;
@@ -202,15 +202,41 @@ async fn sqs(
         Ok((action, _, _body)) if !state.leadership.is_serving() => (Some(action), Err(not_serving(&state))),
         Ok((action, input, _body)) => {
             let ctx = state.context(&uri, &headers);
-            let result = api::dispatch(&state.api, &ctx, action, input).await;
+            let result = run(&state, &ctx, wire, action, input).await;
             (Some(action), result.map(|output| (action, output)))
         }
     };
     let label = action.map_or("unknown", Action::name);
     record(&state, label, &result, started);
     match result {
-        Ok((action, output)) => answer(wire, &headers, &request_id, action, output),
+        Ok((action, output)) => answer(&headers, &request_id, action, output),
         Err(error) => answer_error(&state, wire, &request_id, label, &error),
+    }
+}
+
+/// An action's output, rendered for the wire format of its request.
+enum Output {
+    /// The JSON protocol's body.
+    Json(Vec<u8>),
+    /// The tree the Query protocol's answer is written from.
+    Tree(serde_json::Value),
+}
+
+/// Runs an action, its output rendered for `wire`.
+async fn run(
+    state: &AppState,
+    ctx: &RequestContext,
+    wire: Wire,
+    action: Action,
+    input: Input,
+) -> Result<Output, SqsError> {
+    match wire {
+        Wire::Json => api::dispatch::<AsJson>(&state.api, ctx, action, input)
+            .await
+            .map(Output::Json),
+        Wire::Query => api::dispatch::<AsTree>(&state.api, ctx, action, input)
+            .await
+            .map(Output::Tree),
     }
 }
 
@@ -231,19 +257,13 @@ fn record<T>(state: &AppState, label: &str, result: &Result<T, SqsError>, starte
 /// A successful answer in the request's wire format. A Query call may ask
 /// for its answer as JSON (AWS negotiates the content of Query GETs by
 /// their Accept header).
-fn answer(
-    wire: Wire,
-    headers: &HeaderMap,
-    request_id: &str,
-    action: Action,
-    output: serde_json::Value,
-) -> Response {
-    match wire {
-        Wire::Query if accepts_json(headers) => {
-            json::success(request_id, &query::as_json(request_id, action, output))
+fn answer(headers: &HeaderMap, request_id: &str, action: Action, output: Output) -> Response {
+    match output {
+        Output::Json(body) => json::success(request_id, body),
+        Output::Tree(tree) if accepts_json(headers) => {
+            json::success_tree(request_id, &query::as_json(request_id, action, tree))
         }
-        Wire::Query => query::success(request_id, action, &output),
-        Wire::Json => json::success(request_id, &output),
+        Output::Tree(tree) => query::success(request_id, action, &tree),
     }
 }
 

@@ -71,7 +71,12 @@ async fn respond(
     let xml_tree = wire == Wire::Query && accepts_json(headers);
     let result = look(state, wire, method, uri, headers, body, path).await;
     record(state, LABEL, &result, started);
-    let rendered = result.and_then(|page| Ok((api::to_tree(Ok(page.output))?, page.next_token)));
+    let rendered = result.and_then(|page| {
+        Ok((
+            <api::AsTree as api::Render>::render(page.output)?,
+            page.next_token,
+        ))
+    });
     let (output, next_token) = match rendered {
         Ok(rendered) => rendered,
         Err(error) if xml_tree => {
@@ -82,7 +87,7 @@ async fn respond(
     let mut response = match wire {
         Wire::Query if xml_tree => query::success_as_xml_tree(&request_id, Action::ReceiveMessage, &output),
         Wire::Query => query::success(&request_id, Action::ReceiveMessage, &output),
-        Wire::Json => json::success(&request_id, &output),
+        Wire::Json => json::success_tree(&request_id, &output),
     };
     if let Some(token) = next_token.and_then(|token| HeaderValue::from_str(&token).ok()) {
         response.headers_mut().insert("x-ssq-next-token", token);

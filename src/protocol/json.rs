@@ -40,9 +40,17 @@ pub fn target(headers: &HeaderMap) -> Result<Action, SqsError> {
     })
 }
 
-pub fn success(request_id: &str, output: &serde_json::Value) -> Response {
-    let body = serde_json::to_vec(output).unwrap_or_else(|_| b"{}".to_vec());
+/// A successful answer whose body the action's output was rendered into.
+pub fn success(request_id: &str, body: Vec<u8>) -> Response {
     with_headers(StatusCode::OK, request_id, body)
+}
+
+/// A successful answer from a JSON tree.
+pub fn success_tree(request_id: &str, output: &serde_json::Value) -> Response {
+    success(
+        request_id,
+        serde_json::to_vec(output).unwrap_or_else(|_| b"{}".to_vec()),
+    )
 }
 
 pub fn error(request_id: &str, error: &SqsError) -> Response {
