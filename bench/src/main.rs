@@ -551,6 +551,9 @@ struct Flow {
     producing: AtomicBool,
     sent: AtomicU64,
     consumed: AtomicU64,
+    /// Every request, answered or not: sends, receives (empty ones too) and
+    /// deletes.
+    requests: AtomicU64,
     errors: AtomicU64,
     drained: tokio::sync::Notify,
 }
@@ -580,6 +583,7 @@ async fn pipeline_round(
             let mut latency_us = Histogram::<u64>::new_with_bounds(1, 120_000_000, 3).unwrap();
             while flow.producing.load(Ordering::Relaxed) {
                 let started = Instant::now();
+                flow.requests.fetch_add(1, Ordering::Relaxed);
                 match sqs.send(&queue, batch).await {
                     Ok(n) => {
                         flow.sent.fetch_add(n as u64, Ordering::AcqRel);
@@ -600,6 +604,7 @@ async fn pipeline_round(
             // A one-second long poll: no busy loop while the queue is empty,
             // and every consumer notices the end within a second.
             while !flow.all_consumed() {
+                flow.requests.fetch_add(1, Ordering::Relaxed);
                 let messages = match sqs.receive(&queue, 1).await {
                     Ok(messages) => messages,
                     Err(_) => {
@@ -610,6 +615,7 @@ async fn pipeline_round(
                 if messages.is_empty() {
                     continue;
                 }
+                flow.requests.fetch_add(1, Ordering::Relaxed);
                 if sqs.delete(&queue.url, &messages).await.is_err() {
                     flow.errors.fetch_add(1, Ordering::Relaxed);
                     continue;
@@ -644,20 +650,31 @@ async fn pipeline(sqs: &Arc<Sqs>, queue: &Arc<Requests>, options: &Options) {
     pipeline_round(sqs, queue, options, options.warmup).await;
     // The warm-up's consumers end within their one-second poll.
     tokio::time::sleep(Duration::from_millis(1_100)).await;
-    let own = [std::process::id()];
-    let (client_before, server_before) = (cpu_seconds(&own), cpu_seconds(&options.server_pids));
+    // This process, then each server (ssq, Redis) in the order given.
+    let processes: Vec<u32> = std::iter::once(std::process::id())
+        .chain(options.server_pids.iter().copied())
+        .collect();
+    let before: Vec<Option<f64>> = processes.iter().map(|pid| cpu_seconds(&[*pid])).collect();
     let started = Instant::now();
     let (flow, send_latency) = pipeline_round(sqs, queue, options, options.duration).await;
     let seconds = started.elapsed().as_secs_f64();
-    let client_cpu = cpu_seconds(&own)
-        .zip(client_before)
-        .map(|(after, before)| after - before);
-    let server_cpu = cpu_seconds(&options.server_pids)
-        .zip(server_before)
-        .map(|(after, before)| after - before);
+    let used: Vec<Option<f64>> = processes
+        .iter()
+        .zip(before)
+        .map(|(pid, before)| {
+            cpu_seconds(&[*pid])
+                .zip(before)
+                .map(|(after, before)| after - before)
+        })
+        .collect();
+    let client_cpu = used[0];
+    let server_cpu_each = &used[1..];
+    let server_cpu = (!server_cpu_each.is_empty())
+        .then(|| server_cpu_each.iter().map(|cpu| cpu.unwrap_or(0.0)).sum::<f64>());
     let sent = flow.sent.load(Ordering::Acquire);
     let consumed = flow.consumed.load(Ordering::Acquire);
     let errors = flow.errors.load(Ordering::Acquire);
+    let requests = flow.requests.load(Ordering::Acquire);
     let total_cpu = client_cpu.unwrap_or(0.0) + server_cpu.unwrap_or(0.0);
     let per_thousand = total_cpu * 1e6 / sent.max(1) as f64;
     let q = |p: f64| send_latency.value_at_quantile(p) as f64 / 1000.0;
@@ -679,7 +696,9 @@ async fn pipeline(sqs: &Arc<Sqs>, queue: &Arc<Requests>, options: &Options) {
             "consumed": consumed, "errors": errors, "seconds": seconds,
             "messages_per_second": consumed as f64 / seconds,
             "client_cpu_seconds": client_cpu, "server_cpu_seconds": server_cpu,
+            "server_cpu_seconds_each": server_cpu_each,
             "cpu_ms_per_1000_messages": per_thousand, "send_p50_ms": q(0.5), "send_p99_ms": q(0.99),
+            "requests": requests, "cpu_us_per_request": total_cpu * 1e6 / requests.max(1) as f64,
         });
         if let Err(e) = std::fs::write(path, serde_json::to_string_pretty(&document).unwrap()) {
             eprintln!("ssq-bench: cannot write {}: {e}", path.display());
