@@ -68,6 +68,13 @@ struct Options {
     /// Messages per second the `longpoll` producer sends.
     #[arg(long, default_value_t = 200.0)]
     rate: f64,
+    /// Sends per second, over all workers, in the `send` scenario (0: as
+    /// fast as answers come): latency at a load below capacity, where a
+    /// closed loop of 64 workers measures mostly their own queueing. A send
+    /// is timed from when it leaves, not from when it was due: tokio's timer
+    /// wakes in whole milliseconds, which would count against the server.
+    #[arg(long, default_value_t = 0.0)]
+    send_rate: f64,
     /// Label for this run in the output.
     #[arg(long, default_value = "run")]
     label: String,
@@ -498,9 +505,21 @@ async fn work(
     stop: &AtomicBool,
 ) {
     let mut paced_next = Instant::now();
+    // Paced producers start spread evenly over one interval, not at once.
+    static PACED_STARTED: AtomicU64 = AtomicU64::new(0);
+    let send_interval = (options.send_rate > 0.0)
+        .then(|| Duration::from_secs_f64(options.concurrency as f64 / options.send_rate));
+    if let (Some(interval), Role::Producer) = (send_interval, role) {
+        let turn = PACED_STARTED.fetch_add(1, Ordering::Relaxed) % options.concurrency as u64;
+        paced_next += interval.mul_f64(turn as f64 / options.concurrency as f64);
+    }
     while !stop.load(Ordering::Relaxed) {
         match role {
             Role::Producer => {
+                if let Some(interval) = send_interval {
+                    tokio::time::sleep_until(paced_next.into()).await;
+                    paced_next += interval;
+                }
                 let started = Instant::now();
                 let result = sqs.send(queue, options.batch).await;
                 let ok = result.is_ok();
