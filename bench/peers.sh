@@ -3,7 +3,10 @@
 # consumers move messages one per call (and ssq also in batches of 10); the
 # figure is the CPU time of the load generator, the server and Redis per
 # message sent and consumed. Three rounds, the order rotating each round, at
-# C = 1, 8 and 64. Called by bench/run.sh; on its own:
+# C = 1, 8 and 64. The HTTP floor (a server that does no queue work) runs the
+# same pipeline, for the cost of its requests alone; around each ssq run the
+# Redis commands it caused are counted (INFO commandstats). Called by
+# bench/run.sh; on its own:
 #   bash bench/peers.sh OUT_DIR [DURATION]
 # with SSQ=path/to/ssq to measure another build (the before of a before/after).
 set -euo pipefail
@@ -38,26 +41,40 @@ REDIS=$(free_port); REDIS_DIR=$(mktemp -d)
 $SRV redis-server --port "$REDIS" --bind 127.0.0.1 --save "" --appendonly yes --appendfsync everysec --dir "$REDIS_DIR" >/dev/null &
 REDIS_PID=$!; PIDS+=($REDIS_PID)
 wait_port "$REDIS"
+FLOOR_PORT=$(free_port)
+$SRV $BENCH --serve-floor 127.0.0.1:"$FLOOR_PORT" 2>/dev/null &
+FLOOR_PID=$!; PIDS+=($FLOOR_PID)
 SSQ_PORT=$(free_port)
 RUST_LOG=warn $SRV "$SSQ" --listen 127.0.0.1:"$SSQ_PORT" --redis-url redis://127.0.0.1:"$REDIS" --redis-prefix ssq-bench 2>/dev/null &
 SSQ_PID=$!; PIDS+=($SSQ_PID)
-wait_port "$SSQ_PORT"
+wait_port "$SSQ_PORT"; wait_port "$FLOOR_PORT"
 sleep 1   # it takes the lock
+
+# Redis's command counts (calls inside scripts included) as JSON.
+commandstats() {
+  redis-cli -p "$REDIS" info commandstats | python3 -c '
+import json, re, sys
+print(json.dumps({m[1]: int(m[2]) for m in re.finditer(r"cmdstat_(\w+):calls=(\d+)", sys.stdin.read())}))'
+}
 
 peer() { # system concurrency round
   local system=$1 c=$2 round=$3 json="$OUT/peer-$1-$2-$3.json"
   echo ">> peer $system c=$c round $round" >&2
   case $system in
-    ssq) $GEN $BENCH --endpoint http://127.0.0.1:"$SSQ_PORT" --scenario pipeline --concurrency "$c" \
-           --duration "$DURATION" --quiet --label ssq --json "$json" --server-pid "$SSQ_PID" --server-pid "$REDIS_PID" >/dev/null ;;
+    ssq) commandstats > "$OUT/peer-ssq-$c-$round.commands-before.json"
+         $GEN $BENCH --endpoint http://127.0.0.1:"$SSQ_PORT" --scenario pipeline --concurrency "$c" \
+           --duration "$DURATION" --quiet --label ssq --json "$json" --server-pid "$SSQ_PID" --server-pid "$REDIS_PID" >/dev/null
+         commandstats > "$OUT/peer-ssq-$c-$round.commands-after.json" ;;
     ssq-batch10) $GEN $BENCH --endpoint http://127.0.0.1:"$SSQ_PORT" --scenario pipeline --concurrency "$c" --batch 10 \
            --duration "$DURATION" --quiet --label ssq-batch10 --json "$json" --server-pid "$SSQ_PID" --server-pid "$REDIS_PID" >/dev/null ;;
+    floor) $GEN $BENCH --endpoint http://127.0.0.1:"$FLOOR_PORT" --scenario pipeline --concurrency "$c" \
+           --duration "$DURATION" --quiet --label floor --json "$json" --server-pid "$FLOOR_PID" >/dev/null ;;
     bullmq|rsmq) $GEN node bench/peers/peer.js --system "$system" --redis-port "$REDIS" --redis-pid "$REDIS_PID" \
            --concurrency "$c" --duration "$DURATION" --json "$json" >/dev/null ;;
   esac
 }
 
-rotation=(ssq bullmq rsmq ssq-batch10)
+rotation=(ssq bullmq rsmq ssq-batch10 floor)
 for round in $(seq 1 "$ROUNDS"); do
   for c in 1 8 64; do
     for system in "${rotation[@]}"; do peer "$system" "$c" "$round"; done

@@ -1,5 +1,6 @@
 """Turns the JSON figures of bench/run.sh into docs/benchmarks.md and an SVG plot."""
 import json
+import statistics
 import sys
 from pathlib import Path
 
@@ -113,6 +114,107 @@ lines += ["", "## Ratios (64 clients)", "",
           f"| ssq memory-only / moto | {ratio(rt['memory'], rt['moto']):.1f} | {ratio(send['memory'], send['moto']):.1f} | {ratio(recv['memory'], recv['moto']):.1f} |",
           f"| ssq Redis-backed / moto | {ratio(rt['redis'], rt['moto']):.1f} | {ratio(send['redis'], send['moto']):.1f} | {ratio(recv['redis'], recv['moto']):.1f} |"]
 
+# Against BullMQ and RSMQ: the median of the rounds of bench/peers.sh.
+PEER_CONCURRENCY = [1, 8, 64]
+PEERS = [("ssq", "ssq Redis-backed, one message per call"), ("bullmq", "BullMQ 6.7.0 (add + Worker, removeOnComplete)"),
+         ("rsmq", "RSMQ 0.12.4 (send / receive / delete)"), ("ssq-batch10", "ssq Redis-backed, batches of 10")]
+
+
+def peer_runs(system, c):
+    return [json.loads(p.read_text()) for p in sorted(out_dir.glob(f"peer-{system}-{c}-*.json"))
+            if "commands" not in p.name]
+
+
+def median(values):
+    values = [v for v in values if v is not None]
+    return statistics.median(values) if values else 0.0
+
+
+def per_thousand(run, cpu):
+    """CPU seconds as milliseconds per 1,000 messages sent."""
+    return cpu * 1e6 / run["messages"] if run["messages"] else None
+
+
+def parts(system, run):
+    """(client, ssq, Redis) CPU per 1,000 messages; the node peers have no ssq."""
+    if system.startswith("ssq"):
+        ssq, redis = run["server_cpu_seconds_each"]
+        return per_thousand(run, run["client_cpu_seconds"]), per_thousand(run, ssq), per_thousand(run, redis)
+    return per_thousand(run, run["client_cpu_seconds"]), None, per_thousand(run, run["server_cpu_seconds"])
+
+
+peer_total = {}
+lines += ["", "## Against BullMQ and RSMQ, on the same Redis", "",
+          "`bench/peers.sh`: one Redis (AOF everysec, Redis's default rewrite settings) for all. C producers add one message",
+          "at a time while C consumers take them, one message per call: ssq's through the AWS JSON protocol (SendMessage;",
+          "ReceiveMessage with a 1 s long poll, then DeleteMessage), BullMQ's and RSMQ's through their Node.js libraries",
+          "(bench/peers/peer.js, versions pinned by bench/peers/package-lock.json). Producers stop after the run's time and",
+          "the run ends when every message sent is consumed. The figure is the CPU time (user and system) of the load",
+          "generator, ssq and redis-server together per 1,000 messages sent and consumed: with all of them on two cores,",
+          "CPU per message is the fair comparison, since each puts its work in a different place. Median of "
+          f"{len(peer_runs('ssq', 1)) or 0} rounds, the order rotating each round; a warm-up round, unmeasured, first.", "",
+          "| C | system | total CPU ms / 1,000 msgs | load generator | ssq | Redis | msgs/s |",
+          "|---|---|---|---|---|---|---|"]
+for c in PEER_CONCURRENCY:
+    for system, name in PEERS:
+        runs = peer_runs(system, c)
+        if not runs:
+            continue
+        split = [parts(system, r) for r in runs]
+        peer_total[(system, c)] = median([r["cpu_ms_per_1000_messages"] for r in runs])
+        client, ssq, redis = (median([s[i] for s in split]) for i in range(3))
+        lines.append(f"| {c} | {name} | **{peer_total[(system, c)]:,.0f}** | {client:,.0f} | {fmt(ssq)} | {redis:,.0f} | "
+                     f"{median([r['messages_per_second'] for r in runs]):,.0f} |")
+    floor_runs = peer_runs("floor", c)
+    if floor_runs:
+        floor = median([3 * r["cpu_us_per_request"] for r in floor_runs])
+        peer_total[("floor", c)] = floor
+        lines.append(f"| {c} | HTTP floor: the generator's three requests to a server that does nothing | {floor:,.0f} | | | | |")
+lines += ["", "ssq's total counts its Redis too (the node peers' Redis is their server). The HTTP floor row is three times",
+          "the CPU per request of the same pipeline against `ssq-bench --serve-floor`: what the three HTTP exchanges of",
+          "one message cost before ssq does anything."]
+
+
+def commands_per_message(c):
+    """Redis commands per message of the ssq pipeline runs at C, summed over rounds."""
+    calls, messages = {}, 0
+    for run_path in sorted(out_dir.glob(f"peer-ssq-{c}-*.json")):
+        if "commands" in run_path.name:
+            continue
+        stem = run_path.name[: -len(".json")]
+        before, after = out_dir / f"{stem}.commands-before.json", out_dir / f"{stem}.commands-after.json"
+        if not (before.exists() and after.exists()):
+            continue
+        b, a = json.loads(before.read_text()), json.loads(after.read_text())
+        for command, count in a.items():
+            calls[command] = calls.get(command, 0) + count - b.get(command, 0)
+        run = json.loads(run_path.read_text())
+        # The counts span the whole ssq-bench process: its warm-up round too.
+        messages += run["messages"] + run.get("warmup_messages", 0)
+    return {k: v / messages for k, v in calls.items() if v > 0} if messages else {}
+
+
+lines += ["", "Redis commands per message sent and consumed by ssq (INFO commandstats around each run, warm-up round",
+          "included; the calls its commit script makes inside Redis are counted as well, and the leader lock's",
+          "renewals, PEXPIRE, are in the figures). Every commit is one EVALSHA, one round trip: a message takes three",
+          "commits (send, receive, delete) when each request commits alone, fewer when requests share a group commit.", "",
+          "| C | round trips (EVALSHA) | inside the scripts | all |", "|---|---|---|---|"]
+for c in PEER_CONCURRENCY:
+    per = commands_per_message(c)
+    if per:
+        inside = ", ".join(f"{k.upper()} {v:.2f}" for k, v in sorted(per.items()) if k not in ("evalsha", "info"))
+        lines.append(f"| {c} | {per.get('evalsha', 0):.2f} | {inside} | {sum(v for k, v in per.items() if k != 'info'):.2f} |")
+
+lines += ["", "## Send latency below capacity", "",
+          "64 clients sending at 5,000 messages/s in all (`ssq-bench --send-rate`): latency at a load the server keeps up",
+          "with. In the closed loops above, 64 clients always have 64 requests waiting, so each waits for the others:",
+          "the mean latency is 64 / throughput whatever the server does (Little's law).", "",
+          "| target | p50 ms | p90 ms | p99 ms | p99.9 ms |", "|---|---|---|---|---|"]
+for target in ["floor", "memory", "redis"]:
+    paced = series(load(f"{target}-send-64-paced"), "send")
+    lines.append(f"| {NAMES[target]} | {fmt(paced.get('p50_ms'), 2)} | {fmt(paced.get('p90_ms'), 2)} | "
+                 f"{fmt(paced.get('p99_ms'), 2)} | {fmt(paced.get('p999_ms'), 2)} |")
+
 small = [load("small-roundtrip-8")]
 large = [load("large-roundtrip-8")]
 many = load("many-roundtrip-64")
@@ -139,6 +241,26 @@ targets = [
     ("SendMessage p99 < 5 ms Redis-backed at 64 clients", 0 < redis_send_p99 < 5 and 0 < redis_roundtrip_send_p99 < 5,
      f"{redis_send_p99:.2f} ms sending only (Redis's AOF rewrites, see below); {redis_roundtrip_send_p99:.2f} ms in the round trip"),
     ("< 2 KiB of memory per queued 1 KiB message", 0 < per_message < 2048, f"{per_message:,.0f} B"),
+]
+for c in PEER_CONCURRENCY:
+    ssq_total = peer_total.get(("ssq", c), 0)
+    peers_total = {p: peer_total.get((p, c), 0) for p in ("bullmq", "rsmq")}
+    targets.append((f"total CPU per message ≤ BullMQ's and RSMQ's, C = {c}, one message per call",
+                    0 < ssq_total <= min(peers_total.values()),
+                    f"ssq {ssq_total:,.0f}, BullMQ {peers_total['bullmq']:,.0f}, RSMQ {peers_total['rsmq']:,.0f} ms per 1,000 "
+                    f"(the HTTP floor's three requests alone: {peer_total.get(('floor', c), 0):,.0f})"))
+evalsha_per_message = [commands_per_message(c).get("evalsha", 0) for c in PEER_CONCURRENCY]
+targets += [
+    ("one Redis round trip per commit: at most three per message (send, receive, delete), whatever the concurrency",
+     all(0 < e <= 3.05 for e in evalsha_per_message),
+     "EVALSHA per message at C = 1, 8, 64: " + ", ".join(f"{e:.2f}" for e in evalsha_per_message)),
+    ("memory-only server CPU per request ≤ 1.15 × the HTTP floor's (round trip, 64 clients)",
+     0 < ratio(cpu["memory"][0], cpu["floor"][0]) <= 1.15, f"{ratio(cpu['memory'][0], cpu['floor'][0]):.2f}"),
+    ("Redis-backed ≥ 0.8 of memory-only in requests/s (round trip, 64 clients)", ratio(rt["redis"], rt["memory"]) >= 0.8,
+     f"{ratio(rt['redis'], rt['memory']):.2f}; by server CPU per request {ratio(cpu['memory'][0], cpu['redis'][0]):.2f}"),
+    ("SendMessage p99 < 2 ms Redis-backed at 64 clients", 0 < redis_send_p99 < 2,
+     f"{redis_send_p99:.2f} ms in a closed loop (the floor's: {series(load('floor-send-64'), 'send').get('p99_ms', 0):.2f} ms); "
+     f"{series(load('redis-send-64-paced'), 'send').get('p99_ms', 0):.2f} ms at 5,000 sends/s"),
 ]
 lines += ["", "## Replica-acknowledged commits (`--redis-min-replicas`)", "",
           "One Redis primary (AOF everysec) with one replica on this machine, and two instances on it under key",

@@ -3,6 +3,7 @@
 #   (a) the HTTP floor (ssq-bench --serve-floor: fixed answers, no queue work),
 #   (b) ssq memory-only, (c) ssq Redis-backed, (d) moto's server mode,
 #   (e) ssq on a Redis primary with a replica, with and without --redis-min-replicas 1,
+#   (f) ssq against BullMQ and RSMQ on one Redis (bench/peers.sh), CPU per message,
 # with the same load generator, then the scale checks, and writes
 # docs/benchmarks.md and docs/benchmarks.svg.
 # BENCH_DURATION (seconds per run, default 5) shortens or lengthens it.
@@ -63,7 +64,7 @@ run() { # target scenario concurrency [extra args...]
   local pid pids=()
   for pid in ${SERVER_PIDS[$target]:-}; do pids+=(--server-pid "$pid"); done
   $GEN $BENCH --endpoint "${URL[$target]}" --scenario "$scenario" --concurrency "$concurrency" --duration "$DURATION" \
-    --quiet --label "$target" --json "$OUT/$target-$scenario-$concurrency.json" "${pids[@]}" "$@" >/dev/null
+    --quiet --label "$target" --json "$OUT/$target-$scenario-$concurrency${SUFFIX:-}.json" "${pids[@]}" "$@" >/dev/null
 }
 
 # Round trip against concurrency, interleaved so that machine noise hits all
@@ -84,6 +85,10 @@ for target in floor memory redis; do
   # messages/s at most here); the floor always has a message to give.
   if [ $target = floor ]; then prefill=0; else prefill=$(( (DURATION + 2) * 50000 )); fi
   run $target receive 64 --prefill $prefill
+done
+# Send latency below capacity: sends paced at 5,000/s over 64 clients.
+for target in floor memory redis; do
+  SUFFIX=-paced run $target send 64 --send-rate 5000
 done
 # Replica-acknowledged commits: a primary (AOF everysec) with one replica, and
 # on it two instances under key prefixes of their own, one answering once the
@@ -156,6 +161,9 @@ echo "{\"metrics_scrape_ms\": $(( ($(date +%s%N) - scrape_started) / 1000000 ))}
 
 # 1,000 concurrent long-polling consumers, one producer at 500 messages/s.
 run memory longpoll 1000 --rate 500
+
+# Against BullMQ and RSMQ on a Redis of their own (with ssq on it too).
+bash bench/peers.sh "$OUT" "$DURATION"
 
 # Restore of 1,000,000 messages and failover times are measured by
 # `cargo bench --bench restore` and `cargo bench --bench failover`.

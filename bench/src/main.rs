@@ -666,7 +666,7 @@ async fn pipeline_round(
 /// The `pipeline` scenario: a warm-up round of one second, unmeasured, then
 /// the measured round, with the CPU time of this process and of the servers.
 async fn pipeline(sqs: &Arc<Sqs>, queue: &Arc<Requests>, options: &Options) {
-    pipeline_round(sqs, queue, options, options.warmup).await;
+    let (warmup, _) = pipeline_round(sqs, queue, options, options.warmup).await;
     // The warm-up's consumers end within their one-second poll.
     tokio::time::sleep(Duration::from_millis(1_100)).await;
     // This process, then each server (ssq, Redis) in the order given.
@@ -717,6 +717,7 @@ async fn pipeline(sqs: &Arc<Sqs>, queue: &Arc<Requests>, options: &Options) {
             "client_cpu_seconds": client_cpu, "server_cpu_seconds": server_cpu,
             "server_cpu_seconds_each": server_cpu_each,
             "cpu_ms_per_1000_messages": per_thousand, "send_p50_ms": q(0.5), "send_p99_ms": q(0.99),
+            "warmup_messages": warmup.sent.load(Ordering::Acquire),
             "requests": requests, "cpu_us_per_request": total_cpu * 1e6 / requests.max(1) as f64,
         });
         if let Err(e) = std::fs::write(path, serde_json::to_string_pretty(&document).unwrap()) {
