@@ -172,7 +172,28 @@ for c in PEER_CONCURRENCY:
         lines.append(f"| {c} | HTTP floor: the generator's three requests to a server that does nothing | {floor:,.0f} | | | | |")
 lines += ["", "ssq's total counts its Redis too (the node peers' Redis is their server). The HTTP floor row is three times",
           "the CPU per request of the same pipeline against `ssq-bench --serve-floor`: what the three HTTP exchanges of",
-          "one message cost before ssq does anything."]
+          "one message cost before ssq does anything.", "",
+          "What each does, and where (the fairness notes):", "",
+          "- **ssq**: the queue logic runs in ssq, in memory; Redis only stores. Every change is in Redis before its",
+          "  answer (write-before-ack), in one Lua script per group commit that first checks this instance still holds",
+          "  the leader lock (fencing: a deposed leader cannot write). A received message stays invisible for its",
+          "  visibility timeout across a failover, receipt handles stay valid, and FIFO order and deduplication hold.",
+          "  Clients speak the SQS API over HTTP, so each message costs three HTTP exchanges (send, receive, delete) on",
+          "  top of three commits at most. Its load generator is `ssq-bench`, a Rust client on reqwest, one of the",
+          "  cheaper clients an SQS user could run (an AWS SDK does more per request: signing, retries).",
+          "- **BullMQ**: the job logic runs in Lua scripts inside Redis, driven by the Node.js library, which is the",
+          "  client: `add` is one script; the Worker moves a job to active and, on completion, to finished (removed here)",
+          "  and fetches the next in the same script; it also writes an event stream entry per state change. An active",
+          "  job holds a lock that the worker renews; a job whose lock lapses is found stalled and retried, BullMQ's",
+          "  form of a visibility timeout. Writers are not fenced: any client may write any key. Durability is Redis's.",
+          "- **RSMQ**: a send reads the queue's settings, then adds the message in a MULTI; a receive reads the",
+          "  settings, then runs a small Lua script that takes the first visible message and moves its visibility",
+          "  deadline; a delete is a MULTI. No blocking receive (its consumers poll; here a 10 ms pause after an empty",
+          "  receive), no FIFO groups, no deduplication, no dead letters, no fencing. Durability is Redis's.",
+          "",
+          "All three use the same Redis, so its AOF costs all alike. With every process on two cores, requests per",
+          "second would say more about which process got which core than about the systems: CPU per message is the",
+          "comparison that holds."]
 
 
 def commands_per_message(c):
