@@ -13,7 +13,7 @@ use std::time::Instant;
 
 use axum::Router;
 use axum::body::{Body, Bytes};
-use axum::extract::State;
+use axum::extract::{Request, State};
 use axum::http::{HeaderMap, Method, StatusCode, Uri, header};
 use axum::response::{IntoResponse, Response};
 use axum::routing::get;
@@ -148,15 +148,9 @@ fn queue_path_routes() -> Router<Arc<AppState>> {
 
 /// GET on a queue URL: a Query call when it names an action; anything else
 /// is an operation SQS does not know, answered as AWS answers it.
-async fn queue_get(
-    state: State<Arc<AppState>>,
-    method: Method,
-    uri: Uri,
-    headers: HeaderMap,
-    body: Body,
-) -> Response {
-    if is_query_get(&uri) {
-        return sqs(state, method, uri, headers, body).await;
+async fn queue_get(state: State<Arc<AppState>>, request: Request) -> Response {
+    if is_query_get(request.uri()) {
+        return sqs(state, request).await;
     }
     query::unknown_operation()
 }
@@ -187,21 +181,19 @@ impl Wire {
     }
 }
 
-async fn sqs(
-    State(state): State<Arc<AppState>>,
-    method: Method,
-    uri: Uri,
-    headers: HeaderMap,
-    body: Body,
-) -> Response {
+/// An SQS call. It takes the request whole: axum's `HeaderMap` extractor
+/// would copy every header.
+async fn sqs(State(state): State<Arc<AppState>>, request: Request) -> Response {
+    let (parts, body) = request.into_parts();
+    let (method, uri, headers) = (&parts.method, &parts.uri, &parts.headers);
     let started = Instant::now();
     let request_id = crate::random::uuid().to_string();
-    let wire = Wire::of(&headers);
-    let (action, result) = match admit(&state, wire, &method, &uri, &headers, body).await {
+    let wire = Wire::of(headers);
+    let (action, result) = match admit(&state, wire, method, uri, headers, body).await {
         Err(error) => (None, Err(error)),
         Ok((action, _, _body)) if !state.leadership.is_serving() => (Some(action), Err(not_serving(&state))),
         Ok((action, input, _body)) => {
-            let ctx = state.context(&uri, &headers);
+            let ctx = state.context(uri, headers);
             let result = run(&state, &ctx, wire, action, input).await;
             (Some(action), result.map(|output| (action, output)))
         }
@@ -209,7 +201,7 @@ async fn sqs(
     let label = action.map_or("unknown", Action::name);
     record(&state, label, &result, started);
     match result {
-        Ok((action, output)) => answer(&headers, &request_id, action, output),
+        Ok((action, output)) => answer(headers, &request_id, action, output),
         Err(error) => answer_error(&state, wire, &request_id, label, &error),
     }
 }
@@ -415,15 +407,9 @@ fn add_leader_headers(state: &AppState, response: &mut Response) {
 
 /// `GET /` on the SQS address: an SQS Query request sent as a GET, else the
 /// admin page, unless that lives on the admin address.
-async fn home(
-    state: State<Arc<AppState>>,
-    method: Method,
-    uri: Uri,
-    headers: HeaderMap,
-    body: Body,
-) -> Response {
-    if is_query_get(&uri) {
-        return sqs(state, method, uri, headers, body).await;
+async fn home(state: State<Arc<AppState>>, request: Request) -> Response {
+    if is_query_get(request.uri()) {
+        return sqs(state, request).await;
     }
     if state.admin_apart {
         return (
@@ -432,7 +418,7 @@ async fn home(
         )
             .into_response();
     }
-    admin::page(state, headers).await
+    admin::page(state, request.into_parts().0.headers).await
 }
 
 fn accepts_json(headers: &HeaderMap) -> bool {
