@@ -1,7 +1,9 @@
 #!/usr/bin/env bash
 # Two builds of ssq side by side in one run: `make bench-compare OLD=path/to/ssq`
 # (NEW defaults to target/release/ssq). Each build runs memory-only and
-# Redis-backed (a redis-server of its own, AOF everysec as in `make bench`);
+# Redis-backed: both builds on one redis-server (AOF everysec as in `make
+# bench`), each under a key prefix of its own, so that Redis's AOF rewrites,
+# which run on the same cores, cost both alike;
 # the round trip (send, receive, delete) at 8 and 64 clients and sends at
 # 64 clients are run ROUNDS times (default 3), the builds alternating and
 # their order turning each round so that machine noise hits both alike.
@@ -39,14 +41,15 @@ free_port() { python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",
 wait_port() { for _ in $(seq 1 200); do (echo >/dev/tcp/127.0.0.1/"$1") 2>/dev/null && return 0; sleep 0.05; done; echo "nothing listens on $1" >&2; return 1; }
 
 declare -A URL SERVER_PIDS
+redis_port=$(free_port); dir=$(mktemp -d); REDIS_DIRS+=("$dir")
+$SRV redis-server --port $redis_port --bind 127.0.0.1 --save "" --appendonly yes --appendfsync everysec --dir "$dir" >/dev/null & PIDS+=($!)
+redis_pid=$!
+wait_port $redis_port
 for build in old new; do
   binary=$OLD; [ $build = new ] && binary=$NEW
-  memory=$(free_port); redis=$(free_port); redis_port=$(free_port); dir=$(mktemp -d); REDIS_DIRS+=("$dir")
+  memory=$(free_port); redis=$(free_port)
   RUST_LOG=warn $SRV "$binary" --listen 127.0.0.1:$memory 2>/dev/null & PIDS+=($!); SERVER_PIDS[$build-memory]=$!
-  $SRV redis-server --port $redis_port --bind 127.0.0.1 --save "" --appendonly yes --appendfsync everysec --dir "$dir" >/dev/null & PIDS+=($!)
-  redis_pid=$!
-  wait_port $redis_port
-  RUST_LOG=warn $SRV "$binary" --listen 127.0.0.1:$redis --redis-url redis://127.0.0.1:$redis_port 2>/dev/null & PIDS+=($!)
+  RUST_LOG=warn $SRV "$binary" --listen 127.0.0.1:$redis --redis-url redis://127.0.0.1:$redis_port --redis-prefix "$build" 2>/dev/null & PIDS+=($!)
   SERVER_PIDS[$build-redis]="$! $redis_pid"
   wait_port $memory; wait_port $redis
   URL[$build-memory]=http://127.0.0.1:$memory; URL[$build-redis]=http://127.0.0.1:$redis

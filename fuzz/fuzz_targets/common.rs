@@ -1,14 +1,15 @@
 //! Runs one decoded request through the whole action layer on a fresh
-//! memory-only service, on a paused clock (long polls then cost nothing).
+//! memory-only service, on a paused clock (long polls then cost nothing),
+//! its answer rendered by `R` as its wire format renders it.
 
 use std::sync::Arc;
 
-use ssq::api::{Action, Api, Input, RequestContext, dispatch};
+use ssq::api::{Action, Api, Input, Render, RequestContext, dispatch};
 use ssq::clock::SystemClock;
 use ssq::metrics::Metrics;
 use ssq::service::Service;
 
-pub fn run(action: Action, input: Input) {
+pub fn run<R: Render>(action: Action, input: Input) {
     let runtime = tokio::runtime::Builder::new_current_thread()
         .enable_time()
         .start_paused(true)
@@ -27,10 +28,10 @@ pub fn run(action: Action, input: Input) {
         // A queue for the request to find, of either kind.
         for name in ["q", "q.fifo"] {
             let tree = serde_json::json!({"QueueName": name, "Attributes": if name.ends_with(".fifo") { serde_json::json!({"FifoQueue": "true"}) } else { serde_json::json!({}) }});
-            dispatch(&api, &ctx, Action::CreateQueue, Input::Tree(tree)).await.expect("the queues are valid");
+            dispatch::<R>(&api, &ctx, Action::CreateQueue, Input::Tree(tree)).await.expect("the queues are valid");
         }
         // Any answer is fine; a panic or a hang is not. Errors must be SQS's.
-        if let Err(error) = dispatch(&api, &ctx, action, input).await {
+        if let Err(error) = dispatch::<R>(&api, &ctx, action, input).await {
             assert_ne!(error.code, ssq::error::ErrorCode::InternalError, "{error}");
         }
     });

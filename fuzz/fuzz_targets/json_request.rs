@@ -11,5 +11,5 @@ mod common;
 fuzz_target!(|data: &[u8]| {
     let Some((&pick, body)) = data.split_first() else { return };
     let action = Action::ALL[pick as usize % Action::ALL.len()];
-    common::run(action, Input::Json(body.to_vec().into()));
+    common::run::<ssq::api::AsJson>(action, Input::Json(body.to_vec().into()));
 });

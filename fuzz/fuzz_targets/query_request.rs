@@ -14,6 +14,6 @@ fuzz_target!(|data: &[u8]| {
         None => (data, None),
     };
     if let Ok((action, tree)) = ssq::protocol::query::parse(body, url_query, Some("/000000000000/q")) {
-        common::run(action, Input::Tree(tree));
+        common::run::<ssq::api::AsTree>(action, Input::Tree(tree));
     }
 });
