@@ -27,21 +27,10 @@ rm -rf "$OUT" && mkdir -p "$OUT"
 command -v redis-server >/dev/null || { echo "redis-server is needed: apt-get install redis-server" >&2; exit 1; }
 cargo build --release -q -p ssq-bench
 BENCH=target/release/ssq-bench
-CPUS=$(nproc)
-if [ "$CPUS" -ge 2 ] && command -v taskset >/dev/null; then
-  GEN="taskset -c 0-$(( CPUS / 2 - 1 ))"; SRV="taskset -c $(( CPUS / 2 ))-$(( CPUS - 1 ))"
-else
-  GEN=""; SRV=""
-fi
-PIDS=()
-cleanup() { for pid in "${PIDS[@]}"; do kill "$pid" 2>/dev/null || true; done; wait 2>/dev/null || true; rm -rf "${REDIS_DIRS[@]}"; }
-REDIS_DIRS=()
-trap cleanup EXIT
-free_port() { python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])'; }
-wait_port() { for _ in $(seq 1 200); do (echo >/dev/tcp/127.0.0.1/"$1") 2>/dev/null && return 0; sleep 0.05; done; echo "nothing listens on $1" >&2; return 1; }
+source bench/lib.sh
 
 declare -A URL SERVER_PIDS
-redis_port=$(free_port); dir=$(mktemp -d); REDIS_DIRS+=("$dir")
+redis_port=$(free_port); dir=$(mktemp -d); TEMP_DIRS+=("$dir")
 $SRV redis-server --port $redis_port --bind 127.0.0.1 --save "" --appendonly yes --appendfsync everysec --dir "$dir" >/dev/null & PIDS+=($!)
 redis_pid=$!
 wait_port $redis_port

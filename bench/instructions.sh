@@ -19,11 +19,12 @@ command -v valgrind >/dev/null || { echo "valgrind is needed: apt-get install va
 cargo build --release -q -p ssq-bench
 BENCH=target/release/ssq-bench
 
-free_port() { python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])'; }
-wait_port() { for _ in $(seq 1 600); do (echo >/dev/tcp/127.0.0.1/"$1") 2>/dev/null && return 0; sleep 0.05; done; echo "nothing listens on $1" >&2; return 1; }
+source bench/lib.sh
+WAIT_PORT_TRIES=600   # ssq under valgrind starts slowly
 REDIS_PID=""
+# Only the Redis of the measurement running stays behind: ssq is stopped by
+# each measurement itself.
 cleanup() { [ -n "$REDIS_PID" ] && kill "$REDIS_PID" 2>/dev/null; wait 2>/dev/null || true; }
-trap cleanup EXIT
 
 # measure <label> <binary> <target> <workload: idle|fill|roundtrip>: prints "instructions requests"
 measure() {

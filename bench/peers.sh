@@ -24,20 +24,11 @@ if [ ! -d bench/peers/node_modules/bullmq ] || [ ! -d bench/peers/node_modules/r
   npm ci --prefix bench/peers --no-audit --no-fund --loglevel=error
 fi
 
-if [ "$(nproc)" -ge 2 ] && command -v taskset >/dev/null; then
-  GEN="taskset -c 0"; SRV="taskset -c 1"
-else
-  GEN=""; SRV=""
-fi
-PIDS=()
-cleanup() { for pid in "${PIDS[@]}"; do kill "$pid" 2>/dev/null || true; done; wait 2>/dev/null || true; }
-trap cleanup EXIT
-free_port() { python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])'; }
-wait_port() { for _ in $(seq 1 200); do (echo >/dev/tcp/127.0.0.1/"$1") 2>/dev/null && return 0; sleep 0.05; done; echo "nothing listens on $1" >&2; return 1; }
+source bench/lib.sh
 
 # One Redis for all, as Redis ships it but for AOF everysec (so its default
 # AOF rewrites run too).
-REDIS=$(free_port); REDIS_DIR=$(mktemp -d)
+REDIS=$(free_port); REDIS_DIR=$(mktemp -d); TEMP_DIRS+=("$REDIS_DIR")
 $SRV redis-server --port "$REDIS" --bind 127.0.0.1 --save "" --appendonly yes --appendfsync everysec --dir "$REDIS_DIR" >/dev/null &
 REDIS_PID=$!; PIDS+=($REDIS_PID)
 wait_port "$REDIS"

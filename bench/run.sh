@@ -23,24 +23,7 @@ fi
 
 BENCH=target/release/ssq-bench
 SSQ=target/release/ssq
-# The load generator and the servers under test get CPUs of their own (the
-# first half for the generator, the rest for the servers and Redis), so that
-# they do not take turns on the same cores and each server's CPU time per
-# request can be read apart. One CPU: everything shares it.
-CPUS=$(nproc)
-if [ "$CPUS" -ge 2 ] && command -v taskset >/dev/null; then
-  span() { if [ "$1" = "$2" ]; then echo "$1"; else echo "$1-$2"; fi; }
-  GEN_CPUS=$(span 0 $(( CPUS / 2 - 1 ))); SRV_CPUS=$(span $(( CPUS / 2 )) $(( CPUS - 1 )))
-  GEN="taskset -c $GEN_CPUS"; SRV="taskset -c $SRV_CPUS"
-else
-  GEN_CPUS=all; SRV_CPUS=all; GEN=""; SRV=""
-fi
-PIDS=()
-cleanup() { for pid in "${PIDS[@]}"; do kill "$pid" 2>/dev/null || true; done; wait 2>/dev/null || true; }
-trap cleanup EXIT
-
-free_port() { python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])'; }
-wait_port() { for _ in $(seq 1 200); do (echo >/dev/tcp/127.0.0.1/"$1") 2>/dev/null && return 0; sleep 0.05; done; echo "nothing listens on $1" >&2; return 1; }
+source bench/lib.sh
 rss_kib() { awk '/VmRSS/ {print $2}' "/proc/$1/status"; }
 
 FLOOR=$(free_port); MEM=$(free_port); RED=$(free_port); MOTO=$(free_port); REDIS=$(free_port)

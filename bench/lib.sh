@@ -1,0 +1,33 @@
+# Sourced by the bench scripts: free ports, the CPU split between the load
+# generator and the servers, and stopping what a script started.
+
+free_port() { python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])'; }
+# Waits for something to listen on port $1, 50 ms at a time, WAIT_PORT_TRIES
+# times (200 unless set; a server under valgrind starts slowly).
+wait_port() {
+  for _ in $(seq 1 "${WAIT_PORT_TRIES:-200}"); do (echo >/dev/tcp/127.0.0.1/"$1") 2>/dev/null && return 0; sleep 0.05; done
+  echo "nothing listens on $1" >&2; return 1
+}
+
+# The load generator and the servers under test get CPUs of their own (the
+# first half for the generator, the rest for the servers and Redis), so that
+# they do not take turns on the same cores and each server's CPU time per
+# request can be read apart. One CPU: everything shares it.
+CPUS=$(nproc)
+if [ "$CPUS" -ge 2 ] && command -v taskset >/dev/null; then
+  span() { if [ "$1" = "$2" ]; then echo "$1"; else echo "$1-$2"; fi; }
+  GEN_CPUS=$(span 0 $(( CPUS / 2 - 1 ))); SRV_CPUS=$(span $(( CPUS / 2 )) $(( CPUS - 1 )))
+  GEN="taskset -c $GEN_CPUS"; SRV="taskset -c $SRV_CPUS"
+else
+  GEN_CPUS=all; SRV_CPUS=all; GEN=""; SRV=""
+fi
+
+# Processes to stop and directories to remove when the script exits.
+PIDS=()
+TEMP_DIRS=()
+cleanup() {
+  for pid in "${PIDS[@]}"; do kill "$pid" 2>/dev/null || true; done
+  wait 2>/dev/null || true
+  rm -rf "${TEMP_DIRS[@]}"
+}
+trap cleanup EXIT
