@@ -83,10 +83,7 @@ impl AppState {
                     .and_then(|h| h.to_str().ok())
                     .filter(|h| !h.is_empty() && h.bytes().all(|b| b.is_ascii_graphic()))
                     .unwrap_or("localhost");
-                let mut url = String::with_capacity("http://".len() + host.len());
-                url.push_str("http://");
-                url.push_str(host);
-                url
+                ["http://", host].concat()
             }
         };
         RequestContext {

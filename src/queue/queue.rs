@@ -44,8 +44,8 @@ pub struct Queue {
     /// recorded with the queue's settings ([`Queue::record_meta`]).
     pub move_tasks: Vec<MoveTaskRecord>,
     next_seq: u64,
-    /// The sequence numbers below this are reserved in the store: see
-    /// [`Queue::take_seq`].
+    /// While the queue is journaled, the sequence numbers below this are
+    /// reserved in the store: see [`Queue::take_seq`].
     seq_ceiling: u64,
     last_purge_at: Option<u64>,
     /// The DeduplicationScope the queue was created with, which its
@@ -374,7 +374,6 @@ impl Queue {
             queue.next_seq = queue.next_seq.max(message.seq + 1);
             queue.insert(message);
         }
-        queue.seq_ceiling = queue.next_seq;
         for (key, entry) in dedup {
             queue.dedup.insert(key, entry);
         }
@@ -401,7 +400,9 @@ impl Queue {
     /// Starts recording changes.
     pub fn enable_journal(&mut self) {
         self.journal = Some(Vec::new());
-        // Nothing reserved in the store yet: the next send reserves.
+        // The store holds no reservation at or above the next number (a
+        // restored queue's next number is the stored ceiling): the next
+        // send reserves a block.
         self.seq_ceiling = self.next_seq;
     }
 
