@@ -232,20 +232,10 @@ async fn the_operational_endpoints_can_have_an_address_of_their_own() {
         let on_sqs = reqwest::get(format!("{}{path}", server.url)).await.unwrap();
         assert_eq!(on_sqs.status(), 404, "{path} is not on the SQS address");
     }
-    let metrics = reqwest::get(format!("http://{admin}/metrics"))
-        .await
-        .unwrap()
-        .text()
-        .await
-        .unwrap();
+    let metrics = common::get_text(&format!("http://{admin}/metrics")).await;
     assert!(metrics.contains("ssq_requests_total"));
     // The admin page's queue URLs point at the SQS address, not its own.
-    let overview = reqwest::get(format!("http://{admin}/admin/api/overview"))
-        .await
-        .unwrap()
-        .text()
-        .await
-        .unwrap();
+    let overview = common::get_text(&format!("http://{admin}/admin/api/overview")).await;
     assert!(
         overview.contains(&format!("\"url\":\"{}/000000000000/split\"", server.url)),
         "{overview}"

@@ -141,12 +141,7 @@ async fn shows_visible_messages_and_on_request_invisible_and_delayed_ones() {
     // The queue in the path, and the XML answer without Accept.
     let (status, doc, _) = peek(&server, "/_aws/sqs/messages/us-east-1/000000000000/browse").await;
     assert_eq!((status, bodies(&doc)), (200, vec!["two".to_string()]));
-    let xml = reqwest::get(format!("{}/_aws/sqs/messages?{q}", server.url))
-        .await
-        .unwrap()
-        .text()
-        .await
-        .unwrap();
+    let xml = common::get_text(&format!("{}/_aws/sqs/messages?{q}", server.url)).await;
     assert!(
         xml.contains("<Body>two</Body>") && !xml.contains("<Body>one</Body>"),
         "{xml}"

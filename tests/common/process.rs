@@ -134,6 +134,7 @@ impl Server {
     }
 
     /// GET `path`, or None if the instance does not answer within 500 ms.
+    /// (A test that expects an answer takes [`get_text`].)
     pub async fn get(&self, path: &str) -> Option<(u16, String)> {
         let client = reqwest::Client::builder()
             .timeout(Duration::from_millis(500))
@@ -217,4 +218,9 @@ pub async fn single_leader(nodes: &[Server], limit: Duration) -> usize {
         );
         tokio::time::sleep(Duration::from_millis(10)).await;
     }
+}
+
+/// The body of a GET that must be answered.
+pub async fn get_text(url: &str) -> String {
+    reqwest::get(url).await.unwrap().text().await.unwrap()
 }
