@@ -72,13 +72,14 @@ impl ActivityHistory {
         rates
     }
 
-    /// Samples `service` until `stopped` turns true.
-    pub async fn run(self: Arc<Self>, service: Arc<Service>, mut stopped: watch::Receiver<bool>) {
+    /// Samples the queues of `services` (one per shard) until `stopped`
+    /// turns true.
+    pub async fn run(self: Arc<Self>, services: Vec<Arc<Service>>, mut stopped: watch::Receiver<bool>) {
         let mut every = tokio::time::interval(SAMPLE_EVERY);
         every.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
         loop {
             tokio::select! {
-                _ = every.tick() => self.record(service.activity_by_queue()),
+                _ = every.tick() => self.record(services.iter().flat_map(|s| s.activity_by_queue()).collect()),
                 _ = stopped.changed() => return,
             }
         }
@@ -137,7 +138,7 @@ mod tests {
             .unwrap();
         let history = Arc::new(ActivityHistory::default());
         let (stop, stopped) = watch::channel(false);
-        let task = tokio::spawn(history.clone().run(service, stopped));
+        let task = tokio::spawn(history.clone().run(vec![service], stopped));
         tokio::time::sleep(SAMPLE_EVERY * 3 + Duration::from_millis(1)).await;
         assert_eq!(history.rates("q").sent.len(), 3, "four readings");
         stop.send(true).unwrap();

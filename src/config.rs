@@ -38,10 +38,18 @@ pub struct Config {
     #[arg(long, env = "SSQ_ADMIN_LISTEN")]
     pub admin_listen: Option<SocketAddr>,
 
-    /// Redis URL, e.g. redis://127.0.0.1:6379. Unset: memory-only mode, one
-    /// instance, no failover, state lost on exit.
+    /// Redis URL, e.g. redis://127.0.0.1:6379, or
+    /// redis-cluster://host:port[,host:port...] for Redis Cluster. Unset:
+    /// memory-only mode, one instance, no failover, state lost on exit.
     #[arg(long, env = "SSQ_REDIS_URL")]
     pub redis_url: Option<String>,
+
+    /// Shards the queues are spread over, each led by one instance of the
+    /// group: 1 (the default) is one leader for every queue and passives
+    /// beside it. Every instance of a group must run with the same count;
+    /// needs Redis. See docs/operations.md.
+    #[arg(long, env = "SSQ_SHARDS", default_value_t = 1, value_parser = clap::value_parser!(u16).range(1..=1024))]
+    pub shards: u16,
 
     /// This instance's id in logs, metrics and the leader lock [default: hostname-pid].
     #[arg(long, env = "SSQ_NODE_ID", value_parser = parse_node_id)]

@@ -70,6 +70,8 @@ pub type LockError = String;
 /// The leader lock: acquire with a fresh token, renew, release.
 pub trait LockStore: Send + Sync + 'static {
     fn acquire(&self) -> impl Future<Output = Result<Acquire, LockError>> + Send;
+    /// The holder's token, without taking the lock.
+    fn holder(&self) -> impl Future<Output = Result<Option<String>, LockError>> + Send;
     fn renew(&self, token: &str) -> impl Future<Output = Result<bool, LockError>> + Send;
     fn release(&self, token: &str) -> impl Future<Output = Result<bool, LockError>> + Send;
 }
@@ -101,6 +103,40 @@ impl Reachability {
 /// state and calls [`Leadership::restored`] when the leader may serve.
 pub type LoadState = Arc<dyn Fn(u64) + Send + Sync>;
 
+/// What the shard map wants this instance to do with one shard.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Wish {
+    /// Lead it: take the lock whenever it is free.
+    Lead,
+    /// Leave it to another live instance: hand it off if leading, and take
+    /// it only if it stays without a leader for a whole lease (its chosen
+    /// leader may be unable to take it).
+    Yield,
+}
+
+/// What steers the elector besides its timer.
+#[derive(Clone)]
+pub struct Claim {
+    /// Woken when the holder lets go of the lock or the shard map changes.
+    pub wake: Arc<Notify>,
+    /// Whether the shard map gives the shard to this instance.
+    pub wish: Arc<dyn Fn() -> Wish + Send + Sync>,
+}
+
+impl Claim {
+    /// One shard for the whole group: always try to lead it.
+    pub fn always(wake: Arc<Notify>) -> Claim {
+        Claim {
+            wake,
+            wish: Arc::new(|| Wish::Lead),
+        }
+    }
+}
+
+/// How long a leader handing a shard off stops serving before it lets go,
+/// so that requests in flight get their writes committed under its lease.
+const HAND_OFF_GRACE: Duration = Duration::from_millis(200);
+
 /// Acquires and renews until `shutdown` turns true.
 pub async fn run_elector<S: LockStore>(
     leadership: Arc<Leadership>,
@@ -108,12 +144,26 @@ pub async fn run_elector<S: LockStore>(
     config: ElectionConfig,
     metrics: Arc<Metrics>,
     load_state: LoadState,
-    released: Arc<Notify>,
+    claim: Claim,
     mut shutdown: watch::Receiver<bool>,
 ) {
     let mut reachability = Reachability { reachable: None };
+    // Since when a passive that yields the shard has seen it without a leader.
+    let mut free_since: Option<Instant> = None;
     while !*shutdown.borrow() {
         let wait_until = if let Some((term, token)) = leadership.current_term() {
+            free_since = None;
+            if (claim.wish)() == Wish::Yield && leadership.stop_serving_to_hand_off(term) {
+                sleep(HAND_OFF_GRACE).await;
+                if let Some(token) = leadership.step_down(Some(term), StepDown::HandedOff) {
+                    match timeout(config.redis_timeout, store.release(&token)).await {
+                        Ok(Ok(_)) => {}
+                        Ok(Err(error)) => reachability.failed(&error),
+                        Err(_) => reachability.failed("releasing the lock timed out"),
+                    }
+                }
+                continue;
+            }
             let sent_at = Instant::now();
             let answer = timeout(config.redis_timeout, store.renew(&token)).await;
             metrics
@@ -139,47 +189,98 @@ pub async fn run_elector<S: LockStore>(
                 }
             }
             sent_at + config.renew_every
-        } else if leadership.role() == crate::leader::Role::Passive {
-            metrics.lock_acquire_attempts.inc();
-            let sent_at = Instant::now();
-            match timeout(config.redis_timeout, store.acquire()).await {
-                Ok(Ok(Acquire::Won(token))) => {
+        } else if leadership.role() == crate::leader::Role::Passive && (claim.wish)() == Wish::Yield {
+            // Another instance should lead this shard: watch, and take it
+            // only if it stays free for a whole lease.
+            match timeout(config.redis_timeout, store.holder()).await {
+                Ok(Ok(Some(token))) => {
                     reachability.ok();
-                    match LeaderInfo::parse(&token) {
-                        Some(info) => {
-                            if let Some(term) = leadership.acquired(info, sent_at) {
-                                load_state(term);
-                            }
-                        }
-                        None => tracing::error!(%token, "the lock holds a token ssq cannot read"),
-                    }
-                    sent_at + config.renew_every
-                }
-                Ok(Ok(Acquire::Held(token))) => {
-                    reachability.ok();
+                    free_since = None;
                     leadership.observe_leader(LeaderInfo::parse(&token));
-                    Instant::now() + config.retry_every
                 }
-                // No backoff beyond the retry interval: an attempt costs
-                // Redis one small script, and whatever kept Redis away (a
-                // restart, loading its data, a stall), some instance must
-                // lead within one interval of its answering again.
-                Ok(Err(error)) => {
-                    reachability.failed(&error);
-                    Instant::now() + config.retry_every
+                Ok(Ok(None)) => {
+                    reachability.ok();
+                    leadership.observe_leader(None);
+                    let since = *free_since.get_or_insert_with(Instant::now);
+                    if since.elapsed() >= config.ttl {
+                        free_since = None;
+                        try_to_take(
+                            &leadership,
+                            store.as_ref(),
+                            &config,
+                            &metrics,
+                            &load_state,
+                            &mut reachability,
+                        )
+                        .await;
+                    }
                 }
-                Err(_) => {
-                    reachability.failed("lock acquisition timed out");
-                    Instant::now() + config.retry_every
-                }
+                Ok(Err(error)) => reachability.failed(&error),
+                Err(_) => reachability.failed("reading the lock timed out"),
             }
+            Instant::now() + config.retry_every
+        } else if leadership.role() == crate::leader::Role::Passive {
+            free_since = None;
+            try_to_take(
+                &leadership,
+                store.as_ref(),
+                &config,
+                &metrics,
+                &load_state,
+                &mut reachability,
+            )
+            .await
         } else {
             return; // memory-only, or shutting down
         };
         tokio::select! {
             _ = sleep_until(wait_until) => {}
-            _ = released.notified(), if leadership.current_term().is_none() => {}
+            _ = claim.wake.notified(), if leadership.current_term().is_none() || (claim.wish)() == Wish::Yield => {}
             _ = shutdown.changed() => {}
+        }
+    }
+}
+
+/// One attempt to take the lock; returns when to act next.
+async fn try_to_take<S: LockStore>(
+    leadership: &Leadership,
+    store: &S,
+    config: &ElectionConfig,
+    metrics: &Metrics,
+    load_state: &LoadState,
+    reachability: &mut Reachability,
+) -> Instant {
+    metrics.lock_acquire_attempts.inc();
+    let sent_at = Instant::now();
+    match timeout(config.redis_timeout, store.acquire()).await {
+        Ok(Ok(Acquire::Won(token))) => {
+            reachability.ok();
+            match LeaderInfo::parse(&token) {
+                Some(info) => {
+                    if let Some(term) = leadership.acquired(info, sent_at) {
+                        load_state(term);
+                    }
+                }
+                None => tracing::error!(%token, "the lock holds a token ssq cannot read"),
+            }
+            sent_at + config.renew_every
+        }
+        Ok(Ok(Acquire::Held(token))) => {
+            reachability.ok();
+            leadership.observe_leader(LeaderInfo::parse(&token));
+            Instant::now() + config.retry_every
+        }
+        // No backoff beyond the retry interval: an attempt costs
+        // Redis one small script, and whatever kept Redis away (a
+        // restart, loading its data, a stall), some instance must
+        // lead within one interval of its answering again.
+        Ok(Err(error)) => {
+            reachability.failed(&error);
+            Instant::now() + config.retry_every
+        }
+        Err(_) => {
+            reachability.failed("lock acquisition timed out");
+            Instant::now() + config.retry_every
         }
     }
 }
@@ -218,11 +319,13 @@ pub async fn run_watchdog<S: LockStore>(
     }
 }
 
-/// Wakes the elector when the leader announces that it let go.
-pub async fn watch_releases(
+/// Wakes whoever waits on a channel's notice: each shard's elector when its
+/// leader announces that it let go, and in a sharded group the heartbeat
+/// when a member joined or left. `channels` pairs each channel with what
+/// it wakes.
+pub async fn watch_notices(
     subscriber: fred::clients::SubscriberClient,
-    channel: String,
-    released: Arc<Notify>,
+    channels: Vec<(String, Arc<Notify>)>,
     retry_every: Duration,
 ) {
     let mut messages = subscriber.message_rx();
@@ -230,14 +333,19 @@ pub async fn watch_releases(
     drop(subscriber.manage_subscriptions());
     // Only a subscription that succeeded is renewed after reconnections, so
     // the first one is retried until Redis takes it.
-    while let Err(error) = subscriber.subscribe(channel.clone()).await {
+    let names: Vec<String> = channels.iter().map(|(name, _)| name.clone()).collect();
+    while let Err(error) = subscriber.subscribe(names.clone()).await {
         tracing::debug!(%error, "subscribing to release notices failed; retrying");
         sleep(retry_every).await;
     }
+    let wake_all = || channels.iter().for_each(|(_, wake)| wake.notify_one());
     loop {
         match messages.recv().await {
-            Ok(_) => released.notify_one(),
-            Err(tokio::sync::broadcast::error::RecvError::Lagged(_)) => released.notify_one(),
+            Ok(message) => match channels.iter().find(|(name, _)| message.channel == name.as_str()) {
+                Some((_, wake)) => wake.notify_one(),
+                None => wake_all(),
+            },
+            Err(tokio::sync::broadcast::error::RecvError::Lagged(_)) => wake_all(),
             Err(tokio::sync::broadcast::error::RecvError::Closed) => {
                 sleep(Duration::from_millis(100)).await;
                 messages = subscriber.message_rx();
@@ -337,6 +445,13 @@ impl LockStore for RedisLock {
         Ok(Acquire::Won(token))
     }
 
+    async fn holder(&self) -> Result<Option<String>, LockError> {
+        self.client
+            .get(self.lock_key.as_str())
+            .await
+            .map_err(|e| e.to_string())
+    }
+
     async fn renew(&self, token: &str) -> Result<bool, LockError> {
         let args = vec![token.to_string(), self.ttl_ms.to_string()];
         let renewed = self
@@ -417,6 +532,10 @@ mod tests {
             .await
         }
 
+        async fn holder(&self) -> Result<Option<String>, LockError> {
+            self.answer(|s| s.holder.clone()).await
+        }
+
         async fn renew(&self, token: &str) -> Result<bool, LockError> {
             self.answer(|s| s.holder.as_deref() == Some(token)).await
         }
@@ -458,6 +577,7 @@ mod tests {
         let service = Arc::new(Service::new(Arc::new(SystemClock), metrics.clone()));
         let leadership = Arc::new(Leadership::new(
             "me".into(),
+            0,
             Role::Passive,
             config.step_down_after,
             service,
@@ -474,7 +594,7 @@ mod tests {
             config,
             metrics,
             Arc::new(move |term| restore.restored(term)),
-            released.clone(),
+            Claim::always(released.clone()),
             stopped.clone(),
         ));
         tokio::spawn(run_watchdog(leadership.clone(), lock.clone(), config, stopped));

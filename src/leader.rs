@@ -98,6 +98,10 @@ pub struct Leadership {
     /// The queues this leadership serves: dropped when it is lost.
     memory: Arc<dyn Memory>,
     metrics: Arc<Metrics>,
+    /// The shard this leadership is for (0 in an unsharded group).
+    shard: usize,
+    /// `ssq_leader{shard}`.
+    leader_gauge: prometheus::IntGauge,
 }
 
 struct Inner {
@@ -117,6 +121,8 @@ pub enum StepDown {
     DeadlinePassed,
     /// A fenced write found another leader's token.
     Fenced,
+    /// The shard map gives the shard to another live instance.
+    HandedOff,
 }
 
 impl StepDown {
@@ -125,6 +131,7 @@ impl StepDown {
             StepDown::RenewLost => "renew_lost",
             StepDown::DeadlinePassed => "deadline_passed",
             StepDown::Fenced => "fenced",
+            StepDown::HandedOff => "handed_off",
         }
     }
 
@@ -133,6 +140,7 @@ impl StepDown {
             StepDown::RenewLost => "renew lost: the lock holds another token or none",
             StepDown::DeadlinePassed => "deadline passed: no renewal succeeded in time",
             StepDown::Fenced => "fenced: a write found another leader's token",
+            StepDown::HandedOff => "handed off: the shard map gives this shard to another instance",
         }
     }
 }
@@ -140,6 +148,7 @@ impl StepDown {
 impl Leadership {
     pub fn new(
         node_id: String,
+        shard: usize,
         role: Role,
         step_down_after: Duration,
         memory: Arc<dyn Memory>,
@@ -150,7 +159,8 @@ impl Leadership {
         } else {
             NOT_SERVING
         };
-        metrics.leader.set(i64::from(role == Role::MemoryOnly));
+        let leader_gauge = metrics.leader.with_label_values(&[&shard.to_string()]);
+        leader_gauge.set(i64::from(role == Role::MemoryOnly));
         Leadership {
             node_id,
             step_down_after,
@@ -165,7 +175,13 @@ impl Leadership {
             changed: Notify::new(),
             memory,
             metrics,
+            shard,
+            leader_gauge,
         }
+    }
+
+    pub fn shard(&self) -> usize {
+        self.shard
     }
 
     fn lock(&self) -> MutexGuard<'_, Inner> {
@@ -269,7 +285,7 @@ impl Leadership {
         if let Some(sent) = inner.last_good_renew_sent {
             let until = self.nanos_since_origin(sent + self.step_down_after).max(1);
             self.serve_until.store(until, Ordering::Release);
-            self.metrics.leader.set(1);
+            self.leader_gauge.set(1);
             tracing::info!(node_id = %self.node_id, "serving as leader");
         }
         true
@@ -294,7 +310,7 @@ impl Leadership {
                 return false;
             }
         }
-        self.metrics.leader.set(0);
+        self.leader_gauge.set(0);
         self.memory.clear();
         true
     }
@@ -318,6 +334,22 @@ impl Leadership {
         self.changed.notify_waiters();
     }
 
+    /// Stops serving `term`, still holding the lock, to hand the shard off:
+    /// requests in flight finish under the lease, new ones go elsewhere.
+    /// Returns false if `term` is not the current term.
+    pub fn stop_serving_to_hand_off(&self, term: u64) -> bool {
+        {
+            let inner = self.lock();
+            if inner.role != Role::Leader || inner.term != term {
+                return false;
+            }
+            self.serve_until.store(NOT_SERVING, Ordering::Release);
+        }
+        self.leader_gauge.set(0);
+        tracing::info!(node_id = %self.node_id, shard = self.shard, "handing the shard off: stopped serving it");
+        true
+    }
+
     /// Stops leading, if `term` (or any term, for `None`) is the current
     /// one. Returns the token held, so that the caller may try to release it.
     pub fn step_down(&self, term: Option<u64>, why: StepDown) -> Option<String> {
@@ -333,7 +365,7 @@ impl Leadership {
             inner.leader.take().map(|l| l.token)
         };
         self.memory.clear();
-        self.metrics.leader.set(0);
+        self.leader_gauge.set(0);
         self.metrics.leader_transitions.inc();
         self.metrics.step_downs.with_label_values(&[why.label()]).inc();
         self.changed.notify_waiters();
@@ -368,7 +400,7 @@ impl Leadership {
             let token = inner.leader.as_ref().map(|l| l.token.clone());
             was_leader.then_some(token).flatten()
         };
-        self.metrics.leader.set(0);
+        self.leader_gauge.set(0);
         self.memory.close_long_polls();
         self.changed.notify_waiters();
         token
@@ -414,6 +446,7 @@ mod tests {
     fn leadership_with(memory: Arc<Counted>) -> Leadership {
         Leadership::new(
             "n1".into(),
+            0,
             Role::Passive,
             Duration::from_secs(3),
             memory,

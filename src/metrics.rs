@@ -20,8 +20,8 @@ pub struct Metrics {
     pub messages_deleted: IntCounter,
     queue_messages: IntGaugeVec,
     oldest_message_age: IntGaugeVec,
-    /// 1 while this instance serves queue calls.
-    pub leader: IntGauge,
+    /// 1 while this instance leads a shard and serves its queue calls, by shard.
+    pub leader: IntGaugeVec,
     pub leader_transitions: IntCounter,
     pub step_downs: IntCounterVec,
     pub lock_acquire_attempts: IntCounter,
@@ -30,6 +30,11 @@ pub struct Metrics {
     pub commit_writes: Histogram,
     pub commit_seconds: Histogram,
     pub commit_failures: IntCounter,
+    /// Shards this instance serves, set when scraped.
+    pub shards_led: IntGauge,
+    /// Requests this instance sent on to the leader of their queue's shard.
+    pub forwarded: IntCounterVec,
+    pub forward_seconds: Histogram,
 }
 
 impl Metrics {
@@ -84,12 +89,13 @@ impl Metrics {
             &["queue"],
         )
         .expect("valid metric");
-        let leader = IntGauge::with_opts(
+        let leader = IntGaugeVec::new(
             Opts::new(
                 "ssq_leader",
-                "1 while this instance is the leader and serves queue calls, else 0.",
+                "1 while this instance leads the shard and serves its queue calls, else 0 (one shard, 0, unless --shards).",
             )
             .const_label("node_id", node_id),
+            &["shard"],
         )
         .expect("valid metric");
         let leader_transitions = counter(
@@ -142,8 +148,35 @@ impl Metrics {
             "ssq_commit_failures_total",
             "Group commits that failed (not counting fenced ones).",
         );
+        let shards_led = IntGauge::new(
+            "ssq_shards_led",
+            "Shards this instance leads and serves (--shards; 1 or 0 in an unsharded group).",
+        )
+        .expect("valid metric");
+        let forwarded = IntCounterVec::new(
+            Opts::new(
+                "ssq_forwarded_requests_total",
+                "SQS requests for a queue of a shard led elsewhere, sent on to its leader, by outcome \
+                 (the HTTP status it answered, or no_leader, unreachable).",
+            ),
+            &["outcome"],
+        )
+        .expect("valid metric");
+        let forward_seconds = Histogram::with_opts(
+            HistogramOpts::new(
+                "ssq_forward_seconds",
+                "Time from sending a request on to a shard's leader to its answer (long polls included).",
+            )
+            .buckets(vec![
+                0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0, 20.0,
+            ]),
+        )
+        .expect("valid metric");
         for collector in [
             Box::new(requests.clone()) as Box<dyn prometheus::core::Collector>,
+            Box::new(shards_led.clone()),
+            Box::new(forwarded.clone()),
+            Box::new(forward_seconds.clone()),
             Box::new(request_seconds.clone()),
             Box::new(messages_sent.clone()),
             Box::new(messages_received.clone()),
@@ -180,6 +213,9 @@ impl Metrics {
             commit_writes,
             commit_seconds,
             commit_failures,
+            shards_led,
+            forwarded,
+            forward_seconds,
         }
     }
 

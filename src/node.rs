@@ -2,12 +2,13 @@
 //! listeners until a shutdown signal: the one wiring that `main.rs`, the
 //! integration tests and the benches all start.
 //!
-//! A node is the HTTP front (routers, request intake, credentials) and a
-//! [`Shard`]: the parts that lead one set of queues. A shard is its service,
-//! its leadership and, with Redis, its lock, its store (loader and
-//! committer) and the elector and watchdog tasks that keep the lock. Today a
-//! node has exactly one shard holding every queue; the shard is the unit
-//! that sharding will start several times in one process.
+//! A node is the HTTP front (routers, request intake, credentials) and its
+//! [`Shard`]s: the parts that lead one set of queues. A shard is its
+//! service, its leadership and, with Redis, its lock, its store (loader and
+//! committer) and the elector and watchdog tasks that keep the lock. An
+//! unsharded node has one shard holding every queue; with `--shards K` it
+//! has K, each elected on its own, and the group's membership (`group.rs`)
+//! tells each elector whether this instance should lead its shard.
 
 use std::future::Future;
 use std::net::SocketAddr;
@@ -23,9 +24,11 @@ use crate::activity::ActivityHistory;
 use crate::api::Api;
 use crate::clock::SystemClock;
 use crate::config::Config;
-use crate::election::{self, ElectionConfig, LockStore, RedisLock};
+use crate::election::{self, Claim, ElectionConfig, LockStore, RedisLock};
+use crate::group::Membership;
 use crate::http::admin::AdminState;
-use crate::http::{AppState, admin_router, router, sqs_router};
+use crate::http::forward::Forwarder;
+use crate::http::{AppState, ShardFront, admin_router, router, sqs_router};
 use crate::journal::Pending;
 use crate::leader::{Leadership, Role};
 use crate::listener::{ConnectionTimeouts, LimitedListener};
@@ -33,7 +36,9 @@ use crate::metrics::Metrics;
 use crate::replicas::ReplicaAcks;
 use crate::request_body::BodyBudget;
 use crate::service::{QueueSpec, Service};
+use crate::shards::{Catalog, Placement};
 use crate::sigv4::Credentials;
+use crate::store::catalog::RedisCatalog;
 use crate::store::committer::Committer;
 use crate::store::loader::Loader;
 use crate::store::{Layout, Store};
@@ -122,7 +127,24 @@ pub struct Node {
     node_id: String,
     metrics: Arc<Metrics>,
     credentials: Option<Credentials>,
-    shard: Shard,
+    placement: Placement,
+    shards: Vec<Shard>,
+    /// With Redis: what the shards share.
+    group: Option<RedisGroup>,
+}
+
+/// What the shards of a Redis-backed node share: the connections, the
+/// group's own keys and, in a sharded group, the membership.
+struct RedisGroup {
+    client: Client,
+    commit_client: Client,
+    acks: ReplicaAcks,
+    subscriber: SubscriberClient,
+    layout: Layout,
+    election: ElectionConfig,
+    membership: Option<Arc<Membership>>,
+    /// One per shard: wakes its elector (a release notice, a new map).
+    wakes: Vec<Arc<Notify>>,
 }
 
 impl Node {
@@ -136,51 +158,109 @@ impl Node {
         let credentials = config.credentials.as_ref().map(read_credentials).transpose()?;
         let node_id = config.node_id();
         let metrics = Arc::new(Metrics::new(&node_id));
-        let service = Service::new(Arc::new(SystemClock), metrics.clone())
-            .with_limits(config.limits())
-            .with_configured_queues(queues);
-        let shard = match config.redis() {
-            None => Shard::memory_only(service, &node_id, election.step_down_after, &metrics),
-            Some(target) => {
-                let client = crate::redis::client(&target).map_err(StartError::Config)?;
-                let subscriber = crate::redis::subscriber(&target).map_err(StartError::Config)?;
-                // WAIT blocks its connection: commits then get their own.
-                let commit_client = match acks.required() {
-                    true => crate::redis::client(&target).map_err(StartError::Config)?,
-                    false => client.clone(),
+        let count = usize::from(config.shards);
+        let placement = Placement::new(count, &config.account_id, &config.region);
+        let mut queues_of: Vec<Vec<QueueSpec>> = (0..count).map(|_| Vec::new()).collect();
+        for queue in queues {
+            queues_of[placement.shard_of(&queue.name)].push(queue);
+        }
+        let services = queues_of.into_iter().map(|queues| {
+            Service::new(Arc::new(SystemClock), metrics.clone())
+                .with_limits(config.limits())
+                .with_configured_queues(queues)
+        });
+        let Some(target) = config.redis() else {
+            if count > 1 {
+                return Err(StartError::Config(format!(
+                    "--shards {count} needs Redis (--redis-url): shards are spread over the instances of a group \
+                     sharing one Redis; memory-only mode is one instance"
+                )));
+            }
+            let shards = services
+                .map(|service| Shard::memory_only(service, &node_id, election.step_down_after, &metrics))
+                .collect();
+            return Ok(Node {
+                config,
+                node_id,
+                metrics,
+                credentials,
+                placement,
+                shards,
+                group: None,
+            });
+        };
+        let client = crate::redis::client(&target).map_err(StartError::Config)?;
+        let subscriber = crate::redis::subscriber(&target).map_err(StartError::Config)?;
+        // WAIT blocks its connection: commits then get their own.
+        let commit_client = match acks.required() {
+            true => crate::redis::client(&target).map_err(StartError::Config)?,
+            false => client.clone(),
+        };
+        let wakes: Vec<Arc<Notify>> = (0..count).map(|_| Arc::new(Notify::new())).collect();
+        let membership = (count > 1).then(|| Arc::new(Membership::new(&node_id, wakes.clone())));
+        let layout_of = |shard: usize| match count {
+            1 => Layout::new(&config.redis_prefix),
+            _ => Layout::shard(&config.redis_prefix, shard),
+        };
+        let shards = services
+            .enumerate()
+            .map(|(index, service)| {
+                let claim = match &membership {
+                    None => Claim::always(wakes[index].clone()),
+                    Some(membership) => {
+                        let membership = membership.clone();
+                        Claim {
+                            wake: wakes[index].clone(),
+                            wish: Arc::new(move || membership.wish(index)),
+                        }
+                    }
                 };
                 Shard::in_redis(
+                    index,
                     service,
                     RedisShard {
-                        client,
-                        commit_client,
+                        client: client.clone(),
+                        commit_client: commit_client.clone(),
                         acks,
-                        subscriber,
-                        layout: Layout::new(&config.redis_prefix),
+                        layout: layout_of(index),
                         advertise_url: config.advertise_url(),
                         election,
                         commit_timeout: config.redis_timeout,
+                        claim,
                     },
                     &node_id,
                     &metrics,
                 )
-            }
-        };
+            })
+            .collect();
         Ok(Node {
-            config,
             node_id,
             metrics,
             credentials,
-            shard,
+            placement,
+            shards,
+            group: Some(RedisGroup {
+                client,
+                commit_client,
+                acks,
+                subscriber,
+                layout: Layout::new(&config.redis_prefix),
+                election,
+                membership,
+                wakes,
+            }),
+            config,
         })
     }
 
+    /// The first shard's service: the only one unless `--shards`.
     pub fn service(&self) -> &Arc<Service> {
-        &self.shard.service
+        &self.shards[0].service
     }
 
+    /// The first shard's leadership: the only one unless `--shards`.
     pub fn leadership(&self) -> &Arc<Leadership> {
-        &self.shard.leadership
+        &self.shards[0].leadership
     }
 
     pub fn metrics(&self) -> &Arc<Metrics> {
@@ -188,7 +268,9 @@ impl Node {
     }
 
     /// Runs the node on `listeners` until `shutdown` resolves, then refuses
-    /// new queue calls, lets those in flight finish and hands the lock over.
+    /// new queue calls, lets those in flight finish and hands the locks
+    /// over. Returns an error, after shutting down, if Redis holds data for
+    /// another shard count.
     pub async fn serve(
         self,
         listeners: Listeners,
@@ -199,33 +281,69 @@ impl Node {
             node_id,
             metrics,
             credentials,
-            shard,
+            placement,
+            shards,
+            group,
         } = self;
         let address = listeners.sqs.local_addr().unwrap_or(config.listen);
         let (stop_tasks, stopped) = watch::channel(false);
-        let running = shard.start(stopped).await?;
-        match &running.lock {
-            None => {
+        let (admit, admission) = watch::channel(match group {
+            None => Admission::Cleared,
+            Some(_) => Admission::Checking,
+        });
+        let mut running = Vec::with_capacity(shards.len());
+        for shard in shards {
+            running.push(shard.start(stopped.clone(), admission.clone()).await?);
+        }
+        let catalog = match &group {
+            None => None,
+            Some(group) => {
+                group.start(&running, admit, stopped.clone());
+                (placement.count() > 1).then(|| {
+                    Arc::new(RedisCatalog {
+                        client: group.client.clone(),
+                        shards: running.iter().filter_map(|r| r.layout.clone()).collect(),
+                    }) as Arc<dyn Catalog>
+                })
+            }
+        };
+        match (&group, placement.count()) {
+            (None, _) => {
                 tracing::info!(mode = "memory-only", listen = %address, node_id = %node_id, "ssq started");
                 tracing::warn!(
                     "memory-only mode: one instance, no failover; queues and messages are lost when it stops"
                 );
             }
-            Some(_) => tracing::info!(
+            (Some(_), 1) => tracing::info!(
                 mode = "redis", listen = %address, node_id = %node_id, advertise = %config.advertise_url(),
                 "ssq started as a passive; it serves once it holds the leader lock"
             ),
+            (Some(_), shards) => tracing::info!(
+                mode = "redis", shards, listen = %address, node_id = %node_id, advertise = %config.advertise_url(),
+                "ssq started in a sharded group; it leads the shards the group's map gives it and forwards the others"
+            ),
         }
-        let leadership = running.leadership.clone();
         let activity = Arc::new(ActivityHistory::default());
-        tokio::spawn(
-            activity
-                .clone()
-                .run(running.service.clone(), stop_tasks.subscribe()),
-        );
+        tokio::spawn(activity.clone().run(
+            running.iter().map(|r| r.service.clone()).collect(),
+            stop_tasks.subscribe(),
+        ));
+        let fronts = running
+            .iter()
+            .map(|r| ShardFront {
+                api: match &catalog {
+                    None => Api::new(r.service.clone()),
+                    Some(catalog) => Api::sharded(r.service.clone(), placement.clone(), catalog.clone()),
+                },
+                leadership: r.leadership.clone(),
+            })
+            .collect();
         let state = Arc::new(AppState {
-            api: Api::new(running.service.clone()),
-            leadership: leadership.clone(),
+            node_id: node_id.clone(),
+            shards: fronts,
+            placement,
+            membership: group.as_ref().and_then(|g| g.membership.clone()),
+            forwarder: Forwarder::new(&node_id),
             metrics,
             account_id: config.account_id.clone(),
             region: config.region.clone(),
@@ -260,11 +378,17 @@ impl Node {
                 "--idle-timeout is not above 20 s: long polls that wait longer will have their connection closed"
             );
         }
-        let (token_tx, token_rx) = oneshot::channel();
+        let (tokens_tx, tokens_rx) = oneshot::channel();
+        let leaderships: Vec<Arc<Leadership>> = running.iter().map(|r| r.leadership.clone()).collect();
+        let mut refusal = admission.clone();
         let shutdown = async move {
-            shutdown.await;
+            tokio::select! {
+                _ = shutdown => {}
+                _ = refusal.wait_for(|a| matches!(a, Admission::Refused(_))) => {}
+            }
             // Refuse new queue calls and end long polls; requests in flight finish.
-            let _ = token_tx.send(leadership.begin_shutdown());
+            let tokens: Vec<Option<String>> = leaderships.iter().map(|l| l.begin_shutdown()).collect();
+            let _ = tokens_tx.send(tokens);
         };
         let timeouts = ConnectionTimeouts {
             idle: config.idle_timeout,
@@ -273,11 +397,102 @@ impl Node {
         let listener = LimitedListener::new(listeners.sqs, config.max_connections, timeouts);
         crate::listener::serve(listener, app, shutdown).await;
         let _ = stop_tasks.send(true);
-        if let Ok(Some(token)) = token_rx.await {
-            running.release(&token).await;
+        if let Some(group) = &group
+            && let Some(membership) = &group.membership
+        {
+            crate::group::leave(membership, &group.client, &group.layout, group.election.ttl).await;
+        }
+        if let Ok(tokens) = tokens_rx.await {
+            let mut releases = tokio::task::JoinSet::new();
+            for (shard, token) in running.iter().zip(tokens) {
+                if let (Some(lock), Some(token)) = (shard.lock.clone(), token) {
+                    releases.spawn(release(lock, token));
+                }
+            }
+            releases.join_all().await;
+        }
+        if let Admission::Refused(why) = &*admission.borrow() {
+            return Err(StartError::Config(why.clone()));
         }
         tracing::info!("ssq stopped");
         Ok(())
+    }
+}
+
+/// Whether this instance may act on the data in Redis: only once the
+/// group's shard count is known to match its own.
+#[derive(Debug, Clone, PartialEq, Eq)]
+enum Admission {
+    Checking,
+    Cleared,
+    /// Redis holds data for another shard count: why, for the operator.
+    Refused(String),
+}
+
+/// Waits until the shard count is checked; false if this instance may not
+/// act (refused, or stopping first).
+async fn admitted(admission: &mut watch::Receiver<Admission>) -> bool {
+    matches!(
+        admission.wait_for(|a| *a != Admission::Checking).await.as_deref(),
+        Ok(Admission::Cleared)
+    )
+}
+
+impl RedisGroup {
+    /// Connects, listens for notices, checks the shard count and, once it
+    /// matches, lets the electors run and (sharded) starts the heartbeats.
+    fn start(
+        &self,
+        running: &[RunningShard],
+        admit: watch::Sender<Admission>,
+        stopped: watch::Receiver<bool>,
+    ) {
+        crate::redis::log_connection_errors(&self.client, "commands");
+        crate::redis::log_connection_errors(&self.subscriber, "release notices");
+        self.client.connect();
+        self.subscriber.connect();
+        if self.acks.required() {
+            crate::redis::log_connection_errors(&self.commit_client, "commits");
+            self.commit_client.connect();
+        }
+        let mut channels: Vec<(String, Arc<Notify>)> = running
+            .iter()
+            .zip(&self.wakes)
+            .filter_map(|(shard, wake)| Some((shard.lock.as_ref()?.release_channel.clone(), wake.clone())))
+            .collect();
+        if let Some(membership) = &self.membership {
+            channels.push((self.layout.members_channel(), membership.beat_now.clone()));
+        }
+        tokio::spawn(election::watch_notices(
+            self.subscriber.clone(),
+            channels,
+            self.election.retry_every,
+        ));
+        let (client, layout, election) = (self.client.clone(), self.layout.clone(), self.election);
+        let membership = self.membership.clone();
+        let shards = running.len();
+        tokio::spawn(async move {
+            match crate::group::check_shard_count(&client, &layout, shards, election.retry_every).await {
+                // Reported by `serve`, which returns it after shutting down.
+                Err(wrong) => {
+                    let _ = admit.send(Admission::Refused(wrong.to_string()));
+                }
+                Ok(()) => {
+                    let _ = admit.send(Admission::Cleared);
+                    if let Some(membership) = membership {
+                        crate::group::run_heartbeats(
+                            membership,
+                            client,
+                            layout,
+                            election.ttl,
+                            election.retry_every,
+                            stopped,
+                        )
+                        .await;
+                    }
+                }
+            }
+        });
     }
 }
 
@@ -310,11 +525,12 @@ struct RedisShard {
     /// The connection commits are written on (see `replicas.rs`).
     commit_client: Client,
     acks: ReplicaAcks,
-    subscriber: SubscriberClient,
     layout: Layout,
     advertise_url: String,
     election: ElectionConfig,
     commit_timeout: Duration,
+    /// Whether the group's map wants this instance to lead the shard.
+    claim: Claim,
 }
 
 /// A shard whose tasks run.
@@ -322,6 +538,7 @@ struct RunningShard {
     service: Arc<Service>,
     leadership: Arc<Leadership>,
     lock: Option<Arc<RedisLock>>,
+    layout: Option<Layout>,
 }
 
 impl Shard {
@@ -335,6 +552,7 @@ impl Shard {
         let service = Arc::new(service);
         let leadership = Arc::new(Leadership::new(
             node_id.to_string(),
+            0,
             Role::MemoryOnly,
             step_down_after,
             service.clone(),
@@ -348,11 +566,18 @@ impl Shard {
     }
 
     /// Persisting to Redis, and passive until the elector takes the lock.
-    fn in_redis(service: Service, redis: RedisShard, node_id: &str, metrics: &Arc<Metrics>) -> Shard {
+    fn in_redis(
+        index: usize,
+        service: Service,
+        redis: RedisShard,
+        node_id: &str,
+        metrics: &Arc<Metrics>,
+    ) -> Shard {
         let (journal, journal_rx) = mpsc::unbounded_channel();
         let service = Arc::new(service.persisting_to(journal));
         let leadership = Arc::new(Leadership::new(
             node_id.to_string(),
+            index,
             Role::Passive,
             redis.election.step_down_after,
             service.clone(),
@@ -374,10 +599,14 @@ impl Shard {
 
     /// Starts what keeps the shard: in memory-only mode, it creates the
     /// configured queues (a queue that cannot be created stops the start);
-    /// with Redis, the committer, the elector (which
-    /// loads the state on each new term), the watchdog and the listener for
-    /// release notices. The tasks stop when `stopped` turns true.
-    async fn start(self, stopped: watch::Receiver<bool>) -> Result<RunningShard, StartError> {
+    /// with Redis, the committer, the elector (which loads the state on
+    /// each new term, and waits for the group's shard count to be checked)
+    /// and the watchdog. The tasks stop when `stopped` turns true.
+    async fn start(
+        self,
+        stopped: watch::Receiver<bool>,
+        mut admission: watch::Receiver<Admission>,
+    ) -> Result<RunningShard, StartError> {
         let Shard {
             service,
             leadership,
@@ -393,16 +622,9 @@ impl Shard {
                 service,
                 leadership,
                 lock: None,
+                layout: None,
             });
         };
-        crate::redis::log_connection_errors(&redis.client, "commands");
-        crate::redis::log_connection_errors(&redis.subscriber, "release notices");
-        redis.client.connect();
-        redis.subscriber.connect();
-        if redis.acks.required() {
-            crate::redis::log_connection_errors(&redis.commit_client, "commits");
-            redis.commit_client.connect();
-        }
         let election = redis.election;
         let lock = Arc::new(
             RedisLock::new(
@@ -423,22 +645,20 @@ impl Shard {
         )
         .confirmed_by_replicas(redis.acks, redis.commit_client);
         tokio::spawn(committer.run(journal_rx));
-        let released = Arc::new(Notify::new());
-        tokio::spawn(election::watch_releases(
-            redis.subscriber,
-            lock.release_channel.clone(),
-            released.clone(),
-            election.retry_every,
-        ));
-        tokio::spawn(election::run_elector(
+        let elector = election::run_elector(
             leadership.clone(),
             lock.clone(),
             election,
             store.metrics.clone(),
             Arc::new(move |term| loader.spawn_restore(term)),
-            released,
+            redis.claim,
             stopped.clone(),
-        ));
+        );
+        tokio::spawn(async move {
+            if admitted(&mut admission).await {
+                elector.await;
+            }
+        });
         tokio::spawn(election::run_watchdog(
             leadership.clone(),
             lock.clone(),
@@ -449,22 +669,20 @@ impl Shard {
             service,
             leadership,
             lock: Some(lock),
+            layout: Some(redis.layout),
         })
     }
 }
 
-impl RunningShard {
-    /// Gives the lock up at shutdown so that a passive takes over at once
-    /// rather than after the TTL.
-    async fn release(&self, token: &str) {
-        let Some(lock) = &self.lock else { return };
-        match tokio::time::timeout(Duration::from_secs(2), lock.release(token)).await {
-            Ok(Ok(true)) => tracing::info!("released the leader lock"),
-            Ok(Ok(false)) => tracing::warn!("the leader lock was no longer ours to release"),
-            Ok(Err(error)) => {
-                tracing::warn!(%error, "could not release the leader lock; it expires with its TTL")
-            }
-            Err(_) => tracing::warn!("releasing the leader lock timed out; it expires with its TTL"),
+/// Gives a shard's lock up at shutdown so that another instance takes over
+/// at once rather than after the TTL.
+async fn release(lock: Arc<RedisLock>, token: String) {
+    match tokio::time::timeout(Duration::from_secs(2), lock.release(&token)).await {
+        Ok(Ok(true)) => tracing::info!("released the leader lock"),
+        Ok(Ok(false)) => tracing::warn!("the leader lock was no longer ours to release"),
+        Ok(Err(error)) => {
+            tracing::warn!(%error, "could not release the leader lock; it expires with its TTL")
         }
+        Err(_) => tracing::warn!("releasing the leader lock timed out; it expires with its TTL"),
     }
 }

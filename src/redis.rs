@@ -74,9 +74,10 @@ fn builder(target: &Target) -> Result<Builder, String> {
     // twice is harmless.
     let _ = rustls::crypto::ring::default_provider().install_default();
     let (url, command_timeout) = (target.url.as_str(), target.command_timeout);
-    let mut config = Config::from_url(url).map_err(|e| {
+    let mut config = Config::from_url(&cluster_nodes_as_query(url)).map_err(|e| {
         format!(
-            "--redis-url {url:?} is not a valid Redis URL ({e}); expected redis://[user:password@]host:port, or rediss:// for TLS"
+            "--redis-url {url:?} is not a valid Redis URL ({e}); expected redis://[user:password@]host:port, \
+             rediss:// for TLS, or redis-cluster://[user:password@]host:port[,host:port...] for Redis Cluster"
         )
     })?;
     if let Some(path) = &target.ca_file {
@@ -103,6 +104,35 @@ fn builder(target: &Target) -> Result<Builder, String> {
         })
         .set_policy(reconnect_policy(target.reconnect_every));
     Ok(builder)
+}
+
+/// `redis-cluster://a:1,b:2,c:3` (the seed nodes listed, as operators
+/// write them) in fred's form, `redis-cluster://a:1?node=b:2&node=c:3`.
+fn cluster_nodes_as_query(url: &str) -> String {
+    let Some((scheme, rest)) = url.split_once("://") else {
+        return url.to_string();
+    };
+    if !scheme.ends_with("-cluster") {
+        return url.to_string();
+    }
+    let (authority, tail) = rest.split_at(rest.find(['/', '?']).unwrap_or(rest.len()));
+    let (userinfo, hosts) = match authority.rsplit_once('@') {
+        Some((userinfo, hosts)) => (format!("{userinfo}@"), hosts),
+        None => (String::new(), authority),
+    };
+    let mut hosts = hosts.split(',');
+    let first = hosts.next().unwrap_or_default();
+    let others: Vec<String> = hosts.map(|host| format!("node={host}")).collect();
+    if others.is_empty() {
+        return url.to_string();
+    }
+    let (path, query) = tail.split_once('?').unwrap_or((tail, ""));
+    let query = std::iter::once(query)
+        .filter(|q| !q.is_empty())
+        .chain(others.iter().map(String::as_str))
+        .collect::<Vec<_>>()
+        .join("&");
+    format!("{scheme}://{userinfo}{first}{path}?{query}")
 }
 
 /// Reconnect forever: 10 ms doubling up to the reconnect interval, with no
@@ -137,4 +167,26 @@ pub fn log_connection_errors(client: &impl EventInterface, name: &'static str) {
         }
         async { Ok(()) }
     });
+}
+
+#[cfg(test)]
+mod tests {
+    use super::cluster_nodes_as_query;
+
+    #[test]
+    fn cluster_seed_lists_become_fred_node_parameters() {
+        assert_eq!(
+            cluster_nodes_as_query("redis-cluster://a:7000,b:7001,c:7002"),
+            "redis-cluster://a:7000?node=b:7001&node=c:7002"
+        );
+        assert_eq!(
+            cluster_nodes_as_query("rediss-cluster://u:p@a:7000,b:7001/?x=1"),
+            "rediss-cluster://u:p@a:7000/?x=1&node=b:7001"
+        );
+        assert_eq!(
+            cluster_nodes_as_query("redis-cluster://a:7000"),
+            "redis-cluster://a:7000"
+        );
+        assert_eq!(cluster_nodes_as_query("redis://a:6379"), "redis://a:6379");
+    }
 }

@@ -134,6 +134,28 @@ fn lock_pair<'a>(a: &'a QueueSlot, b: &'a QueueSlot) -> (MutexGuard<'a, Queue>, 
     }
 }
 
+/// Of queue keys in order, those of one region (keys starting with
+/// `region`, `""` or `"<region>/"`, see `queue::key`) whose name starts with
+/// `prefix`, after the key `after`, at most `limit`: what ListQueues pages
+/// through, whether the keys come from one shard's memory or from every
+/// shard's.
+pub fn select_names<'a>(
+    keys: impl Iterator<Item = &'a String>,
+    region: &str,
+    prefix: &str,
+    after: Option<&str>,
+    limit: usize,
+) -> Vec<String> {
+    let first = format!("{region}{prefix}");
+    keys.filter(|name| after.is_none_or(|after| name.as_str() > after))
+        .skip_while(|name| name.as_str() < first.as_str())
+        .take_while(|name| name.starts_with(&first))
+        .filter(|name| !name[region.len()..].contains('/'))
+        .take(limit)
+        .cloned()
+        .collect()
+}
+
 /// What a ReceiveMessage asks for.
 #[derive(Debug, Default, Clone, Copy)]
 pub struct ReceiveRequest<'a> {
@@ -512,21 +534,20 @@ impl Service {
     /// with `prefix`, after the key `after`.
     pub fn queue_names(&self, region: &str, prefix: &str, after: Option<&str>, limit: usize) -> Vec<String> {
         use std::ops::Bound;
-        let first = format!("{region}{prefix}");
         let queues = self.read_queues();
         let start = match after {
             Some(after) => Bound::Excluded(after.to_string()),
-            None => Bound::Included(first.clone()),
+            None => Bound::Included(format!("{region}{prefix}")),
         };
-        queues
-            .range::<String, _>((start, Bound::Unbounded))
-            .map(|(name, _)| name)
-            .skip_while(|name| name.as_str() < first.as_str())
-            .take_while(|name| name.starts_with(&first))
-            .filter(|name| !name[region.len()..].contains('/'))
-            .take(limit)
-            .cloned()
-            .collect()
+        select_names(
+            queues
+                .range::<String, _>((start, Bound::Unbounded))
+                .map(|(name, _)| name),
+            region,
+            prefix,
+            after,
+            limit,
+        )
     }
 
     /// Runs `operation` on the named queue under its lock, with the time,

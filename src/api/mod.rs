@@ -20,8 +20,11 @@ pub mod peek;
 mod permissions;
 mod queues;
 mod redrive;
+mod route;
 pub mod shape;
 mod wire;
+
+pub use route::{Route, route};
 
 use std::sync::{Arc, OnceLock};
 
@@ -31,21 +34,37 @@ use crate::error::{ErrorCode, Result, SqsError};
 use crate::move_tasks::MoveTasks;
 use crate::queue::{QueueArn, key};
 use crate::service::Service;
+use crate::shards::{Catalog, Placement};
 use model::*;
 use shape::{Member, Shape};
 
-/// What the actions run against: the queues, and the move tasks between
-/// them.
+/// What the actions run against: the queues of one shard, and the move
+/// tasks between them; in a sharded group, where every queue lives
+/// (`placement`) and every shard's queue names (`catalog`, for ListQueues).
 pub struct Api {
     pub service: Arc<Service>,
     pub move_tasks: MoveTasks,
+    pub placement: Placement,
+    pub catalog: Option<Arc<dyn Catalog>>,
 }
 
 impl Api {
+    /// The API of an unsharded group: one shard holds every queue.
     pub fn new(service: Arc<Service>) -> Api {
         Api {
             move_tasks: MoveTasks::new(service.clone()),
             service,
+            placement: Placement::new(1, "", ""),
+            catalog: None,
+        }
+    }
+
+    /// The API of one shard of a sharded group.
+    pub fn sharded(service: Arc<Service>, placement: Placement, catalog: Arc<dyn Catalog>) -> Api {
+        Api {
+            placement,
+            catalog: Some(catalog),
+            ..Api::new(service)
         }
     }
 }

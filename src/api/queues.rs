@@ -18,7 +18,7 @@ pub(super) async fn create_queue(
     validate_name(&name)?;
     let name = ctx.queue_key(&name);
     check_redrive_target(
-        &api.service,
+        api,
         ctx,
         &name,
         input.attributes.as_ref().unwrap_or(&StringMap::new()),
@@ -73,12 +73,15 @@ pub(super) async fn list_queues(
     let prefix = input.queue_name_prefix.unwrap_or_default();
     let page = Page::parse(input.max_results, input.next_token.as_deref())?;
     // One more than the page holds tells whether another page follows.
-    let names = api.service.queue_names(
-        &ctx.region_key_prefix(),
-        &prefix,
-        page.after.as_deref(),
-        page.limit + 1,
-    );
+    let (region, after) = (ctx.region_key_prefix(), page.after.as_deref());
+    let names = match &api.catalog {
+        None => api.service.queue_names(&region, &prefix, after, page.limit + 1),
+        Some(catalog) => {
+            let mut every = catalog.queue_keys().await?;
+            every.sort_unstable();
+            crate::service::select_names(every.iter(), &region, &prefix, after, page.limit + 1)
+        }
+    };
     let (names, next_token) = page.cut(names);
     Ok(ListQueuesOutput {
         queue_urls: names.iter().map(|n| ctx.queue_url(n)).collect(),
@@ -132,7 +135,7 @@ pub(super) async fn set_queue_attributes(
     input: SetQueueAttributesInput,
 ) -> Result<Empty> {
     let changes = required(input.attributes, "Attributes")?;
-    check_redrive_target(&api.service, ctx, name, &changes).await?;
+    check_redrive_target(api, ctx, name, &changes).await?;
     api.service
         .with_queue(name, |queue, now| queue.set_attributes(&changes, now))
         .await??;

@@ -9,12 +9,11 @@ use crate::move_tasks::{MAX_RATE, MoveRequest};
 use crate::queue::attributes;
 use crate::queue::move_task::MoveStatus;
 use crate::queue::{QueueArn, key};
-use crate::service::Service;
 
 /// A RedrivePolicy may only name an existing queue of the same type (FIFO
 /// or standard) whose RedriveAllowPolicy lets this queue in.
 pub(super) async fn check_redrive_target(
-    svc: &Service,
+    api: &Api,
     ctx: &RequestContext,
     source: &str,
     attributes: &StringMap,
@@ -37,7 +36,18 @@ pub(super) async fn check_redrive_target(
             "Dead-letter target does not exist (it must be a queue of this account and region).",
         ));
     }
-    let (target_fifo, allow_policy) = svc
+    let placement = &api.placement;
+    if placement.shard_of(&target) != placement.shard_of(source) {
+        return Err(invalid(&format!(
+            "ssq runs with --shards {}, and the dead-letter queue is in shard {} while this queue is in \
+             shard {}: a dead-letter queue must be in its source queue's shard (see docs/operations.md).",
+            placement.count(),
+            placement.shard_of(&target),
+            placement.shard_of(source)
+        )));
+    }
+    let (target_fifo, allow_policy) = api
+        .service
         .with_queue(&target, |q, _| {
             (q.is_fifo(), q.attributes.redrive_allow_policy.clone())
         })

@@ -31,8 +31,8 @@ use serde::Deserialize;
 
 use super::{AppState, Output, Wire, answer, answer_error, leader_json, read_request, record, run, serving};
 use crate::activity::{ActivityHistory, SAMPLE_EVERY};
-use crate::api::Action;
 use crate::api::peek::{self, PeekParams};
+use crate::api::{self, Action, Route};
 use crate::error::{ErrorCode, SqsError};
 use crate::protocol::xml::escape;
 use crate::queue::{QueueArn, key};
@@ -84,7 +84,7 @@ pub(super) async fn page(State(state): State<Arc<AppState>>, headers: HeaderMap)
     if !signed_in(&state, &headers) {
         return sign_in();
     }
-    let leadership = &state.leadership;
+    let leadership = &state.first_shard().leadership;
     let open = if state.credentials.is_none() {
         "open"
     } else {
@@ -195,6 +195,9 @@ struct Overview {
     role: &'static str,
     serving: bool,
     leader: Option<serde_json::Value>,
+    /// The shard map, in a sharded group (as `/status` shows it).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    sharding: Option<serde_json::Value>,
     /// No credentials configured: anyone who reaches the page may act.
     open: bool,
     sample_seconds: u64,
@@ -228,28 +231,32 @@ async fn overview(State(state): State<Arc<AppState>>, uri: Uri, headers: HeaderM
     if let Some(base) = &state.admin.queue_base_url {
         ctx.base_url = base.clone();
     }
-    let mut queues: Vec<QueueSummary> = state.api.service.each_queue(|queue_key, queue, now| {
-        let counts = queue.counts(now);
-        QueueSummary {
-            key: queue_key.to_string(),
-            name: key::split(queue_key).1.to_string(),
-            url: ctx.queue_url(queue_key),
-            arn: ctx.queue_arn(queue_key),
-            fifo: queue.is_fifo(),
-            visible: counts.visible,
-            in_flight: counts.in_flight,
-            delayed: counts.delayed,
-            oldest_age_seconds: counts.oldest_sent_at.map(|sent| now.saturating_sub(sent) / 1000),
-            rates: Default::default(),
-            dead_letter_queue: queue
-                .attributes
-                .redrive_policy
-                .as_ref()
-                .and_then(|policy| QueueArn::parse(&policy.dead_letter_target_arn))
-                .map(|arn| key::of(&arn.region, &state.region, &arn.name)),
-            sources: Vec::new(),
-        }
-    });
+    let mut queues: Vec<QueueSummary> = Vec::new();
+    for shard in &state.shards {
+        queues.extend(shard.api.service.each_queue(|queue_key, queue, now| {
+            let counts = queue.counts(now);
+            QueueSummary {
+                key: queue_key.to_string(),
+                name: key::split(queue_key).1.to_string(),
+                url: ctx.queue_url(queue_key),
+                arn: ctx.queue_arn(queue_key),
+                fifo: queue.is_fifo(),
+                visible: counts.visible,
+                in_flight: counts.in_flight,
+                delayed: counts.delayed,
+                oldest_age_seconds: counts.oldest_sent_at.map(|sent| now.saturating_sub(sent) / 1000),
+                rates: Default::default(),
+                dead_letter_queue: queue
+                    .attributes
+                    .redrive_policy
+                    .as_ref()
+                    .and_then(|policy| QueueArn::parse(&policy.dead_letter_target_arn))
+                    .map(|arn| key::of(&arn.region, &state.region, &arn.name)),
+                sources: Vec::new(),
+            }
+        }));
+    }
+    queues.sort_by(|a, b| a.key.cmp(&b.key));
     // Outside the queues' locks: rates, and the links between dead-letter
     // queues and their sources (the list is in key order).
     for at in 0..queues.len() {
@@ -266,9 +273,10 @@ async fn overview(State(state): State<Arc<AppState>>, uri: Uri, headers: HeaderM
             Err(_) => queues[at].dead_letter_queue = None,
         }
     }
-    let status = state.leadership.status();
+    let status = state.first_shard().leadership.status();
     let overview = Overview {
-        node_id: state.leadership.node_id().to_string(),
+        node_id: state.node_id.clone(),
+        sharding: state.sharded().then(|| super::shard_map_json(&state)),
         role: status.role.name(),
         serving: status.serving,
         leader: status.leader.map(leader_json),
@@ -309,7 +317,7 @@ async fn messages(State(state): State<Arc<AppState>>, uri: Uri, headers: HeaderM
         parameters.extend(query.next.as_deref().map(|token| ("NextToken", token)));
         parameters.extend(query.max.as_deref().map(|max| ("MaxResults", max)));
         let params = PeekParams::read(parameters)?;
-        let page = peek::peek(&state.api, &query.queue, &params)?;
+        let page = peek::peek(&state.serving_shard(&query.queue)?.api, &query.queue, &params)?;
         Ok(serde_json::json!({"Messages": page.output.messages, "NextToken": page.next_token}))
     })();
     match result {
@@ -332,7 +340,11 @@ async fn call(State(state): State<Arc<AppState>>, uri: Uri, headers: HeaderMap, 
         let (action, input) = read_request(Wire::Json, &uri, None, &headers, body)?;
         serving(&state)?;
         let ctx = state.context(&uri, &headers);
-        Ok((action, run(&state, &ctx, Wire::Json, action, input).await?))
+        let api = match api::route(&ctx, action, &input) {
+            Route::Queue(key) => &state.serving_shard(&key)?.api,
+            Route::Here => &state.first_shard().api,
+        };
+        Ok((action, run(api, &ctx, Wire::Json, action, input).await?))
     }
     .await;
     let label = match &result {

@@ -18,20 +18,39 @@ use axum::http::{HeaderMap, Method, StatusCode, Uri, header};
 use axum::response::{IntoResponse, Response};
 use axum::routing::get;
 
-use crate::api::{self, Action, Api, AsJson, AsTree, Input, RequestContext, RequestRegion};
+use axum::http::request::Parts;
+
+use crate::api::{self, Action, Api, AsJson, AsTree, Input, RequestContext, RequestRegion, Route};
 use crate::config::Regions;
 use crate::error::{ErrorCode, SqsError};
-use crate::leader::Leadership;
+use crate::group::Membership;
+use crate::leader::{Leadership, Role};
 use crate::metrics::Metrics;
 use crate::protocol::{json, query};
 use crate::request_body::{BodyBudget, BodyPermit};
+use crate::shards::Placement;
+use forward::Forwarder;
 
 pub mod admin;
+pub mod forward;
 mod peek;
 
-pub struct AppState {
+/// One shard as the HTTP front sees it: its API and whether this instance
+/// serves it.
+pub struct ShardFront {
     pub api: Api,
     pub leadership: Arc<Leadership>,
+}
+
+pub struct AppState {
+    pub node_id: String,
+    /// Every shard, in order: one unless `--shards`.
+    pub shards: Vec<ShardFront>,
+    pub placement: Placement,
+    /// The shard map, in a sharded group.
+    pub membership: Option<Arc<Membership>>,
+    /// Sends requests on to the leader of their shard, in a sharded group.
+    pub forwarder: Forwarder,
     pub metrics: Arc<Metrics>,
     pub account_id: String,
     /// The instance's own region (`--region`).
@@ -52,6 +71,31 @@ pub struct AppState {
 }
 
 impl AppState {
+    fn sharded(&self) -> bool {
+        self.shards.len() > 1
+    }
+
+    /// The shard of the queue keyed `key`.
+    fn shard_of(&self, key: &str) -> &ShardFront {
+        &self.shards[self.placement.shard_of(key)]
+    }
+
+    /// Where requests that name no queue run (ListQueues, and requests
+    /// whose queue cannot be told, which their action refuses): the first
+    /// shard, the only one unless `--shards`.
+    fn first_shard(&self) -> &ShardFront {
+        &self.shards[0]
+    }
+
+    /// The shard of `key`, if this instance serves it now.
+    fn serving_shard(&self, key: &str) -> Result<&ShardFront, SqsError> {
+        let shard = self.shard_of(key);
+        match shard.leadership.is_serving() {
+            true => Ok(shard),
+            false => Err(not_serving(self, &shard.leadership)),
+        }
+    }
+
     /// The region a request is in: with `--regions signed`, the one its
     /// client signed it for (checked with the signature when credentials
     /// are configured), read when an action asks; unsigned requests are in
@@ -188,10 +232,20 @@ async fn sqs(State(state): State<Arc<AppState>>, request: Request) -> Response {
     let wire = Wire::of(headers);
     let (action, result) = match admit(&state, wire, method, uri, headers, body).await {
         Err(error) => (None, Err(error)),
-        Ok((action, _, _body)) if !state.leadership.is_serving() => (Some(action), Err(not_serving(&state))),
-        Ok((action, input, _body)) => {
+        Ok(admitted) if state.sharded() => {
+            let action = admitted.action;
+            match run_or_forward(&state, &parts, wire, admitted).await {
+                Handled::Ran(result) => (Some(action), result.map(|output| (action, output))),
+                Handled::Forwarded(response) => return response,
+            }
+        }
+        Ok(admitted) if !state.first_shard().leadership.is_serving() => (
+            Some(admitted.action),
+            Err(not_serving(&state, &state.first_shard().leadership)),
+        ),
+        Ok(Admitted { action, input, .. }) => {
             let ctx = state.context(uri, headers);
-            let result = run(&state, &ctx, wire, action, input).await;
+            let result = run(&state.first_shard().api, &ctx, wire, action, input).await;
             (Some(action), result.map(|output| (action, output)))
         }
     };
@@ -203,6 +257,70 @@ async fn sqs(State(state): State<Arc<AppState>>, request: Request) -> Response {
     }
 }
 
+/// What became of a request in a sharded group.
+enum Handled {
+    /// It ran here.
+    Ran(Result<Output, SqsError>),
+    /// It was sent on; this is the leader's answer, or ours when the
+    /// leader could not be reached.
+    Forwarded(Response),
+}
+
+/// In a sharded group: runs the request if this instance serves its
+/// queue's shard, else sends it on to that shard's leader. A request that
+/// was forwarded to us is never sent on again.
+async fn run_or_forward(state: &AppState, parts: &Parts, wire: Wire, admitted: Admitted) -> Handled {
+    let Admitted {
+        action, input, body, ..
+    } = admitted;
+    let ctx = state.context(&parts.uri, &parts.headers);
+    let shard = match api::route(&ctx, action, &input) {
+        Route::Here => state.first_shard(),
+        Route::Queue(key) => {
+            let shard = state.shard_of(&key);
+            if !shard.leadership.is_serving() {
+                return match shard.leadership.leader_url() {
+                    Some(url) if !parts.headers.contains_key(forward::FORWARDED) => {
+                        forward_to(state, &shard.leadership, &url, parts, wire, action, body).await
+                    }
+                    _ => Handled::Ran(Err(not_serving(state, &shard.leadership))),
+                };
+            }
+            shard
+        }
+    };
+    Handled::Ran(run(&shard.api, &ctx, wire, action, input).await)
+}
+
+/// Sends the request on to `url`, the leader of its shard; when that
+/// leader cannot be reached, a retryable 503 in the request's wire format.
+async fn forward_to(
+    state: &AppState,
+    leadership: &Leadership,
+    url: &str,
+    parts: &Parts,
+    wire: Wire,
+    action: Action,
+    body: Bytes,
+) -> Handled {
+    match state.forwarder.forward(url, parts, body, &state.metrics).await {
+        Ok(response) => Handled::Forwarded(response),
+        Err(error) => {
+            tracing::debug!(%error, shard = leadership.shard(), "could not forward a request");
+            let error = SqsError::new(
+                ErrorCode::ServiceUnavailable,
+                format!(
+                    "The queue's shard ({}) is led by the instance at {url}, which could not be reached ({error}). \
+                     Retry: another instance takes the shard over if that one is gone.",
+                    leadership.shard()
+                ),
+            );
+            let request_id = crate::random::uuid().to_string();
+            Handled::Forwarded(answer_error(state, wire, &request_id, action.name(), &error))
+        }
+    }
+}
+
 /// An action's output, rendered for the wire format of its request.
 enum Output {
     /// The JSON protocol's body.
@@ -211,19 +329,19 @@ enum Output {
     Tree(serde_json::Value),
 }
 
-/// Runs an action, its output rendered for `wire`.
+/// Runs an action on one shard's API, its output rendered for `wire`.
 async fn run(
-    state: &AppState,
+    api: &Api,
     ctx: &RequestContext,
     wire: Wire,
     action: Action,
     input: Input,
 ) -> Result<Output, SqsError> {
     match wire {
-        Wire::Json => api::dispatch::<AsJson>(&state.api, ctx, action, input)
+        Wire::Json => api::dispatch::<AsJson>(api, ctx, action, input)
             .await
             .map(Output::Json),
-        Wire::Query => api::dispatch::<AsTree>(&state.api, ctx, action, input)
+        Wire::Query => api::dispatch::<AsTree>(api, ctx, action, input)
             .await
             .map(Output::Tree),
     }
@@ -284,6 +402,15 @@ fn error_response(
     response
 }
 
+/// A request read and checked: its action and input, its body as sent
+/// (to send it on), and its share of the body budget.
+struct Admitted {
+    action: Action,
+    input: Input,
+    body: Bytes,
+    _permit: BodyPermit,
+}
+
 /// Authenticates and reads a request. With credentials configured, the
 /// signature's head is checked before a byte of the body is read, so that
 /// requests without a valid key, date and scope take no body memory; the
@@ -296,12 +423,17 @@ async fn admit(
     uri: &Uri,
     headers: &HeaderMap,
     body: Body,
-) -> Result<(Action, Input, BodyPermit), SqsError> {
+) -> Result<Admitted, SqsError> {
     let (body, permit) = authenticate_and_read(state, method, uri, headers, body).await?;
     // POST /{account}/{queue}: the path is the queue URL.
     let queue_path = Some(uri.path()).filter(|p| p.trim_matches('/').contains('/'));
-    let (action, input) = read_request(wire, uri, queue_path, headers, body)?;
-    Ok((action, input, permit))
+    let (action, input) = read_request(wire, uri, queue_path, headers, body.clone())?;
+    Ok(Admitted {
+        action,
+        input,
+        body,
+        _permit: permit,
+    })
 }
 
 /// Checks the signature (when credentials are configured) and reads the
@@ -316,7 +448,7 @@ async fn authenticate_and_read(
     let signature = match &state.credentials {
         None => None,
         Some(credentials) => {
-            let now = (state.api.service.now() / 1000) as i64;
+            let now = (state.first_shard().api.service.now() / 1000) as i64;
             let region = match state.regions {
                 Regions::Signed => None,
                 Regions::One => Some(state.region.as_str()),
@@ -366,36 +498,46 @@ fn read_request(
     }
 }
 
-/// Only a serving instance (the leader, until its deadline) takes queue calls.
+/// Only a serving instance (the leader, until its deadline) takes queue
+/// calls; in a sharded group, one that serves some shard.
 fn serving(state: &AppState) -> Result<(), SqsError> {
-    match state.leadership.is_serving() {
-        true => Ok(()),
-        false => Err(not_serving(state)),
+    match state.shards.iter().find(|shard| shard.leadership.is_serving()) {
+        Some(_) => Ok(()),
+        None => Err(not_serving(state, &state.first_shard().leadership)),
     }
 }
 
-fn not_serving(state: &AppState) -> SqsError {
-    let leadership = &state.leadership;
+/// The 503 of an instance that does not serve `leadership`'s shard; the
+/// leader's URL, when known, goes in the message and in `x-ssq-leader`.
+fn not_serving(state: &AppState, leadership: &Leadership) -> SqsError {
     let leader = match leadership.leader_url() {
         Some(url) => format!(" The leader is at {url}."),
         None => String::new(),
     };
-    SqsError::new(
-        ErrorCode::ServiceUnavailable,
+    let message = if state.sharded() {
+        format!(
+            "No instance serves shard {} of this queue right now (it is moving to another instance). Retry.{leader}",
+            leadership.shard()
+        )
+    } else {
         format!(
             "This ssq instance ({}, {}) is not serving queue calls: only the leader does. Retry; a load \
              balancer checking /ready sends requests to the leader.{leader}",
             leadership.node_id(),
             leadership.role().name(),
-        ),
-    )
+        )
+    };
+    SqsError::new(ErrorCode::ServiceUnavailable, message)
 }
 
-/// Tells a client on a passive when to retry and, when known, where the leader is.
+/// Tells a client of an instance that does not serve when to retry and,
+/// in an unsharded group, where the leader is when known (a sharded group
+/// has a leader per shard; the message names the one that matters).
 fn add_leader_headers(state: &AppState, response: &mut Response) {
     let headers = response.headers_mut();
     headers.insert(header::RETRY_AFTER, header::HeaderValue::from_static("1"));
-    if let Some(url) = state.leadership.leader_url()
+    if !state.sharded()
+        && let Some(url) = state.first_shard().leadership.leader_url()
         && let Ok(value) = header::HeaderValue::from_str(&url)
     {
         headers.insert("x-ssq-leader", value);
@@ -430,11 +572,31 @@ fn is_query_get(uri: &Uri) -> bool {
         .is_some_and(|q| q.split('&').any(|pair| pair.starts_with("Action=")))
 }
 
+/// Unsharded: ready while this instance is the leader and serves. Sharded:
+/// ready while it can serve or forward, that is while it is not shutting
+/// down and some shard has a leader, here or elsewhere.
 async fn ready(State(state): State<Arc<AppState>>) -> Response {
-    if state.leadership.is_serving() {
+    let first = &state.first_shard().leadership;
+    let ready = match state.sharded() {
+        false => first.is_serving(),
+        true => {
+            first.role() != Role::ShuttingDown
+                && state
+                    .shards
+                    .iter()
+                    .any(|shard| shard.leadership.is_serving() || shard.leadership.leader_url().is_some())
+        }
+    };
+    if ready {
         (StatusCode::OK, "ready\n").into_response()
+    } else if state.sharded() {
+        let why = match first.role() {
+            Role::ShuttingDown => "shutting down",
+            _ => "no shard has a leader this instance knows of",
+        };
+        (StatusCode::SERVICE_UNAVAILABLE, format!("not ready: {why}\n")).into_response()
     } else {
-        let role = state.leadership.role().name();
+        let role = first.role().name();
         (StatusCode::SERVICE_UNAVAILABLE, format!("not ready: {role}\n")).into_response()
     }
 }
@@ -444,17 +606,51 @@ fn leader_json(leader: crate::leader::LeaderInfo) -> serde_json::Value {
     serde_json::json!({"node_id": leader.node_id, "url": leader.url, "epoch": leader.epoch})
 }
 
+/// The shard map as `/status` and the admin page show it: each shard's
+/// leader and whether this instance serves it, and the group's members.
+fn shard_map_json(state: &AppState) -> serde_json::Value {
+    let map = state.membership.as_ref().map(|m| m.map()).unwrap_or_default();
+    let shards: Vec<serde_json::Value> = state
+        .shards
+        .iter()
+        .enumerate()
+        .map(|(index, shard)| {
+            let status = shard.leadership.status();
+            serde_json::json!({
+                "shard": index,
+                "role": status.role.name(),
+                "serving": status.serving,
+                "leader": status.leader.map(leader_json),
+                "assigned_to": map.owners.get(index).cloned().flatten(),
+            })
+        })
+        .collect();
+    serde_json::json!({"count": state.shards.len(), "members": map.members, "shards": shards})
+}
+
 async fn status(State(state): State<Arc<AppState>>) -> Response {
-    let status = state.leadership.status();
+    let first = &state.first_shard().leadership;
+    let status = first.status();
     let epoch = status.leader.as_ref().map(|l| l.epoch);
-    let body = serde_json::json!({
-        "node_id": state.leadership.node_id(),
+    let mut body = serde_json::json!({
+        "node_id": first.node_id(),
         "role": status.role.name(),
         "serving": status.serving,
         "leader": status.leader.map(leader_json),
         "epoch": epoch,
         "ms_since_last_renew": status.since_last_renew.map(|d| d.as_millis() as u64),
     });
+    if state.sharded() {
+        // A sharded instance has no one role: each shard has its own.
+        let led = state.shards.iter().filter(|s| s.leadership.is_serving()).count();
+        body = serde_json::json!({
+            "node_id": first.node_id(),
+            "role": match first.role() { Role::ShuttingDown => "shutting-down", _ => "member" },
+            "serving": led > 0,
+            "shards_led": led,
+            "sharding": shard_map_json(&state),
+        });
+    }
     (
         StatusCode::OK,
         [(header::CONTENT_TYPE, "application/json")],
@@ -464,8 +660,16 @@ async fn status(State(state): State<Arc<AppState>>) -> Response {
 }
 
 async fn metrics(State(state): State<Arc<AppState>>) -> Response {
-    let service = &state.api.service;
-    let body = state.metrics.render(&service.counts_by_queue(), service.now());
+    let counts: Vec<_> = state
+        .shards
+        .iter()
+        .flat_map(|shard| shard.api.service.counts_by_queue())
+        .collect();
+    let led = state.shards.iter().filter(|s| s.leadership.is_serving()).count();
+    state.metrics.shards_led.set(led as i64);
+    let body = state
+        .metrics
+        .render(&counts, state.first_shard().api.service.now());
     (
         StatusCode::OK,
         [(header::CONTENT_TYPE, "text/plain; version=0.0.4")],

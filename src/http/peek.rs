@@ -125,7 +125,7 @@ async fn look(
             peek::queue_of_url(&ctx, queue_url.as_deref())?
         }
     };
-    peek::peek(&state.api, &key, &params)
+    peek::peek(&state.serving_shard(&key)?.api, &key, &params)
 }
 
 /// The request's parameters: its query string, and its body when that is a

@@ -10,10 +10,36 @@ pub struct Layout {
 }
 
 impl Layout {
+    /// The keys of an unsharded group, and the group-wide keys of a
+    /// sharded one (its shard count and members), under `{prefix}`.
     pub fn new(prefix: &str) -> Layout {
         Layout {
             prefix: prefix.to_string(),
         }
+    }
+
+    /// The keys of one shard of a sharded group, under `{prefix:shard}`: a
+    /// hash tag of its own, so that shards spread over Redis Cluster's nodes.
+    pub fn shard(prefix: &str, shard: usize) -> Layout {
+        Layout {
+            prefix: format!("{prefix}:{shard}"),
+        }
+    }
+
+    /// The shard count the data is for (`--shards`).
+    pub fn shard_count(&self) -> String {
+        format!("{{{}}}:shards", self.prefix)
+    }
+
+    /// Sorted set: a sharded group's live members, scored by when their
+    /// last heartbeat expires (ms, Redis's clock).
+    pub fn members(&self) -> String {
+        format!("{{{}}}:members", self.prefix)
+    }
+
+    /// Pub/sub channel on which a change of members is announced.
+    pub fn members_channel(&self) -> String {
+        format!("{{{}}}:members-changed", self.prefix)
     }
 
     /// The leader lock: `epoch|node|nonce|url` with a TTL.

@@ -10,6 +10,7 @@
 //! service's queues only through [`crate::journal::Memory`].
 
 mod batch;
+pub mod catalog;
 pub mod codec;
 pub mod committer;
 pub mod layout;
