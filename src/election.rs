@@ -402,7 +402,7 @@ impl RedisLock {
     }
 
     async fn confirm(&self) -> Result<(), LockError> {
-        self.acks.confirm(&self.client).await
+        self.acks.confirm(&self.client, &self.lock_key).await
     }
 }
 

@@ -1,18 +1,19 @@
 //! The group of instances sharing one Redis: the shard count its data is
-//! for, and (with `--shards` above 1) its live members and the shard map
-//! they follow.
+//! for, and (with `--shards` above 1) its live members and the shares they
+//! follow.
 //!
 //! The shard count is recorded in Redis by the first instance; one started
 //! with another count refuses to start, since it would look for queues in
 //! the wrong shards. Members beat every `--lock-retry` into a sorted set
 //! whose scores are expiry times on Redis's clock, so a member that stops
 //! beating drops out one lock TTL later, and a change of members is
-//! announced on a channel so that the others recompute the map at once. The
-//! map itself is `shards::assign` of the members: a wish that each shard's
-//! elector follows (see `election::Wish`), while the shard locks keep at
-//! most one leader per shard whatever the members believe.
+//! announced on a channel so that the others recount at once. From the
+//! number of members each instance knows its share (`shards::share`) and
+//! tells each shard's elector whether to try for it or to hand it off (see
+//! `election::Wish`); the shard locks keep at most one leader per shard
+//! whatever the members believe.
 
-use std::sync::{Arc, Mutex};
+use std::sync::{Arc, Mutex, OnceLock};
 use std::time::Duration;
 
 use fred::prelude::*;
@@ -21,23 +22,19 @@ use tokio::sync::{Notify, watch};
 use tokio::time::sleep;
 
 use crate::election::Wish;
+use crate::leader::Leadership;
 use crate::store::Layout;
-
-/// The members and the map, as this instance last read them.
-#[derive(Debug, Clone, Default)]
-pub struct ShardMap {
-    /// Live members' node ids, in order.
-    pub members: Vec<String>,
-    /// The member that should lead each shard.
-    pub owners: Vec<Option<String>>,
-}
 
 /// This instance's view of the group.
 pub struct Membership {
     node_id: String,
     shards: usize,
-    map: Mutex<ShardMap>,
-    /// One per shard: wakes its elector when the map changes.
+    /// Live members' node ids, in order; empty until the first heartbeat
+    /// is answered.
+    members: Mutex<Vec<String>>,
+    /// Each shard's leadership here, to count the shards led.
+    leaderships: OnceLock<Vec<Arc<Leadership>>>,
+    /// One per shard: wakes its elector when the members change.
     wakes: Vec<Arc<Notify>>,
     /// Asks the heartbeat task to beat now (a member joined or left).
     pub beat_now: Arc<Notify>,
@@ -48,56 +45,78 @@ impl Membership {
         Membership {
             node_id: node_id.to_string(),
             shards: wakes.len(),
-            map: Mutex::new(ShardMap {
-                members: Vec::new(),
-                owners: vec![None; wakes.len()],
-            }),
+            members: Mutex::new(Vec::new()),
+            leaderships: OnceLock::new(),
             wakes,
             beat_now: Arc::new(Notify::new()),
         }
     }
 
-    fn lock(&self) -> std::sync::MutexGuard<'_, ShardMap> {
-        self.map.lock().unwrap_or_else(|poisoned| poisoned.into_inner())
+    /// Gives the membership the shards' leaderships, once they exist.
+    pub fn count_shards_of(&self, leaderships: Vec<Arc<Leadership>>) {
+        let _ = self.leaderships.set(leaderships);
     }
 
-    pub fn map(&self) -> ShardMap {
+    fn lock(&self) -> std::sync::MutexGuard<'_, Vec<String>> {
+        self.members
+            .lock()
+            .unwrap_or_else(|poisoned| poisoned.into_inner())
+    }
+
+    pub fn members(&self) -> Vec<String> {
         self.lock().clone()
     }
 
-    /// What the map wants of this instance for `shard`. Until the first
-    /// heartbeat is answered nobody is known, and the instance only takes
-    /// shards left without a leader for a whole lease.
+    /// At most how many shards this instance should lead now.
+    pub fn share(&self) -> usize {
+        crate::shards::share(self.shards, self.lock().len())
+    }
+
+    /// What this instance should do with `shard`: lead it while it leads no
+    /// more than its share (trying for free shards while below it), hand it
+    /// off when it is part of the surplus. Until the first heartbeat is
+    /// answered the share is unknown, and the instance only takes shards
+    /// left without a leader for a whole lease.
     pub fn wish(&self, shard: usize) -> Wish {
-        match self.lock().owners.get(shard) {
-            Some(Some(owner)) if *owner == self.node_id => Wish::Lead,
-            _ => Wish::Yield,
+        if self.lock().is_empty() {
+            return Wish::Yield;
+        }
+        let share = self.share();
+        let led: Vec<usize> = self
+            .leaderships
+            .get()
+            .map(|all| {
+                all.iter()
+                    .filter(|l| l.current_term().is_some())
+                    .map(|l| l.shard())
+                    .collect()
+            })
+            .unwrap_or_default();
+        let wanted = match led.contains(&shard) {
+            true => !crate::shards::surplus(&self.node_id, &led, share).contains(&shard),
+            false => led.len() < share,
+        };
+        match wanted {
+            true => Wish::Lead,
+            false => Wish::Yield,
         }
     }
 
-    /// Takes the members Redis answered; wakes the electors if the map moved.
+    /// Takes the members Redis answered; wakes the electors if they changed.
     fn update(&self, mut members: Vec<String>) {
         // Redis answers in order of expiry, which each heartbeat changes.
         members.sort_unstable();
         members.dedup();
-        let changed = {
-            let mut map = self.lock();
-            if map.members == members {
-                false
-            } else {
-                let owners = crate::shards::assign(self.shards, &members)
-                    .into_iter()
-                    .map(|owner| owner.map(|index| members[index].clone()))
-                    .collect();
-                tracing::info!(members = ?members, "the group's members changed: shards move to follow");
-                *map = ShardMap { members, owners };
-                true
+        {
+            let mut known = self.lock();
+            if *known == members {
+                return;
             }
-        };
-        if changed {
-            for wake in &self.wakes {
-                wake.notify_one();
-            }
+            tracing::info!(members = ?members, "the group's members changed: shards move to follow");
+            *known = members;
+        }
+        for wake in &self.wakes {
+            wake.notify_one();
         }
     }
 }

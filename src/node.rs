@@ -202,7 +202,7 @@ impl Node {
             1 => Layout::new(&config.redis_prefix),
             _ => Layout::shard(&config.redis_prefix, shard),
         };
-        let shards = services
+        let shards: Vec<Shard> = services
             .enumerate()
             .map(|(index, service)| {
                 let claim = match &membership {
@@ -233,6 +233,9 @@ impl Node {
                 )
             })
             .collect();
+        if let Some(membership) = &membership {
+            membership.count_shards_of(shards.iter().map(|s| s.leadership.clone()).collect());
+        }
         Ok(Node {
             node_id,
             metrics,
@@ -381,10 +384,20 @@ impl Node {
         let (tokens_tx, tokens_rx) = oneshot::channel();
         let leaderships: Vec<Arc<Leadership>> = running.iter().map(|r| r.leadership.clone()).collect();
         let mut refusal = admission.clone();
+        let refused = async move {
+            // The checker is gone once it cleared the count: no refusal can come.
+            if refusal
+                .wait_for(|a| matches!(a, Admission::Refused(_)))
+                .await
+                .is_err()
+            {
+                std::future::pending::<()>().await;
+            }
+        };
         let shutdown = async move {
             tokio::select! {
                 _ = shutdown => {}
-                _ = refusal.wait_for(|a| matches!(a, Admission::Refused(_))) => {}
+                _ = refused => {}
             }
             // Refuse new queue calls and end long polls; requests in flight finish.
             let tokens: Vec<Option<String>> = leaderships.iter().map(|l| l.begin_shutdown()).collect();

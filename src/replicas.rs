@@ -14,6 +14,7 @@
 use std::time::Duration;
 
 use fred::prelude::*;
+use fred::types::ClusterHash;
 use fred::types::config::Options;
 
 /// How many replicas must acknowledge a write, and how long to wait for them.
@@ -40,12 +41,15 @@ impl ReplicaAcks {
     /// Waits until the writes `client`'s connection sent are held by enough
     /// replicas. The command's own time limit is the wait plus the client's
     /// usual one, so that a slow answer is the replicas', not the network's.
-    pub async fn confirm(&self, client: &Client) -> Result<(), String> {
+    /// On Redis Cluster, `WAIT` goes to the primary of `key`'s slot: the
+    /// connection that wrote it.
+    pub async fn confirm(&self, client: &Client, key: &str) -> Result<(), String> {
         if !self.required() {
             return Ok(());
         }
         let options = Options {
             timeout: Some(self.timeout + self.command_timeout),
+            cluster_hash: Some(ClusterHash::Custom(fred::util::redis_keyslot(key.as_bytes()))),
             ..Options::default()
         };
         let acknowledged: i64 = client

@@ -1,19 +1,20 @@
-//! Which shard a queue belongs to, and which live instance should lead
-//! each shard: the two pure rules that every instance of a sharded group
-//! (`--shards K`, K > 1) computes alike.
+//! Which shard a queue belongs to, and how many shards each live instance
+//! of a sharded group (`--shards K`, K > 1) should lead: the pure rules
+//! that every instance computes alike.
 //!
 //! A queue's shard is a stable hash of its account, region and name, so
 //! that every instance, of any version, puts a queue in the same shard:
 //! the hash is SipHash-2-4 with zero keys, fixed by its specification.
 //! Changing it would move queues away from their data.
 //!
-//! The shards are shared out by rendezvous hashing with a cap: each shard
-//! goes to the live instance that ranks it highest among those not yet
-//! holding their share (`ceil(K / instances)`). Every instance that sees the
-//! same members computes the same map, each instance gets its share, and an
-//! instance joining or leaving moves few shards. The map is a wish, not a
-//! lock: the lock of each shard decides who leads it, and instances follow
-//! the map by taking the shards it gives them and handing off the others.
+//! The shards are shared by *shares*: with n live instances each leads at
+//! most `ceil(K / n)`. An instance below its share takes any shard that is
+//! free; one above it hands off its surplus, the shards it ranks lowest
+//! (rendezvous hashing, so the choice is stable). Nothing else moves: when
+//! an instance dies, the others keep what they lead and take its shards;
+//! when one joins, each of the others gives up only what exceeds the new
+//! share. The shard locks decide who leads; the shares only say who should
+//! try.
 
 use std::future::Future;
 use std::hash::Hasher;
@@ -67,28 +68,18 @@ impl Placement {
     }
 }
 
-/// The instance that should lead each shard, as an index into `members`
-/// (sorted, deduplicated node ids); `None` for every shard when there are
-/// no members.
-pub fn assign(shards: usize, members: &[String]) -> Vec<Option<usize>> {
-    if members.is_empty() {
-        return vec![None; shards];
-    }
-    let share = shards.div_ceil(members.len());
-    let mut held = vec![0usize; members.len()];
-    (0..shards)
-        .map(|shard| {
-            let mut ranked: Vec<(u64, usize)> = members
-                .iter()
-                .enumerate()
-                .map(|(index, member)| (rank(member, shard), index))
-                .collect();
-            ranked.sort_unstable_by(|a, b| b.cmp(a));
-            let (_, chosen) = ranked.into_iter().find(|&(_, index)| held[index] < share)?;
-            held[chosen] += 1;
-            Some(chosen)
-        })
-        .collect()
+/// At most how many shards each of `members` live instances should lead.
+pub fn share(shards: usize, members: usize) -> usize {
+    shards.div_ceil(members.max(1))
+}
+
+/// Of the shards `node` leads (`led`), those it should hand off to come
+/// down to `share`: the ones it ranks lowest.
+pub fn surplus(node: &str, led: &[usize], share: usize) -> Vec<usize> {
+    let mut ranked: Vec<(u64, usize)> = led.iter().map(|&shard| (rank(node, shard), shard)).collect();
+    ranked.sort_unstable();
+    let extra = led.len().saturating_sub(share);
+    ranked.into_iter().take(extra).map(|(_, shard)| shard).collect()
 }
 
 /// How much `member` wants `shard`: the rendezvous weight.
@@ -137,35 +128,29 @@ mod tests {
     }
 
     #[test]
-    fn every_member_gets_its_share() {
-        for n in 1..=7 {
-            let map = assign(12, &members(n));
-            let mut held = vec![0; n];
-            for owner in &map {
-                held[owner.expect("every shard has an owner")] += 1;
-            }
-            let share = 12usize.div_ceil(n);
-            assert!(held.iter().all(|&h| h <= share), "{n} members: {held:?}");
-            assert_eq!(held.iter().sum::<usize>(), 12);
-            if n <= 12 {
-                assert!(held.iter().all(|&h| h > 0), "{n} members: {held:?}");
-            }
+    fn shares_cover_every_shard() {
+        for members in 1..=13 {
+            let share = share(12, members);
+            assert!(share * members >= 12, "{members} members");
         }
-        assert_eq!(assign(3, &[]), vec![None, None, None]);
+        assert_eq!(share(12, 0), 12);
     }
 
     #[test]
-    fn a_member_leaving_moves_mostly_its_own_shards() {
-        let before = assign(12, &members(3));
-        let remaining: Vec<String> = members(3).into_iter().filter(|m| m != "node-1").collect();
-        let after = assign(12, &remaining);
-        let moved = (0..12)
-            .filter(|&shard| {
-                let old = before[shard].map(|i| members(3)[i].clone());
-                let new = after[shard].map(|i| remaining[i].clone());
-                old.as_deref() != Some("node-1") && old != new
-            })
-            .count();
-        assert!(moved <= 2, "{moved} shards of the staying members moved");
+    fn surplus_is_only_what_exceeds_the_share_and_stable() {
+        let led = [0, 3, 5, 7, 8, 11];
+        assert!(surplus("node-0", &led, 6).is_empty());
+        let extra = surplus("node-0", &led, 4);
+        assert_eq!(extra.len(), 2);
+        assert!(extra.iter().all(|shard| led.contains(shard)));
+        assert_eq!(extra, surplus("node-0", &led, 4), "the same shards every time");
+        // Giving those up leaves nothing more to give.
+        let kept: Vec<usize> = led.iter().copied().filter(|s| !extra.contains(s)).collect();
+        assert!(surplus("node-0", &kept, 4).is_empty());
+        assert_ne!(
+            surplus("node-0", &led, 1),
+            surplus("node-1", &led, 1),
+            "instances rank shards differently"
+        );
     }
 }

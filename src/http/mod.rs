@@ -609,7 +609,6 @@ fn leader_json(leader: crate::leader::LeaderInfo) -> serde_json::Value {
 /// The shard map as `/status` and the admin page show it: each shard's
 /// leader and whether this instance serves it, and the group's members.
 fn shard_map_json(state: &AppState) -> serde_json::Value {
-    let map = state.membership.as_ref().map(|m| m.map()).unwrap_or_default();
     let shards: Vec<serde_json::Value> = state
         .shards
         .iter()
@@ -621,11 +620,14 @@ fn shard_map_json(state: &AppState) -> serde_json::Value {
                 "role": status.role.name(),
                 "serving": status.serving,
                 "leader": status.leader.map(leader_json),
-                "assigned_to": map.owners.get(index).cloned().flatten(),
             })
         })
         .collect();
-    serde_json::json!({"count": state.shards.len(), "members": map.members, "shards": shards})
+    let (members, share) = match &state.membership {
+        Some(membership) => (membership.members(), Some(membership.share())),
+        None => (Vec::new(), None),
+    };
+    serde_json::json!({"count": state.shards.len(), "members": members, "share": share, "shards": shards})
 }
 
 async fn status(State(state): State<Arc<AppState>>) -> Response {

@@ -161,7 +161,7 @@ impl Committer {
         let started = Instant::now();
         self.store.metrics.commit_writes.observe(chunk.len() as f64);
         let result = match tokio::time::timeout(self.timeout, self.eval(&call)).await {
-            Ok(Ok(applied)) => match self.acks.confirm(&self.client).await {
+            Ok(Ok(applied)) => match self.acks.confirm(&self.client, &self.store.layout.lock()).await {
                 Ok(()) => Ok(Ok(applied)),
                 Err(unconfirmed) => Ok(Err(Error::new(ErrorKind::Unknown, unconfirmed))),
             },

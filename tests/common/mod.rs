@@ -4,11 +4,13 @@
 //! ([`sdk`]).
 #![allow(dead_code, unused_imports)] // each test binary uses its own subset
 
+pub mod cluster;
 pub mod node;
 pub mod process;
 pub mod redis;
 pub mod sdk;
 
+pub use cluster::*;
 pub use node::*;
 pub use process::*;
 pub use redis::*;

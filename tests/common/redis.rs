@@ -203,6 +203,10 @@ impl RedisServer {
         replica
     }
 
+    pub fn is_running(&self) -> bool {
+        self.child.is_some()
+    }
+
     /// Kills Redis at once (SIGKILL), as a crash would.
     pub fn kill(&mut self) {
         if let Some(mut child) = self.child.take() {

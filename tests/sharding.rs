@@ -1,0 +1,668 @@
+//! A sharded group (`--shards 12`) on a real Redis Cluster of three
+//! primaries and three replicas: every instance leads some shards and
+//! answers every queue's calls (forwarding those of shards led elsewhere);
+//! a killed instance's shards, and only those, move within the lease; a
+//! stopped one hands its shards off at once; a new one receives some; a
+//! Redis primary failing over loses nothing acknowledged. The shard count
+//! is guarded: an instance with another count refuses to start.
+
+mod common;
+
+use std::collections::{BTreeSet, HashMap, HashSet};
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use aws_sdk_sqs::error::ProvideErrorMetadata;
+use common::*;
+use ssq::shards::Placement;
+
+const SHARDS: usize = 12;
+
+fn placement() -> Placement {
+    Placement::new(SHARDS, "000000000000", "us-east-1")
+}
+
+fn start_member(url: &str, node_id: &str, extra: &[&str]) -> Server {
+    let mut args = vec!["--shards", "12"];
+    args.extend_from_slice(extra);
+    Server::start_node_with(url, node_id, &args)
+}
+
+/// What `server`'s `/status` says of the group: the shards it serves, its
+/// share, and the members it knows.
+async fn view(server: &Server) -> (BTreeSet<usize>, usize, usize) {
+    let Some((200, text)) = server.get("/status").await else {
+        return (BTreeSet::new(), 0, 0);
+    };
+    let status: serde_json::Value = serde_json::from_str(&text).unwrap();
+    let sharding = &status["sharding"];
+    let led = sharding["shards"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|shard| shard["serving"] == true)
+        .map(|shard| shard["shard"].as_u64().unwrap() as usize)
+        .collect();
+    let share = sharding["share"].as_u64().unwrap_or(0) as usize;
+    let members = sharding["members"].as_array().map_or(0, Vec::len);
+    (led, share, members)
+}
+
+async fn led_shards(server: &Server) -> BTreeSet<usize> {
+    view(server).await.0
+}
+
+/// Waits until `servers` know one another and together serve every shard,
+/// each shard once, none of them beyond its share, the same for 300 ms;
+/// returns what each serves.
+async fn wait_until_shared(servers: &[&Server], limit: Duration) -> Vec<BTreeSet<usize>> {
+    let started = Instant::now();
+    let mut stable_since: Option<(Instant, Vec<BTreeSet<usize>>)> = None;
+    loop {
+        let mut views = Vec::new();
+        for server in servers {
+            views.push(view(server).await);
+        }
+        let led: Vec<BTreeSet<usize>> = views.iter().map(|(led, _, _)| led.clone()).collect();
+        let total: usize = led.iter().map(BTreeSet::len).sum();
+        let union: BTreeSet<usize> = led.iter().flatten().copied().collect();
+        let settled = views
+            .iter()
+            .all(|(led, share, members)| *members == servers.len() && !led.is_empty() && led.len() <= *share);
+        if settled && total == SHARDS && union.len() == SHARDS {
+            match &stable_since {
+                Some((since, before)) if *before == led => {
+                    if since.elapsed() >= Duration::from_millis(300) {
+                        return led;
+                    }
+                }
+                _ => stable_since = Some((Instant::now(), led)),
+            }
+        } else {
+            stable_since = None;
+        }
+        assert!(
+            started.elapsed() < limit,
+            "the shards were not shared out within {limit:?}: {views:?}"
+        );
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+}
+
+/// `count` queue names, at least one in every shard.
+fn queue_names(count: usize) -> Vec<String> {
+    let placement = placement();
+    let mut names = Vec::new();
+    let mut covered = HashSet::new();
+    let mut i = 0;
+    while names.len() < count || covered.len() < SHARDS {
+        let name = format!("queue-{i}");
+        covered.insert(placement.shard_of(&name));
+        names.push(name);
+        i += 1;
+    }
+    names
+}
+
+async fn create_queues(sqs: &aws_sdk_sqs::Client, names: &[String]) -> Vec<String> {
+    let mut urls = Vec::new();
+    for name in names {
+        // A short visibility timeout: a message whose delete was cut off by
+        // a failover is received again soon, in the final drain.
+        urls.push(create_queue_url(sqs, name, &[("VisibilityTimeout", "1")]).await);
+    }
+    urls
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn every_instance_leads_some_shards_and_answers_every_queue() {
+    let cluster = RedisCluster::start().await;
+    let servers: Vec<Server> = (0..3)
+        .map(|i| start_member(&cluster.url(), &format!("member-{i}"), &[]))
+        .collect();
+    let refs: Vec<&Server> = servers.iter().collect();
+    let led = wait_until_shared(&refs, Duration::from_secs(15)).await;
+    assert!(
+        led.iter().all(|l| l.len() == SHARDS / 3),
+        "three members share twelve shards four each: {led:?}"
+    );
+
+    let clients: Vec<aws_sdk_sqs::Client> = servers.iter().map(|s| client_without_retries(&s.url)).collect();
+    let names = queue_names(24);
+    let urls = create_queues(&clients[0], &names).await;
+    // Sent through one instance, received and deleted through the next:
+    // most calls are forwarded, none may fail.
+    for (i, url) in urls.iter().enumerate() {
+        let (sender, receiver) = (&clients[i % 3], &clients[(i + 1) % 3]);
+        let body = format!("message of {url}");
+        sender
+            .send_message()
+            .queue_url(url)
+            .message_body(&body)
+            .send()
+            .await
+            .unwrap();
+        let received = receiver
+            .receive_message()
+            .queue_url(url)
+            .wait_time_seconds(1)
+            .send()
+            .await
+            .unwrap();
+        let message = &received.messages()[0];
+        assert_eq!(message.body(), Some(body.as_str()));
+        receiver
+            .delete_message()
+            .queue_url(url)
+            .receipt_handle(message.receipt_handle().unwrap())
+            .send()
+            .await
+            .unwrap();
+    }
+
+    // A long poll forwarded to the leader waits there and comes back with
+    // the message sent meanwhile through a third instance.
+    let url = urls[0].clone();
+    let poller = clients[1].clone();
+    let poll = tokio::spawn({
+        let url = url.clone();
+        async move {
+            poller
+                .receive_message()
+                .queue_url(&url)
+                .wait_time_seconds(5)
+                .send()
+                .await
+        }
+    });
+    tokio::time::sleep(Duration::from_millis(300)).await;
+    send_body(&clients[2], &url, "during the long poll").await;
+    let polled = poll.await.unwrap().unwrap();
+    assert_eq!(polled.messages()[0].body(), Some("during the long poll"));
+
+    // ListQueues gathers every shard's queues, in order, page by page.
+    for client in &clients {
+        let mut listed = Vec::new();
+        let mut token = None;
+        loop {
+            let page = client
+                .list_queues()
+                .max_results(7)
+                .set_next_token(token)
+                .send()
+                .await
+                .unwrap();
+            listed.extend(
+                page.queue_urls()
+                    .iter()
+                    .map(|u| u.rsplit('/').next().unwrap().to_string()),
+            );
+            token = page.next_token().map(str::to_string);
+            if token.is_none() {
+                break;
+            }
+        }
+        let mut expected = names.clone();
+        expected.sort();
+        assert_eq!(listed, expected);
+    }
+
+    for server in &servers {
+        let (_, metrics) = server.get("/metrics").await.unwrap();
+        let forwarded: f64 = metrics
+            .lines()
+            .filter(|l| l.starts_with("ssq_forwarded_requests_total{outcome=\"200\"}"))
+            .filter_map(|l| l.rsplit(' ').next()?.parse::<f64>().ok())
+            .sum();
+        assert!(forwarded > 0.0, "{} forwarded requests: {metrics}", server.url);
+        let led_gauges = metrics
+            .lines()
+            .filter(|l| l.starts_with("ssq_leader{") && l.ends_with(" 1"))
+            .count();
+        assert_eq!(
+            led_gauges,
+            SHARDS / 3,
+            "ssq_leader{{shard}} is 1 for each shard led"
+        );
+        assert!(
+            server.is_ready().await,
+            "every member of a sharded group is ready"
+        );
+    }
+}
+
+/// What one prober saw of its queue.
+#[derive(Default)]
+struct Probe {
+    /// When calls succeeded.
+    successes: Vec<Instant>,
+    /// Bodies whose send was acknowledged.
+    acknowledged: HashSet<String>,
+    /// Bodies received at least once.
+    received: HashSet<String>,
+    /// Bodies whose delete was acknowledged.
+    deleted: HashSet<String>,
+}
+
+/// Sends, receives and deletes on `url` through `clients` in turn until
+/// `until`.
+async fn probe(clients: Vec<aws_sdk_sqs::Client>, url: String, until: Instant) -> Probe {
+    let mut probe = Probe::default();
+    let mut turn = 0;
+    while Instant::now() < until {
+        let sqs = &clients[turn % clients.len()];
+        turn += 1;
+        let body = format!("{url}#{turn}");
+        let mut failed = false;
+        match sqs
+            .send_message()
+            .queue_url(&url)
+            .message_body(&body)
+            .send()
+            .await
+        {
+            Ok(_) => {
+                probe.acknowledged.insert(body);
+                probe.successes.push(Instant::now());
+            }
+            Err(_) => failed = true,
+        }
+        match sqs
+            .receive_message()
+            .queue_url(&url)
+            .max_number_of_messages(10)
+            .send()
+            .await
+        {
+            Ok(received) => {
+                probe.successes.push(Instant::now());
+                for message in received.messages() {
+                    let body = message.body().unwrap().to_string();
+                    probe.received.insert(body.clone());
+                    let deleted = sqs
+                        .delete_message()
+                        .queue_url(&url)
+                        .receipt_handle(message.receipt_handle().unwrap())
+                        .send()
+                        .await;
+                    if deleted.is_ok() {
+                        probe.deleted.insert(body);
+                    }
+                }
+            }
+            Err(_) => failed = true,
+        }
+        if failed {
+            tokio::time::sleep(Duration::from_millis(20)).await;
+        }
+    }
+    probe
+}
+
+/// The longest time without a successful call between `from` and `to`.
+fn longest_gap(successes: &[Instant], from: Instant, to: Instant) -> Duration {
+    let mut last = from;
+    let mut longest = Duration::ZERO;
+    for &at in successes.iter().filter(|&&at| at > from && at < to) {
+        longest = longest.max(at - last);
+        last = at;
+    }
+    longest.max(to.saturating_duration_since(last))
+}
+
+/// Receives from every queue until it is empty, all queues at once, and
+/// checks that no deleted message comes back; returns each queue's bodies.
+/// Waits out the queues' 1 s visibility timeout first, so that messages
+/// whose delete was cut off are visible again.
+async fn drain_all(
+    sqs: &aws_sdk_sqs::Client,
+    urls: &[String],
+    deleted: Vec<HashSet<String>>,
+) -> Vec<HashSet<String>> {
+    tokio::time::sleep(Duration::from_millis(1100)).await;
+    let drains: Vec<_> = urls
+        .iter()
+        .zip(deleted)
+        .map(|(url, deleted)| tokio::spawn(drain(sqs.clone(), url.clone(), deleted)))
+        .collect();
+    let mut bodies = Vec::new();
+    for drain in drains {
+        bodies.push(drain.await.unwrap());
+    }
+    bodies
+}
+
+async fn drain(sqs: aws_sdk_sqs::Client, url: String, deleted: HashSet<String>) -> HashSet<String> {
+    let mut bodies = HashSet::new();
+    loop {
+        let received = sqs
+            .receive_message()
+            .queue_url(&url)
+            .max_number_of_messages(10)
+            .wait_time_seconds(1)
+            .send()
+            .await
+            .unwrap();
+        if received.messages().is_empty() {
+            return bodies;
+        }
+        for message in received.messages() {
+            let body = message.body().unwrap().to_string();
+            assert!(!deleted.contains(&body), "a deleted message came back: {body}");
+            bodies.insert(body);
+            sqs.delete_message()
+                .queue_url(&url)
+                .receipt_handle(message.receipt_handle().unwrap())
+                .send()
+                .await
+                .unwrap();
+        }
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_killed_instance_moves_only_its_shards_and_loses_nothing() {
+    let cluster = RedisCluster::start().await;
+    let servers: Vec<Server> = (0..3)
+        .map(|i| start_member(&cluster.url(), &format!("member-{i}"), &[]))
+        .collect();
+    let refs: Vec<&Server> = servers.iter().collect();
+    let led = wait_until_shared(&refs, Duration::from_secs(15)).await;
+    let survivors: Vec<aws_sdk_sqs::Client> = servers[..2]
+        .iter()
+        .map(|s| client_without_retries(&s.url))
+        .collect();
+    let names = queue_names(24);
+    let urls = create_queues(&survivors[0], &names).await;
+
+    let placement = placement();
+    let moved: Vec<bool> = names
+        .iter()
+        .map(|n| led[2].contains(&placement.shard_of(n)))
+        .collect();
+    let started = Instant::now();
+    let until = started + Duration::from_secs(8);
+    let probers: Vec<_> = urls
+        .iter()
+        .map(|url| tokio::spawn(probe(survivors.clone(), url.clone(), until)))
+        .collect();
+    tokio::time::sleep(Duration::from_secs(2)).await;
+    let killed_at = Instant::now();
+    servers[2].signal("KILL");
+    let mut probes = Vec::new();
+    for prober in probers {
+        probes.push(prober.await.unwrap());
+    }
+
+    let after = wait_until_shared(&refs[..2], Duration::from_secs(5)).await;
+    for (before, now) in led[..2].iter().zip(&after) {
+        assert!(
+            before.is_subset(now),
+            "a survivor kept its shards: {before:?} → {now:?}"
+        );
+    }
+    let gap = |moved_ones: bool| {
+        probes
+            .iter()
+            .zip(&moved)
+            .filter(|(_, m)| **m == moved_ones)
+            .map(|(p, _)| longest_gap(&p.successes, killed_at, until))
+            .max()
+            .unwrap()
+    };
+    let (moved_gap, unmoved_gap) = (gap(true), gap(false));
+    eprintln!(
+        "longest gap per queue after SIGKILL of one of three instances: moved shards {moved_gap:?}, \
+         unmoved shards {unmoved_gap:?}"
+    );
+    // TTL 2 s + retry 200 ms + 1 s.
+    assert!(
+        moved_gap < Duration::from_millis(3200),
+        "moved shards: {moved_gap:?}"
+    );
+    assert!(
+        unmoved_gap < Duration::from_secs(1),
+        "unmoved shards: {unmoved_gap:?}"
+    );
+
+    // Nothing acknowledged is lost; nothing deleted comes back.
+    let deleted = probes.iter().map(|p| p.deleted.clone()).collect();
+    let drained = drain_all(&survivors[0], &urls, deleted).await;
+    for (probe, drained) in probes.iter().zip(&drained) {
+        let missing: Vec<&String> = probe
+            .acknowledged
+            .iter()
+            .filter(|b| !probe.received.contains(*b) && !drained.contains(*b))
+            .collect();
+        assert!(missing.is_empty(), "acknowledged and lost: {missing:?}");
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_stopped_instance_hands_off_at_once_and_a_new_one_receives_shards() {
+    let cluster = RedisCluster::start().await;
+    let first = start_member(&cluster.url(), "member-0", &[]);
+    let second = start_member(&cluster.url(), "member-1", &[]);
+    wait_until_shared(&[&first, &second], Duration::from_secs(15)).await;
+    let sqs = client_without_retries(&first.url);
+    let names = queue_names(12);
+    let urls = create_queues(&sqs, &names).await;
+    for url in &urls {
+        send_body(&sqs, url, "kept across the hand-off").await;
+    }
+
+    let signalled = Instant::now();
+    second.signal("TERM");
+    let handed_off = wait_for(Duration::from_secs(5), || async {
+        led_shards(&first).await.len() == SHARDS
+    })
+    .await
+    .expect("the remaining instance leads every shard");
+    eprintln!("SIGTERM hand-off of six shards: {:?}", signalled.elapsed());
+    assert!(
+        handed_off < Duration::from_secs(1),
+        "hand-off took {handed_off:?}"
+    );
+    for url in &urls {
+        assert_eq!(receive_bodies(&sqs, url, 10).await, ["kept across the hand-off"]);
+    }
+
+    let joined = start_member(&cluster.url(), "member-2", &[]);
+    let shared = wait_until_shared(&[&first, &joined], Duration::from_secs(10)).await;
+    assert_eq!(
+        shared[1].len(),
+        SHARDS / 2,
+        "the new instance took its share: {shared:?}"
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_redis_primary_failing_over_loses_no_acknowledged_message() {
+    let mut cluster = RedisCluster::start().await;
+    // Every write waits until the primary's replica holds it.
+    let replicas = ["--redis-min-replicas", "1", "--redis-replica-timeout", "200ms"];
+    let servers: Vec<Server> = (0..3)
+        .map(|i| start_member(&cluster.url(), &format!("member-{i}"), &replicas))
+        .collect();
+    let refs: Vec<&Server> = servers.iter().collect();
+    wait_until_shared(&refs, Duration::from_secs(15)).await;
+    let clients: Vec<aws_sdk_sqs::Client> = servers.iter().map(|s| client_without_retries(&s.url)).collect();
+    let names = queue_names(24);
+    // A write a replica does not confirm in time is a retryable 503: the
+    // SDK's retries see the queues made.
+    let urls = create_queues(&servers[0].client(), &names).await;
+
+    let acknowledged: Arc<std::sync::Mutex<HashMap<String, HashSet<String>>>> = Default::default();
+    let until = Instant::now() + Duration::from_secs(6);
+    let senders: Vec<_> = urls
+        .iter()
+        .map(|url| {
+            let (clients, url, acknowledged) = (clients.clone(), url.clone(), acknowledged.clone());
+            tokio::spawn(async move {
+                let mut turn = 0;
+                while Instant::now() < until {
+                    turn += 1;
+                    let body = format!("{url}#{turn}");
+                    let sent = clients[turn % 3]
+                        .send_message()
+                        .queue_url(&url)
+                        .message_body(&body)
+                        .send()
+                        .await;
+                    match sent {
+                        Ok(_) => {
+                            acknowledged
+                                .lock()
+                                .unwrap()
+                                .entry(url.clone())
+                                .or_default()
+                                .insert(body);
+                        }
+                        Err(_) => tokio::time::sleep(Duration::from_millis(20)).await,
+                    }
+                }
+            })
+        })
+        .collect();
+    tokio::time::sleep(Duration::from_secs(1)).await;
+    // The primary of shard 0's slot dies; its replica is promoted.
+    let slot = fred::util::redis_keyslot(b"{ssq:0}");
+    let victim = cluster.primary_of_slot(slot);
+    cluster.nodes[victim].kill();
+    for sender in senders {
+        sender.await.unwrap();
+    }
+    cluster.wait_until_healthy(Duration::from_secs(20)).await;
+    // The promoted replica has no replica of its own, so its shards' writes
+    // cannot be confirmed (and are refused) until the old primary is back,
+    // as its replica.
+    cluster.nodes[victim].restart();
+    cluster.wait_until_healthy(Duration::from_secs(20)).await;
+    assert!(
+        !cluster.primaries().contains(&victim),
+        "the old primary came back as a replica"
+    );
+    wait_until_shared(&refs, Duration::from_secs(15)).await;
+
+    let acknowledged = acknowledged.lock().unwrap().clone();
+    let mut total = 0;
+    let drained = drain_all(&clients[0], &urls, vec![HashSet::new(); urls.len()]).await;
+    for (url, drained) in urls.iter().zip(&drained) {
+        let sent = acknowledged.get(url).cloned().unwrap_or_default();
+        total += sent.len();
+        let lost: Vec<&String> = sent.iter().filter(|b| !drained.contains(*b)).collect();
+        assert!(lost.is_empty(), "acknowledged and lost in the failover: {lost:?}");
+    }
+    eprintln!("Redis primary failover: {total} acknowledged messages, none lost");
+    assert!(total > 0);
+}
+
+#[tokio::test]
+async fn an_instance_with_another_shard_count_refuses_to_start() {
+    let redis = RedisServer::start();
+    let member = start_member(&redis.url(), "member-0", &[]);
+    let member_ref = [&member];
+    wait_until_shared(&member_ref, Duration::from_secs(10)).await;
+
+    for (count, node) in [("4", "four"), ("1", "one")] {
+        let output = std::process::Command::new(env!("CARGO_BIN_EXE_ssq"))
+            .args(["--listen", &format!("127.0.0.1:{}", free_port())])
+            .args(["--redis-url", &redis.url(), "--node-id", node, "--shards", count])
+            .env("RUST_LOG", "error")
+            .output()
+            .unwrap();
+        let stderr = String::from_utf8_lossy(&output.stderr);
+        assert_eq!(output.status.code(), Some(2), "{stderr}");
+        assert!(
+            stderr.contains(&format!(
+                "Redis holds data for --shards 12, and this instance runs with --shards {count}"
+            )),
+            "{stderr}"
+        );
+    }
+    assert_eq!(
+        led_shards(&member).await.len(),
+        SHARDS,
+        "the group was not touched"
+    );
+
+    // Data of an unsharded group is no sharded group's.
+    let unsharded = RedisServer::start();
+    let leader = Server::start_node(&unsharded, "unsharded");
+    single_leader(std::slice::from_ref(&leader), Duration::from_secs(10)).await;
+    create_queue_url(&leader.client(), "kept", &[]).await;
+    let output = std::process::Command::new(env!("CARGO_BIN_EXE_ssq"))
+        .args(["--listen", &format!("127.0.0.1:{}", free_port())])
+        .args([
+            "--redis-url",
+            &unsharded.url(),
+            "--node-id",
+            "sharded",
+            "--shards",
+            "12",
+        ])
+        .env("RUST_LOG", "error")
+        .output()
+        .unwrap();
+    assert_eq!(output.status.code(), Some(2));
+    assert!(String::from_utf8_lossy(&output.stderr).contains("Redis holds data for --shards 1,"));
+}
+
+#[tokio::test]
+async fn a_dead_letter_queue_in_another_shard_is_refused_with_the_reason() {
+    let redis = RedisServer::start();
+    let member = start_member(&redis.url(), "member-0", &[]);
+    wait_until_shared(&[&member], Duration::from_secs(10)).await;
+    let sqs = member.client();
+    let placement = placement();
+    let names = queue_names(48);
+    let source = &names[0];
+    let same = names[1..]
+        .iter()
+        .find(|n| placement.shard_of(n) == placement.shard_of(source))
+        .unwrap();
+    let other = names[1..]
+        .iter()
+        .find(|n| placement.shard_of(n) != placement.shard_of(source))
+        .unwrap();
+    let source_url = create_queue_url(&sqs, source, &[]).await;
+    let policy = |dlq: &str| {
+        format!(
+            r#"{{"deadLetterTargetArn":"arn:aws:sqs:us-east-1:000000000000:{dlq}","maxReceiveCount":"2"}}"#
+        )
+    };
+    create_queue_url(&sqs, other, &[]).await;
+    let refused = sqs
+        .set_queue_attributes()
+        .queue_url(&source_url)
+        .attributes(
+            aws_sdk_sqs::types::QueueAttributeName::RedrivePolicy,
+            policy(other),
+        )
+        .send()
+        .await;
+    let error = refused.expect_err("a dead-letter queue in another shard is refused");
+    let message = error
+        .as_service_error()
+        .and_then(|e| e.message())
+        .unwrap_or_default()
+        .to_string();
+    assert_eq!(
+        error.as_service_error().and_then(|e| e.code()),
+        Some("InvalidParameterValue")
+    );
+    assert!(
+        message.contains("must be in its source queue's shard"),
+        "{message}"
+    );
+    create_queue_url(&sqs, same, &[]).await;
+    sqs.set_queue_attributes()
+        .queue_url(&source_url)
+        .attributes(
+            aws_sdk_sqs::types::QueueAttributeName::RedrivePolicy,
+            policy(same),
+        )
+        .send()
+        .await
+        .expect("a dead-letter queue in the same shard is taken");
+}
