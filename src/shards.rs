@@ -95,10 +95,6 @@ fn rank(member: &str, shard: usize) -> u64 {
 mod tests {
     use super::*;
 
-    fn members(n: usize) -> Vec<String> {
-        (0..n).map(|i| format!("node-{i}")).collect()
-    }
-
     #[test]
     fn one_shard_holds_every_queue() {
         let placement = Placement::new(1, "000000000000", "us-east-1");

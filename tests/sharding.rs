@@ -246,26 +246,35 @@ struct Probe {
 
 /// Sends, receives and deletes on `url` through `clients` in turn until
 /// `until`.
+/// On a FIFO queue every message is sent twice with the same deduplication
+/// id (the second must not make a copy) in one group, and messages must
+/// arrive in the order sent: each seen for the first time comes after every
+/// one seen before it.
 async fn probe(clients: Vec<aws_sdk_sqs::Client>, url: String, until: Instant) -> Probe {
+    let fifo = url.ends_with(".fifo");
     let mut probe = Probe::default();
     let mut turn = 0;
+    let mut last_first_seen = 0;
     while Instant::now() < until {
         let sqs = &clients[turn % clients.len()];
         turn += 1;
         let body = format!("{url}#{turn}");
         let mut failed = false;
-        match sqs
-            .send_message()
-            .queue_url(&url)
-            .message_body(&body)
-            .send()
-            .await
-        {
-            Ok(_) => {
-                probe.acknowledged.insert(body);
-                probe.successes.push(Instant::now());
+        for _ in 0..if fifo { 2 } else { 1 } {
+            let send = sqs.send_message().queue_url(&url).message_body(&body);
+            let send = match fifo {
+                true => send
+                    .message_group_id("g")
+                    .message_deduplication_id(turn.to_string()),
+                false => send,
+            };
+            match send.send().await {
+                Ok(_) => {
+                    probe.acknowledged.insert(body.clone());
+                    probe.successes.push(Instant::now());
+                }
+                Err(_) => failed = true,
             }
-            Err(_) => failed = true,
         }
         match sqs
             .receive_message()
@@ -278,7 +287,15 @@ async fn probe(clients: Vec<aws_sdk_sqs::Client>, url: String, until: Instant) -
                 probe.successes.push(Instant::now());
                 for message in received.messages() {
                     let body = message.body().unwrap().to_string();
-                    probe.received.insert(body.clone());
+                    let first_time = probe.received.insert(body.clone());
+                    if fifo && first_time {
+                        let sent: usize = body.rsplit('#').next().unwrap().parse().unwrap();
+                        assert!(
+                            sent > last_first_seen,
+                            "FIFO order broken: {body} after #{last_first_seen}"
+                        );
+                        last_first_seen = sent;
+                    }
                     let deleted = sqs
                         .delete_message()
                         .queue_url(&url)
@@ -372,8 +389,21 @@ async fn a_killed_instance_moves_only_its_shards_and_loses_nothing() {
         .iter()
         .map(|s| client_without_retries(&s.url))
         .collect();
-    let names = queue_names(24);
-    let urls = create_queues(&survivors[0], &names).await;
+    // A soak over 50 queues, six of them FIFO.
+    let mut names = queue_names(44);
+    let mut urls = create_queues(&survivors[0], &names).await;
+    for i in 0..6 {
+        let name = format!("ordered-{i}.fifo");
+        urls.push(
+            create_queue_url(
+                &survivors[0],
+                &name,
+                &[("FifoQueue", "true"), ("VisibilityTimeout", "1")],
+            )
+            .await,
+        );
+        names.push(name);
+    }
 
     let placement = placement();
     let moved: Vec<bool> = names
@@ -425,6 +455,13 @@ async fn a_killed_instance_moves_only_its_shards_and_loses_nothing() {
         "unmoved shards: {unmoved_gap:?}"
     );
 
+    eprintln!(
+        "soak over {} queues ({} FIFO): {} messages acknowledged, {} deleted by the probers",
+        urls.len(),
+        urls.iter().filter(|u| u.ends_with(".fifo")).count(),
+        probes.iter().map(|p| p.acknowledged.len()).sum::<usize>(),
+        probes.iter().map(|p| p.deleted.len()).sum::<usize>()
+    );
     // Nothing acknowledged is lost; nothing deleted comes back.
     let deleted = probes.iter().map(|p| p.deleted.clone()).collect();
     let drained = drain_all(&survivors[0], &urls, deleted).await;

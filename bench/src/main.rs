@@ -62,6 +62,9 @@ struct Options {
     /// Queues to spread the workers over.
     #[arg(long, default_value_t = 1)]
     queues: usize,
+    /// Names of the queues: this, then the queue's number.
+    #[arg(long, default_value = "ssq-bench-")]
+    queue_prefix: String,
     /// Messages per queue to fill before the `receive` scenario.
     #[arg(long, default_value_t = 100_000)]
     prefill: usize,
@@ -355,7 +358,7 @@ async fn main() {
 
     let mut queues = Vec::new();
     for i in 0..options.queues {
-        let name = format!("ssq-bench-{i}");
+        let name = format!("{}{i}", options.queue_prefix);
         if !options.keep_queues {
             // Left over from an interrupted run: start from nothing. (Not
             // PurgeQueue: SQS allows one purge a minute.)
