@@ -299,6 +299,11 @@ for replicas in [0, 1]:
         f"| {fmt(series(send64, 'send').get('p99_ms'), 2)} | {fmt((rt64 or {}).get('server_cpu_us_per_request'), 1)} |"
     )
 
+sharding = out_dir / "sharding.md"
+if sharding.exists():
+    lines += ["", "## Sharded groups (`--shards`)", "", "`bench/sharding.sh`, one Redis (AOF everysec) for all. "
+              "docs/scaling.md says what these mean for more machines.", "", sharding.read_text().rstrip()]
+
 lines += ["", "## Targets", "", "| target | met | measured |", "|---|---|---|"]
 lines += [f"| {name} | {'yes' if ok else 'no'} | {value} |" for name, ok, value in targets]
 # Where the time goes: written by hand from profiles (bench/profile.md).

@@ -4,6 +4,7 @@
 #   (b) ssq memory-only, (c) ssq Redis-backed, (d) moto's server mode,
 #   (e) ssq on a Redis primary with a replica, with and without --redis-min-replicas 1,
 #   (f) ssq against BullMQ and RSMQ on one Redis (bench/peers.sh), CPU per message,
+#   (g) sharded groups (bench/sharding.sh): forwarding cost, group throughput, memory,
 # with the same load generator, then the scale checks, and writes
 # docs/benchmarks.md and docs/benchmarks.svg.
 # BENCH_DURATION (seconds per run, default 5) shortens or lengthens it.
@@ -147,6 +148,10 @@ run memory longpoll 1000 --rate 500
 
 # Against BullMQ and RSMQ on a Redis of their own (with ssq on it too).
 bash bench/peers.sh "$OUT" "$DURATION"
+
+# Sharded groups: forwarding against direct, a group of three against one
+# leader, memory per instance (writes $OUT/sharding.md).
+bash bench/sharding.sh
 
 # Restore of 1,000,000 messages and failover times are measured by
 # `cargo bench --bench restore` and `cargo bench --bench failover`.

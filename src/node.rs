@@ -339,6 +339,7 @@ impl Node {
                     Some(catalog) => Api::sharded(r.service.clone(), placement.clone(), catalog.clone()),
                 },
                 leadership: r.leadership.clone(),
+                lock: r.lock.clone(),
             })
             .collect();
         let state = Arc::new(AppState {

@@ -22,9 +22,10 @@ use axum::http::request::Parts;
 
 use crate::api::{self, Action, Api, AsJson, AsTree, Input, RequestContext, RequestRegion, Route};
 use crate::config::Regions;
+use crate::election::{LockStore, RedisLock};
 use crate::error::{ErrorCode, SqsError};
 use crate::group::Membership;
-use crate::leader::{Leadership, Role};
+use crate::leader::{LeaderInfo, Leadership, Role};
 use crate::metrics::Metrics;
 use crate::protocol::{json, query};
 use crate::request_body::{BodyBudget, BodyPermit};
@@ -35,11 +36,23 @@ pub mod admin;
 pub mod forward;
 mod peek;
 
-/// One shard as the HTTP front sees it: its API and whether this instance
-/// serves it.
+/// One shard as the HTTP front sees it: its API, whether this instance
+/// serves it and, with Redis, its lock (to find its leader).
 pub struct ShardFront {
     pub api: Api,
     pub leadership: Arc<Leadership>,
+    pub lock: Option<Arc<RedisLock>>,
+}
+
+impl ShardFront {
+    /// The shard's leader as its lock in Redis names it now, noted for the
+    /// requests that follow; None when nobody else holds it.
+    async fn look_up_leader(&self) -> Option<String> {
+        let token = self.lock.as_ref()?.holder().await.ok()??;
+        let leader = LeaderInfo::parse(&token)?;
+        self.leadership.observe_leader(Some(leader.clone()));
+        (leader.node_id != self.leadership.node_id()).then_some(leader.url)
+    }
 }
 
 pub struct AppState {
@@ -279,12 +292,10 @@ async fn run_or_forward(state: &AppState, parts: &Parts, wire: Wire, admitted: A
         Route::Queue(key) => {
             let shard = state.shard_of(&key);
             if !shard.leadership.is_serving() {
-                return match shard.leadership.leader_url() {
-                    Some(url) if !parts.headers.contains_key(forward::FORWARDED) => {
-                        forward_to(state, &shard.leadership, &url, parts, wire, action, body).await
-                    }
-                    _ => Handled::Ran(Err(not_serving(state, &shard.leadership))),
-                };
+                if parts.headers.contains_key(forward::FORWARDED) {
+                    return Handled::Ran(Err(not_serving(state, &shard.leadership)));
+                }
+                return forward_to_leader(state, shard, parts, wire, action, body).await;
             }
             shard
         }
@@ -292,32 +303,57 @@ async fn run_or_forward(state: &AppState, parts: &Parts, wire: Wire, admitted: A
     Handled::Ran(run(&shard.api, &ctx, wire, action, input).await)
 }
 
-/// Sends the request on to `url`, the leader of its shard; when that
-/// leader cannot be reached, a retryable 503 in the request's wire format.
-async fn forward_to(
+/// Sends the request on to its shard's leader. The leader this instance
+/// last saw may be unknown, gone, or handing the shard off (it answers
+/// 503): then the lock in Redis is read, and the request sent once more if
+/// it names another leader, so that a shard moving costs clients no error.
+/// When no leader can be reached, a retryable 503 in the request's format.
+async fn forward_to_leader(
     state: &AppState,
-    leadership: &Leadership,
-    url: &str,
+    shard: &ShardFront,
     parts: &Parts,
     wire: Wire,
     action: Action,
     body: Bytes,
 ) -> Handled {
-    match state.forwarder.forward(url, parts, body, &state.metrics).await {
-        Ok(response) => Handled::Forwarded(response),
-        Err(error) => {
-            tracing::debug!(%error, shard = leadership.shard(), "could not forward a request");
+    let mut url = shard.leadership.leader_url();
+    let mut last = None;
+    for attempt in 0..2 {
+        if attempt == 1 || url.is_none() {
+            let current = shard.look_up_leader().await;
+            if attempt == 1 && current == url {
+                break;
+            }
+            url = current;
+        }
+        let Some(target) = &url else { break };
+        match state
+            .forwarder
+            .forward(target, parts, body.clone(), &state.metrics)
+            .await
+        {
+            Ok(response) if response.status() != StatusCode::SERVICE_UNAVAILABLE || attempt == 1 => {
+                return Handled::Forwarded(response);
+            }
+            answer => last = Some((target.clone(), answer)),
+        }
+    }
+    let request_id = crate::random::uuid().to_string();
+    match last {
+        Some((_, Ok(response))) => Handled::Forwarded(response),
+        Some((target, Err(error))) => {
+            tracing::debug!(%error, shard = shard.leadership.shard(), "could not forward a request");
             let error = SqsError::new(
                 ErrorCode::ServiceUnavailable,
                 format!(
-                    "The queue's shard ({}) is led by the instance at {url}, which could not be reached ({error}). \
+                    "The queue's shard ({}) is led by the instance at {target}, which could not be reached ({error}). \
                      Retry: another instance takes the shard over if that one is gone.",
-                    leadership.shard()
+                    shard.leadership.shard()
                 ),
             );
-            let request_id = crate::random::uuid().to_string();
             Handled::Forwarded(answer_error(state, wire, &request_id, action.name(), &error))
         }
+        None => Handled::Ran(Err(not_serving(state, &shard.leadership))),
     }
 }
 

@@ -249,6 +249,51 @@ def test_a_passive_says_who_leads_and_links_there(browser, tmp_path):
         redis.wait()
 
 
+def test_a_sharded_member_shows_the_shard_map_and_its_own_queues(browser, tmp_path):
+    port = free_port()
+    redis = subprocess.Popen(
+        ["redis-server", "--port", str(port), "--bind", "127.0.0.1", "--save", "", "--appendonly", "no",
+         "--dir", str(tmp_path)],
+        stdout=subprocess.DEVNULL,
+    )
+    members = []
+    try:
+        wait_for_port(port, redis, "redis-server")
+        redis_url = f"redis://127.0.0.1:{port}"
+        for name in ("page-a", "page-b"):
+            members.append(start_ssq("--redis-url", redis_url, "--node-id", name, "--shards", "4"))
+
+        def shares():
+            return [json.loads(http(f"{url}/status")[1])["shards_led"] for _, url in members]
+
+        wait_until(lambda: shares() == [2, 2])
+        (_, a_url), (_, b_url) = members
+        sqs = client(a_url)
+        names = [f"sharded-{i}" for i in range(8)]
+        for name in names:
+            sqs.create_queue(QueueName=name)
+        overview = json.loads(http(f"{a_url}/admin/api/overview")[1])
+        here = {q["key"] for q in overview["queues"]}
+        assert here and here < set(names), "the member lists the queues of its own shards only"
+
+        page = browser.new_page()
+        page.goto(f"{a_url}/")
+        expect(page.locator("#role")).to_have_text("member")
+        expect(page.locator("#leader")).to_contain_text("leads 2 of 4 shards")
+        shards = page.locator("#shards tbody tr")
+        expect(shards).to_have_count(4)
+        expect(page.locator("#shards")).to_contain_text("served here")
+        expect(page.locator("#shards a[href='" + b_url + "/']").first).to_have_text("page-b")
+        for name in here:
+            expect(page.locator(f"#queues tr[data-queue='{name}']")).to_have_count(1)
+        page.close()
+    finally:
+        for proc, _ in members:
+            stop(proc)
+        redis.kill()
+        redis.wait()
+
+
 def wait_until(condition, limit=15):
     deadline = time.time() + limit
     while not condition():

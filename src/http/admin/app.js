@@ -121,13 +121,21 @@ function showInstance(overview) {
   if (overview.leader) {
     leader.append("leader ", h("a", { href: `${overview.leader.url}/` }, overview.leader.node_id), ` (epoch ${overview.leader.epoch})`);
   }
+  if (overview.sharding) {
+    const led = overview.sharding.shards.filter((s) => s.serving).length;
+    leader.append(`leads ${led} of ${overview.sharding.count} shards (share ${overview.sharding.share ?? "unknown"})`);
+  }
   notices.replaceChildren();
   if (overview.open) {
     notices.append(notice("open",
       "This page is open: ssq runs without --credentials, so anyone who can reach it can read and change every queue. " +
       "Start ssq with --credentials to require sign-in (docs/browsing.md)."));
   }
-  if (!overview.serving) {
+  if (overview.sharding) {
+    if (!overview.serving) {
+      notices.append(notice("passive", "This instance leads no shard right now: it forwards every call to the shard's leader."));
+    }
+  } else if (!overview.serving) {
     const where = overview.leader
       ? h("span", {}, " The leader is ", h("a", { href: `${overview.leader.url}/` }, `${overview.leader.node_id} at ${overview.leader.url}`), ".")
       : " No leader is known yet.";
@@ -152,7 +160,9 @@ function queueList(overview) {
       q.dead_letter_queue ? h("span", {}, "→ ", queueLink(q.dead_letter_queue)) : null,
       q.sources.length ? h("span", {}, "← ", q.sources.map(queueLink)) : null),
   ));
-  const empty = overview.serving ? "No queues yet: create one with any SQS client." : "This instance holds no queues: only the leader does.";
+  const empty = overview.sharding
+    ? "No queues in the shards this instance leads."
+    : overview.serving ? "No queues yet: create one with any SQS client." : "This instance holds no queues: only the leader does.";
   return h("div", {},
     h("h2", {}, "Queues"),
     h("table", { id: "queues" },
@@ -165,10 +175,27 @@ function queueList(overview) {
     h("p", { class: "muted" }, `Rates per second, sampled every ${overview.sample_seconds} s; sparklines show the last minutes.`));
 }
 
+// The shard map of a sharded group: who leads each shard. The queue list
+// above shows the queues of the shards this instance leads.
+function shardMap(sharding) {
+  const rows = sharding.shards.map((s) => h("tr", { "data-shard": s.shard },
+    h("td", { class: "num" }, s.shard),
+    h("td", { class: "text" }, s.leader ? h("a", { href: `${s.leader.url}/` }, s.leader.node_id) : "none known"),
+    h("td", { class: "num" }, s.leader ? s.leader.epoch : ""),
+    h("td", { class: "text muted" }, s.serving ? "served here" : s.role)));
+  return h("div", {},
+    h("h2", {}, "Shards"),
+    h("p", { class: "muted" }, `Members: ${sharding.members.join(", ") || "none known"}. Each leads at most ${sharding.share ?? "?"} shards.`),
+    h("table", { id: "shards" },
+      h("thead", {}, h("tr", {},
+        h("th", {}, "shard"), h("th", { class: "text" }, "leader"), h("th", {}, "epoch"), h("th", { class: "text" }, "here"))),
+      h("tbody", {}, rows)));
+}
+
 async function showList() {
   const overview = await getJson("/admin/api/overview");
   showInstance(overview);
-  show(main, queueList(overview));
+  show(main, h("div", {}, queueList(overview), overview.sharding ? shardMap(overview.sharding) : null));
 }
 
 // ---- one queue -----------------------------------------------------------------
