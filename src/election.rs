@@ -117,10 +117,15 @@ pub enum Wish {
 /// What steers the elector besides its timer.
 #[derive(Clone)]
 pub struct Claim {
-    /// Woken when the holder lets go of the lock or the shard map changes.
+    /// Woken when the holder lets go of the lock or the members change.
     pub wake: Arc<Notify>,
-    /// Whether the shard map gives the shard to this instance.
+    /// Whether this instance should lead the shard, counting the shards it
+    /// leads already.
     pub wish: Arc<dyn Fn() -> Wish + Send + Sync>,
+    /// Shared by the electors of one instance's shards: one acquisition at
+    /// a time, so that each counts the shards the others just took and
+    /// none takes beyond the instance's share.
+    pub one_at_a_time: Arc<tokio::sync::Mutex<()>>,
 }
 
 impl Claim {
@@ -129,6 +134,7 @@ impl Claim {
         Claim {
             wake,
             wish: Arc::new(|| Wish::Lead),
+            one_at_a_time: Arc::default(),
         }
     }
 }
@@ -189,47 +195,54 @@ pub async fn run_elector<S: LockStore>(
                 }
             }
             sent_at + config.renew_every
-        } else if leadership.role() == crate::leader::Role::Passive && (claim.wish)() == Wish::Yield {
-            // Another instance should lead this shard: watch, and take it
-            // only if it stays free for a whole lease.
-            match timeout(config.redis_timeout, store.holder()).await {
-                Ok(Ok(Some(token))) => {
-                    reachability.ok();
-                    free_since = None;
-                    leadership.observe_leader(LeaderInfo::parse(&token));
-                }
-                Ok(Ok(None)) => {
-                    reachability.ok();
-                    leadership.observe_leader(None);
-                    let since = *free_since.get_or_insert_with(Instant::now);
-                    if since.elapsed() >= config.ttl {
-                        free_since = None;
-                        try_to_take(
-                            &leadership,
-                            store.as_ref(),
-                            &config,
-                            &metrics,
-                            &load_state,
-                            &mut reachability,
-                        )
-                        .await;
-                    }
-                }
-                Ok(Err(error)) => reachability.failed(&error),
-                Err(_) => reachability.failed("reading the lock timed out"),
-            }
-            Instant::now() + config.retry_every
         } else if leadership.role() == crate::leader::Role::Passive {
-            free_since = None;
-            try_to_take(
-                &leadership,
-                store.as_ref(),
-                &config,
-                &metrics,
-                &load_state,
-                &mut reachability,
-            )
-            .await
+            let wish = (claim.wish)();
+            let take = match wish {
+                Wish::Lead => {
+                    free_since = None;
+                    true
+                }
+                // Another instance should lead this shard: watch, and take
+                // it only if it stays free for a whole lease.
+                Wish::Yield => match timeout(config.redis_timeout, store.holder()).await {
+                    Ok(Ok(holder)) => {
+                        reachability.ok();
+                        leadership.observe_leader(holder.as_deref().and_then(LeaderInfo::parse));
+                        let since = holder
+                            .is_none()
+                            .then(|| *free_since.get_or_insert_with(Instant::now));
+                        free_since = since;
+                        since.is_some_and(|since| since.elapsed() >= config.ttl)
+                    }
+                    Ok(Err(error)) => {
+                        reachability.failed(&error);
+                        false
+                    }
+                    Err(_) => {
+                        reachability.failed("reading the lock timed out");
+                        false
+                    }
+                },
+            };
+            if take {
+                let _turn = claim.one_at_a_time.lock().await;
+                // A shard this instance took meanwhile may have filled its share.
+                if wish == Wish::Lead && (claim.wish)() == Wish::Yield {
+                    continue;
+                }
+                free_since = None;
+                try_to_take(
+                    &leadership,
+                    store.as_ref(),
+                    &config,
+                    &metrics,
+                    &load_state,
+                    &mut reachability,
+                )
+                .await
+            } else {
+                Instant::now() + config.retry_every
+            }
         } else {
             return; // memory-only, or shutting down
         };

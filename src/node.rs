@@ -198,6 +198,7 @@ impl Node {
         };
         let wakes: Vec<Arc<Notify>> = (0..count).map(|_| Arc::new(Notify::new())).collect();
         let membership = (count > 1).then(|| Arc::new(Membership::new(&node_id, wakes.clone())));
+        let one_at_a_time = Arc::new(tokio::sync::Mutex::new(()));
         let layout_of = |shard: usize| match count {
             1 => Layout::new(&config.redis_prefix),
             _ => Layout::shard(&config.redis_prefix, shard),
@@ -212,6 +213,7 @@ impl Node {
                         Claim {
                             wake: wakes[index].clone(),
                             wish: Arc::new(move || membership.wish(index)),
+                            one_at_a_time: one_at_a_time.clone(),
                         }
                     }
                 };
