@@ -169,92 +169,33 @@ impl Node {
                 .with_limits(config.limits())
                 .with_configured_queues(queues)
         });
-        let Some(target) = config.redis() else {
-            if count > 1 {
+        let (shards, group) = match config.redis() {
+            None if count > 1 => {
                 return Err(StartError::Config(format!(
                     "--shards {count} needs Redis (--redis-url): shards are spread over the instances of a group \
                      sharing one Redis; memory-only mode is one instance"
                 )));
             }
-            let shards = services
-                .map(|service| Shard::memory_only(service, &node_id, election.step_down_after, &metrics))
-                .collect();
-            return Ok(Node {
-                config,
-                node_id,
-                metrics,
-                credentials,
-                placement,
-                shards,
-                group: None,
-            });
+            None => {
+                let shards = services
+                    .map(|service| Shard::memory_only(service, &node_id, election.step_down_after, &metrics))
+                    .collect();
+                (shards, None)
+            }
+            Some(target) => {
+                let (shards, group) =
+                    in_redis(&config, &target, acks, services.collect(), &node_id, &metrics)?;
+                (shards, Some(group))
+            }
         };
-        let client = crate::redis::client(&target).map_err(StartError::Config)?;
-        let subscriber = crate::redis::subscriber(&target).map_err(StartError::Config)?;
-        // WAIT blocks its connection: commits then get their own.
-        let commit_client = match acks.required() {
-            true => crate::redis::client(&target).map_err(StartError::Config)?,
-            false => client.clone(),
-        };
-        let wakes: Vec<Arc<Notify>> = (0..count).map(|_| Arc::new(Notify::new())).collect();
-        let membership = (count > 1).then(|| Arc::new(Membership::new(&node_id, wakes.clone())));
-        let one_at_a_time = Arc::new(tokio::sync::Mutex::new(()));
-        let layout_of = |shard: usize| match count {
-            1 => Layout::new(&config.redis_prefix),
-            _ => Layout::shard(&config.redis_prefix, shard),
-        };
-        let shards: Vec<Shard> = services
-            .enumerate()
-            .map(|(index, service)| {
-                let claim = match &membership {
-                    None => Claim::always(wakes[index].clone()),
-                    Some(membership) => {
-                        let membership = membership.clone();
-                        Claim {
-                            wake: wakes[index].clone(),
-                            wish: Arc::new(move || membership.wish(index)),
-                            one_at_a_time: one_at_a_time.clone(),
-                        }
-                    }
-                };
-                Shard::in_redis(
-                    index,
-                    service,
-                    RedisShard {
-                        client: client.clone(),
-                        commit_client: commit_client.clone(),
-                        acks,
-                        layout: layout_of(index),
-                        advertise_url: config.advertise_url(),
-                        election,
-                        commit_timeout: config.redis_timeout,
-                        claim,
-                    },
-                    &node_id,
-                    &metrics,
-                )
-            })
-            .collect();
-        if let Some(membership) = &membership {
-            membership.count_shards_of(shards.iter().map(|s| s.leadership.clone()).collect());
-        }
         Ok(Node {
+            config,
             node_id,
             metrics,
             credentials,
             placement,
             shards,
-            group: Some(RedisGroup {
-                client,
-                commit_client,
-                acks,
-                subscriber,
-                layout: Layout::new(&config.redis_prefix),
-                election,
-                membership,
-                wakes,
-            }),
-            config,
+            group,
         })
     }
 
@@ -452,6 +393,77 @@ async fn admitted(admission: &mut watch::Receiver<Admission>) -> bool {
         admission.wait_for(|a| *a != Admission::Checking).await.as_deref(),
         Ok(Admission::Cleared)
     )
+}
+
+/// The shards of a Redis-backed node and what they share: one lock per
+/// shard and, with more than one, the membership that tells each elector
+/// whether to try for its shard.
+fn in_redis(
+    config: &Config,
+    target: &crate::redis::Target,
+    acks: ReplicaAcks,
+    services: Vec<Service>,
+    node_id: &str,
+    metrics: &Arc<Metrics>,
+) -> Result<(Vec<Shard>, RedisGroup), StartError> {
+    let election = config.election();
+    let count = services.len();
+    let client = crate::redis::client(target).map_err(StartError::Config)?;
+    let subscriber = crate::redis::subscriber(target).map_err(StartError::Config)?;
+    // WAIT blocks its connection: commits then get their own.
+    let commit_client = match acks.required() {
+        true => crate::redis::client(target).map_err(StartError::Config)?,
+        false => client.clone(),
+    };
+    let wakes: Vec<Arc<Notify>> = (0..count).map(|_| Arc::new(Notify::new())).collect();
+    let membership = (count > 1).then(|| Arc::new(Membership::new(node_id, wakes.clone())));
+    let one_at_a_time = Arc::new(tokio::sync::Mutex::new(()));
+    let layout_of = |shard: usize| match count {
+        1 => Layout::new(&config.redis_prefix),
+        _ => Layout::shard(&config.redis_prefix, shard),
+    };
+    let shards: Vec<Shard> = services
+        .into_iter()
+        .enumerate()
+        .map(|(index, service)| {
+            let claim = match &membership {
+                None => Claim::always(wakes[index].clone()),
+                Some(membership) => {
+                    let membership = membership.clone();
+                    Claim {
+                        wake: wakes[index].clone(),
+                        wish: Arc::new(move || membership.wish(index)),
+                        one_at_a_time: one_at_a_time.clone(),
+                    }
+                }
+            };
+            let redis = RedisShard {
+                client: client.clone(),
+                commit_client: commit_client.clone(),
+                acks,
+                layout: layout_of(index),
+                advertise_url: config.advertise_url(),
+                election,
+                commit_timeout: config.redis_timeout,
+                claim,
+            };
+            Shard::in_redis(index, service, redis, node_id, metrics)
+        })
+        .collect();
+    if let Some(membership) = &membership {
+        membership.count_shards_of(shards.iter().map(|s| s.leadership.clone()).collect());
+    }
+    let group = RedisGroup {
+        client,
+        commit_client,
+        acks,
+        subscriber,
+        layout: Layout::new(&config.redis_prefix),
+        election,
+        membership,
+        wakes,
+    };
+    Ok((shards, group))
 }
 
 impl RedisGroup {

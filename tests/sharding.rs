@@ -89,6 +89,16 @@ async fn wait_until_shared(servers: &[&Server], limit: Duration) -> Vec<BTreeSet
     }
 }
 
+/// Three members on `url` (with `extra` flags), once they share the shards.
+async fn start_group(url: &str, extra: &[&str]) -> (Vec<Server>, Vec<BTreeSet<usize>>) {
+    let servers: Vec<Server> = (0..3)
+        .map(|i| start_member(url, &format!("member-{i}"), extra))
+        .collect();
+    let refs: Vec<&Server> = servers.iter().collect();
+    let led = wait_until_shared(&refs, Duration::from_secs(15)).await;
+    (servers, led)
+}
+
 /// `count` queue names, at least one in every shard.
 fn queue_names(count: usize) -> Vec<String> {
     let placement = placement();
@@ -117,11 +127,7 @@ async fn create_queues(sqs: &aws_sdk_sqs::Client, names: &[String]) -> Vec<Strin
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn every_instance_leads_some_shards_and_answers_every_queue() {
     let cluster = RedisCluster::start().await;
-    let servers: Vec<Server> = (0..3)
-        .map(|i| start_member(&cluster.url(), &format!("member-{i}"), &[]))
-        .collect();
-    let refs: Vec<&Server> = servers.iter().collect();
-    let led = wait_until_shared(&refs, Duration::from_secs(15)).await;
+    let (servers, led) = start_group(&cluster.url(), &[]).await;
     assert!(
         led.iter().all(|l| l.len() == SHARDS / 3),
         "three members share twelve shards four each: {led:?}"
@@ -151,13 +157,7 @@ async fn every_instance_leads_some_shards_and_answers_every_queue() {
             .unwrap();
         let message = &received.messages()[0];
         assert_eq!(message.body(), Some(body.as_str()));
-        receiver
-            .delete_message()
-            .queue_url(url)
-            .receipt_handle(message.receipt_handle().unwrap())
-            .send()
-            .await
-            .unwrap();
+        assert!(delete_received(receiver, url, message).await);
     }
 
     // A long poll forwarded to the leader waits there and comes back with
@@ -296,13 +296,7 @@ async fn probe(clients: Vec<aws_sdk_sqs::Client>, url: String, until: Instant) -
                         );
                         last_first_seen = sent;
                     }
-                    let deleted = sqs
-                        .delete_message()
-                        .queue_url(&url)
-                        .receipt_handle(message.receipt_handle().unwrap())
-                        .send()
-                        .await;
-                    if deleted.is_ok() {
+                    if delete_received(sqs, &url, message).await {
                         probe.deleted.insert(body);
                     }
                 }
@@ -367,12 +361,10 @@ async fn drain(sqs: aws_sdk_sqs::Client, url: String, deleted: HashSet<String>) 
             let body = message.body().unwrap().to_string();
             assert!(!deleted.contains(&body), "a deleted message came back: {body}");
             bodies.insert(body);
-            sqs.delete_message()
-                .queue_url(&url)
-                .receipt_handle(message.receipt_handle().unwrap())
-                .send()
-                .await
-                .unwrap();
+            assert!(
+                delete_received(&sqs, &url, message).await,
+                "the drain deletes what it receives"
+            );
         }
     }
 }
@@ -380,11 +372,8 @@ async fn drain(sqs: aws_sdk_sqs::Client, url: String, deleted: HashSet<String>) 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_killed_instance_moves_only_its_shards_and_loses_nothing() {
     let cluster = RedisCluster::start().await;
-    let servers: Vec<Server> = (0..3)
-        .map(|i| start_member(&cluster.url(), &format!("member-{i}"), &[]))
-        .collect();
+    let (servers, led) = start_group(&cluster.url(), &[]).await;
     let refs: Vec<&Server> = servers.iter().collect();
-    let led = wait_until_shared(&refs, Duration::from_secs(15)).await;
     let survivors: Vec<aws_sdk_sqs::Client> = servers[..2]
         .iter()
         .map(|s| client_without_retries(&s.url))
@@ -518,11 +507,8 @@ async fn a_redis_primary_failing_over_loses_no_acknowledged_message() {
     let mut cluster = RedisCluster::start().await;
     // Every write waits until the primary's replica holds it.
     let replicas = ["--redis-min-replicas", "1", "--redis-replica-timeout", "200ms"];
-    let servers: Vec<Server> = (0..3)
-        .map(|i| start_member(&cluster.url(), &format!("member-{i}"), &replicas))
-        .collect();
+    let (servers, _) = start_group(&cluster.url(), &replicas).await;
     let refs: Vec<&Server> = servers.iter().collect();
-    wait_until_shared(&refs, Duration::from_secs(15)).await;
     let clients: Vec<aws_sdk_sqs::Client> = servers.iter().map(|s| client_without_retries(&s.url)).collect();
     let names = queue_names(24);
     // A write a replica does not confirm in time is a retryable 503: the

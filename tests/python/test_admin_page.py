@@ -216,15 +216,21 @@ def test_with_credentials_the_page_needs_them_and_refuses_forged_calls(browser, 
         stop(proc)
 
 
-def test_a_passive_says_who_leads_and_links_there(browser, tmp_path):
+def start_redis(directory):
+    """A private redis-server on a free port, answering; its port and process."""
     port = free_port()
     redis = subprocess.Popen(
         ["redis-server", "--port", str(port), "--bind", "127.0.0.1", "--save", "", "--appendonly", "no",
-         "--dir", str(tmp_path)],
+         "--dir", str(directory)],
         stdout=subprocess.DEVNULL,
     )
+    wait_for_port(port, redis, "redis-server")
+    return port, redis
+
+
+def test_a_passive_says_who_leads_and_links_there(browser, tmp_path):
+    port, redis = start_redis(tmp_path)
     try:
-        wait_for_port(port, redis, "redis-server")
         redis_url = f"redis://127.0.0.1:{port}"
         leader, leader_url = start_ssq("--redis-url", redis_url, "--node-id", "page-leader")
         try:
@@ -250,15 +256,9 @@ def test_a_passive_says_who_leads_and_links_there(browser, tmp_path):
 
 
 def test_a_sharded_member_shows_the_shard_map_and_its_own_queues(browser, tmp_path):
-    port = free_port()
-    redis = subprocess.Popen(
-        ["redis-server", "--port", str(port), "--bind", "127.0.0.1", "--save", "", "--appendonly", "no",
-         "--dir", str(tmp_path)],
-        stdout=subprocess.DEVNULL,
-    )
+    port, redis = start_redis(tmp_path)
     members = []
     try:
-        wait_for_port(port, redis, "redis-server")
         redis_url = f"redis://127.0.0.1:{port}"
         for name in ("page-a", "page-b"):
             members.append(start_ssq("--redis-url", redis_url, "--node-id", name, "--shards", "4"))
