@@ -126,6 +126,9 @@ pub struct Claim {
     /// a time, so that each counts the shards the others just took and
     /// none takes beyond the instance's share.
     pub one_at_a_time: Arc<tokio::sync::Mutex<()>>,
+    /// The shard may have to be handed off (a sharded group): a leader
+    /// wakes on `wake` too, to see at once whether it still should lead.
+    pub may_hand_off: bool,
 }
 
 impl Claim {
@@ -135,6 +138,7 @@ impl Claim {
             wake,
             wish: Arc::new(|| Wish::Lead),
             one_at_a_time: Arc::default(),
+            may_hand_off: false,
         }
     }
 }
@@ -248,7 +252,7 @@ pub async fn run_elector<S: LockStore>(
         };
         tokio::select! {
             _ = sleep_until(wait_until) => {}
-            _ = claim.wake.notified(), if leadership.current_term().is_none() || (claim.wish)() == Wish::Yield => {}
+            _ = claim.wake.notified(), if claim.may_hand_off || leadership.current_term().is_none() => {}
             _ = shutdown.changed() => {}
         }
     }

@@ -434,6 +434,7 @@ fn in_redis(
                         wake: wakes[index].clone(),
                         wish: Arc::new(move || membership.wish(index)),
                         one_at_a_time: one_at_a_time.clone(),
+                        may_hand_off: true,
                     }
                 }
             };
