@@ -75,12 +75,10 @@ impl Membership {
     /// What this instance should do with `shard`: lead it while it leads no
     /// more than its share (trying for free shards while below it), hand it
     /// off when it is part of the surplus. Until the first heartbeat is
-    /// answered the share is unknown, and the instance only takes shards
-    /// left without a leader for a whole lease.
+    /// answered the share is unknown: the instance keeps what it leads and
+    /// only takes shards left without a leader for a whole lease.
     pub fn wish(&self, shard: usize) -> Wish {
-        if self.lock().is_empty() {
-            return Wish::Yield;
-        }
+        let known = !self.lock().is_empty();
         let share = self.share();
         let led: Vec<usize> = self
             .leaderships
@@ -93,8 +91,8 @@ impl Membership {
             })
             .unwrap_or_default();
         let wanted = match led.contains(&shard) {
-            true => !crate::shards::surplus(&self.node_id, &led, share).contains(&shard),
-            false => led.len() < share,
+            true => !known || !crate::shards::surplus(&self.node_id, &led, share).contains(&shard),
+            false => known && led.len() < share,
         };
         match wanted {
             true => Wish::Lead,
@@ -221,5 +219,83 @@ pub async fn check_shard_count(
                 sleep(retry_every).await;
             }
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::clock::SystemClock;
+    use crate::leader::{LeaderInfo, Role};
+    use crate::metrics::Metrics;
+    use crate::service::Service;
+
+    fn membership_of(node: &str, shards: usize) -> (Membership, Vec<Arc<Leadership>>) {
+        let metrics = Arc::new(Metrics::new(node));
+        let leaderships: Vec<Arc<Leadership>> = (0..shards)
+            .map(|shard| {
+                let service = Arc::new(Service::new(Arc::new(SystemClock), metrics.clone()));
+                Arc::new(Leadership::new(
+                    node.into(),
+                    shard,
+                    Role::Passive,
+                    Duration::from_secs(3),
+                    service,
+                    metrics.clone(),
+                ))
+            })
+            .collect();
+        let membership = Membership::new(node, (0..shards).map(|_| Arc::new(Notify::new())).collect());
+        membership.count_shards_of(leaderships.clone());
+        (membership, leaderships)
+    }
+
+    fn lead(leadership: &Leadership, node: &str) {
+        let info = LeaderInfo::parse(&format!("1|{node}|00|http://{node}")).unwrap();
+        leadership.acquired(info, tokio::time::Instant::now()).unwrap();
+    }
+
+    fn wishes(membership: &Membership, shards: usize) -> Vec<Wish> {
+        (0..shards).map(|shard| membership.wish(shard)).collect()
+    }
+
+    #[test]
+    fn an_instance_tries_for_shards_up_to_its_share_and_hands_off_the_surplus() {
+        let (membership, leaderships) = membership_of("a", 4);
+        assert_eq!(
+            wishes(&membership, 4),
+            [Wish::Yield; 4],
+            "no members known: take nothing yet"
+        );
+
+        membership.update(vec!["b".into(), "a".into()]);
+        assert_eq!(membership.members(), ["a", "b"]);
+        assert_eq!(membership.share(), 2);
+        assert_eq!(
+            wishes(&membership, 4),
+            [Wish::Lead; 4],
+            "below its share: try for any shard"
+        );
+
+        for leadership in &leaderships[..3] {
+            lead(leadership, "a");
+        }
+        let now = wishes(&membership, 4);
+        assert_eq!(now[3], Wish::Yield, "at or above its share: take no more");
+        assert_eq!(
+            now[..3].iter().filter(|w| **w == Wish::Yield).count(),
+            1,
+            "three led, share two: one to hand off: {now:?}"
+        );
+
+        membership.update(vec!["a".into()]);
+        assert_eq!(wishes(&membership, 4), [Wish::Lead; 4], "alone: lead everything");
+    }
+
+    #[test]
+    fn an_instance_that_knows_no_members_keeps_what_it_leads() {
+        let (membership, leaderships) = membership_of("a", 2);
+        lead(&leaderships[0], "a");
+        assert_eq!(wishes(&membership, 2), [Wish::Lead, Wish::Yield]);
     }
 }
