@@ -103,7 +103,7 @@ impl Reachability {
 /// state and calls [`Leadership::restored`] when the leader may serve.
 pub type LoadState = Arc<dyn Fn(u64) + Send + Sync>;
 
-/// What the shard map wants this instance to do with one shard.
+/// What the group's shares want this instance to do with one shard.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Wish {
     /// Lead it: take the lock whenever it is free.

@@ -121,7 +121,7 @@ pub enum StepDown {
     DeadlinePassed,
     /// A fenced write found another leader's token.
     Fenced,
-    /// The shard map gives the shard to another live instance.
+    /// The instance leads more than its share of a sharded group's shards.
     HandedOff,
 }
 
@@ -140,7 +140,7 @@ impl StepDown {
             StepDown::RenewLost => "renew lost: the lock holds another token or none",
             StepDown::DeadlinePassed => "deadline passed: no renewal succeeded in time",
             StepDown::Fenced => "fenced: a write found another leader's token",
-            StepDown::HandedOff => "handed off: the shard map gives this shard to another instance",
+            StepDown::HandedOff => "handed off: this instance leads more than its share of the shards",
         }
     }
 }

@@ -143,7 +143,7 @@ struct RedisGroup {
     layout: Layout,
     election: ElectionConfig,
     membership: Option<Arc<Membership>>,
-    /// One per shard: wakes its elector (a release notice, a new map).
+    /// One per shard: wakes its elector (a release notice, members changed).
     wakes: Vec<Arc<Notify>>,
 }
 

@@ -14,11 +14,10 @@ use std::time::Instant;
 use axum::Router;
 use axum::body::{Body, Bytes};
 use axum::extract::{Request, State};
+use axum::http::request::Parts;
 use axum::http::{HeaderMap, Method, StatusCode, Uri, header};
 use axum::response::{IntoResponse, Response};
 use axum::routing::get;
-
-use axum::http::request::Parts;
 
 use crate::api::{self, Action, Api, AsJson, AsTree, Input, RequestContext, RequestRegion, Route};
 use crate::config::Regions;
@@ -60,7 +59,7 @@ pub struct AppState {
     /// Every shard, in order: one unless `--shards`.
     pub shards: Vec<ShardFront>,
     pub placement: Placement,
-    /// The shard map, in a sharded group.
+    /// The group's members and shares, in a sharded group.
     pub membership: Option<Arc<Membership>>,
     /// Sends requests on to the leader of their shard, in a sharded group.
     pub forwarder: Forwarder,
