@@ -41,33 +41,69 @@ impl Server {
         Server::start_with(&[])
     }
 
+    /// A free port can be taken by another test's server between the
+    /// moment it was found and the moment ssq binds it; then ssq exits and
+    /// the port answers for the other server. So the server is known to be
+    /// up only once `/status` answers with its own node id, and it is
+    /// started again on another port if it exited first.
     pub fn start_with(args: &[&str]) -> Server {
-        let port = free_port();
         // SSQ_BIN runs another build (an older one, to compare with).
         let binary = std::env::var("SSQ_BIN").unwrap_or_else(|_| env!("CARGO_BIN_EXE_ssq").to_string());
-        let child = Command::new(binary)
-            .args(["--listen", &format!("127.0.0.1:{port}")])
-            .args(args)
-            // SSQ_TEST_LOG sets the instances' log filter, to see why a test failed.
-            .env(
-                "RUST_LOG",
-                std::env::var("SSQ_TEST_LOG").unwrap_or_else(|_| "error".into()),
-            )
-            .stdout(Stdio::null())
-            .stderr(Stdio::inherit())
-            .spawn()
-            .expect("the ssq binary starts");
-        let server = Server {
-            child,
-            port,
-            url: format!("http://127.0.0.1:{port}"),
-        };
-        server.wait_until_listening();
-        server
+        for _ in 0..5 {
+            let port = free_port();
+            let child = Command::new(&binary)
+                .args(["--listen", &format!("127.0.0.1:{port}")])
+                .args(args)
+                // SSQ_TEST_LOG sets the instances' log filter, to see why a test failed.
+                .env(
+                    "RUST_LOG",
+                    std::env::var("SSQ_TEST_LOG").unwrap_or_else(|_| "error".into()),
+                )
+                .stdout(Stdio::null())
+                .stderr(Stdio::inherit())
+                .spawn()
+                .expect("the ssq binary starts");
+            let mut server = Server {
+                child,
+                port,
+                url: format!("http://127.0.0.1:{port}"),
+            };
+            let flag = |name: &str| {
+                args.iter()
+                    .position(|a| *a == name)
+                    .and_then(|at| args.get(at + 1))
+                    .map(|value| value.to_string())
+            };
+            // /status is on the admin address when that is apart.
+            let status_at = flag("--admin-listen").unwrap_or_else(|| format!("127.0.0.1:{port}"));
+            if server.answers_as_itself(&status_at, flag("--node-id").as_deref()) {
+                return server;
+            }
+        }
+        panic!("ssq did not start on any of five free ports");
     }
 
-    fn wait_until_listening(&self) {
-        wait_for_port(self.port, "ssq");
+    /// Waits up to 10 s until `/status` at `status_at` names this process
+    /// (`node_id`, or the default `<host>-<pid>`); false if it exited first.
+    fn answers_as_itself(&mut self, status_at: &str, node_id: Option<&str>) -> bool {
+        let own_suffix = format!("-{}", self.child.id());
+        let expected = |answered: &str| match node_id {
+            Some(id) => answered == id,
+            None => answered.ends_with(&own_suffix),
+        };
+        let deadline = Instant::now() + Duration::from_secs(10);
+        while Instant::now() < deadline {
+            if self.child.try_wait().ok().flatten().is_some() {
+                return false;
+            }
+            if let Some(answered) = status_node_id(status_at)
+                && expected(&answered)
+            {
+                return true;
+            }
+            std::thread::sleep(Duration::from_millis(10));
+        }
+        panic!("ssq did not answer /status at {status_at} within 10 s");
     }
 
     pub fn client(&self) -> aws_sdk_sqs::Client {
@@ -80,6 +116,22 @@ impl Drop for Server {
         let _ = self.child.kill();
         let _ = self.child.wait();
     }
+}
+
+/// The node id in `/status` at `address`, read with a plain HTTP/1.0 GET
+/// (the harness starts servers outside any runtime).
+fn status_node_id(address: &str) -> Option<String> {
+    use std::io::{Read, Write};
+    let mut stream = std::net::TcpStream::connect(address).ok()?;
+    stream.set_read_timeout(Some(Duration::from_millis(500))).ok()?;
+    stream
+        .write_all(b"GET /status HTTP/1.0\r\nHost: 127.0.0.1\r\n\r\n")
+        .ok()?;
+    let mut response = String::new();
+    stream.read_to_string(&mut response).ok()?;
+    let body = response.split_once("\r\n\r\n")?.1;
+    let status: serde_json::Value = serde_json::from_str(body).ok()?;
+    status["node_id"].as_str().map(str::to_string)
 }
 
 /// Lock timings short enough for tests: TTL 2 s, renew every 250 ms, step
