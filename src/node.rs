@@ -420,7 +420,7 @@ fn in_redis(
     let one_at_a_time = Arc::new(tokio::sync::Mutex::new(()));
     let layout_of = |shard: usize| match count {
         1 => Layout::new(&config.redis_prefix),
-        _ => Layout::shard(&config.redis_prefix, shard),
+        _ => Layout::shard(&config.redis_prefix, shard, count),
     };
     let shards: Vec<Shard> = services
         .into_iter()

@@ -99,6 +99,12 @@ async fn start_group(url: &str, extra: &[&str]) -> (Vec<Server>, Vec<BTreeSet<us
     (servers, led)
 }
 
+/// The Redis Cluster slot of shard `shard`'s keys.
+fn shard_slot(shard: usize) -> u16 {
+    let layout = ssq::store::Layout::shard("ssq", shard, SHARDS);
+    fred::util::redis_keyslot(layout.lock().as_bytes())
+}
+
 /// `count` queue names, at least one in every shard.
 fn queue_names(count: usize) -> Vec<String> {
     let placement = placement();
@@ -131,6 +137,17 @@ async fn every_instance_leads_some_shards_and_answers_every_queue() {
     assert!(
         led.iter().all(|l| l.len() == SHARDS / 3),
         "three members share twelve shards four each: {led:?}"
+    );
+    let mut per_primary: HashMap<usize, usize> = HashMap::new();
+    for shard in 0..SHARDS {
+        *per_primary
+            .entry(cluster.primary_of_slot(shard_slot(shard)))
+            .or_default() += 1;
+    }
+    assert_eq!(
+        per_primary.values().copied().collect::<Vec<_>>(),
+        [SHARDS / 3; 3],
+        "the shards' keys fall evenly on the three Redis primaries"
     );
 
     let clients: Vec<aws_sdk_sqs::Client> = servers.iter().map(|s| client_without_retries(&s.url)).collect();
@@ -549,7 +566,7 @@ async fn a_redis_primary_failing_over_loses_no_acknowledged_message() {
         .collect();
     tokio::time::sleep(Duration::from_secs(1)).await;
     // The primary of shard 0's slot dies; its replica is promoted.
-    let slot = fred::util::redis_keyslot(b"{ssq:0}");
+    let slot = shard_slot(0);
     let victim = cluster.primary_of_slot(slot);
     cluster.nodes[victim].kill();
     for sender in senders {
