@@ -109,7 +109,7 @@ impl Forwarder {
             .map_err(|e| ForwardError::BadUrl(e.to_string()))?;
         let headers = request.headers_mut();
         for (name, value) in &parts.headers {
-            if !is_hop_by_hop(name) {
+            if !HOP_BY_HOP.contains(name) {
                 headers.append(name.clone(), value.clone());
             }
         }
@@ -119,30 +119,22 @@ impl Forwarder {
             .map_err(|_| ForwardError::Unreachable(format!("no answer within {FORWARD_TIMEOUT:?}")))?
             .map_err(|e| ForwardError::Unreachable(e.to_string()))?;
         let (mut parts, body) = response.into_parts();
-        for name in [
-            header::CONNECTION,
-            header::TRANSFER_ENCODING,
-            header::TRAILER,
-            header::UPGRADE,
-        ] {
+        for name in &HOP_BY_HOP {
             parts.headers.remove(name);
         }
-        parts.headers.remove("keep-alive");
         Ok(Response::from_parts(parts, Body::new(body)))
     }
 }
 
-/// Headers about one connection, not the request: never passed on.
-fn is_hop_by_hop(name: &HeaderName) -> bool {
-    [
-        header::CONNECTION,
-        header::TRANSFER_ENCODING,
-        header::TE,
-        header::TRAILER,
-        header::UPGRADE,
-        header::PROXY_AUTHORIZATION,
-        header::PROXY_AUTHENTICATE,
-    ]
-    .contains(name)
-        || name.as_str() == "keep-alive"
-}
+/// Headers about one connection, not the request or the answer: never
+/// passed on, either way.
+static HOP_BY_HOP: [HeaderName; 8] = [
+    header::CONNECTION,
+    header::TRANSFER_ENCODING,
+    header::TE,
+    header::TRAILER,
+    header::UPGRADE,
+    header::PROXY_AUTHORIZATION,
+    header::PROXY_AUTHENTICATE,
+    HeaderName::from_static("keep-alive"),
+];
