@@ -34,7 +34,6 @@ use crate::activity::{ActivityHistory, SAMPLE_EVERY};
 use crate::api::peek::{self, PeekParams};
 use crate::api::{self, Action, Route};
 use crate::error::{ErrorCode, SqsError};
-use crate::leader::Role;
 use crate::protocol::xml::escape;
 use crate::queue::{QueueArn, key};
 use crate::sigv4::constant_time_eq;
@@ -85,21 +84,14 @@ pub(super) async fn page(State(state): State<Arc<AppState>>, headers: HeaderMap)
     if !signed_in(&state, &headers) {
         return sign_in();
     }
-    let leadership = &state.first_shard().leadership;
     let open = if state.credentials.is_none() {
         "open"
     } else {
         "secured"
     };
     let html = PAGE
-        .replace("{{node}}", &escape(leadership.node_id()))
-        .replace(
-            "{{role}}",
-            match state.sharded() && leadership.role() != Role::ShuttingDown {
-                true => "member",
-                false => leadership.role().name(),
-            },
-        )
+        .replace("{{node}}", &escape(&state.node_id))
+        .replace("{{role}}", state.role_name())
         .replace("{{access}}", open)
         .replace("{{csrf}}", &state.admin.csrf_token);
     with_security_headers(([(header::CONTENT_TYPE, "text/html; charset=utf-8")], html).into_response())
@@ -280,17 +272,17 @@ async fn overview(State(state): State<Arc<AppState>>, uri: Uri, headers: HeaderM
             Err(_) => queues[at].dead_letter_queue = None,
         }
     }
-    let status = state.first_shard().leadership.status();
-    // A sharded instance has no one role or leader: each shard has its own.
+    // A sharded instance has no one leader: each shard has its own.
     let sharding = state.sharded().then(|| super::shard_map_json(&state));
+    let leader = match &sharding {
+        None => state.first_shard().leadership.status().leader,
+        Some(_) => None,
+    };
     let overview = Overview {
         node_id: state.node_id.clone(),
-        role: match &sharding {
-            Some(_) if status.role != Role::ShuttingDown => "member",
-            _ => status.role.name(),
-        },
-        serving: status.serving || state.shards.iter().any(|s| s.leadership.is_serving()),
-        leader: status.leader.filter(|_| sharding.is_none()).map(leader_json),
+        role: state.role_name(),
+        serving: state.shards_served() > 0,
+        leader: leader.map(leader_json),
         sharding,
         open: state.credentials.is_none(),
         sample_seconds: SAMPLE_EVERY.as_secs(),

@@ -99,6 +99,26 @@ impl AppState {
         &self.shards[0]
     }
 
+    /// How many shards this instance serves now (the one shard, 0 or 1,
+    /// unless `--shards`).
+    fn shards_served(&self) -> usize {
+        self.shards
+            .iter()
+            .filter(|shard| shard.leadership.is_serving())
+            .count()
+    }
+
+    /// The instance's role as `/status` and the admin page name it: its
+    /// leadership's, or in a sharded group, where each shard has its own,
+    /// "member" (until it shuts down).
+    fn role_name(&self) -> &'static str {
+        match self.first_shard().leadership.role() {
+            Role::ShuttingDown => "shutting-down",
+            _ if self.sharded() => "member",
+            role => role.name(),
+        }
+    }
+
     /// The shard of `key`, if this instance serves it now.
     fn serving_shard(&self, key: &str) -> Result<&ShardFront, SqsError> {
         let shard = self.shard_of(key);
@@ -536,14 +556,15 @@ fn read_request(
 /// Only a serving instance (the leader, until its deadline) takes queue
 /// calls; in a sharded group, one that serves some shard.
 fn serving(state: &AppState) -> Result<(), SqsError> {
-    match state.shards.iter().find(|shard| shard.leadership.is_serving()) {
-        Some(_) => Ok(()),
-        None => Err(not_serving(state, &state.first_shard().leadership)),
+    match state.shards_served() {
+        0 => Err(not_serving(state, &state.first_shard().leadership)),
+        _ => Ok(()),
     }
 }
 
 /// The 503 of an instance that does not serve `leadership`'s shard; the
-/// leader's URL, when known, goes in the message and in `x-ssq-leader`.
+/// leader's URL, when known, goes in the message (and, unsharded, in
+/// `x-ssq-leader`: see `add_leader_headers`).
 fn not_serving(state: &AppState, leadership: &Leadership) -> SqsError {
     let leader = match leadership.leader_url() {
         Some(url) => format!(" The leader is at {url}."),
@@ -666,28 +687,28 @@ fn shard_map_json(state: &AppState) -> serde_json::Value {
 }
 
 async fn status(State(state): State<Arc<AppState>>) -> Response {
-    let first = &state.first_shard().leadership;
-    let status = first.status();
-    let epoch = status.leader.as_ref().map(|l| l.epoch);
-    let mut body = serde_json::json!({
-        "node_id": first.node_id(),
-        "role": status.role.name(),
-        "serving": status.serving,
-        "leader": status.leader.map(leader_json),
-        "epoch": epoch,
-        "ms_since_last_renew": status.since_last_renew.map(|d| d.as_millis() as u64),
-    });
-    if state.sharded() {
-        // A sharded instance has no one role: each shard has its own.
-        let led = state.shards.iter().filter(|s| s.leadership.is_serving()).count();
-        body = serde_json::json!({
-            "node_id": first.node_id(),
-            "role": match first.role() { Role::ShuttingDown => "shutting-down", _ => "member" },
+    let body = if state.sharded() {
+        // A sharded instance has no one leader or epoch: each shard has its own.
+        let led = state.shards_served();
+        serde_json::json!({
+            "node_id": state.node_id,
+            "role": state.role_name(),
             "serving": led > 0,
             "shards_led": led,
             "sharding": shard_map_json(&state),
-        });
-    }
+        })
+    } else {
+        let status = state.first_shard().leadership.status();
+        let epoch = status.leader.as_ref().map(|l| l.epoch);
+        serde_json::json!({
+            "node_id": state.node_id,
+            "role": status.role.name(),
+            "serving": status.serving,
+            "leader": status.leader.map(leader_json),
+            "epoch": epoch,
+            "ms_since_last_renew": status.since_last_renew.map(|d| d.as_millis() as u64),
+        })
+    };
     (
         StatusCode::OK,
         [(header::CONTENT_TYPE, "application/json")],
@@ -702,8 +723,7 @@ async fn metrics(State(state): State<Arc<AppState>>) -> Response {
         .iter()
         .flat_map(|shard| shard.api.service.counts_by_queue())
         .collect();
-    let led = state.shards.iter().filter(|s| s.leadership.is_serving()).count();
-    state.metrics.shards_led.set(led as i64);
+    state.metrics.shards_led.set(state.shards_served() as i64);
     let body = state
         .metrics
         .render(&counts, state.first_shard().api.service.now());
