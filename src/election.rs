@@ -109,8 +109,8 @@ pub enum Wish {
     /// Lead it: take the lock whenever it is free.
     Lead,
     /// Leave it to another live instance: hand it off if leading, and take
-    /// it only if it stays without a leader for a whole lease (its chosen
-    /// leader may be unable to take it).
+    /// it only if it stays without a leader for a whole lease (the instances
+    /// below their share may be unable to take it).
     Yield,
 }
 

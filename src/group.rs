@@ -38,6 +38,8 @@ pub struct Membership {
     wakes: Vec<Arc<Notify>>,
     /// Asks the heartbeat task to beat now (a member joined or left).
     pub beat_now: Arc<Notify>,
+    /// `members.lua`: a heartbeat, or leaving.
+    beat_script: Script,
 }
 
 impl Membership {
@@ -49,6 +51,7 @@ impl Membership {
             leaderships: OnceLock::new(),
             wakes,
             beat_now: Arc::new(Notify::new()),
+            beat_script: Script::from_lua(include_str!("lua/members.lua")),
         }
     }
 
@@ -69,7 +72,11 @@ impl Membership {
 
     /// At most how many shards this instance should lead now.
     pub fn share(&self) -> usize {
-        crate::shards::share(self.shards, self.lock().len())
+        self.share_among(self.lock().len())
+    }
+
+    fn share_among(&self, members: usize) -> usize {
+        crate::shards::share(self.shards, members)
     }
 
     /// What this instance should do with `shard`: lead it while it leads no
@@ -78,8 +85,8 @@ impl Membership {
     /// answered the share is unknown: the instance keeps what it leads and
     /// only takes shards left without a leader for a whole lease.
     pub fn wish(&self, shard: usize) -> Wish {
-        let known = !self.lock().is_empty();
-        let share = self.share();
+        let members = self.lock().len();
+        let (known, share) = (members > 0, self.share_among(members));
         let led: Vec<usize> = self
             .leaderships
             .get()
@@ -117,6 +124,29 @@ impl Membership {
             wake.notify_one();
         }
     }
+
+    /// Runs `members.lua` (`what`: "beat" or "leave"); the live members.
+    async fn beat(
+        &self,
+        client: &Client,
+        layout: &Layout,
+        ttl: Duration,
+        what: &str,
+    ) -> Result<Vec<String>, String> {
+        self.beat_script
+            .evalsha_with_reload(
+                client,
+                vec![layout.members()],
+                vec![
+                    self.node_id.clone(),
+                    ttl.as_millis().to_string(),
+                    what.to_string(),
+                    layout.members_channel(),
+                ],
+            )
+            .await
+            .map_err(|e| e.to_string())
+    }
 }
 
 /// Beats into the members set every `every` (and at once when a member
@@ -129,9 +159,8 @@ pub async fn run_heartbeats(
     every: Duration,
     mut stopped: watch::Receiver<bool>,
 ) {
-    let script = Script::from_lua(include_str!("lua/members.lua"));
     while !*stopped.borrow() {
-        match beat(&script, &client, &layout, &membership.node_id, ttl, "beat").await {
+        match membership.beat(&client, &layout, ttl, "beat").await {
             Ok(members) => membership.update(members),
             Err(error) => tracing::debug!(%error, "heartbeat failed; retrying"),
         }
@@ -146,33 +175,9 @@ pub async fn run_heartbeats(
 /// Leaves the members set, so that the others take this instance's shards
 /// as soon as it lets go of them rather than a TTL later.
 pub async fn leave(membership: &Membership, client: &Client, layout: &Layout, ttl: Duration) {
-    let script = Script::from_lua(include_str!("lua/members.lua"));
-    if let Err(error) = beat(&script, client, layout, &membership.node_id, ttl, "leave").await {
+    if let Err(error) = membership.beat(client, layout, ttl, "leave").await {
         tracing::warn!(%error, "could not leave the group's members; the others drop this instance after the lock TTL");
     }
-}
-
-async fn beat(
-    script: &Script,
-    client: &Client,
-    layout: &Layout,
-    node_id: &str,
-    ttl: Duration,
-    what: &str,
-) -> Result<Vec<String>, String> {
-    script
-        .evalsha_with_reload(
-            client,
-            vec![layout.members()],
-            vec![
-                node_id.to_string(),
-                ttl.as_millis().to_string(),
-                what.to_string(),
-                layout.members_channel(),
-            ],
-        )
-        .await
-        .map_err(|e| e.to_string())
 }
 
 /// Why the group's shard count keeps this instance from starting.
