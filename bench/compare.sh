@@ -30,16 +30,13 @@ BENCH=target/release/ssq-bench
 source bench/lib.sh
 
 declare -A URL SERVER_PIDS
-redis_port=$(free_port); dir=$(mktemp -d); TEMP_DIRS+=("$dir")
-$SRV redis-server --port $redis_port --bind 127.0.0.1 --save "" --appendonly yes --appendfsync everysec --dir "$dir" >/dev/null & PIDS+=($!)
-redis_pid=$!
-wait_port $redis_port
+start_redis
 for build in old new; do
   binary=$OLD; [ $build = new ] && binary=$NEW
   memory=$(free_port); redis=$(free_port)
   RUST_LOG=warn $SRV "$binary" --listen 127.0.0.1:$memory 2>/dev/null & PIDS+=($!); SERVER_PIDS[$build-memory]=$!
-  RUST_LOG=warn $SRV "$binary" --listen 127.0.0.1:$redis --redis-url redis://127.0.0.1:$redis_port --redis-prefix "$build" 2>/dev/null & PIDS+=($!)
-  SERVER_PIDS[$build-redis]="$! $redis_pid"
+  RUST_LOG=warn $SRV "$binary" --listen 127.0.0.1:$redis --redis-url redis://127.0.0.1:$REDIS --redis-prefix "$build" 2>/dev/null & PIDS+=($!)
+  SERVER_PIDS[$build-redis]="$! $REDIS_PID"
   wait_port $memory; wait_port $redis
   URL[$build-memory]=http://127.0.0.1:$memory; URL[$build-redis]=http://127.0.0.1:$redis
 done

@@ -31,3 +31,14 @@ cleanup() {
   rm -rf "${TEMP_DIRS[@]}"
 }
 trap cleanup EXIT
+
+# Starts a redis-server as the benchmarks run it: AOF everysec (so that its
+# default AOF rewrites run too), in a directory of its own, on a free port and
+# the servers' CPUs. Sets REDIS (its port) and REDIS_PID.
+start_redis() {
+  REDIS=$(free_port)
+  local dir; dir=$(mktemp -d); TEMP_DIRS+=("$dir")
+  $SRV redis-server --port "$REDIS" --bind 127.0.0.1 --save "" --appendonly yes --appendfsync everysec --dir "$dir" >/dev/null &
+  REDIS_PID=$!; PIDS+=($!)
+  wait_port "$REDIS"
+}

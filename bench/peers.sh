@@ -28,10 +28,7 @@ source bench/lib.sh
 
 # One Redis for all, as Redis ships it but for AOF everysec (so its default
 # AOF rewrites run too).
-REDIS=$(free_port); REDIS_DIR=$(mktemp -d); TEMP_DIRS+=("$REDIS_DIR")
-$SRV redis-server --port "$REDIS" --bind 127.0.0.1 --save "" --appendonly yes --appendfsync everysec --dir "$REDIS_DIR" >/dev/null &
-REDIS_PID=$!; PIDS+=($REDIS_PID)
-wait_port "$REDIS"
+start_redis
 FLOOR_PORT=$(free_port)
 $SRV $BENCH --serve-floor 127.0.0.1:"$FLOOR_PORT" 2>/dev/null &
 FLOOR_PID=$!; PIDS+=($FLOOR_PID)

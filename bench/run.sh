@@ -27,14 +27,11 @@ SSQ=target/release/ssq
 source bench/lib.sh
 rss_kib() { awk '/VmRSS/ {print $2}' "/proc/$1/status"; }
 
-FLOOR=$(free_port); MEM=$(free_port); RED=$(free_port); MOTO=$(free_port); REDIS=$(free_port)
-REDIS_DIR=$(mktemp -d)
+FLOOR=$(free_port); MEM=$(free_port); RED=$(free_port); MOTO=$(free_port)
 declare -A SERVER_PIDS
 $SRV $BENCH --serve-floor 127.0.0.1:$FLOOR 2>/dev/null & PIDS+=($!); SERVER_PIDS[floor]=$!
 RUST_LOG=warn $SRV $SSQ --listen 127.0.0.1:$MEM 2>/dev/null & PIDS+=($!); SERVER_PIDS[memory]=$!
-$SRV redis-server --port $REDIS --bind 127.0.0.1 --save "" --appendonly yes --appendfsync everysec --dir "$REDIS_DIR" >/dev/null & PIDS+=($!)
-REDIS_PID=$!
-wait_port $REDIS
+start_redis
 RUST_LOG=warn $SRV $SSQ --listen 127.0.0.1:$RED --redis-url redis://127.0.0.1:$REDIS 2>/dev/null & PIDS+=($!)
 SERVER_PIDS[redis]="$! $REDIS_PID"
 $SRV .venv-bench/bin/moto_server -p $MOTO >/dev/null 2>&1 & PIDS+=($!); SERVER_PIDS[moto]=$!

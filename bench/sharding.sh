@@ -25,14 +25,6 @@ SSQ=target/release/ssq
 source bench/lib.sh
 rss_mib() { awk '/VmRSS/ {printf "%.0f", $2 / 1024}' "/proc/$1/status"; }
 
-start_redis() { # → REDIS (port), REDIS_PID
-  REDIS=$(free_port)
-  local dir; dir=$(mktemp -d); TEMP_DIRS+=("$dir")
-  $SRV redis-server --port "$REDIS" --bind 127.0.0.1 --save "" --appendonly yes --appendfsync everysec --dir "$dir" >/dev/null &
-  REDIS_PID=$!; PIDS+=($!)
-  wait_port "$REDIS"
-}
-
 start_ssq() { # shards node-id → PORT, PID
   PORT=$(free_port)
   RUST_LOG=warn $SRV $SSQ --listen 127.0.0.1:"$PORT" --redis-url redis://127.0.0.1:"$REDIS" --shards "$1" --node-id "$2" 2>/dev/null &
@@ -73,8 +65,6 @@ prefix_on() {
   done
   return 1
 }
-
-field() { python3 -c "import json,sys; d=json.load(open('$1')); print(eval('$2'))"; }
 
 # (a) forwarding cost
 start_redis
