@@ -10,17 +10,55 @@
 
 use std::future::Future;
 use std::pin::Pin;
+use std::sync::Arc;
 
 use tokio::sync::oneshot;
 
 use crate::error::SqsError;
-use crate::queue::{Change, Queue};
+use crate::queue::{Change, Message, Queue};
 
-/// One request's writes to one queue, or a queue's removal.
+/// One request's writes to one queue, a queue's removal, or a step of a
+/// message's way to a queue of another shard (see `transfers.rs`).
 #[derive(Debug)]
 pub enum Write {
-    Queue { name: String, changes: Vec<Change> },
-    DeleteQueue { name: String },
+    Queue {
+        name: String,
+        changes: Vec<Change>,
+    },
+    DeleteQueue {
+        name: String,
+    },
+    /// Messages that left a queue for a queue of another shard, into this
+    /// shard's outbox, in the same commit as their removal.
+    Outbox(Vec<Transfer>),
+    /// Outbox entries, by stream id, that reached their shard's inbox (or
+    /// went back to their queue).
+    Delivered(Vec<String>),
+    /// Inbox entries, by stream id, taken into their queues.
+    TakenIn(Vec<String>),
+}
+
+/// A message on its way to a queue of another shard: a dead letter, or a
+/// message a move task moves.
+#[derive(Debug, Clone)]
+pub struct Transfer {
+    /// The queue it left, and the queue it goes to (queue keys).
+    pub from: String,
+    pub to: String,
+    /// The message as it left (its sequence number is the one it had).
+    pub message: Message,
+    /// A dead letter's DeadLetterQueueSourceArn; `None` for a moved message.
+    pub dead_letter_source: Option<Arc<str>>,
+}
+
+impl Transfer {
+    /// Names this message's one journey: the queue it left, its place
+    /// there and its id. The target shard remembers it, so that a transfer
+    /// delivered again (a new leader of the source shard repeating the
+    /// delivery its predecessor made) is taken only once.
+    pub fn marker(&self) -> String {
+        format!("{}#{}#{}", self.from, self.message.seq, self.message.id)
+    }
 }
 
 /// The writes of one request, committed together (a receive that moves a

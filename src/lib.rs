@@ -24,3 +24,4 @@ pub mod service;
 pub mod shards;
 pub mod sigv4;
 pub mod store;
+pub mod transfers;

@@ -17,9 +17,11 @@ use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use crate::error::{ErrorCode, Result, SqsError};
+use crate::journal::Transfer;
 use crate::queue::move_task::{self, MoveStatus, MoveTaskRecord};
-use crate::queue::{Queue, QueueArn, key};
+use crate::queue::{Message, Queue, QueueArn, key};
 use crate::service::Service;
+use crate::shards::Catalog;
 
 /// AWS's ceiling and default for MaxNumberOfMessagesPerSecond.
 pub const MAX_RATE: u32 = 500;
@@ -27,6 +29,8 @@ pub const MAX_RATE: u32 = 500;
 /// The move tasks of one service.
 pub struct MoveTasks {
     service: Arc<Service>,
+    /// In a sharded group: where destinations of other shards are looked up.
+    catalog: Option<Arc<dyn Catalog>>,
     /// The handles of the tasks this instance runs.
     running: Running,
 }
@@ -46,10 +50,18 @@ pub struct MoveRequest {
 impl MoveTasks {
     /// Also starts what continues the running tasks after each load of the
     /// state (a new leader, or a reload).
-    pub fn new(service: Arc<Service>) -> MoveTasks {
+    pub fn new(service: Arc<Service>, catalog: Option<Arc<dyn Catalog>>) -> MoveTasks {
         let running = Running::default();
-        tokio::spawn(resume_after_loads(service.clone(), running.clone()));
-        MoveTasks { service, running }
+        tokio::spawn(resume_after_loads(
+            service.clone(),
+            catalog.clone(),
+            running.clone(),
+        ));
+        MoveTasks {
+            service,
+            catalog,
+            running,
+        }
     }
 
     /// Starts a task, unless one is already running for the same source;
@@ -80,6 +92,7 @@ impl MoveTasks {
             .await??;
         spawn(
             &self.service,
+            &self.catalog,
             &self.running,
             record.handle.clone(),
             request.source,
@@ -141,13 +154,19 @@ fn find<'q>(queue: &'q mut Queue, handle: &str) -> Option<&'q mut MoveTaskRecord
 }
 
 /// Runs a task unless this instance already does.
-fn spawn(service: &Arc<Service>, running: &Running, handle: String, source: String) {
+fn spawn(
+    service: &Arc<Service>,
+    catalog: &Option<Arc<dyn Catalog>>,
+    running: &Running,
+    handle: String,
+    source: String,
+) {
     if !lock(running).insert(handle.clone()) {
         return;
     }
-    let (service, running) = (service.clone(), running.clone());
+    let (service, catalog, running) = (service.clone(), catalog.clone(), running.clone());
     tokio::spawn(async move {
-        if let Err(error) = run(&handle, &source, &service).await {
+        if let Err(error) = run(&handle, &source, &service, catalog.as_deref()).await {
             tracing::info!(task = %handle, %error, "message move task paused: the next load of the state continues it");
         }
         lock(&running).remove(&handle);
@@ -155,7 +174,7 @@ fn spawn(service: &Arc<Service>, running: &Running, handle: String, source: Stri
 }
 
 /// After each load of the state, runs the running tasks it holds.
-async fn resume_after_loads(service: Arc<Service>, running: Running) {
+async fn resume_after_loads(service: Arc<Service>, catalog: Option<Arc<dyn Catalog>>, running: Running) {
     loop {
         service.state_loaded.notified().await;
         for source in service.queues_where(|q| q.move_tasks.iter().any(MoveTaskRecord::is_running)) {
@@ -171,7 +190,7 @@ async fn resume_after_loads(service: Arc<Service>, running: Running) {
                 .unwrap_or_default();
             for handle in handles {
                 tracing::info!(task = %handle, queue = %source, "continuing a message move task");
-                spawn(&service, &running, handle, source.clone());
+                spawn(&service, &catalog, &running, handle, source.clone());
             }
         }
     }
@@ -184,7 +203,7 @@ async fn resume_after_loads(service: Arc<Service>, running: Running) {
 /// returned is one of leadership or of Redis (the task stays running in
 /// the state, for the next load to continue); any other ends the task as
 /// FAILED.
-async fn run(handle: &str, source: &str, service: &Service) -> Result<()> {
+async fn run(handle: &str, source: &str, service: &Service, catalog: Option<&dyn Catalog>) -> Result<()> {
     let record = || {
         service.inspect(source, |queue, _| {
             queue.move_tasks.iter().find(|t| t.handle == handle).cloned()
@@ -209,7 +228,7 @@ async fn run(handle: &str, source: &str, service: &Service) -> Result<()> {
         };
         let finished = match finished {
             Some(status) => status,
-            None => match step(&task, source, service, per_tick.min(remaining)).await {
+            None => match step(&task, source, service, catalog, per_tick.min(remaining)).await {
                 Ok(0) => MoveStatus::Completed,
                 Ok(_) => continue,
                 Err(error) if error.code == ErrorCode::ServiceUnavailable => return Err(error),
@@ -243,8 +262,15 @@ fn pace(rate: u32) -> (usize, Duration) {
 }
 
 /// Moves up to `max` messages that share one destination, and counts them
-/// in the task's record, in one commit.
-async fn step(task: &MoveTaskRecord, source: &str, service: &Service, max: usize) -> Result<usize> {
+/// in the task's record, in one commit. A destination in another shard
+/// gets them through the outbox (`transfers.rs`), written in that commit.
+async fn step(
+    task: &MoveTaskRecord,
+    source: &str,
+    service: &Service,
+    catalog: Option<&dyn Catalog>,
+    max: usize,
+) -> Result<usize> {
     let destination = match &task.destination {
         Some((name, _)) => name.clone(),
         None => {
@@ -264,26 +290,50 @@ async fn step(task: &MoveTaskRecord, source: &str, service: &Service, max: usize
             }
         }
     };
+    // A dead-letter queue's sources are in its region: their names tell
+    // them apart.
+    let target_name = key::split(&destination).1.to_string();
     let back_to_source = task.destination.is_none();
+    let goes_to_target = |m: &Message| {
+        !back_to_source
+            || m.dead_letter_source
+                .as_deref()
+                .is_some_and(|arn| QueueArn::name_of(arn) == target_name)
+    };
+    let count_moved = |source: &mut Queue, count: usize| {
+        if let Some(record) = find(source, &task.handle) {
+            record.moved += count as u64;
+            source.record_meta();
+        }
+    };
+    if let Some(catalog) = catalog.filter(|_| service.is_elsewhere(&destination)) {
+        if catalog.queue(&destination).await?.is_none() {
+            return Err(SqsError::queue_does_not_exist());
+        }
+        return service
+            .with_queue_sending(source, |source, now| {
+                let messages = source.take_visible(max, now, goes_to_target);
+                count_moved(source, messages.len());
+                let transfers: Vec<Transfer> = messages
+                    .into_iter()
+                    .map(|message| Transfer {
+                        from: source.name.clone(),
+                        to: destination.clone(),
+                        message,
+                        dead_letter_source: None,
+                    })
+                    .collect();
+                (transfers.len(), transfers)
+            })
+            .await;
+    }
     service
         .with_queues(source, &destination, |source, target, now| {
-            // A dead-letter queue's sources are in its region: their names
-            // tell them apart.
-            let target_name = key::split(&target.name).1.to_string();
-            let goes_to_target = |m: &crate::queue::Message| {
-                !back_to_source
-                    || m.dead_letter_source
-                        .as_deref()
-                        .is_some_and(|arn| QueueArn::name_of(arn) == target_name)
-            };
             let messages = source.take_visible(max, now, goes_to_target);
+            count_moved(source, messages.len());
             let count = messages.len();
             for message in messages {
                 target.accept(message, None, now);
-            }
-            if let Some(record) = find(source, &task.handle) {
-                record.moved += count as u64;
-                source.record_meta();
             }
             count
         })

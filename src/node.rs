@@ -42,6 +42,7 @@ use crate::store::catalog::RedisCatalog;
 use crate::store::committer::Committer;
 use crate::store::loader::Loader;
 use crate::store::{Layout, Store};
+use crate::transfers::Transfers;
 
 /// Why a node could not start; each says what to change.
 #[derive(Debug)]
@@ -145,6 +146,9 @@ struct RedisGroup {
     membership: Option<Arc<Membership>>,
     /// One per shard: wakes its elector (a release notice, members changed).
     wakes: Vec<Arc<Notify>>,
+    /// One per shard, in a sharded group: wakes the task that takes in
+    /// messages from other shards (`transfers.rs`).
+    inbox_wakes: Vec<Arc<Notify>>,
 }
 
 impl Node {
@@ -164,10 +168,14 @@ impl Node {
         for queue in queues {
             queues_of[placement.shard_of(&queue.name)].push(queue);
         }
-        let services = queues_of.into_iter().map(|queues| {
-            Service::new(Arc::new(SystemClock), metrics.clone())
+        let services = queues_of.into_iter().enumerate().map(|(shard, queues)| {
+            let service = Service::new(Arc::new(SystemClock), metrics.clone())
                 .with_limits(config.limits())
-                .with_configured_queues(queues)
+                .with_configured_queues(queues);
+            match count {
+                1 => service,
+                _ => service.in_shard(placement.clone(), shard),
+            }
         });
         let (shards, group) = match config.redis() {
             None if count > 1 => {
@@ -244,11 +252,12 @@ impl Node {
         let catalog = match &group {
             None => None,
             Some(group) => {
-                group.start(&running, admit, stopped.clone());
+                group.start(&running, &placement, admit, stopped.clone());
                 (placement.count() > 1).then(|| {
                     Arc::new(RedisCatalog {
                         client: group.client.clone(),
                         shards: running.iter().filter_map(|r| r.layout.clone()).collect(),
+                        placement: placement.clone(),
                     }) as Arc<dyn Catalog>
                 })
             }
@@ -463,16 +472,19 @@ fn in_redis(
         election,
         membership,
         wakes,
+        inbox_wakes: (0..count).map(|_| Arc::new(Notify::new())).collect(),
     };
     Ok((shards, group))
 }
 
 impl RedisGroup {
     /// Connects, listens for notices, checks the shard count and, once it
-    /// matches, lets the electors run and (sharded) starts the heartbeats.
+    /// matches, lets the electors run and (sharded) starts the heartbeats
+    /// and what moves messages between shards.
     fn start(
         &self,
         running: &[RunningShard],
+        placement: &Placement,
         admit: watch::Sender<Admission>,
         stopped: watch::Receiver<bool>,
     ) {
@@ -491,6 +503,22 @@ impl RedisGroup {
             .collect();
         if let Some(membership) = &self.membership {
             channels.push((self.layout.members_channel(), membership.beat_now.clone()));
+            let layouts: Vec<Layout> = running.iter().filter_map(|r| r.layout.clone()).collect();
+            for ((shard, layout), wake) in running.iter().zip(&layouts).zip(&self.inbox_wakes) {
+                channels.push((layout.inbox_channel(), wake.clone()));
+                let transfers = Transfers {
+                    client: self.commit_client.clone(),
+                    acks: self.acks,
+                    placement: placement.clone(),
+                    layouts: layouts.clone(),
+                    shard: shard.leadership.shard(),
+                    service: shard.service.clone(),
+                    leadership: shard.leadership.clone(),
+                    inbox_arrived: wake.clone(),
+                    poll_every: self.election.retry_every.max(Duration::from_secs(1)),
+                };
+                tokio::spawn(transfers.run(stopped.clone()));
+            }
         }
         tokio::spawn(election::watch_notices(
             self.subscriber.clone(),

@@ -14,7 +14,7 @@
 //! every leadership change or reload bumps; the store refuses changes made in
 //! an older generation.
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, HashMap};
 use std::future::Future;
 use std::pin::Pin;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
@@ -26,10 +26,14 @@ use tokio::time::Instant;
 
 use crate::clock::Clock;
 use crate::error::{ErrorCode, Result, SqsError};
-use crate::journal::{Memory, Pending, Write};
+use crate::journal::{Memory, Pending, Transfer, Write};
 use crate::metrics::Metrics;
-use crate::queue::{Activity, Counts, DeadLetter, NewMessage, Queue, QueueAttributes, Received, Sent};
+use crate::queue::{
+    Activity, Counts, DeadLetter, DeadLetterQueue, Message, NewMessage, Queue, QueueAttributes, Received,
+    Sent,
+};
 use crate::queue::{key, validate_name};
+use crate::shards::Placement;
 
 /// What one instance holds at most; beyond it, CreateQueue and sends answer
 /// OverLimit rather than letting memory run out.
@@ -72,7 +76,20 @@ pub struct Service {
     /// Notified after each load of the state is installed: what the state
     /// holds that runs in the background (message move tasks) resumes.
     pub state_loaded: Notify,
+    /// In a sharded group: which shard this service holds, so that a
+    /// message bound for another shard's queue goes through the outbox.
+    home: Option<(Placement, usize)>,
+    /// Notified when messages were committed into the outbox.
+    pub outbox_ready: Notify,
+    /// Queues of other shards that a transfer found missing, and until when
+    /// receives stop sending dead letters to them (they stay in their
+    /// queue, as with a missing dead-letter queue of this shard).
+    missing_targets: Mutex<HashMap<String, Instant>>,
 }
+
+/// How long a dead-letter queue of another shard that was found missing is
+/// not sent to again.
+const MISSING_TARGET_BACKOFF: Duration = Duration::from_secs(10);
 
 /// A commit to wait for before answering.
 type Commit = Option<oneshot::Receiver<Result<()>>>;
@@ -216,7 +233,29 @@ impl Service {
             held_messages: AtomicU64::new(0),
             held_bytes: AtomicU64::new(0),
             state_loaded: Notify::new(),
+            home: None,
+            outbox_ready: Notify::new(),
+            missing_targets: Mutex::new(HashMap::new()),
         }
+    }
+
+    /// Holds shard `shard` of `placement`'s queues.
+    pub fn in_shard(mut self, placement: Placement, shard: usize) -> Service {
+        self.home = Some((placement, shard));
+        self
+    }
+
+    /// Whether the queue `key` belongs to another shard than this one.
+    pub fn is_elsewhere(&self, key: &str) -> bool {
+        self.home
+            .as_ref()
+            .is_some_and(|(placement, shard)| placement.shard_of(key) != *shard)
+    }
+
+    fn target_missing(&self, key: &str) -> bool {
+        let mut missing = self.missing_targets.lock().unwrap_or_else(|p| p.into_inner());
+        missing.retain(|_, until| *until > Instant::now());
+        missing.contains_key(key)
     }
 
     pub fn with_limits(mut self, limits: Limits) -> Service {
@@ -554,20 +593,39 @@ impl Service {
     /// and answers once its changes are durable. Wakes the queue's long
     /// pollers, since any operation may have made a message receivable.
     pub async fn with_queue<R>(&self, name: &str, operation: impl FnOnce(&mut Queue, u64) -> R) -> Result<R> {
+        self.with_queue_sending(name, |queue, now| (operation(queue, now), Vec::new()))
+            .await
+    }
+
+    /// As [`Service::with_queue`], where the operation may also take
+    /// messages out for queues of other shards: they go into the outbox in
+    /// the same commit as their removal (see `transfers.rs`).
+    pub async fn with_queue_sending<R>(
+        &self,
+        name: &str,
+        operation: impl FnOnce(&mut Queue, u64) -> (R, Vec<Transfer>),
+    ) -> Result<R> {
         let slot = self.slot(name)?;
-        let (result, commit) = {
+        let (result, sending, commit) = {
             let mut queue = slot.lock();
             if slot.is_closed() {
                 return Err(SqsError::queue_does_not_exist());
             }
             let before = queue.holding();
-            let result = operation(&mut queue, self.now());
+            let (result, transfers) = operation(&mut queue, self.now());
             self.account(before, queue.holding());
-            let commit = self.submit(slot.generation, vec![Self::changes_of(&mut queue)]);
-            (result, commit)
+            let sending = !transfers.is_empty();
+            let mut writes = vec![Self::changes_of(&mut queue)];
+            if sending {
+                writes.push(Write::Outbox(transfers));
+            }
+            (result, sending, self.submit(slot.generation, writes))
         };
         slot.ready.notify_waiters();
         Self::committed(commit).await?;
+        if sending {
+            self.outbox_ready.notify_one();
+        }
         Ok(result)
     }
 
@@ -677,8 +735,12 @@ impl Service {
             tokio::pin!(notified);
             notified.as_mut().enable();
 
-            let (received, wait_default, next_wakeup, commit) = self.receive_once(name, &slot, &request)?;
+            let (received, wait_default, next_wakeup, sending, commit) =
+                self.receive_once(name, &slot, &request)?;
             Self::committed(commit).await?;
+            if sending {
+                self.outbox_ready.notify_one();
+            }
             self.metrics.messages_received.inc_by(received.len() as u64);
             let deadline = *deadline.get_or_insert_with(|| {
                 Instant::now() + Duration::from_secs(request.wait_seconds.unwrap_or(wait_default).into())
@@ -702,21 +764,31 @@ impl Service {
     /// messages to the dead-letter queue. Both queues are locked, in name
     /// order (so two queues redriving into each other cannot deadlock), and
     /// their changes go to the store as one commit: a moved message is never
-    /// lost and never in both.
+    /// lost and never in both. A dead-letter queue of another shard gets the
+    /// messages through the outbox, written in the same commit; the last
+    /// value returned tells whether any went there.
     #[allow(clippy::type_complexity)]
     fn receive_once(
         &self,
         name: &str,
         slot: &Arc<QueueSlot>,
         request: &ReceiveRequest<'_>,
-    ) -> Result<(Vec<Received>, u32, Option<u64>, Commit)> {
+    ) -> Result<(Vec<Received>, u32, Option<u64>, bool, Commit)> {
         let policy = slot.lock().attributes.redrive_policy.clone();
         // A dead-letter queue is in its source's region.
-        let target_key = policy.as_ref().map(|p| key::sibling(name, p.target_name()));
+        let target_key = policy
+            .as_ref()
+            .map(|p| key::sibling(name, p.target_name()))
+            .filter(|target| target != name);
+        let (remote_target, target_key) = match target_key {
+            Some(target) if self.is_elsewhere(&target) => {
+                ((!self.target_missing(&target)).then_some(target), None)
+            }
+            local => (None, local),
+        };
         let target = policy
             .as_ref()
             .zip(target_key.as_deref())
-            .filter(|(_, target)| *target != name)
             .and_then(|(p, target)| Some((p, self.read_queues().get(target)?.clone())));
         let (mut queue, mut dead_letters) = match &target {
             None => (slot.lock(), None),
@@ -726,11 +798,11 @@ impl Service {
             }
         };
         if slot.is_closed() {
-            return Ok((Vec::new(), 0, None, None));
+            return Ok((Vec::new(), 0, None, false, None));
         }
         let now = self.now();
         let held_before = (queue.holding(), dead_letters.as_deref().map(Queue::holding));
-        let source_arn: Option<Arc<str>> = target.as_ref().map(|(policy, _)| {
+        let source_arn: Option<Arc<str>> = policy.as_ref().map(|policy| {
             let prefix = policy
                 .dead_letter_target_arn
                 .rsplit_once(':')
@@ -738,9 +810,21 @@ impl Service {
             // The source is in the dead-letter queue's region and account.
             format!("{prefix}:{}", key::split(name).1).into()
         });
-        let dead_letter = match (dead_letters.as_deref_mut(), &target, source_arn) {
-            (Some(dlq), Some((_, dlq_slot)), Some(source_arn)) if !dlq_slot.is_closed() => Some(DeadLetter {
-                queue: dlq,
+        let mut leaving: Vec<Message> = Vec::new();
+        let dead_letter = match (
+            dead_letters.as_deref_mut(),
+            &target,
+            &remote_target,
+            source_arn.clone(),
+        ) {
+            (Some(dlq), Some((_, dlq_slot)), _, Some(source_arn)) if !dlq_slot.is_closed() => {
+                Some(DeadLetter {
+                    queue: DeadLetterQueue::Here(dlq),
+                    source_arn,
+                })
+            }
+            (None, None, Some(_), Some(source_arn)) => Some(DeadLetter {
+                queue: DeadLetterQueue::Elsewhere(&mut leaving),
                 source_arn,
             }),
             _ => None,
@@ -761,6 +845,19 @@ impl Service {
         if let Some(dlq) = dead_letters.as_deref_mut() {
             writes.push(Self::changes_of(dlq));
         }
+        let sending = !leaving.is_empty();
+        if let (Some(to), true) = (remote_target, sending) {
+            let transfers = leaving
+                .into_iter()
+                .map(|message| Transfer {
+                    from: name.to_string(),
+                    to: to.clone(),
+                    message,
+                    dead_letter_source: source_arn.clone(),
+                })
+                .collect();
+            writes.push(Write::Outbox(transfers));
+        }
         let commit = self.submit(slot.generation, writes);
         if let Some((_, dlq_slot)) = &target {
             dlq_slot.ready.notify_waiters();
@@ -769,8 +866,96 @@ impl Service {
             received,
             queue.attributes.receive_message_wait_time_seconds,
             next_wakeup,
+            sending,
             commit,
         ))
+    }
+
+    /// Takes messages from other shards (inbox entries, by stream id) into
+    /// their queues; each queue's arrivals commit with the removal of their
+    /// entries, so each is taken exactly once. Arrivals for a queue deleted
+    /// meanwhile go with it.
+    pub async fn take_in(&self, arrivals: Vec<(String, Transfer)>) -> Result<()> {
+        self.settle(
+            arrivals,
+            |t| &t.to,
+            Write::TakenIn,
+            |queue, transfer, now| queue.accept(transfer.message, transfer.dead_letter_source, now),
+        )
+        .await
+    }
+
+    /// Puts outbox entries whose target queue does not exist back into the
+    /// queues they left, and stops sending dead letters there for a while.
+    pub async fn put_back(&self, returned: Vec<(String, Transfer)>) -> Result<()> {
+        {
+            let mut missing = self.missing_targets.lock().unwrap_or_else(|p| p.into_inner());
+            for (_, transfer) in &returned {
+                missing.insert(transfer.to.clone(), Instant::now() + MISSING_TARGET_BACKOFF);
+            }
+        }
+        self.settle(
+            returned,
+            |t| &t.from,
+            Write::Delivered,
+            |queue, transfer, now| queue.put_back(transfer.message, now),
+        )
+        .await
+    }
+
+    /// Commits a write that changes no queue (stream entries removed).
+    pub async fn commit_alone(&self, write: Write) -> Result<()> {
+        Self::committed(self.submit(self.generation(), vec![write])).await
+    }
+
+    /// Applies transfers to the queues `queue_of` names, each queue's in
+    /// one commit with `settled` (the stream entries they came from).
+    async fn settle(
+        &self,
+        transfers: Vec<(String, Transfer)>,
+        queue_of: fn(&Transfer) -> &String,
+        settled: fn(Vec<String>) -> Write,
+        apply: impl Fn(&mut Queue, Transfer, u64),
+    ) -> Result<()> {
+        let mut by_queue: BTreeMap<String, Vec<(String, Transfer)>> = BTreeMap::new();
+        for (id, transfer) in transfers {
+            by_queue
+                .entry(queue_of(&transfer).clone())
+                .or_default()
+                .push((id, transfer));
+        }
+        let mut commits = Vec::with_capacity(by_queue.len());
+        for (name, transfers) in by_queue {
+            let ids = transfers.iter().map(|(id, _)| id.clone()).collect();
+            let slot = self.read_queues().get(&name).cloned();
+            let commit = match slot {
+                Some(slot) => {
+                    let commit = {
+                        let mut queue = slot.lock();
+                        let before = queue.holding();
+                        if !slot.is_closed() {
+                            let now = self.now();
+                            for (_, transfer) in transfers {
+                                apply(&mut queue, transfer, now);
+                            }
+                        }
+                        self.account(before, queue.holding());
+                        self.submit(slot.generation, vec![Self::changes_of(&mut queue), settled(ids)])
+                    };
+                    slot.ready.notify_waiters();
+                    commit
+                }
+                None => {
+                    tracing::info!(queue = %name, "messages from another shard for a queue that no longer exists are dropped with it");
+                    self.submit(self.generation(), vec![settled(ids)])
+                }
+            };
+            commits.push(commit);
+        }
+        for commit in commits {
+            Self::committed(commit).await?;
+        }
+        Ok(())
     }
 
     /// Runs `look` on every queue in key order, each under its lock in

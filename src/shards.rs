@@ -23,11 +23,22 @@ use std::pin::Pin;
 use siphasher::sip::SipHasher24;
 
 use crate::error::SqsError;
+use crate::queue::QueueMeta;
 
-/// Every queue's key in every shard of the group: what ListQueues reads in
-/// a sharded group, where most queues live in other instances' memory.
+/// What a sharded group's calls read of queues other instances hold in
+/// memory, from Redis: ListQueues every queue's key, the dead-letter rules
+/// the settings of queues in other shards.
 pub trait Catalog: Send + Sync + 'static {
     fn queue_keys(&self) -> Pin<Box<dyn Future<Output = Result<Vec<String>, SqsError>> + Send + '_>>;
+
+    /// The settings of queue `key`, if it exists.
+    fn queue<'a>(
+        &'a self,
+        key: &'a str,
+    ) -> Pin<Box<dyn Future<Output = Result<Option<QueueMeta>, SqsError>> + Send + 'a>>;
+
+    /// Every queue's settings, by key, in key order.
+    fn queues(&self) -> Pin<Box<dyn Future<Output = Result<Vec<QueueMeta>, SqsError>> + Send + '_>>;
 }
 
 /// How queues are placed on shards: `count` shards, 1 for an unsharded

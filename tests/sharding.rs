@@ -3,8 +3,9 @@
 //! answers every queue's calls (forwarding those of shards led elsewhere);
 //! a killed instance's shards, and only those, move within the lease; a
 //! stopped one hands its shards off at once; a new one receives some; a
-//! Redis primary failing over loses nothing acknowledged. The shard count
-//! is guarded: an instance with another count refuses to start.
+//! Redis primary failing over loses nothing acknowledged. Dead letters and
+//! move tasks cross shards exactly once. The shard count is guarded: an
+//! instance with another count refuses to start.
 
 mod common;
 
@@ -648,61 +649,181 @@ async fn an_instance_with_another_shard_count_refuses_to_start() {
     assert!(String::from_utf8_lossy(&output.stderr).contains("Redis holds data for --shards 1,"));
 }
 
-#[tokio::test]
-async fn a_dead_letter_queue_in_another_shard_is_refused_with_the_reason() {
-    let redis = RedisServer::start();
-    let member = start_member(&redis.url(), "member-0", &[]);
-    wait_until_shared(&[&member], Duration::from_secs(10)).await;
-    let sqs = member.client();
-    let placement = placement();
-    let names = queue_names(48);
-    let source = &names[0];
-    let same = names[1..]
-        .iter()
-        .find(|n| placement.shard_of(n) == placement.shard_of(source))
-        .unwrap();
-    let other = names[1..]
-        .iter()
-        .find(|n| placement.shard_of(n) != placement.shard_of(source))
-        .unwrap();
-    let source_url = create_queue_url(&sqs, source, &[]).await;
-    let policy = |dlq: &str| {
-        format!(
-            r#"{{"deadLetterTargetArn":"arn:aws:sqs:us-east-1:000000000000:{dlq}","maxReceiveCount":"2"}}"#
-        )
-    };
-    create_queue_url(&sqs, other, &[]).await;
-    let refused = sqs
-        .set_queue_attributes()
-        .queue_url(&source_url)
-        .attributes(
-            aws_sdk_sqs::types::QueueAttributeName::RedrivePolicy,
-            policy(other),
-        )
-        .send()
-        .await;
-    let error = refused.expect_err("a dead-letter queue in another shard is refused");
-    let message = error
-        .as_service_error()
-        .and_then(|e| e.message())
-        .unwrap_or_default()
-        .to_string();
-    assert_eq!(
-        error.as_service_error().and_then(|e| e.code()),
-        Some("InvalidParameterValue")
-    );
-    assert!(
-        message.contains("must be in its source queue's shard"),
-        "{message}"
-    );
-    create_queue_url(&sqs, same, &[]).await;
-    sqs.set_queue_attributes()
-        .queue_url(&source_url)
-        .attributes(
-            aws_sdk_sqs::types::QueueAttributeName::RedrivePolicy,
-            policy(same),
-        )
+/// Messages a queue holds in any state; `None` while the call fails.
+async fn held(sqs: &aws_sdk_sqs::Client, url: &str) -> Option<usize> {
+    use aws_sdk_sqs::types::QueueAttributeName as Name;
+    let out = sqs
+        .get_queue_attributes()
+        .queue_url(url)
+        .attribute_names(Name::ApproximateNumberOfMessages)
+        .attribute_names(Name::ApproximateNumberOfMessagesNotVisible)
+        .attribute_names(Name::ApproximateNumberOfMessagesDelayed)
         .send()
         .await
-        .expect("a dead-letter queue in the same shard is taken");
+        .ok()?;
+    Some(
+        out.attributes()?
+            .values()
+            .map(|count| count.parse::<usize>().unwrap())
+            .sum(),
+    )
+}
+
+/// Waits until `url` holds `count` messages, and still does 1 s later.
+async fn wait_until_holding(sqs: &aws_sdk_sqs::Client, url: &str, count: usize, limit: Duration) {
+    let started = Instant::now();
+    loop {
+        if held(sqs, url).await == Some(count) {
+            tokio::time::sleep(Duration::from_secs(1)).await;
+            assert_eq!(
+                held(sqs, url).await,
+                Some(count),
+                "{url} changed after reaching {count}"
+            );
+            return;
+        }
+        assert!(
+            started.elapsed() < limit,
+            "{url} holds {:?}, not {count}, after {limit:?}",
+            held(sqs, url).await
+        );
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+}
+
+/// A source queue led by one instance and its dead-letter queue in a shard
+/// led by the other: over-received messages reach the dead-letter queue
+/// and a move task brings them back, each exactly once, although the
+/// source's leader is killed while messages are on their way.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn dead_letters_and_moved_messages_cross_shards_exactly_once() {
+    const MESSAGES: usize = 300;
+    let cluster = RedisCluster::start().await;
+    let first = start_member(&cluster.url(), "member-0", &[]);
+    let second = start_member(&cluster.url(), "member-1", &[]);
+    let led = wait_until_shared(&[&first, &second], Duration::from_secs(15)).await;
+    let placement = placement();
+    let names = queue_names(48);
+    let led_by = |member: usize| {
+        names
+            .iter()
+            .find(|n| led[member].contains(&placement.shard_of(n)))
+            .unwrap()
+    };
+    let (source, dlq) = (led_by(0), led_by(1));
+    let arn = |name: &str| format!("arn:aws:sqs:us-east-1:000000000000:{name}");
+    let policy = |dlq: &str| {
+        format!(
+            r#"{{"deadLetterTargetArn":"{}","maxReceiveCount":"1"}}"#,
+            arn(dlq)
+        )
+    };
+    // Through the instance that survives.
+    let sqs = client_without_retries(&second.url);
+
+    let missing = sqs
+        .create_queue()
+        .queue_name(source)
+        .attributes(aws_sdk_sqs::types::QueueAttributeName::RedrivePolicy, policy(dlq))
+        .send()
+        .await;
+    assert_eq!(
+        missing
+            .expect_err("no such dead-letter queue yet")
+            .as_service_error()
+            .and_then(|e| e.code()),
+        Some("InvalidParameterValue"),
+        "a dead-letter queue of another shard is looked up there"
+    );
+    let dlq_url = create_queue_url(&sqs, dlq, &[]).await;
+    let source_url = create_queue_url(
+        &sqs,
+        source,
+        &[("RedrivePolicy", &policy(dlq)), ("VisibilityTimeout", "0")],
+    )
+    .await;
+    let sources = sqs
+        .list_dead_letter_source_queues()
+        .queue_url(&dlq_url)
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(
+        sources.queue_urls(),
+        std::slice::from_ref(&source_url),
+        "gathered from the source's shard"
+    );
+
+    for batch in 0..MESSAGES / 10 {
+        let mut request = sqs.send_message_batch().queue_url(&source_url);
+        for i in batch * 10..batch * 10 + 10 {
+            request = request.entries(
+                aws_sdk_sqs::types::SendMessageBatchRequestEntry::builder()
+                    .id(i.to_string())
+                    .message_body(format!("m-{i}"))
+                    .build()
+                    .unwrap(),
+            );
+        }
+        assert!(request.send().await.unwrap().failed().is_empty());
+    }
+
+    // Each message is received once, then moves on its second receive;
+    // the source's leader is killed half-way.
+    let (mut receipts, mut killed) = (0, false);
+    let started = Instant::now();
+    while held(&sqs, &source_url).await != Some(0) {
+        assert!(
+            started.elapsed() < Duration::from_secs(60),
+            "the source did not empty"
+        );
+        if !killed && receipts >= MESSAGES / 2 {
+            first.signal("KILL");
+            killed = true;
+        }
+        match poll_once(&sqs, &source_url).await {
+            Some(messages) => receipts += messages.len(),
+            None => tokio::time::sleep(Duration::from_millis(100)).await,
+        }
+    }
+    assert!(killed && receipts >= MESSAGES, "{receipts} receipts");
+    wait_until_holding(&sqs, &dlq_url, MESSAGES, Duration::from_secs(20)).await;
+
+    // Back to the source (another shard again) with a move task.
+    sqs.start_message_move_task()
+        .source_arn(arn(dlq))
+        .send()
+        .await
+        .expect("StartMessageMoveTask");
+    let started = Instant::now();
+    loop {
+        let tasks = sqs
+            .list_message_move_tasks()
+            .source_arn(arn(dlq))
+            .send()
+            .await
+            .unwrap();
+        let task = &tasks.results()[0];
+        if task.status() == Some("COMPLETED") {
+            assert_eq!(task.approximate_number_of_messages_moved(), MESSAGES as i64);
+            break;
+        }
+        assert!(started.elapsed() < Duration::from_secs(20), "{task:?}");
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+    wait_until_holding(&sqs, &source_url, MESSAGES, Duration::from_secs(20)).await;
+    assert_eq!(held(&sqs, &dlq_url).await, Some(0));
+    let mut bodies = HashMap::new();
+    while let Some(messages) = poll_once(&sqs, &source_url).await.filter(|m| !m.is_empty()) {
+        for message in messages {
+            *bodies.entry(message.body().unwrap().to_string()).or_insert(0) += 1;
+            assert!(delete_received(&sqs, &source_url, &message).await);
+        }
+    }
+    let expected: HashMap<String, i32> = (0..MESSAGES).map(|i| (format!("m-{i}"), 1)).collect();
+    assert!(
+        bodies == expected,
+        "every message back once: {} bodies",
+        bodies.len()
+    );
 }

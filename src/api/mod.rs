@@ -52,7 +52,7 @@ impl Api {
     /// The API of an unsharded group: one shard holds every queue.
     pub fn new(service: Arc<Service>) -> Api {
         Api {
-            move_tasks: MoveTasks::new(service.clone()),
+            move_tasks: MoveTasks::new(service.clone(), None),
             service,
             placement: Placement::new(1, "", ""),
             catalog: None,
@@ -62,9 +62,10 @@ impl Api {
     /// The API of one shard of a sharded group.
     pub fn sharded(service: Arc<Service>, placement: Placement, catalog: Arc<dyn Catalog>) -> Api {
         Api {
+            move_tasks: MoveTasks::new(service.clone(), Some(catalog.clone())),
+            service,
             placement,
             catalog: Some(catalog),
-            ..Api::new(service)
         }
     }
 }

@@ -6,9 +6,9 @@ use super::params::{Page, in_range, required};
 use super::{Api, RequestContext};
 use crate::error::{ErrorCode, Result, SqsError};
 use crate::move_tasks::{MAX_RATE, MoveRequest};
-use crate::queue::attributes;
 use crate::queue::move_task::MoveStatus;
 use crate::queue::{QueueArn, key};
+use crate::queue::{QueueAttributes, attributes};
 
 /// A RedrivePolicy may only name an existing queue of the same type (FIFO
 /// or standard) whose RedriveAllowPolicy lets this queue in.
@@ -36,23 +36,13 @@ pub(super) async fn check_redrive_target(
             "Dead-letter target does not exist (it must be a queue of this account and region).",
         ));
     }
-    let placement = &api.placement;
-    if placement.shard_of(&target) != placement.shard_of(source) {
-        return Err(invalid(&format!(
-            "ssq runs with --shards {}, and the dead-letter queue is in shard {} while this queue is in \
-             shard {}: a dead-letter queue must be in its source queue's shard (see docs/operations.md).",
-            placement.count(),
-            placement.shard_of(&target),
-            placement.shard_of(source)
-        )));
-    }
-    let (target_fifo, allow_policy) = api
-        .service
-        .with_queue(&target, |q, _| {
-            (q.is_fifo(), q.attributes.redrive_allow_policy.clone())
-        })
-        .await
-        .map_err(|_| invalid("Dead-letter target does not exist."))?;
+    let target_attributes = settings_of(api, &target)
+        .await?
+        .ok_or_else(|| invalid("Dead-letter target does not exist."))?;
+    let (target_fifo, allow_policy) = (
+        target_attributes.fifo_queue,
+        target_attributes.redrive_allow_policy,
+    );
     if target_fifo != source.ends_with(".fifo") {
         return Err(invalid(
             "The dead-letter queue of a FIFO queue must be a FIFO queue, and of a standard queue a standard queue.",
@@ -66,6 +56,38 @@ pub(super) async fn check_redrive_target(
     Ok(())
 }
 
+/// The settings of queue `key` wherever it is: in this shard's memory, or
+/// in a sharded group, another shard's record in Redis.
+async fn settings_of(api: &Api, key: &str) -> Result<Option<QueueAttributes>> {
+    match &api.catalog {
+        Some(catalog) if api.service.is_elsewhere(key) => {
+            Ok(catalog.queue(key).await?.map(|meta| meta.attributes))
+        }
+        _ => Ok(api.service.inspect(key, |queue, _| queue.attributes.clone()).ok()),
+    }
+}
+
+/// The queues whose RedrivePolicy names the queue `arn`, in key order: in
+/// a sharded group, those of every shard.
+async fn dead_letter_sources(api: &Api, arn: &str) -> Result<Vec<String>> {
+    let names_it = |attributes: &QueueAttributes| {
+        attributes
+            .redrive_policy
+            .as_ref()
+            .is_some_and(|p| p.dead_letter_target_arn == arn)
+    };
+    Ok(match &api.catalog {
+        None => api.service.queues_where(|queue| names_it(&queue.attributes)),
+        Some(catalog) => catalog
+            .queues()
+            .await?
+            .into_iter()
+            .filter(|meta| names_it(&meta.attributes))
+            .map(|meta| meta.name)
+            .collect(),
+    })
+}
+
 pub(super) async fn list_dead_letter_source_queues(
     api: &Api,
     ctx: &RequestContext,
@@ -75,13 +97,7 @@ pub(super) async fn list_dead_letter_source_queues(
     if !api.service.queue_exists(name) {
         return Err(SqsError::queue_does_not_exist());
     }
-    let arn = ctx.queue_arn(name);
-    let sources = api.service.queues_where(|q| {
-        q.attributes
-            .redrive_policy
-            .as_ref()
-            .is_some_and(|p| p.dead_letter_target_arn == arn)
-    });
+    let sources = dead_letter_sources(api, &ctx.queue_arn(name)).await?;
     let page = Page::parse(input.max_results, input.next_token.as_deref())?;
     let after = page.after.clone();
     let (names, next_token) = page.cut(
@@ -135,22 +151,19 @@ pub(super) async fn start_message_move_task(
         .with_queue(&source, |q, now| q.counts(now).visible)
         .await
         .map_err(|_| no_such_resource("SourceArn"))?;
-    let is_dead_letter_queue = !api
-        .service
-        .queues_where(|q| {
-            q.attributes
-                .redrive_policy
-                .as_ref()
-                .is_some_and(|p| p.dead_letter_target_arn == source_arn)
-        })
-        .is_empty();
-    if !is_dead_letter_queue {
+    if dead_letter_sources(api, &source_arn).await?.is_empty() {
         return Err(SqsError::invalid_parameter(
             "Source queue must be configured as a Dead Letter Queue.",
         ));
     }
     let destination = match input.destination_arn {
-        Some(arn) => Some((existing_queue_of_arn(api, ctx, &arn, "DestinationArn")?, arn)),
+        Some(arn) => {
+            let name = queue_of_arn(ctx, &arn, "DestinationArn")?;
+            if settings_of(api, &name).await?.is_none() {
+                return Err(no_such_resource("DestinationArn"));
+            }
+            Some((name, arn))
+        }
         None => None,
     };
     let rate = input

@@ -5,8 +5,11 @@
 --   H k n field value ...   HSET n fields of KEYS[k]
 --   R k n field ...         HDEL n fields of KEYS[k]
 --   K k                     UNLINK KEYS[k]
+--   X k n field value ...   XADD KEYS[k] * with n fields (an outbox entry)
+--   D k n id ...            XDEL n entries of KEYS[k]
 -- Every write sets or removes a whole value, so replaying a batch leaves
--- the same result as applying it once.
+-- the same result as applying it once; an outbox entry added twice is
+-- delivered twice, which its marker makes harmless (transfers.rs).
 if redis.call('GET', KEYS[1]) ~= ARGV[1] then
   return redis.error_reply('FENCED the leader lock holds another token')
 end
@@ -21,6 +24,14 @@ while i <= n do
   elseif op == 'R' then
     local last = i + 2 + tonumber(ARGV[i + 2])
     redis.call('HDEL', key, unpack(ARGV, i + 3, last))
+    i = last + 1
+  elseif op == 'X' then
+    local last = i + 2 + 2 * tonumber(ARGV[i + 2])
+    redis.call('XADD', key, '*', unpack(ARGV, i + 3, last))
+    i = last + 1
+  elseif op == 'D' then
+    local last = i + 2 + tonumber(ARGV[i + 2])
+    redis.call('XDEL', key, unpack(ARGV, i + 3, last))
     i = last + 1
   elseif op == 'K' then
     redis.call('UNLINK', key)

@@ -24,7 +24,7 @@ pub mod tags;
 
 pub use peek::{PeekRequest, Peeked, Seen};
 pub use queue::{
-    Activity, Attempt, Change, Counts, DeadLetter, DedupEntry, NewMessage, Queue, QueueMeta, Received,
-    SEQUENCE_BLOCK, Sent, validate_name,
+    Activity, Attempt, Change, Counts, DeadLetter, DeadLetterQueue, DedupEntry, NewMessage, Queue, QueueMeta,
+    Received, SEQUENCE_BLOCK, Sent, validate_name,
 };
 pub use receipt::ReceiptHandle;

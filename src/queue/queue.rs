@@ -324,9 +324,17 @@ pub struct Activity {
 
 /// The dead-letter queue a receive moves over-received messages into.
 pub struct DeadLetter<'a> {
-    pub queue: &'a mut Queue,
+    pub queue: DeadLetterQueue<'a>,
     /// The ARN of the queue the messages leave (DeadLetterQueueSourceArn).
     pub source_arn: Arc<str>,
+}
+
+pub enum DeadLetterQueue<'a> {
+    /// A queue this instance holds: messages move into it at once.
+    Here(&'a mut Queue),
+    /// A queue of another shard: the messages are handed out, for the
+    /// caller to send on (see `transfers.rs`).
+    Elsewhere(&'a mut Vec<Message>),
 }
 
 impl Queue {
@@ -749,7 +757,10 @@ impl Queue {
                 run = None;
                 let moved = self.remove(seq).expect("a receivable message exists");
                 self.record(|_| Change::Removed(seq));
-                target.queue.accept(moved, Some(target.source_arn.clone()), now);
+                match &mut target.queue {
+                    DeadLetterQueue::Here(queue) => queue.accept(moved, Some(target.source_arn.clone()), now),
+                    DeadLetterQueue::Elsewhere(leaving) => leaving.push(moved),
+                }
                 continue;
             }
             self.set_state(
@@ -867,6 +878,20 @@ impl Queue {
         message.receipt_key = None;
         message.state = MessageState::Visible { since: now };
         message.dead_letter_source = dead_letter_source;
+        self.record(|_| Change::Sent(message.clone()));
+        self.insert(message);
+    }
+
+    /// Takes back a message that left for a queue of another shard which
+    /// turned out not to exist: visible again, in its old place (so a FIFO
+    /// group keeps its order), with its receive count.
+    pub fn put_back(&mut self, mut message: Message, now: u64) {
+        self.advance(now);
+        if message.seq >= self.next_seq || self.messages.contains_key(&message.seq) {
+            // Not this queue's message any more (the queue was made again).
+            message.seq = self.take_seq();
+        }
+        message.state = MessageState::Visible { since: now };
         self.record(|_| Change::Sent(message.clone()));
         self.insert(message);
     }
@@ -1860,7 +1885,7 @@ mod tests {
         let arn: Arc<str> = "arn:aws:sqs:us-east-1:000000000000:q".into();
         for i in 0..2 {
             let dl = DeadLetter {
-                queue: &mut dlq,
+                queue: DeadLetterQueue::Here(&mut dlq),
                 source_arn: arn.clone(),
             };
             assert_eq!(
@@ -1869,7 +1894,7 @@ mod tests {
             );
         }
         let dl = DeadLetter {
-            queue: &mut dlq,
+            queue: DeadLetterQueue::Here(&mut dlq),
             source_arn: arn.clone(),
         };
         assert!(
@@ -1885,6 +1910,45 @@ mod tests {
             moved[0].message.receive_count, 3,
             "two receives in the source, one in the dead-letter queue"
         );
+    }
+
+    /// A dead-letter queue of another shard gets the over-received message
+    /// handed out; put back (that queue turned out missing), it is visible
+    /// again in its old place, ahead of later messages of its group.
+    #[test]
+    fn a_dead_letter_for_another_shard_is_handed_out_and_can_be_put_back() {
+        let mut source = fifo_queue();
+        source.enable_journal();
+        source
+            .attributes
+            .set(
+                "RedrivePolicy",
+                r#"{"deadLetterTargetArn":"arn:aws:sqs:us-east-1:000000000000:dlq.fifo","maxReceiveCount":1}"#,
+            )
+            .unwrap();
+        for body in ["first", "second"] {
+            source.send(grouped(body, "g"), T0).unwrap();
+        }
+        let first = source.receive(1, Some(0), None, None, T0);
+        assert_eq!(&*first[0].message.body, "first");
+        let mut leaving = Vec::new();
+        let dl = DeadLetter {
+            queue: DeadLetterQueue::Elsewhere(&mut leaving),
+            source_arn: "arn:aws:sqs:us-east-1:000000000000:q.fifo".into(),
+        };
+        let next = source.receive(1, Some(0), None, Some(dl), T0 + 1);
+        assert_eq!(leaving.len(), 1, "the over-received message is handed out");
+        assert_eq!(&*leaving[0].body, "first");
+        assert_eq!(&*next[0].message.body, "second", "its group goes on");
+        source.take_changes();
+        source.put_back(leaving.pop().unwrap(), T0 + 2);
+        assert!(
+            matches!(source.take_changes().as_slice(), [Change::Sent(m)] if &*m.body == "first"),
+            "put back durably"
+        );
+        let again = source.receive(1, Some(30), None, None, T0 + 2);
+        assert_eq!(&*again[0].message.body, "first", "in its old place");
+        assert_eq!(again[0].message.receive_count, 2, "with its receive count");
     }
 
     /// Random interleavings of send, receive, delete, visibility changes and

@@ -39,6 +39,9 @@ pub struct Batch<'a> {
     ops: Vec<Vec<KeyOp<'a>>>,
     /// The indexes of each queue's own keys, by queue name.
     queue_keys: HashMap<&'a str, QueueKeys>,
+    /// The indexes of the outbox and the inbox, once a write touches them.
+    outbox: Option<usize>,
+    inbox: Option<usize>,
     data: BytesMut,
 }
 
@@ -49,6 +52,13 @@ struct QueueKeys {
     /// The keys of [`Extra`] records, each added when a write touches them
     /// or empties the queue.
     extra: [Option<usize>; 2],
+}
+
+/// The streams of messages between shards (see `transfers.rs`).
+#[derive(Clone, Copy)]
+enum Stream {
+    Outbox,
+    Inbox,
 }
 
 /// A queue's keys that most writes do not touch.
@@ -63,6 +73,10 @@ enum KeyOp<'a> {
     /// the field is removed.
     Fold(HashMap<Field<'a>, Option<Range<usize>>>),
     Unlink,
+    /// A stream entry added: its fields and their values.
+    Append(Vec<(&'static str, Range<usize>)>),
+    /// Stream entries removed, by id.
+    Trim(Vec<Range<usize>>),
 }
 
 #[derive(PartialEq, Eq, Hash)]
@@ -80,6 +94,8 @@ impl<'a> Batch<'a> {
             keys: vec![layout.lock(), layout.queues(), layout.sequences()],
             ops: vec![Vec::new(), Vec::new(), Vec::new()],
             queue_keys: HashMap::new(),
+            outbox: None,
+            inbox: None,
             data: BytesMut::new(),
         }
     }
@@ -96,6 +112,15 @@ impl<'a> Batch<'a> {
                 self.remove(SEQUENCES, Field::Name(name));
                 self.unlink_all(name);
             }
+            Write::Outbox(transfers) => {
+                let outbox = self.stream(Stream::Outbox);
+                for transfer in transfers {
+                    let fields = codec::write_transfer(transfer, &mut self.data);
+                    self.ops[outbox].push(KeyOp::Append(fields));
+                }
+            }
+            Write::Delivered(ids) => self.trim(Stream::Outbox, ids),
+            Write::TakenIn(ids) => self.trim(Stream::Inbox, ids),
             Write::Queue { name, changes } => {
                 let QueueKeys { bodies, states, .. } = self.queue(name);
                 for change in changes {
@@ -181,6 +206,28 @@ impl<'a> Batch<'a> {
         key
     }
 
+    fn stream(&mut self, which: Stream) -> usize {
+        let (index, name) = match which {
+            Stream::Outbox => (self.outbox, self.layout.outbox()),
+            Stream::Inbox => (self.inbox, self.layout.inbox()),
+        };
+        if let Some(key) = index {
+            return key;
+        }
+        let key = self.add_key(name);
+        match which {
+            Stream::Outbox => self.outbox = Some(key),
+            Stream::Inbox => self.inbox = Some(key),
+        }
+        key
+    }
+
+    fn trim(&mut self, which: Stream, ids: &[String]) {
+        let key = self.stream(which);
+        let ids = ids.iter().map(|id| self.text_range(id)).collect();
+        self.ops[key].push(KeyOp::Trim(ids));
+    }
+
     /// Every key of the queue's messages and records goes (a purge, or the
     /// queue deleted).
     fn unlink_all(&mut self, name: &'a str) {
@@ -224,6 +271,19 @@ impl<'a> Batch<'a> {
             for op in ops {
                 match op {
                     KeyOp::Unlink => args.extend([Arg::Op("K"), key.clone()]),
+                    KeyOp::Append(fields) => {
+                        args.extend([Arg::Op("X"), key.clone(), Arg::Number(fields.len() as i64)]);
+                        for (name, value) in fields {
+                            args.push(self.text(name));
+                            args.push(Arg::Data(value));
+                        }
+                    }
+                    KeyOp::Trim(ids) => {
+                        for chunk in ids.chunks(MAX_FIELDS_PER_COMMAND) {
+                            args.extend([Arg::Op("D"), key.clone(), Arg::Number(chunk.len() as i64)]);
+                            args.extend(chunk.iter().cloned().map(Arg::Data));
+                        }
+                    }
                     KeyOp::Fold(fields) => {
                         let (sets, removes): (Vec<_>, Vec<_>) =
                             fields.into_iter().partition(|(_, value)| value.is_some());
@@ -259,9 +319,13 @@ impl<'a> Batch<'a> {
     }
 
     fn text(&mut self, text: &str) -> Arg {
+        Arg::Data(self.text_range(text))
+    }
+
+    fn text_range(&mut self, text: &str) -> Range<usize> {
         let start = self.data.len();
         self.data.put_slice(text.as_bytes());
-        Arg::Data(start..self.data.len())
+        start..self.data.len()
     }
 }
 
@@ -303,6 +367,7 @@ mod tests {
     use std::collections::BTreeMap;
 
     use super::*;
+    use crate::journal::Transfer;
     use crate::queue::attributes::DeduplicationScope;
     use crate::queue::message::MessageState;
     use crate::queue::{Attempt, DedupEntry, QueueAttributes, QueueMeta, ReceiptHandle, SEQUENCE_BLOCK};
@@ -322,6 +387,22 @@ mod tests {
                 store.remove(key);
             }
         }
+    }
+
+    /// A stream entry added, as a hash field: id (one past the highest) →
+    /// its fields in order.
+    fn xadd(store: &mut Store, key: String, fields: Vec<(String, String)>) {
+        let stream = store.entry(key).or_default();
+        let id = stream
+            .keys()
+            .last()
+            .map_or(1, |id| id.parse::<u64>().unwrap() + 1);
+        let entry = fields
+            .iter()
+            .map(|(f, v)| format!("{f}={v}"))
+            .collect::<Vec<_>>()
+            .join("\n");
+        stream.insert(format!("{id:020}"), entry);
     }
 
     /// What commit.lua does with a call.
@@ -356,6 +437,22 @@ mod tests {
                     store.remove(key);
                     i += 2;
                 }
+                "X" => {
+                    let count: usize = args[i + 2].parse().unwrap();
+                    let fields = args[i + 3..i + 3 + 2 * count]
+                        .chunks(2)
+                        .map(|pair| (pair[0].clone(), pair[1].clone()))
+                        .collect();
+                    xadd(store, key.clone(), fields);
+                    i += 3 + 2 * count;
+                }
+                "D" => {
+                    let count: usize = args[i + 2].parse().unwrap();
+                    for id in &args[i + 3..i + 3 + count] {
+                        hdel(store, key, id);
+                    }
+                    i += 3 + count;
+                }
                 op => panic!("unknown op {op}"),
             }
         }
@@ -378,6 +475,23 @@ mod tests {
                     store.remove(&key);
                 }
             }
+            Write::Outbox(transfers) => {
+                for transfer in transfers {
+                    let mut out = BytesMut::new();
+                    let fields = codec::write_transfer(transfer, &mut out)
+                        .into_iter()
+                        .map(|(name, range)| {
+                            (
+                                name.to_string(),
+                                String::from_utf8_lossy(&out[range]).into_owned(),
+                            )
+                        })
+                        .collect();
+                    xadd(store, layout.outbox(), fields);
+                }
+            }
+            Write::Delivered(ids) => ids.iter().for_each(|id| hdel(store, &layout.outbox(), id)),
+            Write::TakenIn(ids) => ids.iter().for_each(|id| hdel(store, &layout.inbox(), id)),
             Write::Queue { name, changes } => {
                 let (bodies, states) = (layout.bodies(name), layout.states(name));
                 for change in changes {
@@ -459,8 +573,25 @@ mod tests {
     /// deduplication keys, so that writes to the same field meet often.
     fn random_write(dice: &mut Dice, next_seq: &mut u64) -> Write {
         let name = ["a", "b"][dice.below(2) as usize].to_string();
-        if dice.below(20) == 0 {
-            return Write::DeleteQueue { name };
+        let stream_ids = |dice: &mut Dice| {
+            (0..=dice.below(2))
+                .map(|_| format!("{:020}", dice.below(6)))
+                .collect()
+        };
+        match dice.below(20) {
+            0 => return Write::DeleteQueue { name },
+            1 => {
+                *next_seq += 1;
+                return Write::Outbox(vec![Transfer {
+                    from: name,
+                    to: "elsewhere".into(),
+                    message: sample_message(*next_seq, SAMPLE_VISIBLE),
+                    dead_letter_source: (dice.below(2) == 0).then(|| "arn:aws:sqs:us-east-1:1:a".into()),
+                }]);
+            }
+            2 => return Write::Delivered(stream_ids(dice)),
+            3 => return Write::TakenIn(stream_ids(dice)),
+            _ => {}
         }
         let changes = (0..=dice.below(3))
             .map(|_| match dice.below(10) {

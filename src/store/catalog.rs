@@ -1,21 +1,27 @@
-//! Every shard's queue names, read from Redis: ListQueues in a sharded
-//! group lists queues that other instances hold in memory. Redis has every
-//! queue a client was told exists (created, and not deleted), since both
-//! are committed before the answer.
+//! Every shard's queues, read from Redis: ListQueues in a sharded group
+//! lists queues that other instances hold in memory, and the dead-letter
+//! rules read the settings of queues in other shards. Redis has every queue
+//! a client was told exists (created, and not deleted), and its settings as
+//! the client last set them, since all of it is committed before the
+//! answer.
 
 use std::future::Future;
 use std::pin::Pin;
 
 use fred::prelude::*;
 
-use crate::error::SqsError;
-use crate::shards::Catalog;
-use crate::store::Layout;
+use std::collections::HashMap;
+
+use crate::error::{ErrorCode, SqsError};
+use crate::queue::QueueMeta;
+use crate::shards::{Catalog, Placement};
+use crate::store::{Layout, codec};
 
 pub struct RedisCatalog {
     pub client: Client,
     /// Each shard's layout, in shard order.
     pub shards: Vec<Layout>,
+    pub placement: Placement,
 }
 
 impl Catalog for RedisCatalog {
@@ -23,15 +29,52 @@ impl Catalog for RedisCatalog {
         Box::pin(async move {
             let mut keys = Vec::new();
             for layout in &self.shards {
-                let names: Vec<String> = self.client.hkeys(layout.queues()).await.map_err(|error| {
-                    SqsError::new(
-                        crate::error::ErrorCode::ServiceUnavailable,
-                        format!("Cannot list every shard's queues: Redis did not answer ({error}). Retry."),
-                    )
-                })?;
+                let names: Vec<String> = self.client.hkeys(layout.queues()).await.map_err(unanswered)?;
                 keys.extend(names);
             }
             Ok(keys)
         })
     }
+
+    fn queue<'a>(
+        &'a self,
+        key: &'a str,
+    ) -> Pin<Box<dyn Future<Output = Result<Option<QueueMeta>, SqsError>> + Send + 'a>> {
+        Box::pin(async move {
+            let record: Option<String> = self
+                .client
+                .hget(self.shards[self.placement.shard_of(key)].queues(), key)
+                .await
+                .map_err(unanswered)?;
+            Ok(record.and_then(|record| decoded(key, &record)))
+        })
+    }
+
+    fn queues(&self) -> Pin<Box<dyn Future<Output = Result<Vec<QueueMeta>, SqsError>> + Send + '_>> {
+        Box::pin(async move {
+            let mut queues = Vec::new();
+            for layout in &self.shards {
+                let records: HashMap<String, String> =
+                    self.client.hgetall(layout.queues()).await.map_err(unanswered)?;
+                queues.extend(records.iter().filter_map(|(key, record)| decoded(key, record)));
+            }
+            queues.sort_by(|a, b| a.name.cmp(&b.name));
+            Ok(queues)
+        })
+    }
+}
+
+fn unanswered(error: fred::error::Error) -> SqsError {
+    SqsError::new(
+        ErrorCode::ServiceUnavailable,
+        format!("Cannot read the queues of every shard: Redis did not answer ({error}). Retry."),
+    )
+}
+
+/// A stored queue record; one that cannot be read is left out, as the
+/// loader leaves it out of memory.
+fn decoded(key: &str, record: &str) -> Option<QueueMeta> {
+    codec::decode_queue(key, record)
+        .inspect_err(|error| tracing::warn!(%error, "a queue record of another shard cannot be read"))
+        .ok()
 }

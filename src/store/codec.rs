@@ -9,8 +9,9 @@
 //! their SQS text form, so that loading them runs the same checks as
 //! SetQueueAttributes.
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, HashMap};
 use std::fmt::Write as _;
+use std::ops::Range;
 use std::sync::Arc;
 
 use base64::Engine;
@@ -18,6 +19,7 @@ use base64::engine::general_purpose::STANDARD as BASE64;
 use fred::bytes::{BufMut, BytesMut};
 use serde::{Deserialize, Serialize};
 
+use crate::journal::Transfer;
 use crate::queue::attributes::{DeduplicationScope, SETTABLE};
 use crate::queue::message::MessageState;
 use crate::queue::move_task::MoveTaskRecord;
@@ -79,6 +81,8 @@ pub enum DecodeError {
     MessageAttribute { seq: u64, name: String, why: String },
     /// A state record missing the deadline or receive time its state needs.
     IncompleteState { seq: u64, state: char },
+    /// A transfer's stream entry without one of its fields.
+    IncompleteTransfer { missing: &'static str },
 }
 
 /// Which record could not be read.
@@ -103,6 +107,9 @@ impl std::fmt::Display for DecodeError {
             }
             DecodeError::IncompleteState { seq, state } => {
                 write!(f, "message {seq}: state {state:?} is incomplete")
+            }
+            DecodeError::IncompleteTransfer { missing } => {
+                write!(f, "a transfer between shards has no {missing:?} field")
             }
         }
     }
@@ -264,6 +271,49 @@ pub fn write_state(message: &Message, out: &mut BytesMut) {
         ra,
     };
     serde_json::to_writer(out.writer(), &record).expect("a state record serializes")
+}
+
+/// The fields of a transfer's stream entry (see `transfers.rs`), their
+/// values written into `out`. `to` comes first: the delivery script reads
+/// the target queue there.
+pub fn write_transfer(transfer: &Transfer, out: &mut BytesMut) -> Vec<(&'static str, Range<usize>)> {
+    let mut put = |write: &dyn Fn(&mut BytesMut)| {
+        let start = out.len();
+        write(out);
+        start..out.len()
+    };
+    let mut fields = vec![
+        ("to", put(&|out| out.put_slice(transfer.to.as_bytes()))),
+        ("from", put(&|out| out.put_slice(transfer.from.as_bytes()))),
+        (
+            "seq",
+            put(&|out| out.put_slice(transfer.message.seq.to_string().as_bytes())),
+        ),
+        ("body", put(&|out| write_body(&transfer.message, out))),
+        ("state", put(&|out| write_state(&transfer.message, out))),
+    ];
+    if let Some(source) = &transfer.dead_letter_source {
+        fields.push(("dls", put(&|out| out.put_slice(source.as_bytes()))));
+    }
+    fields
+}
+
+/// Reads a transfer back from its stream entry's fields.
+pub fn decode_transfer(fields: &HashMap<String, String>) -> Result<Transfer, DecodeError> {
+    let field = |name: &'static str| {
+        fields
+            .get(name)
+            .ok_or(DecodeError::IncompleteTransfer { missing: name })
+    };
+    let seq = field("seq")?
+        .parse()
+        .map_err(|_| DecodeError::IncompleteTransfer { missing: "seq" })?;
+    Ok(Transfer {
+        to: field("to")?.clone(),
+        from: field("from")?.clone(),
+        message: decode_message(seq, field("body")?, Some(field("state")?))?,
+        dead_letter_source: fields.get("dls").map(|arn| Arc::from(arn.as_str())),
+    })
 }
 
 /// Rebuilds a message from its body record and its state record, if it
@@ -495,6 +545,39 @@ mod tests {
                 )
             );
         }
+    }
+
+    #[test]
+    fn transfers_round_trip_and_name_their_journey() {
+        for dead_letter_source in [None, Some(Arc::from("arn:aws:sqs:us-east-1:000000000000:a"))] {
+            let original = Transfer {
+                from: "eu-west-1/a".into(),
+                to: "eu-west-1/dlq".into(),
+                message: sample_message(42, SAMPLE_VISIBLE),
+                dead_letter_source,
+            };
+            let mut out = BytesMut::new();
+            let fields = write_transfer(&original, &mut out);
+            assert_eq!(fields[0].0, "to", "deliver.lua reads the target queue first");
+            let fields: HashMap<String, String> = fields
+                .into_iter()
+                .map(|(name, range)| (name.to_string(), String::from_utf8(out[range].to_vec()).unwrap()))
+                .collect();
+            let decoded = decode_transfer(&fields).unwrap();
+            assert_eq!((&decoded.from, &decoded.to), (&original.from, &original.to));
+            assert_eq!(decoded.dead_letter_source, original.dead_letter_source);
+            assert_eq!(
+                (decoded.message.seq, decoded.message.id),
+                (42, original.message.id)
+            );
+            assert_eq!(decoded.message.receive_count, original.message.receive_count);
+            assert_eq!(decoded.marker(), original.marker());
+            assert!(original.marker().starts_with("eu-west-1/a#42#"));
+        }
+        assert!(matches!(
+            decode_transfer(&HashMap::new()),
+            Err(DecodeError::IncompleteTransfer { .. })
+        ));
     }
 
     /// A message received and back to visible, stored before state records

@@ -76,6 +76,29 @@ impl Layout {
         format!("{{{}}}:seqs", self.prefix)
     }
 
+    /// Stream: messages that left this shard's queues for another shard's,
+    /// until they are in that shard's inbox (see `transfers.rs`).
+    pub fn outbox(&self) -> String {
+        format!("{{{}}}:outbox", self.prefix)
+    }
+
+    /// Stream: messages from other shards for this shard's queues, until
+    /// its leader takes them in.
+    pub fn inbox(&self) -> String {
+        format!("{{{}}}:inbox", self.prefix)
+    }
+
+    /// Pub/sub channel on which an inbox's arrivals are announced.
+    pub fn inbox_channel(&self) -> String {
+        format!("{{{}}}:inbox-arrived", self.prefix)
+    }
+
+    /// String with a TTL: a transfer (by its marker) reached this shard's
+    /// inbox, so that delivering it again adds nothing.
+    pub fn arrived(&self, marker: &str) -> String {
+        format!("{{{}}}:arrived:{marker}", self.prefix)
+    }
+
     /// Hash: sequence number → the message's immutable part (JSON).
     pub fn bodies(&self, queue: &str) -> String {
         format!("{{{}}}:q:{queue}:bodies", self.prefix)
