@@ -35,6 +35,8 @@ pub struct Metrics {
     /// Requests this instance sent on to the leader of their queue's shard.
     pub forwarded: IntCounterVec,
     pub forward_seconds: Histogram,
+    /// Messages between shards (`transfers.rs`), by step.
+    pub transfers: IntCounterVec,
 }
 
 impl Metrics {
@@ -172,8 +174,19 @@ impl Metrics {
             ]),
         )
         .expect("valid metric");
+        let transfers = IntCounterVec::new(
+            Opts::new(
+                "ssq_shard_transfers_total",
+                "Dead letters and moved messages bound for a queue of another shard, by step: delivered (from \
+                 this instance's outbox into the other shard's inbox), returned (their queue did not exist: back \
+                 where they were), taken_in (from this instance's inbox into its queues).",
+            ),
+            &["step"],
+        )
+        .expect("valid metric");
         for collector in [
             Box::new(requests.clone()) as Box<dyn prometheus::core::Collector>,
+            Box::new(transfers.clone()),
             Box::new(shards_led.clone()),
             Box::new(forwarded.clone()),
             Box::new(forward_seconds.clone()),
@@ -216,6 +229,7 @@ impl Metrics {
             shards_led,
             forwarded,
             forward_seconds,
+            transfers,
         }
     }
 

@@ -128,14 +128,27 @@ impl Transfers {
                 }
             }
         }
+        let counted = |step: &str, count: usize| {
+            let metric = &self.service.metrics.transfers;
+            metric.with_label_values(&[step]).inc_by(count as u64);
+        };
         if !returned.is_empty() {
+            let count = returned.len();
+            tracing::warn!(
+                shard = self.shard,
+                count,
+                "messages bound for a queue of another shard that does not exist went back to their queues"
+            );
             self.service.put_back(returned).await.map_err(|e| e.message)?;
+            counted("returned", count);
         }
         if !done.is_empty() {
+            let count = done.len();
             self.service
                 .commit_alone(Write::Delivered(done))
                 .await
                 .map_err(|e| e.message)?;
+            counted("delivered", count);
         }
         Ok(count)
     }
@@ -177,7 +190,7 @@ impl Transfers {
         let entries = self.read(&self.layouts[self.shard].inbox()).await?;
         let count = entries.len();
         let (by_shard, unreadable) = self.decode(entries);
-        let arrivals = by_shard
+        let arrivals: Vec<(String, Transfer)> = by_shard
             .into_values()
             .flatten()
             .map(|entry| (entry.id, entry.transfer))
@@ -188,7 +201,13 @@ impl Transfers {
                 .await
                 .map_err(|e| e.message)?;
         }
+        let arrived = arrivals.len() as u64;
         self.service.take_in(arrivals).await.map_err(|e| e.message)?;
+        self.service
+            .metrics
+            .transfers
+            .with_label_values(&["taken_in"])
+            .inc_by(arrived);
         Ok(count)
     }
 

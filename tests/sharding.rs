@@ -827,3 +827,122 @@ async fn dead_letters_and_moved_messages_cross_shards_exactly_once() {
         bodies.len()
     );
 }
+
+/// A name of `pattern` (with `{}` for a number) in another shard than `of`.
+fn name_in_another_shard(pattern: &str, of: &str) -> String {
+    let placement = placement();
+    (0..)
+        .map(|i| pattern.replace("{}", &i.to_string()))
+        .find(|name| placement.shard_of(name) != placement.shard_of(of))
+        .unwrap()
+}
+
+/// Receives from `url` (no visibility timeout) until it holds nothing:
+/// with maxReceiveCount 1, every message moves on its second receive.
+async fn receive_until_empty(sqs: &aws_sdk_sqs::Client, url: &str) {
+    let started = Instant::now();
+    while held(sqs, url).await != Some(0) {
+        assert!(started.elapsed() < Duration::from_secs(30), "{url} did not empty");
+        poll_once(sqs, url).await;
+    }
+}
+
+/// A FIFO queue's dead letters reach a FIFO dead-letter queue of another
+/// shard in their groups' order; a dead-letter queue of another shard that
+/// was deleted leaves the messages in their queue, as one of the same shard
+/// does.
+#[tokio::test]
+async fn dead_letters_to_another_shard_keep_fifo_order_and_stay_when_it_is_gone() {
+    let redis = RedisServer::start();
+    let member = start_member(&redis.url(), "member-0", &[]);
+    wait_until_shared(&[&member], Duration::from_secs(10)).await;
+    let sqs = member.client();
+    let policy = |dlq: &str| {
+        format!(
+            r#"{{"deadLetterTargetArn":"arn:aws:sqs:us-east-1:000000000000:{dlq}","maxReceiveCount":"1"}}"#
+        )
+    };
+
+    let source = "ordered.fifo";
+    let dlq = name_in_another_shard("ordered-dlq-{}.fifo", source);
+    let dlq_url = create_queue_url(&sqs, &dlq, &[("FifoQueue", "true")]).await;
+    let source_url = create_queue_url(
+        &sqs,
+        source,
+        &[
+            ("FifoQueue", "true"),
+            ("ContentBasedDeduplication", "true"),
+            ("VisibilityTimeout", "0"),
+            ("RedrivePolicy", &policy(&dlq)),
+        ],
+    )
+    .await;
+    for n in 0..10 {
+        for group in 0..3 {
+            send_grouped(&sqs, &source_url, &format!("g{group}-{n}"), &format!("g{group}")).await;
+        }
+    }
+    receive_until_empty(&sqs, &source_url).await;
+    wait_until_holding(&sqs, &dlq_url, 30, Duration::from_secs(10)).await;
+    let mut by_group: HashMap<String, Vec<usize>> = HashMap::new();
+    while let Some(messages) = poll_once(&sqs, &dlq_url).await.filter(|m| !m.is_empty()) {
+        for message in messages {
+            let (group, n) = message.body().unwrap().split_once('-').unwrap();
+            by_group
+                .entry(group.to_string())
+                .or_default()
+                .push(n.parse().unwrap());
+            assert!(delete_received(&sqs, &dlq_url, &message).await);
+        }
+    }
+    assert_eq!(by_group.len(), 3);
+    for (group, order) in &by_group {
+        assert_eq!(
+            *order,
+            (0..10).collect::<Vec<_>>(),
+            "group {group} in order, each once"
+        );
+    }
+
+    let source = "kept";
+    let dlq = name_in_another_shard("gone-{}", source);
+    let dlq_url = create_queue_url(&sqs, &dlq, &[]).await;
+    let source_url = create_queue_url(
+        &sqs,
+        source,
+        &[("VisibilityTimeout", "0"), ("RedrivePolicy", &policy(&dlq))],
+    )
+    .await;
+    for i in 0..5 {
+        send_body(&sqs, &source_url, format!("kept-{i}")).await;
+    }
+    sqs.delete_queue().queue_url(&dlq_url).send().await.unwrap();
+    // Each message is received, then would move; it comes back instead.
+    let mut seen = HashSet::new();
+    let started = Instant::now();
+    while seen.len() < 5 || started.elapsed() < Duration::from_secs(2) {
+        assert!(started.elapsed() < Duration::from_secs(20), "saw only {seen:?}");
+        for message in poll_once(&sqs, &source_url).await.unwrap_or_default() {
+            seen.insert(message.body().unwrap().to_string());
+        }
+    }
+    assert_eq!(
+        held(&sqs, &source_url).await,
+        Some(5),
+        "no message lost to the missing queue"
+    );
+    let (_, metrics) = member.get("/metrics").await.unwrap();
+    let transfers = |step: &str| {
+        let line = format!("ssq_shard_transfers_total{{step=\"{step}\"}} ");
+        metrics
+            .lines()
+            .find_map(|l| l.strip_prefix(line.as_str()))
+            .map_or(0, |v| v.parse::<u64>().unwrap())
+    };
+    assert!(
+        transfers("returned") >= 1,
+        "a message went back from the missing queue"
+    );
+    assert_eq!(transfers("delivered"), 30, "the FIFO dead letters, each once");
+    assert_eq!(transfers("taken_in"), 30);
+}

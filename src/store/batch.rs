@@ -426,7 +426,8 @@ mod tests {
                     }
                     i += 3 + 2 * count;
                 }
-                "R" => {
+                // A stream is modelled as a hash of entry id → entry.
+                "R" | "D" => {
                     let count: usize = args[i + 2].parse().unwrap();
                     for field in &args[i + 3..i + 3 + count] {
                         hdel(store, key, field);
@@ -445,13 +446,6 @@ mod tests {
                         .collect();
                     xadd(store, key.clone(), fields);
                     i += 3 + 2 * count;
-                }
-                "D" => {
-                    let count: usize = args[i + 2].parse().unwrap();
-                    for id in &args[i + 3..i + 3 + count] {
-                        hdel(store, key, id);
-                    }
-                    i += 3 + count;
                 }
                 op => panic!("unknown op {op}"),
             }
