@@ -91,8 +91,17 @@ pub struct Service {
 /// not sent to again.
 const MISSING_TARGET_BACKOFF: Duration = Duration::from_secs(10);
 
-/// A commit to wait for before answering.
-type Commit = Option<oneshot::Receiver<Result<()>>>;
+/// A commit to wait for before answering; `None` when there was nothing
+/// to write.
+type Commit = Option<Submitted>;
+
+/// Writes handed to the store.
+struct Submitted {
+    done: oneshot::Receiver<Result<()>>,
+    /// Whether they put messages in the outbox, whose sender is woken once
+    /// they are durable (see `transfers.rs`).
+    fill_outbox: bool,
+}
 
 /// One queue and what waits on it.
 struct QueueSlot {
@@ -356,6 +365,7 @@ impl Service {
         if writes.is_empty() {
             return None;
         }
+        let fill_outbox = writes.iter().any(|write| matches!(write, Write::Outbox(_)));
         let (done, committed) = oneshot::channel();
         journal
             .send(Pending {
@@ -364,7 +374,10 @@ impl Service {
                 done,
             })
             .ok()?;
-        Some(committed)
+        Some(Submitted {
+            done: committed,
+            fill_outbox,
+        })
     }
 
     /// The changes `queue` recorded, as a write.
@@ -375,17 +388,22 @@ impl Service {
         }
     }
 
-    /// Waits until the store holds the change.
-    async fn committed(commit: Commit) -> Result<()> {
-        match commit {
-            None => Ok(()),
-            Some(committed) => committed.await.unwrap_or_else(|_| {
-                Err(SqsError::new(
-                    ErrorCode::ServiceUnavailable,
-                    "ssq is shutting down and could not make this change durable; retry.",
-                ))
-            }),
+    /// Waits until the store holds the change; then wakes the outbox's
+    /// sender if the change put messages there.
+    async fn committed(&self, commit: Commit) -> Result<()> {
+        let Some(Submitted { done, fill_outbox }) = commit else {
+            return Ok(());
+        };
+        done.await.unwrap_or_else(|_| {
+            Err(SqsError::new(
+                ErrorCode::ServiceUnavailable,
+                "ssq is shutting down and could not make this change durable; retry.",
+            ))
+        })?;
+        if fill_outbox {
+            self.outbox_ready.notify_one();
         }
+        Ok(())
     }
 
     pub fn now(&self) -> u64 {
@@ -486,7 +504,7 @@ impl Service {
                 }],
             )
         };
-        Self::committed(commit).await?;
+        self.committed(commit).await?;
         Ok(Created::New)
     }
 
@@ -507,7 +525,7 @@ impl Service {
             )
         };
         slot.ready.notify_waiters();
-        Self::committed(commit).await
+        self.committed(commit).await
     }
 
     /// Drops every queue and starts a new memory generation: on a change of
@@ -606,7 +624,7 @@ impl Service {
         operation: impl FnOnce(&mut Queue, u64) -> (R, Vec<Transfer>),
     ) -> Result<R> {
         let slot = self.slot(name)?;
-        let (result, sending, commit) = {
+        let (result, commit) = {
             let mut queue = slot.lock();
             if slot.is_closed() {
                 return Err(SqsError::queue_does_not_exist());
@@ -614,18 +632,14 @@ impl Service {
             let before = queue.holding();
             let (result, transfers) = operation(&mut queue, self.now());
             self.account(before, queue.holding());
-            let sending = !transfers.is_empty();
             let mut writes = vec![Self::changes_of(&mut queue)];
-            if sending {
+            if !transfers.is_empty() {
                 writes.push(Write::Outbox(transfers));
             }
-            (result, sending, self.submit(slot.generation, writes))
+            (result, self.submit(slot.generation, writes))
         };
         slot.ready.notify_waiters();
-        Self::committed(commit).await?;
-        if sending {
-            self.outbox_ready.notify_one();
-        }
+        self.committed(commit).await?;
         Ok(result)
     }
 
@@ -673,7 +687,7 @@ impl Service {
         };
         slot_a.ready.notify_waiters();
         slot_b.ready.notify_waiters();
-        Self::committed(commit).await?;
+        self.committed(commit).await?;
         Ok(result)
     }
 
@@ -735,12 +749,8 @@ impl Service {
             tokio::pin!(notified);
             notified.as_mut().enable();
 
-            let (received, wait_default, next_wakeup, sending, commit) =
-                self.receive_once(name, &slot, &request)?;
-            Self::committed(commit).await?;
-            if sending {
-                self.outbox_ready.notify_one();
-            }
+            let (received, wait_default, next_wakeup, commit) = self.receive_once(name, &slot, &request)?;
+            self.committed(commit).await?;
             self.metrics.messages_received.inc_by(received.len() as u64);
             let deadline = *deadline.get_or_insert_with(|| {
                 Instant::now() + Duration::from_secs(request.wait_seconds.unwrap_or(wait_default).into())
@@ -765,15 +775,14 @@ impl Service {
     /// order (so two queues redriving into each other cannot deadlock), and
     /// their changes go to the store as one commit: a moved message is never
     /// lost and never in both. A dead-letter queue of another shard gets the
-    /// messages through the outbox, written in the same commit; the last
-    /// value returned tells whether any went there.
+    /// messages through the outbox, written in the same commit.
     #[allow(clippy::type_complexity)]
     fn receive_once(
         &self,
         name: &str,
         slot: &Arc<QueueSlot>,
         request: &ReceiveRequest<'_>,
-    ) -> Result<(Vec<Received>, u32, Option<u64>, bool, Commit)> {
+    ) -> Result<(Vec<Received>, u32, Option<u64>, Commit)> {
         let policy = slot.lock().attributes.redrive_policy.clone();
         // A dead-letter queue is in its source's region.
         let target_key = policy
@@ -798,18 +807,21 @@ impl Service {
             }
         };
         if slot.is_closed() {
-            return Ok((Vec::new(), 0, None, false, None));
+            return Ok((Vec::new(), 0, None, None));
         }
         let now = self.now();
         let held_before = (queue.holding(), dead_letters.as_deref().map(Queue::holding));
-        let source_arn: Option<Arc<str>> = policy.as_ref().map(|policy| {
-            let prefix = policy
-                .dead_letter_target_arn
-                .rsplit_once(':')
-                .map_or("", |(prefix, _)| prefix);
-            // The source is in the dead-letter queue's region and account.
-            format!("{prefix}:{}", key::split(name).1).into()
-        });
+        let source_arn: Option<Arc<str>> = policy
+            .as_ref()
+            .filter(|_| target.is_some() || remote_target.is_some())
+            .map(|policy| {
+                let prefix = policy
+                    .dead_letter_target_arn
+                    .rsplit_once(':')
+                    .map_or("", |(prefix, _)| prefix);
+                // The source is in the dead-letter queue's region and account.
+                format!("{prefix}:{}", key::split(name).1).into()
+            });
         let mut leaving: Vec<Message> = Vec::new();
         let dead_letter = match (
             dead_letters.as_deref_mut(),
@@ -845,8 +857,7 @@ impl Service {
         if let Some(dlq) = dead_letters.as_deref_mut() {
             writes.push(Self::changes_of(dlq));
         }
-        let sending = !leaving.is_empty();
-        if let (Some(to), true) = (remote_target, sending) {
+        if let Some(to) = remote_target.filter(|_| !leaving.is_empty()) {
             let transfers = leaving
                 .into_iter()
                 .map(|message| Transfer {
@@ -866,7 +877,6 @@ impl Service {
             received,
             queue.attributes.receive_message_wait_time_seconds,
             next_wakeup,
-            sending,
             commit,
         ))
     }
@@ -905,7 +915,7 @@ impl Service {
 
     /// Commits a write that changes no queue (stream entries removed).
     pub async fn commit_alone(&self, write: Write) -> Result<()> {
-        Self::committed(self.submit(self.generation(), vec![write])).await
+        self.committed(self.submit(self.generation(), vec![write])).await
     }
 
     /// Applies transfers to the queues `queue_of` names, each queue's in
@@ -953,7 +963,7 @@ impl Service {
             commits.push(commit);
         }
         for commit in commits {
-            Self::committed(commit).await?;
+            self.committed(commit).await?;
         }
         Ok(())
     }
