@@ -338,8 +338,9 @@ pub async fn run_watchdog<S: LockStore>(
 
 /// Wakes whoever waits on a channel's notice: each shard's elector when its
 /// leader announces that it let go, and in a sharded group the heartbeat
-/// when a member joined or left. `channels` pairs each channel with what
-/// it wakes.
+/// when a member joined or left and each shard's inbox task when messages
+/// arrived from another shard. `channels` pairs each channel with what it
+/// wakes.
 pub async fn watch_notices(
     subscriber: fred::clients::SubscriberClient,
     channels: Vec<(String, Arc<Notify>)>,
@@ -352,7 +353,7 @@ pub async fn watch_notices(
     // the first one is retried until Redis takes it.
     let names: Vec<String> = channels.iter().map(|(name, _)| name.clone()).collect();
     while let Err(error) = subscriber.subscribe(names.clone()).await {
-        tracing::debug!(%error, "subscribing to release notices failed; retrying");
+        tracing::debug!(%error, "subscribing to notices failed; retrying");
         sleep(retry_every).await;
     }
     let wake_all = || channels.iter().for_each(|(_, wake)| wake.notify_one());

@@ -251,16 +251,7 @@ impl Node {
         }
         let catalog = match &group {
             None => None,
-            Some(group) => {
-                group.start(&running, &placement, admit, stopped.clone());
-                (placement.count() > 1).then(|| {
-                    Arc::new(RedisCatalog {
-                        client: group.client.clone(),
-                        shards: running.iter().filter_map(|r| r.layout.clone()).collect(),
-                        placement: placement.clone(),
-                    }) as Arc<dyn Catalog>
-                })
-            }
+            Some(group) => group.start(&running, &placement, admit, stopped.clone()),
         };
         match (&group, placement.count()) {
             (None, _) => {
@@ -288,7 +279,7 @@ impl Node {
             .map(|r| ShardFront {
                 api: match &catalog {
                     None => Api::new(r.service.clone()),
-                    Some(catalog) => Api::sharded(r.service.clone(), placement.clone(), catalog.clone()),
+                    Some(catalog) => Api::sharded(r.service.clone(), catalog.clone()),
                 },
                 leadership: r.leadership.clone(),
                 lock: r.lock.clone(),
@@ -480,16 +471,17 @@ fn in_redis(
 impl RedisGroup {
     /// Connects, listens for notices, checks the shard count and, once it
     /// matches, lets the electors run and (sharded) starts the heartbeats
-    /// and what moves messages between shards.
+    /// and what moves messages between shards. A sharded group's calls read
+    /// the other shards' queues through the catalog it returns.
     fn start(
         &self,
         running: &[RunningShard],
         placement: &Placement,
         admit: watch::Sender<Admission>,
         stopped: watch::Receiver<bool>,
-    ) {
+    ) -> Option<Arc<dyn Catalog>> {
         crate::redis::log_connection_errors(&self.client, "commands");
-        crate::redis::log_connection_errors(&self.subscriber, "release notices");
+        crate::redis::log_connection_errors(&self.subscriber, "notices");
         self.client.connect();
         self.subscriber.connect();
         if self.acks.required() {
@@ -501,6 +493,7 @@ impl RedisGroup {
             .zip(&self.wakes)
             .filter_map(|(shard, wake)| Some((shard.lock.as_ref()?.release_channel.clone(), wake.clone())))
             .collect();
+        let mut catalog = None;
         if let Some(membership) = &self.membership {
             channels.push((self.layout.members_channel(), membership.beat_now.clone()));
             let layouts: Vec<Layout> = running.iter().filter_map(|r| r.layout.clone()).collect();
@@ -519,6 +512,11 @@ impl RedisGroup {
                 };
                 tokio::spawn(transfers.run(stopped.clone()));
             }
+            catalog = Some(Arc::new(RedisCatalog {
+                client: self.client.clone(),
+                shards: layouts,
+                placement: placement.clone(),
+            }) as Arc<dyn Catalog>);
         }
         tokio::spawn(election::watch_notices(
             self.subscriber.clone(),
@@ -550,6 +548,7 @@ impl RedisGroup {
                 }
             }
         });
+        catalog
     }
 }
 

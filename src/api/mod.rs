@@ -34,17 +34,17 @@ use crate::error::{ErrorCode, Result, SqsError};
 use crate::move_tasks::MoveTasks;
 use crate::queue::{QueueArn, key};
 use crate::service::Service;
-use crate::shards::{Catalog, Placement};
+use crate::shards::Catalog;
 use model::*;
 use shape::{Member, Shape};
 
 /// What the actions run against: the queues of one shard, and the move
-/// tasks between them; in a sharded group, where every queue lives
-/// (`placement`) and every shard's queue names (`catalog`, for ListQueues).
+/// tasks between them; in a sharded group, every shard's queues as Redis
+/// holds them (`catalog`: ListQueues, and the dead-letter rules for queues
+/// of other shards; which shard a queue is in, the service knows).
 pub struct Api {
     pub service: Arc<Service>,
     pub move_tasks: MoveTasks,
-    pub placement: Placement,
     pub catalog: Option<Arc<dyn Catalog>>,
 }
 
@@ -54,17 +54,15 @@ impl Api {
         Api {
             move_tasks: MoveTasks::new(service.clone(), None),
             service,
-            placement: Placement::new(1, "", ""),
             catalog: None,
         }
     }
 
     /// The API of one shard of a sharded group.
-    pub fn sharded(service: Arc<Service>, placement: Placement, catalog: Arc<dyn Catalog>) -> Api {
+    pub fn sharded(service: Arc<Service>, catalog: Arc<dyn Catalog>) -> Api {
         Api {
             move_tasks: MoveTasks::new(service.clone(), Some(catalog.clone())),
             service,
-            placement,
             catalog: Some(catalog),
         }
     }
