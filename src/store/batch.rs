@@ -39,9 +39,8 @@ pub struct Batch<'a> {
     ops: Vec<Vec<KeyOp<'a>>>,
     /// The indexes of each queue's own keys, by queue name.
     queue_keys: HashMap<&'a str, QueueKeys>,
-    /// The indexes of the outbox and the inbox, once a write touches them.
-    outbox: Option<usize>,
-    inbox: Option<usize>,
+    /// The indexes of the [`Stream`]s, once a write touches them.
+    streams: [Option<usize>; 2],
     data: BytesMut,
 }
 
@@ -57,8 +56,8 @@ struct QueueKeys {
 /// The streams of messages between shards (see `transfers.rs`).
 #[derive(Clone, Copy)]
 enum Stream {
-    Outbox,
-    Inbox,
+    Outbox = 0,
+    Inbox = 1,
 }
 
 /// A queue's keys that most writes do not touch.
@@ -94,8 +93,7 @@ impl<'a> Batch<'a> {
             keys: vec![layout.lock(), layout.queues(), layout.sequences()],
             ops: vec![Vec::new(), Vec::new(), Vec::new()],
             queue_keys: HashMap::new(),
-            outbox: None,
-            inbox: None,
+            streams: [None; 2],
             data: BytesMut::new(),
         }
     }
@@ -207,18 +205,15 @@ impl<'a> Batch<'a> {
     }
 
     fn stream(&mut self, which: Stream) -> usize {
-        let (index, name) = match which {
-            Stream::Outbox => (self.outbox, self.layout.outbox()),
-            Stream::Inbox => (self.inbox, self.layout.inbox()),
-        };
-        if let Some(key) = index {
+        if let Some(key) = self.streams[which as usize] {
             return key;
         }
-        let key = self.add_key(name);
-        match which {
-            Stream::Outbox => self.outbox = Some(key),
-            Stream::Inbox => self.inbox = Some(key),
-        }
+        let key_name = match which {
+            Stream::Outbox => self.layout.outbox(),
+            Stream::Inbox => self.layout.inbox(),
+        };
+        let key = self.add_key(key_name);
+        self.streams[which as usize] = Some(key);
         key
     }
 
