@@ -19,6 +19,11 @@ use ssq::shards::Placement;
 
 const SHARDS: usize = 12;
 
+/// Each test here runs several ssq processes and redis-servers, and some
+/// measure gaps of under a second: they run one at a time, so that none
+/// measures the others' load on a 2-core machine.
+static ONE_AT_A_TIME: tokio::sync::Mutex<()> = tokio::sync::Mutex::const_new(());
+
 fn placement() -> Placement {
     Placement::new(SHARDS, "000000000000", "us-east-1")
 }
@@ -133,6 +138,7 @@ async fn create_queues(sqs: &aws_sdk_sqs::Client, names: &[String]) -> Vec<Strin
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn every_instance_leads_some_shards_and_answers_every_queue() {
+    let _alone = ONE_AT_A_TIME.lock().await;
     let cluster = RedisCluster::start().await;
     let (servers, led) = start_group(&cluster.url(), &[]).await;
     assert!(
@@ -389,6 +395,7 @@ async fn drain(sqs: aws_sdk_sqs::Client, url: String, deleted: HashSet<String>) 
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_killed_instance_moves_only_its_shards_and_loses_nothing() {
+    let _alone = ONE_AT_A_TIME.lock().await;
     let cluster = RedisCluster::start().await;
     let (servers, led) = start_group(&cluster.url(), &[]).await;
     let refs: Vec<&Server> = servers.iter().collect();
@@ -484,6 +491,7 @@ async fn a_killed_instance_moves_only_its_shards_and_loses_nothing() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_stopped_instance_hands_off_at_once_and_a_new_one_receives_shards() {
+    let _alone = ONE_AT_A_TIME.lock().await;
     let cluster = RedisCluster::start().await;
     let first = start_member(&cluster.url(), "member-0", &[]);
     let second = start_member(&cluster.url(), "member-1", &[]);
@@ -522,6 +530,7 @@ async fn a_stopped_instance_hands_off_at_once_and_a_new_one_receives_shards() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_redis_primary_failing_over_loses_no_acknowledged_message() {
+    let _alone = ONE_AT_A_TIME.lock().await;
     let mut cluster = RedisCluster::start().await;
     // Every write waits until the primary's replica holds it.
     let replicas = ["--redis-min-replicas", "1", "--redis-replica-timeout", "200ms"];
@@ -600,6 +609,7 @@ async fn a_redis_primary_failing_over_loses_no_acknowledged_message() {
 
 #[tokio::test]
 async fn an_instance_with_another_shard_count_refuses_to_start() {
+    let _alone = ONE_AT_A_TIME.lock().await;
     let redis = RedisServer::start();
     let member = start_member(&redis.url(), "member-0", &[]);
     let member_ref = [&member];
@@ -697,6 +707,7 @@ async fn wait_until_holding(sqs: &aws_sdk_sqs::Client, url: &str, count: usize, 
 /// source's leader is killed while messages are on their way.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn dead_letters_and_moved_messages_cross_shards_exactly_once() {
+    let _alone = ONE_AT_A_TIME.lock().await;
     const MESSAGES: usize = 300;
     let cluster = RedisCluster::start().await;
     let first = start_member(&cluster.url(), "member-0", &[]);
@@ -853,6 +864,7 @@ async fn receive_until_empty(sqs: &aws_sdk_sqs::Client, url: &str) {
 /// does.
 #[tokio::test]
 async fn dead_letters_to_another_shard_keep_fifo_order_and_stay_when_it_is_gone() {
+    let _alone = ONE_AT_A_TIME.lock().await;
     let redis = RedisServer::start();
     let member = start_member(&redis.url(), "member-0", &[]);
     wait_until_shared(&[&member], Duration::from_secs(10)).await;
