@@ -162,7 +162,7 @@ async def trickle(port, stop_at):
     while time.time() < stop_at:
         try:
             _, writer = await asyncio.open_connection("127.0.0.1", port)
-            writer.write(b"POST / HTTP/1.1\r\nHost: x\r\n")
+            writer.write(b"POST / HTTP/1.1\r\nHost: 127.0.0.1\r\n")
             while time.time() < stop_at:
                 await asyncio.sleep(1)
                 writer.write(b"X")
@@ -196,7 +196,7 @@ def slow_heads(binary):
 async def stall_body(port, hold_until):
     try:
         reader, writer = await asyncio.open_connection("127.0.0.1", port)
-        writer.write(b"POST / HTTP/1.1\r\nHost: x\r\nContent-Type: application/x-www-form-urlencoded\r\n"
+        writer.write(b"POST / HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: application/x-www-form-urlencoded\r\n"
                      b"Content-Length: 5242000\r\n\r\nAction=SendMessage&MessageBody=")
         chunk = b"a" * 65536
         for _ in range(79):  # about 5 MiB, a little short of the length

@@ -80,6 +80,14 @@ pub struct Config {
     #[arg(long, env = "SSQ_ADVERTISE_URL", value_parser = parse_public_url)]
     pub advertise_url: Option<String>,
 
+    /// Host names, besides IP addresses, localhost and the hosts of
+    /// --public-url and --advertise-url, that requests may name in Host
+    /// (and web pages calling ssq in Origin), comma-separated; `.example.com`
+    /// allows its subdomains, `*` any name. Others get 403, so that no web
+    /// page can reach ssq by DNS rebinding.
+    #[arg(long, env = "SSQ_ALLOWED_HOSTS", value_delimiter = ',')]
+    pub allowed_hosts: Vec<String>,
+
     /// PEM file of the CA that signed Redis's TLS certificate, for a
     /// rediss:// URL [default: the system's roots].
     #[arg(long, env = "SSQ_REDIS_CA_FILE")]
@@ -318,6 +326,12 @@ impl Config {
             }
             let text = match value {
                 toml::Value::String(s) => s.clone(),
+                // A list setting (allowed_hosts) as its flag takes it.
+                toml::Value::Array(items) => items
+                    .iter()
+                    .map(|item| item.as_str().map_or_else(|| item.to_string(), str::to_string))
+                    .collect::<Vec<_>>()
+                    .join(","),
                 other => other.to_string(),
             };
             merged.push(format!("--{}", id.replace('_', "-")).into());

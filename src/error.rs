@@ -58,6 +58,9 @@ pub type Result<T, E = SqsError> = std::result::Result<T, E>;
 /// `x-amzn-query-error` header because that is where the SDKs read it.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub enum ErrorCode {
+    /// A request ssq refuses to serve whoever sent it: one by a host name it
+    /// does not answer to, or from a page of another site (`http/hosts.rs`).
+    AccessDenied,
     BatchEntryIdsNotDistinct,
     BatchRequestTooLong,
     EmptyBatchRequest,
@@ -104,6 +107,7 @@ pub enum ErrorCode {
 impl ErrorCode {
     pub fn code(self) -> &'static str {
         match self {
+            ErrorCode::AccessDenied => "AccessDenied",
             ErrorCode::BatchEntryIdsNotDistinct => "BatchEntryIdsNotDistinct",
             ErrorCode::BatchRequestTooLong => "BatchRequestTooLong",
             ErrorCode::EmptyBatchRequest => "EmptyBatchRequest",
@@ -155,7 +159,8 @@ impl ErrorCode {
 
     pub fn status(self) -> u16 {
         match self {
-            ErrorCode::OverLimit
+            ErrorCode::AccessDenied
+            | ErrorCode::OverLimit
             | ErrorCode::PurgeQueueInProgress
             | ErrorCode::MissingAuthenticationToken
             | ErrorCode::InvalidClientTokenId

@@ -27,6 +27,7 @@ use crate::config::Config;
 use crate::election::{self, Claim, ElectionConfig, LockStore, RedisLock};
 use crate::group::Membership;
 use crate::http::admin::AdminState;
+use crate::http::hosts::AllowedHosts;
 use crate::http::forward::Forwarder;
 use crate::http::{AppState, ShardFront, admin_router, router, sqs_router};
 use crate::journal::Pending;
@@ -296,6 +297,12 @@ impl Node {
             region: config.region.clone(),
             regions: config.regions,
             public_url: config.public_url.clone(),
+            allowed_hosts: AllowedHosts::new(
+                &config.allowed_hosts,
+                [config.public_url.as_deref(), Some(config.advertise_url().as_str())]
+                    .into_iter()
+                    .flatten(),
+            ),
             credentials,
             request_timeout: config.request_timeout,
             body_budget: BodyBudget::new(config.max_body_buffer as usize),
@@ -308,15 +315,13 @@ impl Node {
                 },
             ),
         });
-        let app = match listeners.admin {
-            None => router(state),
+        let (app, admin) = match listeners.admin {
+            None => (router(state), None),
             Some(admin) => {
                 if let Ok(admin_address) = admin.local_addr() {
                     tracing::info!(admin = %admin_address, "admin page, /health, /ready, /status and /metrics on their own address");
                 }
-                let admin_app = admin_router(state.clone());
-                tokio::spawn(async move { axum::serve(admin, admin_app).await });
-                sqs_router(state)
+                (sqs_router(state.clone()), Some((admin, admin_router(state))))
             }
         };
         if config.idle_timeout <= Duration::from_secs(20) {
@@ -351,8 +356,26 @@ impl Node {
             idle: config.idle_timeout,
             header: config.header_timeout,
         };
-        let listener = LimitedListener::new(listeners.sqs, config.max_connections, timeouts);
-        crate::listener::serve(listener, app, shutdown).await;
+        // Both addresses are served alike (connection cap, head and idle
+        // timeouts, capped buffers) and both stop on the one shutdown.
+        let (stop, stopping) = watch::channel(false);
+        let shutdown = async move {
+            shutdown.await;
+            let _ = stop.send(true);
+        };
+        let stopped_serving = |mut stopping: watch::Receiver<bool>| async move {
+            let _ = stopping.wait_for(|stop| *stop).await;
+        };
+        let max_connections = config.max_connections;
+        let listener = LimitedListener::new(listeners.sqs, max_connections, timeouts);
+        let sqs = crate::listener::serve(listener, app, stopped_serving(stopping.clone()));
+        let admin = async move {
+            if let Some((admin, admin_app)) = admin {
+                let listener = LimitedListener::new(admin, max_connections, timeouts);
+                crate::listener::serve(listener, admin_app, stopped_serving(stopping)).await;
+            }
+        };
+        tokio::join!(sqs, admin, shutdown);
         let _ = stop_tasks.send(true);
         if let Some(group) = &group
             && let Some(membership) = &group.membership

@@ -320,3 +320,117 @@ async fn query_names_too_deep_to_fold_are_refused_and_the_server_lives_on() {
     let listed = server.client().list_queues().send().await;
     assert!(listed.is_ok(), "the server still serves: {listed:?}");
 }
+
+/// A request by `host`, with these extra headers: status and body.
+async fn by_host(
+    server: &Server,
+    method: reqwest::Method,
+    path: &str,
+    host: &str,
+    headers: &[(&str, &str)],
+    body: &str,
+) -> (u16, String) {
+    let mut request = reqwest::Client::new()
+        .request(method, format!("{}{path}", server.url))
+        .header("host", host)
+        .body(body.to_string());
+    for (name, value) in headers {
+        request = request.header(*name, *value);
+    }
+    let response = request.send().await.expect("ssq answers");
+    (response.status().as_u16(), response.text().await.unwrap())
+}
+
+async fn message_count(sqs: &aws_sdk_sqs::Client, url: &str) -> String {
+    let out = sqs
+        .get_queue_attributes()
+        .queue_url(url)
+        .attribute_names(aws_sdk_sqs::types::QueueAttributeName::ApproximateNumberOfMessages)
+        .send()
+        .await
+        .unwrap();
+    out.attributes().unwrap()[&aws_sdk_sqs::types::QueueAttributeName::ApproximateNumberOfMessages].clone()
+}
+
+/// DNS rebinding: a page at rebind.test whose name then resolved to
+/// 127.0.0.1 read the admin page's token and purged a queue through the
+/// admin API (ssq compared Origin with Host, both the attacker's). And a
+/// page of any site could purge a queue with a form post or an image's URL.
+#[tokio::test]
+async fn foreign_host_names_and_pages_of_other_sites_are_refused() {
+    let server = Server::start();
+    let sqs = server.client();
+    let url = common::create_queue_url(&sqs, "rebound", &[]).await;
+    for body in ["a", "b", "c"] {
+        common::send_body(&sqs, &url, body).await;
+    }
+    let rebound = format!("rebind.test:{}", server.port);
+    let origin = format!("http://{rebound}");
+    let (status, page) = by_host(&server, reqwest::Method::GET, "/", &rebound, &[], "").await;
+    assert_eq!(status, 403, "the admin page by a foreign name: {page}");
+    assert!(page.contains("--allowed-hosts"), "{page}");
+    assert!(!page.contains("ssq-csrf"), "no token is handed out: {page}");
+    let (status, page) = by_host(&server, reqwest::Method::GET, "/", &format!("localhost:{}", server.port), &[], "").await;
+    assert_eq!(status, 200, "by localhost");
+    let token = page
+        .split("name=\"ssq-csrf\" content=\"")
+        .nth(1)
+        .and_then(|rest| rest.split('"').next())
+        .expect("the page holds its token")
+        .to_string();
+    let purge = serde_json::json!({"QueueUrl": url}).to_string();
+    let admin_call = |origin: &str| {
+        [
+            ("origin", origin.to_string()),
+            ("x-ssq-csrf", token.clone()),
+            ("x-amz-target", "AmazonSQS.PurgeQueue".to_string()),
+            ("content-type", "application/x-amz-json-1.0".to_string()),
+        ]
+    };
+    let headers = admin_call(&origin);
+    let headers: Vec<(&str, &str)> = headers.iter().map(|(n, v)| (*n, v.as_str())).collect();
+    let (status, _) = by_host(&server, reqwest::Method::POST, "/admin/api/sqs", &rebound, &headers, &purge).await;
+    assert_eq!(status, 403, "the admin API by a foreign name");
+    let json_call = [("x-amz-target", "AmazonSQS.PurgeQueue"), ("content-type", "application/x-amz-json-1.0")];
+    let purge_body = purge.clone();
+    let (status, answer) = by_host(&server, reqwest::Method::POST, "/", &rebound, &json_call, &purge_body).await;
+    assert_eq!(status, 403, "the SQS API by a foreign name: {answer}");
+    assert!(answer.contains("AccessDenied"), "an SQS-shaped error: {answer}");
+    for path in ["/status", "/metrics", "/_aws/sqs/messages?QueueUrl=x"] {
+        let (status, _) = by_host(&server, reqwest::Method::GET, path, &rebound, &[], "").await;
+        assert_eq!(status, 403, "{path} by a foreign name");
+    }
+    let (status, _) = by_host(&server, reqwest::Method::GET, "/ready", &rebound, &[], "").await;
+    assert_eq!(status, 200, "/ready answers any name");
+
+    // Cross-site: the Host is ssq's own, the page is not.
+    let own = format!("127.0.0.1:{}", server.port);
+    let form = format!("Action=PurgeQueue&QueueUrl={}", url.replace(':', "%3A").replace('/', "%2F"));
+    let form_post = [("origin", "https://attacker.test"), ("content-type", "application/x-www-form-urlencoded")];
+    let (status, answer) = by_host(&server, reqwest::Method::POST, "/", &own, &form_post, &form).await;
+    assert_eq!(status, 403, "a form posted from another site: {answer}");
+    assert!(answer.contains("<Code>AccessDenied</Code>"), "{answer}");
+    let image = [("sec-fetch-site", "cross-site"), ("sec-fetch-mode", "no-cors")];
+    let (status, _) = by_host(&server, reqwest::Method::GET, &format!("/?{form}"), &own, &image, "").await;
+    assert_eq!(status, 403, "a Query GET loaded by another site");
+    assert_eq!(message_count(&sqs, &url).await, "3", "nothing was purged");
+    let link = [("sec-fetch-site", "cross-site"), ("sec-fetch-mode", "navigate")];
+    let (status, _) = by_host(&server, reqwest::Method::GET, "/", &own, &link, "").await;
+    assert_eq!(status, 200, "a link from another site opens the admin page");
+
+    // The page's own calls, by localhost, still act.
+    let local = format!("localhost:{}", server.port);
+    let local_origin = format!("http://{local}");
+    let headers = admin_call(&local_origin);
+    let headers: Vec<(&str, &str)> = headers.iter().map(|(n, v)| (*n, v.as_str())).collect();
+    let (status, answer) = by_host(&server, reqwest::Method::POST, "/admin/api/sqs", &local, &headers, &purge).await;
+    assert_eq!(status, 200, "the page's own purge: {answer}");
+    assert_eq!(message_count(&sqs, &url).await, "0");
+
+    // A name given with --allowed-hosts is answered.
+    let allowing = Server::start_with(&["--allowed-hosts", "rebind.test,.corp.test"]);
+    let (status, _) = by_host(&allowing, reqwest::Method::GET, "/", &rebound, &[], "").await;
+    assert_eq!(status, 200, "an allowed name");
+    let (status, _) = by_host(&allowing, reqwest::Method::GET, "/", "sqs.corp.test", &[], "").await;
+    assert_eq!(status, 200, "a subdomain of an allowed domain");
+}

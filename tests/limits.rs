@@ -144,7 +144,7 @@ async fn slow_oversized_and_truncated_requests_get_4xx_and_the_server_goes_on() 
 
     // A body that never finishes arriving.
     let mut slow = TcpStream::connect(("127.0.0.1", server.port)).await.unwrap();
-    slow.write_all(b"POST / HTTP/1.1\r\nHost: x\r\nX-Amz-Target: AmazonSQS.ListQueues\r\nContent-Type: application/x-amz-json-1.0\r\nContent-Length: 100\r\n\r\n{\"a").await.unwrap();
+    slow.write_all(b"POST / HTTP/1.1\r\nHost: 127.0.0.1\r\nX-Amz-Target: AmazonSQS.ListQueues\r\nContent-Type: application/x-amz-json-1.0\r\nContent-Length: 100\r\n\r\n{\"a").await.unwrap();
     let mut response = vec![0u8; 4096];
     let started = std::time::Instant::now();
     let n = tokio::time::timeout(Duration::from_secs(5), slow.read(&mut response))
@@ -157,7 +157,7 @@ async fn slow_oversized_and_truncated_requests_get_4xx_and_the_server_goes_on() 
     assert!(started.elapsed() >= Duration::from_millis(900));
 
     // Headers far beyond any SDK's.
-    let mut huge = b"POST / HTTP/1.1\r\nHost: x\r\n".to_vec();
+    let mut huge = b"POST / HTTP/1.1\r\nHost: 127.0.0.1\r\n".to_vec();
     for i in 0..200 {
         huge.extend(format!("X-Padding-{i}: {}\r\n", "p".repeat(2_000)).as_bytes());
     }
@@ -172,10 +172,10 @@ async fn slow_oversized_and_truncated_requests_get_4xx_and_the_server_goes_on() 
     // A body cut short by the client.
     {
         let mut cut = TcpStream::connect(("127.0.0.1", server.port)).await.unwrap();
-        cut.write_all(b"POST / HTTP/1.1\r\nHost: x\r\nX-Amz-Target: AmazonSQS.CreateQueue\r\nContent-Type: application/x-amz-json-1.0\r\nContent-Length: 100\r\n\r\n{\"QueueName\"").await.unwrap();
+        cut.write_all(b"POST / HTTP/1.1\r\nHost: 127.0.0.1\r\nX-Amz-Target: AmazonSQS.CreateQueue\r\nContent-Type: application/x-amz-json-1.0\r\nContent-Length: 100\r\n\r\n{\"QueueName\"").await.unwrap();
     }
     // A wrong content type with a JSON target stays a JSON error.
-    let text = raw(&server, b"POST / HTTP/1.1\r\nHost: x\r\nX-Amz-Target: AmazonSQS.ListQueues\r\nContent-Type: text/plain\r\nContent-Length: 2\r\n\r\n{}").await;
+    let text = raw(&server, b"POST / HTTP/1.1\r\nHost: 127.0.0.1\r\nX-Amz-Target: AmazonSQS.ListQueues\r\nContent-Type: text/plain\r\nContent-Length: 2\r\n\r\n{}").await;
     assert!(text.starts_with("HTTP/1.1 200"), "{text}");
 
     let sqs = server.client();
@@ -193,7 +193,7 @@ async fn connections_beyond_the_cap_wait_for_one_to_close() {
     for _ in 0..2 {
         let mut stream = TcpStream::connect(("127.0.0.1", server.port)).await.unwrap();
         stream
-            .write_all(b"GET /health HTTP/1.1\r\nHost: x\r\n\r\n")
+            .write_all(b"GET /health HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n")
             .await
             .unwrap();
         let mut buf = [0u8; 256];
@@ -223,9 +223,20 @@ async fn connections_beyond_the_cap_wait_for_one_to_close() {
 async fn the_operational_endpoints_can_have_an_address_of_their_own() {
     let admin_port = common::free_port();
     let admin = format!("127.0.0.1:{admin_port}");
-    let server = Server::start_with(&["--admin-listen", &admin]);
+    let server = Server::start_with(&["--admin-listen", &admin, "--header-timeout", "1s"]);
     let sqs = server.client();
     sqs.create_queue().queue_name("split").send().await.unwrap();
+    // The admin address is served as the SQS address is: a head trickled
+    // in loses its connection at the header timeout (it was once served
+    // without the listener's timeouts, caps and graceful stop).
+    let mut trickling = TcpStream::connect(("127.0.0.1", admin_port)).await.unwrap();
+    trickling.write_all(b"GET /status HTTP/1.1\r\nHost: 127.0.0.1\r\nX-Slow: a").await.unwrap();
+    let mut buf = [0u8; 64];
+    let closed = tokio::time::timeout(Duration::from_secs(5), trickling.read(&mut buf)).await;
+    assert!(
+        matches!(closed, Ok(Ok(0)) | Ok(Err(_))),
+        "the admin address closes a connection whose head is not complete after --header-timeout: {closed:?}"
+    );
     for path in ["/health", "/ready", "/status", "/metrics", "/"] {
         let on_admin = reqwest::get(format!("http://{admin}{path}")).await.unwrap();
         assert_eq!(on_admin.status(), 200, "{path} on the admin address");
@@ -292,7 +303,7 @@ async fn trickled_request_heads_do_not_hold_connections() {
             tokio::spawn(async move {
                 let mut stream = TcpStream::connect(("127.0.0.1", port)).await.unwrap();
                 let started = std::time::Instant::now();
-                for byte in b"POST / HTTP/1.1\r\nHost: x\r\nX-Slow: "
+                for byte in b"POST / HTTP/1.1\r\nHost: 127.0.0.1\r\nX-Slow: "
                     .iter()
                     .chain(std::iter::repeat(&b'a'))
                 {
@@ -339,7 +350,7 @@ async fn stalled_bodies_cannot_take_more_than_the_body_budget() {
     for _ in 0..40 {
         let mut stream = TcpStream::connect(("127.0.0.1", server.port)).await.unwrap();
         let head = format!(
-            "POST / HTTP/1.1\r\nHost: x\r\nContent-Type: application/x-www-form-urlencoded\r\nContent-Length: {}\r\n\r\nAction=SendMessage&MessageBody=",
+            "POST / HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: application/x-www-form-urlencoded\r\nContent-Length: {}\r\n\r\nAction=SendMessage&MessageBody=",
             5 * 1024 * 1024 - 64
         );
         stream.write_all(head.as_bytes()).await.unwrap();

@@ -33,6 +33,7 @@ use forward::Forwarder;
 
 pub mod admin;
 pub mod forward;
+pub mod hosts;
 mod peek;
 
 /// One shard as the HTTP front sees it: its API, whether this instance
@@ -70,6 +71,8 @@ pub struct AppState {
     pub regions: Regions,
     /// Base of queue URLs; taken from each request's Host header when unset.
     pub public_url: Option<String>,
+    /// The names requests may come by (`hosts.rs`).
+    pub allowed_hosts: hosts::AllowedHosts,
     /// When set, every SQS request must be signed with one of these.
     pub credentials: Option<crate::sigv4::Credentials>,
     /// Time a client has to send a request's body.
@@ -183,6 +186,7 @@ pub fn router(state: Arc<AppState>) -> Router {
         .merge(admin::routes())
         .route("/", get(home).post(sqs))
         .merge(queue_path_routes())
+        .layer(axum::middleware::from_fn_with_state(state.clone(), hosts::guard))
         .with_state(state)
 }
 
@@ -192,6 +196,7 @@ pub fn sqs_router(state: Arc<AppState>) -> Router {
     Router::new()
         .route("/", get(home).post(sqs))
         .merge(queue_path_routes())
+        .layer(axum::middleware::from_fn_with_state(state.clone(), hosts::guard))
         .with_state(state)
 }
 
@@ -200,6 +205,7 @@ pub fn admin_router(state: Arc<AppState>) -> Router {
     admin_routes()
         .merge(admin::routes())
         .route("/", get(admin::page))
+        .layer(axum::middleware::from_fn_with_state(state.clone(), hosts::guard))
         .with_state(state)
 }
 

@@ -1,0 +1,232 @@
+//! Which names ssq answers to, and which web pages may call it: the guard
+//! against DNS rebinding and cross-site requests.
+//!
+//! A web page the developer visits can make the browser send requests to
+//! ssq on 127.0.0.1 in two ways, and this module refuses both before a
+//! request reaches the SQS API or the admin page:
+//!
+//! - **DNS rebinding.** The page's own name first resolves to the attacker,
+//!   then to 127.0.0.1; the browser then treats ssq as the attacker's
+//!   origin and lets the page read its answers. Every such request carries
+//!   the attacker's name in `Host`, so ssq answers only to names it is meant
+//!   to be reached by: IP addresses (a rebinding needs a name), `localhost`
+//!   and `*.localhost` (which browsers resolve to loopback themselves), the
+//!   hosts of `--public-url` and `--advertise-url`, and `--allowed-hosts`.
+//! - **Cross-site requests.** A page on another site can send a form POST or
+//!   load an image from ssq without reading the answer, and a Query call
+//!   acts all the same (`?Action=PurgeQueue` in an image's URL). Browsers say
+//!   where such a request comes from: `Origin` on every POST, and
+//!   `Sec-Fetch-Site: cross-site` on everything. A request whose `Origin` is
+//!   not ssq itself nor an allowed name is refused, and so is any cross-site
+//!   one except a plain navigation to the admin page (following a link to
+//!   it), which changes nothing.
+//!
+//! SDKs and command-line clients send neither header, and their `Host` is
+//! the endpoint they were given. `/health` and `/ready` are never refused:
+//! they reveal nothing, and load balancers call them by whatever name.
+
+use std::net::IpAddr;
+use std::sync::Arc;
+
+use axum::extract::{Request, State};
+use axum::http::{HeaderMap, Method, StatusCode, header};
+use axum::middleware::Next;
+use axum::response::{IntoResponse, Response};
+
+use super::{AppState, Wire, answer_error, is_query_get};
+use crate::error::{ErrorCode, SqsError};
+
+/// The names requests may name in `Host` and `Origin` beyond the ones
+/// always allowed.
+#[derive(Debug, Clone, Default)]
+pub struct AllowedHosts {
+    /// Lower-case host names (no port); one starting with '.' allows that
+    /// domain's subdomains.
+    names: Vec<String>,
+    /// `--allowed-hosts '*'`: every name (the check is off).
+    any: bool,
+}
+
+impl AllowedHosts {
+    /// `configured` is `--allowed-hosts`; `urls` the instance's own URLs
+    /// (`--public-url`, `--advertise-url`), whose hosts are allowed too.
+    pub fn new<'a>(configured: &[String], urls: impl IntoIterator<Item = &'a str>) -> AllowedHosts {
+        let any = configured.iter().any(|name| name.trim() == "*");
+        let names = configured
+            .iter()
+            .map(|name| normalized(name))
+            .chain(
+                urls.into_iter()
+                    .filter_map(|url| url.split_once("://").map(|(_, rest)| rest))
+                    .map(|rest| normalized(host_name(rest.split('/').next().unwrap_or_default()))),
+            )
+            .filter(|name| !name.is_empty() && name != "*")
+            .collect();
+        AllowedHosts { names, any }
+    }
+
+    /// Whether a request whose `Host` header is `authority` may be served.
+    pub fn allows_host(&self, authority: &str) -> bool {
+        let name = normalized(host_name(authority));
+        self.any || name.parse::<IpAddr>().is_ok() || self.is_named(&name)
+    }
+
+    /// Whether a page at `origin` (an `Origin` header) may call ssq when
+    /// the request was sent to `host`: a page of ssq itself, or of a name
+    /// that is ssq's own (loopback or allowed). A page at some IP address
+    /// is not, unless that is where ssq was reached.
+    fn allows_origin(&self, origin: &str, host: Option<&str>) -> bool {
+        let Some((_, authority)) = origin.split_once("://") else {
+            return self.any; // "null": a sandboxed frame, a file, a redirect
+        };
+        let name = normalized(host_name(authority));
+        self.any
+            || host.is_some_and(|host| normalized(host_name(host)) == name)
+            || name.parse::<IpAddr>().is_ok_and(|ip| ip.is_loopback())
+            || self.is_named(&name)
+    }
+
+    fn is_named(&self, name: &str) -> bool {
+        name == "localhost"
+            || name.ends_with(".localhost")
+            || self.names.iter().any(|allowed| match allowed.strip_prefix('.') {
+                Some(domain) => name == domain || name.ends_with(allowed.as_str()),
+                None => name == allowed,
+            })
+    }
+}
+
+/// The host of an authority (`name:port`, `[v6]:port`), without the port.
+fn host_name(authority: &str) -> &str {
+    let authority = authority.rsplit_once('@').map_or(authority, |(_, host)| host);
+    match authority.strip_prefix('[') {
+        Some(v6) => v6.split_once(']').map_or(v6, |(address, _)| address),
+        None => authority.split(':').next().unwrap_or_default(),
+    }
+}
+
+/// Lower case, without the trailing dot of a fully qualified name.
+fn normalized(name: &str) -> String {
+    name.trim().trim_end_matches('.').to_ascii_lowercase()
+}
+
+/// Refuses a request that came by a name ssq does not answer to or from a
+/// page of another site, before any handler runs.
+pub(super) async fn guard(State(state): State<Arc<AppState>>, request: Request, next: Next) -> Response {
+    let path = request.uri().path();
+    if path == "/health" || path == "/ready" {
+        return next.run(request).await;
+    }
+    let headers = request.headers();
+    let text = |name: &str| headers.get(name).and_then(|v| v.to_str().ok());
+    let host = text(header::HOST.as_str());
+    let refusal = if let Some(host) = host.filter(|host| !state.allowed_hosts.allows_host(host)) {
+        Some(format!(
+            "ssq does not answer to the host name in this request ({host:?}), so that no web page can reach it by \
+             DNS rebinding. Use a loopback name or an IP address, or start ssq with --allowed-hosts naming this \
+             host (or with --public-url or --advertise-url on it)."
+        ))
+    } else if let Some(origin) = text(header::ORIGIN.as_str()).filter(|o| !state.allowed_hosts.allows_origin(o, host)) {
+        Some(format!(
+            "ssq does not take calls from pages of other sites (this one comes from {origin:?}). To call ssq from \
+             a page of that site, start ssq with --allowed-hosts naming its host."
+        ))
+    } else if text("sec-fetch-site") == Some("cross-site") && !is_harmless_navigation(&request) {
+        Some(
+            "ssq does not take calls from pages of other sites (the browser marked this one cross-site). Open the \
+             admin page from its own address instead."
+                .to_string(),
+        )
+    } else {
+        None
+    };
+    match refusal {
+        None => next.run(request).await,
+        Some(message) => refused(&state, request.method(), request.uri(), headers, message),
+    }
+}
+
+/// Following a link to the admin page or one of its assets: a GET that
+/// names no SQS action and reaches none of the APIs.
+fn is_harmless_navigation(request: &Request) -> bool {
+    let path = request.uri().path();
+    request.method() == Method::GET
+        && !is_query_get(request.uri())
+        && !path.starts_with("/admin/api/")
+        && !path.starts_with("/_aws/")
+        && request.headers().get("sec-fetch-mode").is_some_and(|mode| mode == "navigate")
+}
+
+/// The refusal: SQS-shaped for what looks like an SQS call, text for the
+/// admin page and the operational endpoints.
+fn refused(
+    state: &AppState,
+    method: &Method,
+    uri: &axum::http::Uri,
+    headers: &HeaderMap,
+    message: String,
+) -> Response {
+    tracing::warn!(%uri, %message, "refused a request");
+    let is_page = uri.path().starts_with("/admin/") || (method == Method::GET && !is_query_get(uri));
+    if is_page && !uri.path().starts_with("/_aws/") {
+        return (StatusCode::FORBIDDEN, format!("{message}\n")).into_response();
+    }
+    let request_id = crate::random::uuid().to_string();
+    let error = SqsError::new(ErrorCode::AccessDenied, message);
+    answer_error(state, Wire::of(headers), &request_id, "refused", &error)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn allowed(configured: &[&str]) -> AllowedHosts {
+        let configured: Vec<String> = configured.iter().map(|s| s.to_string()).collect();
+        AllowedHosts::new(&configured, ["http://sqs.internal:9324", "https://Queue.Example.com/"])
+    }
+
+    #[test]
+    fn ip_addresses_loopback_names_and_the_instances_own_hosts_are_answered() {
+        let hosts = allowed(&[]);
+        for host in [
+            "127.0.0.1:9324",
+            "127.0.0.1",
+            "[::1]:9324",
+            "10.1.2.3:9324",
+            "localhost:9324",
+            "LOCALHOST",
+            "sqs.us-east-1.localhost:9324",
+            "sqs.internal:9324",
+            "queue.example.com",
+            "queue.example.com.",
+        ] {
+            assert!(hosts.allows_host(host), "{host}");
+        }
+    }
+
+    #[test]
+    fn other_names_are_refused_unless_allowed() {
+        let hosts = allowed(&[]);
+        for host in ["rebind.test:9324", "localhost.evil.test", "example.com", "sqs.internal.evil.test"] {
+            assert!(!hosts.allows_host(host), "{host}");
+        }
+        let hosts = allowed(&["rebind.test", ".corp.test"]);
+        assert!(hosts.allows_host("rebind.test:9324"));
+        assert!(hosts.allows_host("a.b.corp.test"));
+        assert!(hosts.allows_host("corp.test"));
+        assert!(!hosts.allows_host("evilcorp.test"));
+        assert!(allowed(&["*"]).allows_host("anything.test"));
+    }
+
+    #[test]
+    fn a_page_may_call_only_from_ssq_itself_or_an_allowed_name() {
+        let hosts = allowed(&[]);
+        assert!(hosts.allows_origin("http://127.0.0.1:9324", Some("127.0.0.1:9324")));
+        assert!(hosts.allows_origin("http://localhost:3000", Some("127.0.0.1:9324")));
+        assert!(hosts.allows_origin("http://192.168.1.5:9324", Some("192.168.1.5:9324")));
+        assert!(!hosts.allows_origin("http://192.168.1.5:9324", Some("127.0.0.1:9324")));
+        assert!(!hosts.allows_origin("https://attacker.test", Some("127.0.0.1:9324")));
+        assert!(!hosts.allows_origin("null", Some("127.0.0.1:9324")));
+        assert!(allowed(&["attacker.test"]).allows_origin("https://attacker.test", Some("127.0.0.1:9324")));
+    }
+}
