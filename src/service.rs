@@ -489,6 +489,8 @@ impl Service {
                 ));
             }
             let mut queue = Queue::new(name.to_string(), parsed, tags, now);
+            self.check_room(0, queue.holding().1)?;
+            self.account((0, 0), queue.holding());
             if self.journal.is_some() {
                 queue.enable_journal();
                 queue.record_meta();

@@ -85,6 +85,39 @@ async fn holding_caps_answer_over_limit() {
         .unwrap();
 }
 
+/// Queue policies were held without any limit counting them: twelve
+/// CreateQueue calls with 4 MiB policies under `--max-bytes 5MiB` added
+/// 82 MiB. A policy is at most 8,192 bytes now, and what queues hold counts
+/// toward --max-bytes as messages do.
+#[tokio::test]
+async fn queue_policies_and_tags_count_toward_max_bytes() {
+    let server = Server::start_with(&["--max-bytes", "20KiB"]);
+    let sqs = server.client();
+    let policy = format!("{{\"Id\":\"{}\"}}", "p".repeat(8_000));
+    let mut created = 0;
+    let refused = loop {
+        let result = sqs
+            .create_queue()
+            .queue_name(format!("policy-{created}"))
+            .attributes(aws_sdk_sqs::types::QueueAttributeName::Policy, &policy)
+            .send()
+            .await;
+        match result {
+            Ok(_) => created += 1,
+            Err(_) => break result,
+        }
+        assert!(created < 10, "queues beyond --max-bytes are refused");
+    };
+    assert_eq!(created, 2, "two 8 KB policies fit in 20 KiB, a third does not");
+    assert_eq!(error_code(refused), "OverLimit");
+    let url = sqs.get_queue_url().queue_name("policy-0").send().await.unwrap().queue_url.unwrap();
+    let full = sqs.send_message().queue_url(&url).message_body("m".repeat(5_000)).send().await;
+    assert_eq!(error_code(full), "OverLimit", "the policies' bytes leave no room for this message");
+    sqs.delete_queue().queue_url(&url).send().await.unwrap();
+    let url = sqs.get_queue_url().queue_name("policy-1").send().await.unwrap().queue_url.unwrap();
+    sqs.send_message().queue_url(&url).message_body("m".repeat(5_000)).send().await.expect("room once a queue is gone");
+}
+
 /// FIFO deduplication records outlive their messages by five minutes; sends
 /// with fresh ids, each deleted at once, once grew memory without any limit
 /// noticing. They count toward --max-bytes now.

@@ -587,3 +587,94 @@ async fn query_requests_may_name_the_queue_in_the_path_and_get_xml_errors() {
     );
     assert!(error.child("RequestId").is_some());
 }
+
+/// Texts that XML 1.0 cannot carry were once stored, and every XML answer
+/// holding them was then unreadable: a consumer could not parse its batch,
+/// the messages went invisible unseen and, with a redrive policy, innocent
+/// ones reached the dead-letter queue. Queue attributes had no size limit.
+async fn unstorable_texts_and_oversized_attributes(wire: Wire) {
+    let server = Server::start();
+    let sqs = Sqs {
+        endpoint: server.url.clone(),
+        wire,
+        http: reqwest::Client::new(),
+    };
+    let created = sqs.ok("CreateQueue", json!({"QueueName": "texts"})).await;
+    let url = text(&created["QueueUrl"]);
+    let refusals = [
+        (
+            "SendMessage",
+            json!({"QueueUrl": url, "MessageBody": "b", "MessageAttributes": {
+                "a": {"DataType": "String.\u{1}", "StringValue": "v"}}}),
+            "InvalidParameterValue",
+        ),
+        (
+            "SendMessage",
+            json!({"QueueUrl": url, "MessageBody": "b", "MessageSystemAttributes": {
+                "AWSTraceHeader": {"DataType": "String", "StringValue": "Root=1\u{1}"}}}),
+            "InvalidParameterValue",
+        ),
+        ("TagQueue", json!({"QueueUrl": url, "Tags": {"k\u{1}": "v"}}), "InvalidParameterValue"),
+        ("TagQueue", json!({"QueueUrl": url, "Tags": {"k": "v\u{0}"}}), "InvalidParameterValue"),
+        (
+            "CreateQueue",
+            json!({"QueueName": "kms", "Attributes": {"KmsMasterKeyId": "k\u{2}"}}),
+            "InvalidAttributeValue",
+        ),
+        (
+            "SetQueueAttributes",
+            json!({"QueueUrl": url, "Attributes": {"Policy": format!("{{\"Version\":\"2012-10-17\",\"Id\":\"{}\"}}", "x".repeat(8_200))}}),
+            "InvalidAttributeValue",
+        ),
+        (
+            "SetQueueAttributes",
+            json!({"QueueUrl": url, "Attributes": {"RedriveAllowPolicy": format!("{{\"redrivePermission\":\"allowAll\",\"extra\":\"{}\"}}", "x".repeat(100))}}),
+            "InvalidAttributeValue",
+        ),
+    ];
+    for (action, input, code) in refusals {
+        let failure = sqs.fails(action, input.clone()).await;
+        assert_eq!((failure.status, failure.code.as_str()), (400, code), "{wire:?} {action} {input}");
+    }
+    // What was refused left nothing behind: the queue's answers still parse.
+    sqs.ok("SendMessage", json!({"QueueUrl": url, "MessageBody": "fine"})).await;
+    let received = sqs.ok("ReceiveMessage", json!({"QueueUrl": url, "MessageSystemAttributeNames": ["All"]})).await;
+    assert_eq!(received["Messages"][0]["Body"], "fine");
+    assert_eq!(sqs.ok("ListQueueTags", json!({"QueueUrl": url})).await.get("Tags"), None);
+    // A policy of the largest size AWS takes is accepted.
+    let policy = format!("{{\"Id\":\"{}\"}}", "x".repeat(8_192 - 9));
+    assert_eq!(policy.len(), 8_192);
+    sqs.ok("SetQueueAttributes", json!({"QueueUrl": url, "Attributes": {"Policy": policy}})).await;
+}
+
+#[tokio::test]
+async fn unstorable_texts_and_oversized_attributes_are_refused_over_json() {
+    unstorable_texts_and_oversized_attributes(Wire::Json).await;
+}
+
+#[tokio::test]
+async fn unstorable_texts_and_oversized_attributes_are_refused_over_query() {
+    unstorable_texts_and_oversized_attributes(Wire::Query).await;
+}
+
+/// A Query body that is not UTF-8 once percent-decoded was stored with
+/// U+FFFD in place of its bytes.
+#[tokio::test]
+async fn query_parameters_that_are_not_utf8_are_refused() {
+    let server = Server::start();
+    let http = reqwest::Client::new();
+    let post = |form: &'static str| {
+        http.post(&server.url)
+            .header("content-type", "application/x-www-form-urlencoded")
+            .body(form)
+            .send()
+    };
+    post("Action=CreateQueue&QueueName=utf8").await.unwrap();
+    let refused = post("Action=SendMessage&QueueUrl=/000000000000/utf8&MessageBody=%FF%FE").await.unwrap();
+    assert_eq!(refused.status(), 400);
+    let error = parse_xml(&refused.text().await.unwrap());
+    assert!(error.child("Error").unwrap().child("Message").unwrap().text.contains("UTF-8"));
+    // U+FFFD itself, sent as UTF-8, is a character like any other.
+    let sent = post("Action=SendMessage&QueueUrl=/000000000000/utf8&MessageBody=%EF%BF%BD").await.unwrap();
+    assert_eq!(sent.status(), 200);
+}

@@ -92,12 +92,15 @@ pub(super) fn trace_header_from_wire(wire: MessageAttributeMap) -> Result<Option
     let mut trace_header = None;
     for (name, value) in wire {
         match (name.as_str(), value.data_type.as_deref(), value.string_value) {
-            ("AWSTraceHeader", Some("String"), Some(header)) if !header.is_empty() => {
+            ("AWSTraceHeader", Some("String"), Some(header))
+                if !header.is_empty() && crate::queue::message::is_xml_text(&header) =>
+            {
                 trace_header = Some(header)
             }
             ("AWSTraceHeader", ..) => {
                 return Err(SqsError::invalid_parameter(
-                    "The message system attribute AWSTraceHeader must be of type String with a non-empty StringValue.",
+                    "The message system attribute AWSTraceHeader must be of type String with a non-empty StringValue \
+                     of characters SQS allows.",
                 ));
             }
             _ => {

@@ -132,7 +132,27 @@ pub fn parameters(body: &[u8], url_query: Option<&str>) -> Result<Vec<(String, S
     if let Some(query) = url_query {
         pairs.extend(url_pairs(query)?);
     }
+    // The decoder reads bytes that are not UTF-8 as U+FFFD, which would
+    // then be stored; only where one appears is the form read again.
+    if pairs.iter().any(|(k, v)| k.contains('\u{FFFD}') || v.contains('\u{FFFD}')) {
+        refuse_invalid_utf8(body, "form body")?;
+        refuse_invalid_utf8(url_query.unwrap_or_default().as_bytes(), "query string")?;
+    }
     Ok(pairs)
+}
+
+/// Refuses a form whose names or values are not UTF-8 once percent-decoded.
+fn refuse_invalid_utf8(form: &[u8], what: &str) -> Result<(), SqsError> {
+    let valid = form
+        .split(|&byte| byte == b'&' || byte == b'=')
+        .all(|piece| percent_encoding::percent_decode(piece).decode_utf8().is_ok());
+    match valid {
+        true => Ok(()),
+        false => Err(SqsError::new(
+            ErrorCode::SerializationException,
+            format!("The {what} could not be read: a parameter is not UTF-8 text once percent-decoded."),
+        )),
+    }
 }
 
 /// Reads the input of `action` from a URL's query string alone: what a

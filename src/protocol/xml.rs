@@ -257,6 +257,9 @@ pub fn escape(text: &str) -> String {
             '"' => out.push_str("&quot;"),
             '\'' => out.push_str("&apos;"),
             '\r' => out.push_str("&#xD;"),
+            // Nothing stored should hold one (every stored text is checked),
+            // but an answer must stay readable whatever was stored before.
+            c if !crate::queue::message::is_xml_char(c) => out.push('\u{FFFD}'),
             c => out.push(c),
         }
     }
@@ -291,6 +294,7 @@ mod tests {
             )
         );
         assert_eq!(escape("a<b & \"c\"\r"), "a&lt;b &amp; &quot;c&quot;&#xD;");
+        assert_eq!(escape("k\u{1}v\u{0}\u{FFFE}"), "k\u{FFFD}v\u{FFFD}\u{FFFD}", "no character XML cannot carry");
     }
 
     #[test]

@@ -26,6 +26,16 @@ pub const SETTABLE: &[&str] = &[
     "VisibilityTimeout",
 ];
 
+/// The largest queue policy AWS takes (SQS's quota: 8,192 bytes); the
+/// redrive documents are held to it too.
+pub const MAX_POLICY_BYTES: usize = 8_192;
+
+/// The longest KMS key id, alias or key ARN (KMS's own limit).
+const MAX_KMS_KEY_ID_BYTES: usize = 2_048;
+
+/// Longer than any queue ARN: partition, region, account and an 80-character name.
+const MAX_QUEUE_ARN_BYTES: usize = 256;
+
 /// Attributes that only FIFO queues have.
 const FIFO_ONLY: &[&str] = &[
     "ContentBasedDeduplication",
@@ -103,6 +113,9 @@ impl Default for QueueAttributes {
 impl QueueAttributes {
     /// Sets one attribute from its text form, checking name and range.
     pub fn set(&mut self, name: &str, value: &str) -> Result<()> {
+        if !crate::queue::message::is_xml_text(value) {
+            return Err(invalid_value(name, "it contains characters SQS does not allow"));
+        }
         match name {
             "ContentBasedDeduplication" => self.content_based_deduplication = parse_bool(name, value)?,
             "DeduplicationScope" => {
@@ -117,6 +130,12 @@ impl QueueAttributes {
                 self.kms_data_key_reuse_period_seconds = parse_in_range(name, value, 60, 86_400)?
             }
             "KmsMasterKeyId" => {
+                if value.len() > MAX_KMS_KEY_ID_BYTES {
+                    return Err(invalid_value(
+                        name,
+                        &format!("a KMS key id, alias or ARN is at most {MAX_KMS_KEY_ID_BYTES} characters"),
+                    ));
+                }
                 self.kms_master_key_id = non_empty(value);
                 // SSE-KMS takes the place of SSE-SQS, which stays off when
                 // the key is removed again (as recorded against AWS).
@@ -131,6 +150,15 @@ impl QueueAttributes {
                 self.message_retention_period = parse_in_range(name, value, 60, 1_209_600)?
             }
             "Policy" => {
+                if value.len() > MAX_POLICY_BYTES {
+                    return Err(invalid_value(
+                        name,
+                        &format!(
+                            "the policy is {} bytes, more than the {MAX_POLICY_BYTES} bytes a queue policy may have",
+                            value.len()
+                        ),
+                    ));
+                }
                 if !value.is_empty() && serde_json::from_str::<serde_json::Value>(value).is_err() {
                     return Err(invalid_value(name, "it must be a JSON policy document"));
                 }
@@ -148,6 +176,20 @@ impl QueueAttributes {
             _ => return Err(unknown_attribute(name)),
         }
         Ok(())
+    }
+
+    /// The bytes of the attributes' own texts (policies, key id), which
+    /// count toward `--max-bytes` as message payloads do.
+    pub fn held_bytes(&self) -> u64 {
+        [&self.kms_master_key_id, &self.policy, &self.redrive_allow_policy]
+            .into_iter()
+            .flatten()
+            .map(|text| text.len() as u64)
+            .sum::<u64>()
+            + self
+                .redrive_policy
+                .as_ref()
+                .map_or(0, |policy| policy.dead_letter_target_arn.len() as u64)
     }
 
     /// The text form of a settable attribute; `None` when it is unset.
@@ -297,11 +339,11 @@ fn parse_redrive_policy(value: &str) -> Result<Option<RedrivePolicy>> {
         return Ok(None);
     }
     let invalid = |why: &str| invalid_value("RedrivePolicy", why);
-    let json: serde_json::Value =
-        serde_json::from_str(value).map_err(|_| invalid("it must be a JSON object"))?;
+    // Only the two members are kept, so others cost nothing but their size.
+    let json = policy_document("RedrivePolicy", value, None)?;
     let arn = json["deadLetterTargetArn"]
         .as_str()
-        .filter(|arn| arn.starts_with("arn:") && arn.split(':').count() == 6)
+        .filter(|arn| is_queue_arn(arn))
         .ok_or_else(|| invalid("deadLetterTargetArn must be a queue ARN"))?;
     // SDKs send the count as a number or as a string.
     let count = match &json["maxReceiveCount"] {
@@ -323,9 +365,15 @@ fn parse_redrive_allow_policy(value: &str) -> Result<Option<String>> {
         return Ok(None);
     }
     let invalid = |why: &str| invalid_value("RedriveAllowPolicy", why);
-    let json: serde_json::Value =
-        serde_json::from_str(value).map_err(|_| invalid("it must be a JSON object"))?;
-    let sources = json["sourceQueueArns"].as_array().map_or(0, Vec::len);
+    // Kept as given: a member it does not have would be held too.
+    let json = policy_document("RedriveAllowPolicy", value, Some(&["redrivePermission", "sourceQueueArns"]))?;
+    let sources = match &json["sourceQueueArns"] {
+        serde_json::Value::Null => 0,
+        serde_json::Value::Array(arns) if arns.iter().all(|arn| arn.as_str().is_some_and(is_queue_arn)) => {
+            arns.len()
+        }
+        _ => return Err(invalid("sourceQueueArns must be a list of queue ARNs")),
+    };
     match json["redrivePermission"].as_str() {
         Some("allowAll" | "denyAll") if sources == 0 => Ok(Some(value.to_string())),
         Some("byQueue") if (1..=10).contains(&sources) => Ok(Some(value.to_string())),
@@ -333,6 +381,36 @@ fn parse_redrive_allow_policy(value: &str) -> Result<Option<String>> {
         Some("allowAll" | "denyAll") => Err(invalid("sourceQueueArns goes only with byQueue")),
         _ => Err(invalid("redrivePermission must be allowAll, denyAll or byQueue")),
     }
+}
+
+/// A redrive document: a JSON object of at most [`MAX_POLICY_BYTES`], with
+/// no members but `members` when given.
+fn policy_document(name: &str, value: &str, members: Option<&[&str]>) -> Result<serde_json::Value> {
+    if value.len() > MAX_POLICY_BYTES {
+        return Err(invalid_value(
+            name,
+            &format!("it is more than {MAX_POLICY_BYTES} bytes"),
+        ));
+    }
+    let json: serde_json::Value =
+        serde_json::from_str(value).map_err(|_| invalid_value(name, "it must be a JSON object"))?;
+    let Some(object) = json.as_object() else {
+        return Err(invalid_value(name, "it must be a JSON object"));
+    };
+    if let Some(members) = members
+        && let Some(unknown) = object.keys().find(|key| !members.contains(&key.as_str()))
+    {
+        return Err(invalid_value(
+            name,
+            &format!("{unknown} is not one of its members ({})", members.join(", ")),
+        ));
+    }
+    Ok(json)
+}
+
+/// `arn:<partition>:sqs:<region>:<account>:<name>`, of a length a queue's can have.
+fn is_queue_arn(arn: &str) -> bool {
+    arn.len() <= MAX_QUEUE_ARN_BYTES && arn.starts_with("arn:") && arn.split(':').count() == 6
 }
 
 /// Whether a dead-letter queue with this RedriveAllowPolicy accepts `source_arn`.

@@ -119,7 +119,7 @@ pub fn validate_body(body: &str) -> Result<()> {
     if ascii_text {
         return Ok(());
     }
-    if let Some(bad) = body.chars().find(|c| !is_allowed_char(*c)) {
+    if let Some(bad) = body.chars().find(|c| !is_xml_char(*c)) {
         return Err(SqsError::new(
             ErrorCode::InvalidMessageContents,
             format!(
@@ -132,8 +132,17 @@ pub fn validate_body(body: &str) -> Result<()> {
     Ok(())
 }
 
-fn is_allowed_char(c: char) -> bool {
+/// The characters SQS takes in a body, an attribute or any other text it
+/// stores: XML 1.0's, since every stored text may be written into a Query
+/// answer, and a character XML cannot carry would make the whole answer
+/// unreadable (even as a character reference).
+pub fn is_xml_char(c: char) -> bool {
     matches!(c, '\u{9}' | '\u{A}' | '\u{D}' | '\u{20}'..='\u{D7FF}' | '\u{E000}'..='\u{FFFD}' | '\u{10000}'..)
+}
+
+/// Whether every character of `text` is one XML can carry.
+pub fn is_xml_text(text: &str) -> bool {
+    text.chars().all(is_xml_char)
 }
 
 /// The bytes attributes count towards the message size: name, data type
@@ -198,6 +207,11 @@ fn validate_attribute(name: &str, attribute: &MessageAttribute) -> Result<()> {
             "The message attribute '{name}' has a data type longer than {MAX_DATA_TYPE_LEN} characters."
         )));
     }
+    if !is_xml_text(data_type) {
+        return Err(SqsError::invalid_parameter(format!(
+            "The message attribute '{name}' has a data type with characters SQS does not allow."
+        )));
+    }
     let base = data_type.split('.').next().unwrap_or_default();
     match (base, &attribute.value) {
         ("String", AttributeValue::String(value)) => {
@@ -208,7 +222,7 @@ fn validate_attribute(name: &str, attribute: &MessageAttribute) -> Result<()> {
             }
             // Unlike a body's (InvalidMessageContents), an attribute's bad
             // characters are an invalid parameter, as AWS answers.
-            if value.chars().any(|c| !is_allowed_char(c)) {
+            if !is_xml_text(value) {
                 return Err(SqsError::invalid_parameter(format!(
                     "The message attribute '{name}' contains characters SQS does not allow."
                 )));

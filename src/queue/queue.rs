@@ -537,9 +537,17 @@ impl Queue {
     }
 
     /// Messages held, whatever their state, and the bytes held: their
-    /// payload and the FIFO deduplication records.
+    /// payload, the FIFO deduplication records, and the queue's own texts
+    /// (policies, tags), so that queues cannot grow memory past the limits
+    /// that messages are held to.
     pub fn holding(&self) -> (u64, u64) {
-        (self.messages.len() as u64, self.payload_bytes + self.dedup.bytes)
+        let settings = self.attributes.held_bytes()
+            + self
+                .tags
+                .iter()
+                .map(|(key, value)| (key.len() + value.len()) as u64)
+                .sum::<u64>();
+        (self.messages.len() as u64, self.payload_bytes + self.dedup.bytes + settings)
     }
 
     pub fn activity(&self) -> Activity {

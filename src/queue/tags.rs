@@ -20,6 +20,11 @@ pub fn validate(tags: &BTreeMap<String, String>) -> Result<()> {
                 "Tag keys must be 1 to 128 characters long.",
             ));
         }
+        if !super::message::is_xml_text(key) || !super::message::is_xml_text(value) {
+            return Err(SqsError::invalid_parameter(format!(
+                "The tag {key:?} has characters SQS does not allow in its key or value."
+            )));
+        }
         if value.chars().count() > 256 {
             return Err(SqsError::invalid_parameter(format!(
                 "The value of tag {key} is longer than 256 characters."
@@ -53,5 +58,7 @@ mod tests {
         assert_eq!(tags.len(), 50, "a refused merge changes nothing");
         assert!(validate(&BTreeMap::from([(String::new(), "v".into())])).is_err());
         assert!(validate(&BTreeMap::from([("k".into(), "v".repeat(257))])).is_err());
+        assert!(validate(&BTreeMap::from([("k\u{1}".into(), "v".into())])).is_err());
+        assert!(validate(&BTreeMap::from([("k".into(), "v\u{0}".into())])).is_err());
     }
 }
