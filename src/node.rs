@@ -668,6 +668,7 @@ impl Shard {
             memory: service.clone(),
             leadership: leadership.clone(),
             metrics: metrics.clone(),
+            load_id: Default::default(),
         };
         Shard {
             service,

@@ -79,3 +79,41 @@ async fn a_node_takes_over_a_lease_left_in_its_own_name_only() {
     assert!(a.renew(&second).await.unwrap());
     assert_eq!(b.acquire().await.unwrap(), Acquire::Held(second));
 }
+
+/// The load fence: a commit made on memory that was loaded before the
+/// latest load (one that timed out and reached Redis only after a reload had
+/// read it) writes nothing, its client gets a 503, and memory is loaded
+/// again; the next write goes through. Before the fence such a late commit
+/// was applied, and Redis and the leader's memory went apart for good.
+#[tokio::test]
+async fn a_commit_made_before_the_latest_load_writes_nothing_and_memory_is_loaded_again() {
+    let redis = RedisServer::start();
+    let leader = InProcessNode::start_with_queue(&redis, "q").await;
+    let (service, client, layout) = (&leader.service, &leader.client, &leader.layout);
+    let fence: String = client.get(layout.load_fence()).await.unwrap();
+    assert!(!fence.is_empty(), "the load set its fence");
+
+    // As if another load of this leader had begun since memory was loaded.
+    let _: () = client
+        .set(layout.load_fence(), "a-later-load", None, None, false)
+        .await
+        .unwrap();
+    let error = service.send("q", vec![new_message("late")]).await.unwrap_err();
+    assert_eq!(error.code, ErrorCode::ServiceUnavailable);
+    let bodies: HashMap<String, String> = client.hgetall(layout.bodies("q")).await.unwrap();
+    assert!(bodies.is_empty(), "the stale commit changed nothing: {bodies:?}");
+    assert_eq!(leader.leadership.role(), Role::Leader, "the leader stays leader");
+
+    // It loads again, under a fence of its own, and serves.
+    common::wait_for(std::time::Duration::from_secs(10), || {
+        let leadership = leader.leadership.clone();
+        async move { leadership.is_serving() }
+    })
+    .await
+    .expect("the leader serves again after loading");
+    let reloaded: String = client.get(layout.load_fence()).await.unwrap();
+    assert_ne!(reloaded, "a-later-load");
+    service.send("q", vec![new_message("kept")]).await.unwrap().pop().unwrap().unwrap();
+    let bodies: HashMap<String, String> = client.hgetall(layout.bodies("q")).await.unwrap();
+    assert_eq!(bodies.len(), 1);
+}

@@ -1,7 +1,9 @@
 -- Apply one group commit: the writes of many requests, atomically, if and
--- only if the caller still holds the leader lock.
--- KEYS[1] the lock, KEYS[2..] the keys the writes touch.
--- ARGV[1] the caller's lock token, then the writes (k is an index into KEYS):
+-- only if the caller still holds the leader lock and its memory comes from
+-- the latest load (see the load fence in docs/redis-layout.md).
+-- KEYS[1] the lock, KEYS[2] the load fence, KEYS[3..] the keys the writes touch.
+-- ARGV[1] the caller's lock token, ARGV[2] the id of the load its memory
+-- came from, then the writes (k is an index into KEYS):
 --   H k n field value ...   HSET n fields of KEYS[k]
 --   R k n field ...         HDEL n fields of KEYS[k]
 --   K k                     UNLINK KEYS[k]
@@ -13,7 +15,10 @@
 if redis.call('GET', KEYS[1]) ~= ARGV[1] then
   return redis.error_reply('FENCED the leader lock holds another token')
 end
-local i = 2
+if redis.call('GET', KEYS[2]) ~= ARGV[2] then
+  return redis.error_reply('STALE the state was loaded again after these writes were made')
+end
+local i = 3
 local n = #ARGV
 while i <= n do
   local op, key = ARGV[i], KEYS[tonumber(ARGV[i + 1])]

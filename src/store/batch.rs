@@ -28,9 +28,9 @@ use crate::queue::Change;
 const MAX_FIELDS_PER_COMMAND: usize = 500;
 
 /// Indexes into [`Batch::keys`] of the keys every batch has, after the lock
-/// (KEYS[1] of the script, so index 0).
-const QUEUES: usize = 1;
-const SEQUENCES: usize = 2;
+/// and the load fence (KEYS[1] and KEYS[2] of the script, so 0 and 1).
+const QUEUES: usize = 2;
+const SEQUENCES: usize = 3;
 
 pub struct Batch<'a> {
     layout: &'a Layout,
@@ -90,8 +90,8 @@ impl<'a> Batch<'a> {
     pub fn new(layout: &'a Layout) -> Batch<'a> {
         Batch {
             layout,
-            keys: vec![layout.lock(), layout.queues(), layout.sequences()],
-            ops: vec![Vec::new(), Vec::new(), Vec::new()],
+            keys: vec![layout.lock(), layout.load_fence(), layout.queues(), layout.sequences()],
+            ops: vec![Vec::new(), Vec::new(), Vec::new(), Vec::new()],
             queue_keys: HashMap::new(),
             streams: [None; 2],
             data: BytesMut::new(),
@@ -258,8 +258,10 @@ impl<'a> Batch<'a> {
 
     /// The script call's keys and arguments; `token` is the writer's lock
     /// token, which the script compares with the lock before it writes.
-    pub fn finish(mut self, token: &str) -> Call {
-        let mut args = vec![self.text(token)];
+    /// The script call, fenced by the lock's `token` and the id of the
+    /// load (`load_id`) the memory that made these writes came from.
+    pub fn finish(mut self, token: &str, load_id: &str) -> Call {
+        let mut args = vec![self.text(token), self.text(load_id)];
         for (index, ops) in std::mem::take(&mut self.ops).into_iter().enumerate() {
             // Lua's KEYS counts from 1.
             let key = Arg::Number(index as i64 + 1);
@@ -400,6 +402,8 @@ mod tests {
         stream.insert(format!("{id:020}"), entry);
     }
 
+    const LOAD_ID: &str = "load-1";
+
     /// What commit.lua does with a call.
     fn run_script(call: &Call, token: &str, store: &mut Store) -> usize {
         let args: Vec<String> = call
@@ -408,8 +412,9 @@ mod tests {
             .map(|value| value.as_string().expect("every argument is text or a number"))
             .collect();
         assert_eq!(args[0], token);
+        assert_eq!(args[1], LOAD_ID);
         let mut commands = 0;
-        let mut i = 1;
+        let mut i = 2;
         while i < args.len() {
             let key = &call.keys[args[i + 1].parse::<usize>().unwrap() - 1];
             commands += 1;
@@ -660,7 +665,7 @@ mod tests {
             for write in &writes {
                 batch.push(write);
             }
-            run_script(&batch.finish("token"), "token", &mut store);
+            run_script(&batch.finish("token", LOAD_ID), "token", &mut store);
             assert!(
                 store == expected,
                 "round {round}: the folded batch left another state"
@@ -690,7 +695,7 @@ mod tests {
             batch.push(write);
         }
         let mut store = Store::new();
-        let commands = run_script(&batch.finish("token"), "token", &mut store);
+        let commands = run_script(&batch.finish("token", LOAD_ID), "token", &mut store);
         // Bodies and states in chunks of 500 fields, and one sequence
         // ceiling, the last reserved.
         assert_eq!(commands, 3 + 3 + 1);

@@ -14,6 +14,8 @@
 //! Failure handling keeps memory honest:
 //! - FENCED: another instance leads. Every waiter gets a 503 and this one
 //!   steps down at once.
+//! - STALE: memory was loaded again after these writes were made (the load
+//!   fence); they fail, as below, and so does whatever follows them.
 //! - any other error, a timeout, or too few replicas confirming: the batch
 //!   may or may not survive (a failover could lose it).
 //!   Every waiter gets a 503, the instance stops serving, drops memory and
@@ -104,7 +106,7 @@ impl Committer {
     }
 
     async fn commit(&self, batch: Vec<Pending>) {
-        let generation = self.store.memory.generation();
+        let (generation, load_id) = self.store.load_id.current(&*self.store.memory);
         let (current, stale): (Vec<Pending>, Vec<Pending>) =
             batch.into_iter().partition(|p| p.generation == generation);
         answer(
@@ -113,6 +115,10 @@ impl Committer {
                 "the state it changed was dropped by a change of leadership",
             )),
         );
+        let Some(load_id) = load_id else {
+            answer(current, Err(unavailable("the state is being loaded again")));
+            return;
+        };
         let Some((term, token)) = self.store.leadership.current_term() else {
             answer(current, Err(unavailable("this instance is not the leader")));
             return;
@@ -128,7 +134,7 @@ impl Committer {
                 }
                 taken += 1;
             }
-            let call = batch.finish(&token);
+            let call = batch.finish(&token, &load_id);
             let chunk = rest.drain(..taken).collect();
             if !self.send(term, call, chunk).await {
                 // Whatever follows was applied to memory after the failed

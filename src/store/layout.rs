@@ -66,6 +66,14 @@ impl Layout {
         format!("{{{}}}:leader-released", self.prefix)
     }
 
+    /// String: the id of the load the leader's memory came from. Every
+    /// commit names the load its writes were made on and is refused once
+    /// another load began, so a write that reaches Redis late (it timed out,
+    /// on a connection since replaced) cannot change what a later load read.
+    pub fn load_fence(&self) -> String {
+        format!("{{{}}}:loaded", self.prefix)
+    }
+
     /// Hash: queue name → queue settings (JSON).
     pub fn queues(&self) -> String {
         format!("{{{}}}:queues", self.prefix)

@@ -10,6 +10,7 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use fred::prelude::*;
+use fred::types::scripts::Script;
 use fred::types::{ClusterHash, CustomCommand};
 
 use super::{Store, codec};
@@ -82,15 +83,13 @@ impl Loader {
         let mut delay = Duration::from_millis(50).min(self.retry_every);
         while self.store.leadership.holds_term(term) {
             let started = Instant::now();
-            match self.load().await {
-                Ok(loaded) => {
+            match self.fenced_load(term).await {
+                Ok((load_id, loaded)) => {
                     let (queues, messages, damaged) = (loaded.queues.len(), loaded.messages, loaded.damaged);
                     let memory = &self.store.memory;
-                    if self
-                        .store
-                        .leadership
-                        .restored_with(term, || memory.install(loaded.queues))
-                    {
+                    if self.store.leadership.restored_with(term, || {
+                        self.store.load_id.install(load_id, &**memory, loaded.queues)
+                    }) {
                         tracing::info!(
                             queues,
                             messages,
@@ -109,6 +108,27 @@ impl Loader {
                 }
             }
         }
+    }
+
+    /// Sets a new load fence, then loads: a commit made on the memory of an
+    /// earlier load can no longer change what this one reads, however late
+    /// it reaches Redis (commit.lua refuses it).
+    async fn fenced_load(&self, term: u64) -> Result<(Arc<str>, Loaded), LoadError> {
+        let fence = self.store.layout.load_fence();
+        let Some((current, token)) = self.store.leadership.current_term().filter(|(t, _)| *t == term) else {
+            return Err(LoadError::new(fence, Error::new(ErrorKind::Unknown, "the term ended")));
+        };
+        let load_id: Arc<str> = format!("{current}-{:032x}", crate::random::uuid().as_u128()).into();
+        let script = Script::from_lua(include_str!("../lua/load_fence.lua"));
+        script
+            .evalsha_with_reload::<i64, _, _>(
+                &self.store.client,
+                vec![self.store.layout.lock(), fence.clone()],
+                vec![token.to_string(), load_id.to_string()],
+            )
+            .await
+            .map_err(|error| LoadError::new(fence, error))?;
+        Ok((load_id, self.load().await?))
     }
 
     pub async fn load(&self) -> Result<Loaded, LoadError> {

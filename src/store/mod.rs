@@ -36,4 +36,39 @@ pub struct Store {
     pub memory: Arc<dyn Memory>,
     pub leadership: Arc<Leadership>,
     pub metrics: Arc<Metrics>,
+    /// The id of the load that memory came from, which every commit names
+    /// (the load fence: `Layout::load_fence`).
+    pub load_id: Arc<LoadId>,
+}
+
+/// The id of the latest load and the memory generation it was installed
+/// as. Installing and reading both happen under its lock, so a commit
+/// never pairs writes of one generation with the load id of another.
+#[derive(Default)]
+pub struct LoadId(std::sync::Mutex<Option<(u64, Arc<str>)>>);
+
+impl LoadId {
+    fn lock(&self) -> std::sync::MutexGuard<'_, Option<(u64, Arc<str>)>> {
+        self.0.lock().unwrap_or_else(|poisoned| poisoned.into_inner())
+    }
+
+    /// Memory's current generation, and the id of the load it came from;
+    /// no id while memory is cleared or not yet installed.
+    pub fn current(&self, memory: &dyn Memory) -> (u64, Option<Arc<str>>) {
+        let installed = self.lock();
+        let generation = memory.generation();
+        let id = installed
+            .as_ref()
+            .filter(|(installed_as, _)| *installed_as == generation)
+            .map(|(_, id)| id.clone());
+        (generation, id)
+    }
+
+    /// Installs loaded state into `memory` as the load `id`, which Redis
+    /// already holds as its fence.
+    pub fn install(&self, id: Arc<str>, memory: &dyn Memory, queues: Vec<crate::queue::Queue>) {
+        let mut installed = self.lock();
+        memory.install(queues);
+        *installed = Some((memory.generation(), id));
+    }
 }
