@@ -7,6 +7,7 @@
 
 use std::collections::HashMap;
 use std::sync::Arc;
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::{Duration, Instant};
 
 use fred::prelude::*;
@@ -25,6 +26,12 @@ pub struct Loader {
     /// The longest wait between two attempts at loading (the lock retry
     /// interval): a leader serves within it of Redis answering again.
     retry_every: Duration,
+    /// How often the client has connected again. HSCAN's cursor means
+    /// something only to the Redis process that gave it: a scan continued
+    /// on a restarted Redis (its hash tables rebuilt, with another seed)
+    /// skips and repeats entries without any error, so a load during which
+    /// the client reconnected is thrown away and made again.
+    reconnections: Arc<AtomicU64>,
 }
 
 /// Redis failed to answer while a load read `key`; the load is retried.
@@ -59,7 +66,17 @@ pub struct Loaded {
 impl Loader {
     /// A loader that retries at most `retry_every` apart.
     pub fn new(store: Store, retry_every: Duration) -> Loader {
-        Loader { store, retry_every }
+        let reconnections = Arc::new(AtomicU64::new(0));
+        let counter = reconnections.clone();
+        store.client.on_reconnect(move |_| {
+            counter.fetch_add(1, Ordering::AcqRel);
+            async { Ok(()) }
+        });
+        Loader {
+            store,
+            retry_every,
+            reconnections,
+        }
     }
 
     /// Loads the state for leadership term `term` in the background, then
@@ -127,8 +144,16 @@ impl Loader {
                 vec![token.to_string(), load_id.to_string()],
             )
             .await
-            .map_err(|error| LoadError::new(fence, error))?;
-        Ok((load_id, self.load().await?))
+            .map_err(|error| LoadError::new(fence.clone(), error))?;
+        let reconnections = self.reconnections.load(Ordering::Acquire);
+        let loaded = self.load().await?;
+        if self.reconnections.load(Ordering::Acquire) != reconnections {
+            return Err(LoadError::new(
+                fence,
+                Error::new(ErrorKind::IO, "the connection to Redis was made again during the load"),
+            ));
+        }
+        Ok((load_id, loaded))
     }
 
     pub async fn load(&self) -> Result<Loaded, LoadError> {
