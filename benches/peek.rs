@@ -8,8 +8,11 @@
 //! 10,000-message scan limit), and a FIFO page. The client's wait is timed
 //! over HTTP against the ssq binary of this build, memory-only, filled with
 //! 100,000 messages: the first page, and every page of the whole queue.
+//! Last, what looks cost everyone else: a client sending to another queue,
+//! its latency alone and while 8 clients loop over the largest look
+//! (`MaxResults=10000&ShowInvisible=true`), p50 and p99 side by side.
 //!
-//! Run: `cargo bench --bench peek`
+//! Run: `cargo bench --bench peek`; `SSQ_BIN=/path/to/ssq` runs another build.
 
 use std::collections::BTreeMap;
 use std::process::{Command, Stdio};
@@ -100,7 +103,8 @@ fn free_port() -> u16 {
 
 async fn over_http() {
     let port = free_port();
-    let mut server = Command::new(env!("CARGO_BIN_EXE_ssq"))
+    let binary = std::env::var("SSQ_BIN").unwrap_or_else(|_| env!("CARGO_BIN_EXE_ssq").to_string());
+    let mut server = Command::new(&binary)
         .args(["--listen", &format!("127.0.0.1:{port}")])
         .env("RUST_LOG", "error")
         .stdout(Stdio::null())
@@ -174,8 +178,70 @@ async fn over_http() {
         "  the whole queue: {pages} pages in {whole:.2?} ({:.1?} a page)",
         whole / pages
     );
+    let (alone, beside_looks) = sends_beside_looks(&http, &base, &encoded).await;
+    println!("a client sending to another queue, 400 sends each (p50, p99):");
+    println!(
+        "  alone                           {:>9.2?} {:>9.2?}",
+        alone.0, alone.1
+    );
+    println!(
+        "  beside 8 clients looking (10,000 a page, invisible too) {:>9.2?} {:>9.2?}",
+        beside_looks.0, beside_looks.1
+    );
     server.kill().ok();
     server.wait().ok();
+}
+
+/// p50 and p99 of 400 sends to a queue of their own, alone and then while 8
+/// clients loop over the largest look at the full queue.
+async fn sends_beside_looks(
+    http: &reqwest::Client,
+    base: &str,
+    encoded: &str,
+) -> ((Duration, Duration), (Duration, Duration)) {
+    let call = |target: &'static str, body: String| {
+        http.post(base)
+            .header("x-amz-target", format!("AmazonSQS.{target}"))
+            .header("content-type", "application/x-amz-json-1.0")
+            .body(body)
+            .send()
+    };
+    call("CreateQueue", r#"{"QueueName":"other"}"#.into())
+        .await
+        .expect("created");
+    let send_body = format!(r#"{{"QueueUrl":"{base}/000000000000/other","MessageBody":"hello"}}"#);
+    let sends = || async {
+        let mut times = Vec::with_capacity(400);
+        for _ in 0..400 {
+            let started = Instant::now();
+            call("SendMessage", send_body.clone()).await.expect("sent");
+            times.push(started.elapsed());
+        }
+        times.sort();
+        (times[200], times[396])
+    };
+    let alone = sends().await;
+    let stop = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
+    let lookers: Vec<_> = (0..8)
+        .map(|_| {
+            let (http, stop) = (http.clone(), stop.clone());
+            let url = format!("{base}/_aws/sqs/messages?{encoded}&MaxResults=10000&ShowInvisible=true");
+            tokio::spawn(async move {
+                while !stop.load(std::sync::atomic::Ordering::Relaxed) {
+                    if let Ok(response) = http.get(&url).send().await {
+                        let _ = response.bytes().await;
+                    }
+                }
+            })
+        })
+        .collect();
+    tokio::time::sleep(Duration::from_millis(500)).await;
+    let beside_looks = sends().await;
+    stop.store(true, std::sync::atomic::Ordering::Relaxed);
+    for looker in lookers {
+        looker.await.ok();
+    }
+    (alone, beside_looks)
 }
 
 fn main() {

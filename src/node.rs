@@ -27,8 +27,8 @@ use crate::config::Config;
 use crate::election::{self, Claim, ElectionConfig, LockStore, RedisLock};
 use crate::group::Membership;
 use crate::http::admin::AdminState;
-use crate::http::hosts::AllowedHosts;
 use crate::http::forward::Forwarder;
+use crate::http::hosts::AllowedHosts;
 use crate::http::{AppState, ShardFront, admin_router, router, sqs_router};
 use crate::journal::Pending;
 use crate::leader::{Leadership, Role};
@@ -299,13 +299,19 @@ impl Node {
             public_url: config.public_url.clone(),
             allowed_hosts: AllowedHosts::new(
                 &config.allowed_hosts,
-                [config.public_url.as_deref(), Some(config.advertise_url().as_str())]
-                    .into_iter()
-                    .flatten(),
+                [
+                    config.public_url.as_deref(),
+                    Some(config.advertise_url().as_str()),
+                ]
+                .into_iter()
+                .flatten(),
             ),
             credentials,
             request_timeout: config.request_timeout,
+            shard_wait: config.lock_retry * 2,
+            every_shard_led: Default::default(),
             body_budget: BodyBudget::new(config.max_body_buffer as usize),
+            heavy: Default::default(),
             admin_apart: listeners.admin.is_some(),
             admin: AdminState::new(
                 activity,

@@ -1,4 +1,5 @@
-//! Reading request bodies under one memory budget for the whole process.
+//! Reading request bodies under one memory budget for the whole process
+//! (which large answers draw on too: `http/answers.rs`).
 //!
 //! A body has to be read whole before its signature can be checked (the
 //! signature covers the body's hash) and before it can be parsed, so every
@@ -58,7 +59,8 @@ impl BodyBudget {
             return Err(SqsError::new(
                 ErrorCode::ServiceUnavailable,
                 format!(
-                    "ssq is already holding its limit of {} bytes of request bodies (--max-body-buffer); retry.",
+                    "ssq is already holding its limit of {} bytes of request bodies and answers not yet written \
+                     (--max-body-buffer); retry.",
                     self.total
                 ),
             ));
@@ -68,6 +70,14 @@ impl BodyBudget {
             None => *permit = Some(more),
         }
         Ok(())
+    }
+
+    /// Takes `bytes` from the budget for something already in memory (an
+    /// answer being written: `http/answers.rs`).
+    pub fn hold(&self, bytes: usize) -> Result<BodyPermit, SqsError> {
+        let mut permit = None;
+        self.take(bytes, &mut permit)?;
+        Ok(BodyPermit { _permit: permit })
     }
 
     /// Reads a whole body within `timeout`, taking its bytes from the budget

@@ -370,7 +370,15 @@ async fn foreign_host_names_and_pages_of_other_sites_are_refused() {
     assert_eq!(status, 403, "the admin page by a foreign name: {page}");
     assert!(page.contains("--allowed-hosts"), "{page}");
     assert!(!page.contains("ssq-csrf"), "no token is handed out: {page}");
-    let (status, page) = by_host(&server, reqwest::Method::GET, "/", &format!("localhost:{}", server.port), &[], "").await;
+    let (status, page) = by_host(
+        &server,
+        reqwest::Method::GET,
+        "/",
+        &format!("localhost:{}", server.port),
+        &[],
+        "",
+    )
+    .await;
     assert_eq!(status, 200, "by localhost");
     let token = page
         .split("name=\"ssq-csrf\" content=\"")
@@ -389,11 +397,30 @@ async fn foreign_host_names_and_pages_of_other_sites_are_refused() {
     };
     let headers = admin_call(&origin);
     let headers: Vec<(&str, &str)> = headers.iter().map(|(n, v)| (*n, v.as_str())).collect();
-    let (status, _) = by_host(&server, reqwest::Method::POST, "/admin/api/sqs", &rebound, &headers, &purge).await;
+    let (status, _) = by_host(
+        &server,
+        reqwest::Method::POST,
+        "/admin/api/sqs",
+        &rebound,
+        &headers,
+        &purge,
+    )
+    .await;
     assert_eq!(status, 403, "the admin API by a foreign name");
-    let json_call = [("x-amz-target", "AmazonSQS.PurgeQueue"), ("content-type", "application/x-amz-json-1.0")];
+    let json_call = [
+        ("x-amz-target", "AmazonSQS.PurgeQueue"),
+        ("content-type", "application/x-amz-json-1.0"),
+    ];
     let purge_body = purge.clone();
-    let (status, answer) = by_host(&server, reqwest::Method::POST, "/", &rebound, &json_call, &purge_body).await;
+    let (status, answer) = by_host(
+        &server,
+        reqwest::Method::POST,
+        "/",
+        &rebound,
+        &json_call,
+        &purge_body,
+    )
+    .await;
     assert_eq!(status, 403, "the SQS API by a foreign name: {answer}");
     assert!(answer.contains("AccessDenied"), "an SQS-shaped error: {answer}");
     for path in ["/status", "/metrics", "/_aws/sqs/messages?QueueUrl=x"] {
@@ -405,13 +432,27 @@ async fn foreign_host_names_and_pages_of_other_sites_are_refused() {
 
     // Cross-site: the Host is ssq's own, the page is not.
     let own = format!("127.0.0.1:{}", server.port);
-    let form = format!("Action=PurgeQueue&QueueUrl={}", url.replace(':', "%3A").replace('/', "%2F"));
-    let form_post = [("origin", "https://attacker.test"), ("content-type", "application/x-www-form-urlencoded")];
+    let form = format!(
+        "Action=PurgeQueue&QueueUrl={}",
+        url.replace(':', "%3A").replace('/', "%2F")
+    );
+    let form_post = [
+        ("origin", "https://attacker.test"),
+        ("content-type", "application/x-www-form-urlencoded"),
+    ];
     let (status, answer) = by_host(&server, reqwest::Method::POST, "/", &own, &form_post, &form).await;
     assert_eq!(status, 403, "a form posted from another site: {answer}");
     assert!(answer.contains("<Code>AccessDenied</Code>"), "{answer}");
     let image = [("sec-fetch-site", "cross-site"), ("sec-fetch-mode", "no-cors")];
-    let (status, _) = by_host(&server, reqwest::Method::GET, &format!("/?{form}"), &own, &image, "").await;
+    let (status, _) = by_host(
+        &server,
+        reqwest::Method::GET,
+        &format!("/?{form}"),
+        &own,
+        &image,
+        "",
+    )
+    .await;
     assert_eq!(status, 403, "a Query GET loaded by another site");
     assert_eq!(message_count(&sqs, &url).await, "3", "nothing was purged");
     let link = [("sec-fetch-site", "cross-site"), ("sec-fetch-mode", "navigate")];
@@ -423,7 +464,15 @@ async fn foreign_host_names_and_pages_of_other_sites_are_refused() {
     let local_origin = format!("http://{local}");
     let headers = admin_call(&local_origin);
     let headers: Vec<(&str, &str)> = headers.iter().map(|(n, v)| (*n, v.as_str())).collect();
-    let (status, answer) = by_host(&server, reqwest::Method::POST, "/admin/api/sqs", &local, &headers, &purge).await;
+    let (status, answer) = by_host(
+        &server,
+        reqwest::Method::POST,
+        "/admin/api/sqs",
+        &local,
+        &headers,
+        &purge,
+    )
+    .await;
     assert_eq!(status, 200, "the page's own purge: {answer}");
     assert_eq!(message_count(&sqs, &url).await, "0");
 

@@ -42,7 +42,10 @@ async fn drain_allowing_repeats(
     let mut seen = BTreeMap::new();
     let deadline = std::time::Instant::now() + Duration::from_secs(60);
     loop {
-        assert!(std::time::Instant::now() < deadline, "the queue did not drain within 60 s");
+        assert!(
+            std::time::Instant::now() < deadline,
+            "the queue did not drain within 60 s"
+        );
         let out = match sqs
             .receive_message()
             .queue_url(url)
@@ -54,7 +57,10 @@ async fn drain_allowing_repeats(
         {
             Ok(out) => out,
             Err(error) => {
-                assert!(std::time::Instant::now() + Duration::from_secs(50) < deadline, "receives kept failing: {error:?}");
+                assert!(
+                    std::time::Instant::now() + Duration::from_secs(50) < deadline,
+                    "receives kept failing: {error:?}"
+                );
                 tokio::time::sleep(Duration::from_millis(100)).await;
                 continue;
             }

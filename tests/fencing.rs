@@ -113,7 +113,13 @@ async fn a_commit_made_before_the_latest_load_writes_nothing_and_memory_is_loade
     .expect("the leader serves again after loading");
     let reloaded: String = client.get(layout.load_fence()).await.unwrap();
     assert_ne!(reloaded, "a-later-load");
-    service.send("q", vec![new_message("kept")]).await.unwrap().pop().unwrap().unwrap();
+    service
+        .send("q", vec![new_message("kept")])
+        .await
+        .unwrap()
+        .pop()
+        .unwrap()
+        .unwrap();
     let bodies: HashMap<String, String> = client.hgetall(layout.bodies("q")).await.unwrap();
     assert_eq!(bodies.len(), 1);
 }

@@ -110,12 +110,40 @@ async fn queue_policies_and_tags_count_toward_max_bytes() {
     };
     assert_eq!(created, 2, "two 8 KB policies fit in 20 KiB, a third does not");
     assert_eq!(error_code(refused), "OverLimit");
-    let url = sqs.get_queue_url().queue_name("policy-0").send().await.unwrap().queue_url.unwrap();
-    let full = sqs.send_message().queue_url(&url).message_body("m".repeat(5_000)).send().await;
-    assert_eq!(error_code(full), "OverLimit", "the policies' bytes leave no room for this message");
+    let url = sqs
+        .get_queue_url()
+        .queue_name("policy-0")
+        .send()
+        .await
+        .unwrap()
+        .queue_url
+        .unwrap();
+    let full = sqs
+        .send_message()
+        .queue_url(&url)
+        .message_body("m".repeat(5_000))
+        .send()
+        .await;
+    assert_eq!(
+        error_code(full),
+        "OverLimit",
+        "the policies' bytes leave no room for this message"
+    );
     sqs.delete_queue().queue_url(&url).send().await.unwrap();
-    let url = sqs.get_queue_url().queue_name("policy-1").send().await.unwrap().queue_url.unwrap();
-    sqs.send_message().queue_url(&url).message_body("m".repeat(5_000)).send().await.expect("room once a queue is gone");
+    let url = sqs
+        .get_queue_url()
+        .queue_name("policy-1")
+        .send()
+        .await
+        .unwrap()
+        .queue_url
+        .unwrap();
+    sqs.send_message()
+        .queue_url(&url)
+        .message_body("m".repeat(5_000))
+        .send()
+        .await
+        .expect("room once a queue is gone");
 }
 
 /// FIFO deduplication records outlive their messages by five minutes; sends
@@ -263,7 +291,10 @@ async fn the_operational_endpoints_can_have_an_address_of_their_own() {
     // in loses its connection at the header timeout (it was once served
     // without the listener's timeouts, caps and graceful stop).
     let mut trickling = TcpStream::connect(("127.0.0.1", admin_port)).await.unwrap();
-    trickling.write_all(b"GET /status HTTP/1.1\r\nHost: 127.0.0.1\r\nX-Slow: a").await.unwrap();
+    trickling
+        .write_all(b"GET /status HTTP/1.1\r\nHost: 127.0.0.1\r\nX-Slow: a")
+        .await
+        .unwrap();
     let mut buf = [0u8; 64];
     let closed = tokio::time::timeout(Duration::from_secs(5), trickling.read(&mut buf)).await;
     assert!(
@@ -418,4 +449,66 @@ async fn stalled_bodies_cannot_take_more_than_the_body_budget() {
         server.client().list_queues().send().await.is_ok(),
         "served again once they left"
     );
+}
+
+/// Answers were held whole for clients that never read them: eight 1 MiB
+/// messages of `<` make a 32 MiB XML page, and 16 connections that asked
+/// for it and read nothing pinned 512 MiB. Large answers now draw on
+/// --max-body-buffer until written; past it the request gets a 503.
+#[tokio::test]
+async fn answers_clients_do_not_read_are_held_within_the_body_budget() {
+    let server = Server::start_with(&["--max-body-buffer", "48MiB"]);
+    let sqs = server.client();
+    let url = common::create_queue_url(&sqs, "escaped", &[]).await;
+    for _ in 0..9 {
+        common::send_body(&sqs, &url, "<".repeat(1_048_576)).await;
+    }
+    let before = server.rss_kib();
+    let path = format!(
+        "/_aws/sqs/messages?{}",
+        serde_urlencoded::to_string([("QueueUrl", url.as_str())]).unwrap()
+    );
+    let mut silent = Vec::new();
+    for _ in 0..16 {
+        let mut stream = TcpStream::connect(("127.0.0.1", server.port)).await.unwrap();
+        stream
+            .write_all(format!("GET {path} HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n").as_bytes())
+            .await
+            .unwrap();
+        silent.push(stream);
+    }
+    // Each answer's status line, read once the answer is made; the rest
+    // of each answer stays unread.
+    let mut statuses = Vec::new();
+    for stream in &mut silent {
+        let mut status = [0u8; 12];
+        tokio::time::timeout(Duration::from_secs(120), stream.read_exact(&mut status))
+            .await
+            .expect("every look is answered within 120 s")
+            .unwrap();
+        statuses.push(String::from_utf8_lossy(&status[9..]).into_owned());
+    }
+    let grown_mib = server.rss_kib().saturating_sub(before) / 1024;
+    eprintln!(
+        "16 clients not reading 32 MiB answers: the server grew by {grown_mib} MiB; answers {statuses:?}"
+    );
+    assert!(
+        grown_mib < 48 + 120,
+        "16 unread answers of 32 MiB grew the server by {grown_mib} MiB: the budget is 48 MiB ({statuses:?})"
+    );
+    let held = statuses.iter().filter(|status| *status == "200").count();
+    assert!(held <= 1, "one 32 MiB answer fits in 48 MiB: {statuses:?}");
+    assert!(
+        statuses.iter().all(|status| status == "200" || status == "503"),
+        "{statuses:?}"
+    );
+    drop(silent);
+    // Once those connections are gone, a reading client gets its page.
+    let page = common::wait_for(Duration::from_secs(10), || async {
+        reqwest::get(format!("{}{path}", server.url))
+            .await
+            .is_ok_and(|response| response.status() == 200)
+    })
+    .await;
+    assert!(page.is_some(), "the budget was given back");
 }

@@ -614,8 +614,16 @@ async fn unstorable_texts_and_oversized_attributes(wire: Wire) {
                 "AWSTraceHeader": {"DataType": "String", "StringValue": "Root=1\u{1}"}}}),
             "InvalidParameterValue",
         ),
-        ("TagQueue", json!({"QueueUrl": url, "Tags": {"k\u{1}": "v"}}), "InvalidParameterValue"),
-        ("TagQueue", json!({"QueueUrl": url, "Tags": {"k": "v\u{0}"}}), "InvalidParameterValue"),
+        (
+            "TagQueue",
+            json!({"QueueUrl": url, "Tags": {"k\u{1}": "v"}}),
+            "InvalidParameterValue",
+        ),
+        (
+            "TagQueue",
+            json!({"QueueUrl": url, "Tags": {"k": "v\u{0}"}}),
+            "InvalidParameterValue",
+        ),
         (
             "CreateQueue",
             json!({"QueueName": "kms", "Attributes": {"KmsMasterKeyId": "k\u{2}"}}),
@@ -634,17 +642,36 @@ async fn unstorable_texts_and_oversized_attributes(wire: Wire) {
     ];
     for (action, input, code) in refusals {
         let failure = sqs.fails(action, input.clone()).await;
-        assert_eq!((failure.status, failure.code.as_str()), (400, code), "{wire:?} {action} {input}");
+        assert_eq!(
+            (failure.status, failure.code.as_str()),
+            (400, code),
+            "{wire:?} {action} {input}"
+        );
     }
     // What was refused left nothing behind: the queue's answers still parse.
-    sqs.ok("SendMessage", json!({"QueueUrl": url, "MessageBody": "fine"})).await;
-    let received = sqs.ok("ReceiveMessage", json!({"QueueUrl": url, "MessageSystemAttributeNames": ["All"]})).await;
+    sqs.ok("SendMessage", json!({"QueueUrl": url, "MessageBody": "fine"}))
+        .await;
+    let received = sqs
+        .ok(
+            "ReceiveMessage",
+            json!({"QueueUrl": url, "MessageSystemAttributeNames": ["All"]}),
+        )
+        .await;
     assert_eq!(received["Messages"][0]["Body"], "fine");
-    assert_eq!(sqs.ok("ListQueueTags", json!({"QueueUrl": url})).await.get("Tags"), None);
+    assert_eq!(
+        sqs.ok("ListQueueTags", json!({"QueueUrl": url}))
+            .await
+            .get("Tags"),
+        None
+    );
     // A policy of the largest size AWS takes is accepted.
     let policy = format!("{{\"Id\":\"{}\"}}", "x".repeat(8_192 - 9));
     assert_eq!(policy.len(), 8_192);
-    sqs.ok("SetQueueAttributes", json!({"QueueUrl": url, "Attributes": {"Policy": policy}})).await;
+    sqs.ok(
+        "SetQueueAttributes",
+        json!({"QueueUrl": url, "Attributes": {"Policy": policy}}),
+    )
+    .await;
 }
 
 #[tokio::test]
@@ -670,11 +697,23 @@ async fn query_parameters_that_are_not_utf8_are_refused() {
             .send()
     };
     post("Action=CreateQueue&QueueName=utf8").await.unwrap();
-    let refused = post("Action=SendMessage&QueueUrl=/000000000000/utf8&MessageBody=%FF%FE").await.unwrap();
+    let refused = post("Action=SendMessage&QueueUrl=/000000000000/utf8&MessageBody=%FF%FE")
+        .await
+        .unwrap();
     assert_eq!(refused.status(), 400);
     let error = parse_xml(&refused.text().await.unwrap());
-    assert!(error.child("Error").unwrap().child("Message").unwrap().text.contains("UTF-8"));
+    assert!(
+        error
+            .child("Error")
+            .unwrap()
+            .child("Message")
+            .unwrap()
+            .text
+            .contains("UTF-8")
+    );
     // U+FFFD itself, sent as UTF-8, is a character like any other.
-    let sent = post("Action=SendMessage&QueueUrl=/000000000000/utf8&MessageBody=%EF%BF%BD").await.unwrap();
+    let sent = post("Action=SendMessage&QueueUrl=/000000000000/utf8&MessageBody=%EF%BF%BD")
+        .await
+        .unwrap();
     assert_eq!(sent.status(), 200);
 }

@@ -313,19 +313,23 @@ async fn messages(State(state): State<Arc<AppState>>, uri: Uri, headers: HeaderM
         return sign_in();
     }
     let request_id = crate::random::uuid().to_string();
-    let result = (|| {
-        serving(&state)?;
+    let looking = state.clone();
+    let look = move || {
+        serving(&looking)?;
         let query: MessagesQuery = serde_urlencoded::from_str(uri.query().unwrap_or_default())
             .map_err(|e| SqsError::invalid_parameter(format!("The parameters could not be read: {e}.")))?;
         let mut parameters = vec![("ShowInvisible", "true"), ("ShowDelayed", "true")];
         parameters.extend(query.next.as_deref().map(|token| ("NextToken", token)));
         parameters.extend(query.max.as_deref().map(|max| ("MaxResults", max)));
         let params = PeekParams::read(parameters)?;
-        let page = peek::peek(&state.serving_shard(&query.queue)?.api, &query.queue, &params)?;
-        Ok(serde_json::json!({"Messages": page.output.messages, "NextToken": page.next_token}))
-    })();
-    match result {
-        Ok(body) => json_response(&body),
+        let page = peek::peek(&looking.serving_shard(&query.queue)?.api, &query.queue, &params)?;
+        Ok(json_response(
+            &serde_json::json!({"Messages": page.output.messages, "NextToken": page.next_token}),
+        ))
+    };
+    // The look and its JSON grow with the page: off the runtime (heavy.rs).
+    match state.heavy.run(look).await.and_then(|looked| looked) {
+        Ok(response) => response,
         Err(error) => answer_error(&state, Wire::Json, &request_id, "AdminMessages", &error),
     }
 }

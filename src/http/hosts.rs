@@ -126,7 +126,9 @@ pub(super) async fn guard(State(state): State<Arc<AppState>>, request: Request, 
              DNS rebinding. Use a loopback name or an IP address, or start ssq with --allowed-hosts naming this \
              host (or with --public-url or --advertise-url on it)."
         ))
-    } else if let Some(origin) = text(header::ORIGIN.as_str()).filter(|o| !state.allowed_hosts.allows_origin(o, host)) {
+    } else if let Some(origin) =
+        text(header::ORIGIN.as_str()).filter(|o| !state.allowed_hosts.allows_origin(o, host))
+    {
         Some(format!(
             "ssq does not take calls from pages of other sites (this one comes from {origin:?}). To call ssq from \
              a page of that site, start ssq with --allowed-hosts naming its host."
@@ -154,7 +156,10 @@ fn is_harmless_navigation(request: &Request) -> bool {
         && !is_query_get(request.uri())
         && !path.starts_with("/admin/api/")
         && !path.starts_with("/_aws/")
-        && request.headers().get("sec-fetch-mode").is_some_and(|mode| mode == "navigate")
+        && request
+            .headers()
+            .get("sec-fetch-mode")
+            .is_some_and(|mode| mode == "navigate")
 }
 
 /// The refusal: SQS-shaped for what looks like an SQS call, text for the
@@ -182,7 +187,10 @@ mod tests {
 
     fn allowed(configured: &[&str]) -> AllowedHosts {
         let configured: Vec<String> = configured.iter().map(|s| s.to_string()).collect();
-        AllowedHosts::new(&configured, ["http://sqs.internal:9324", "https://Queue.Example.com/"])
+        AllowedHosts::new(
+            &configured,
+            ["http://sqs.internal:9324", "https://Queue.Example.com/"],
+        )
     }
 
     #[test]
@@ -207,7 +215,12 @@ mod tests {
     #[test]
     fn other_names_are_refused_unless_allowed() {
         let hosts = allowed(&[]);
-        for host in ["rebind.test:9324", "localhost.evil.test", "example.com", "sqs.internal.evil.test"] {
+        for host in [
+            "rebind.test:9324",
+            "localhost.evil.test",
+            "example.com",
+            "sqs.internal.evil.test",
+        ] {
             assert!(!hosts.allows_host(host), "{host}");
         }
         let hosts = allowed(&["rebind.test", ".corp.test"]);

@@ -32,7 +32,9 @@ use crate::shards::Placement;
 use forward::Forwarder;
 
 pub mod admin;
+mod answers;
 pub mod forward;
+mod heavy;
 pub mod hosts;
 mod peek;
 
@@ -77,8 +79,16 @@ pub struct AppState {
     pub credentials: Option<crate::sigv4::Credentials>,
     /// Time a client has to send a request's body.
     pub request_timeout: std::time::Duration,
-    /// What all request bodies in memory may take together.
+    /// How long a request for a shard with no leader waits for one (in a
+    /// sharded group): about two lock-retry intervals.
+    pub shard_wait: std::time::Duration,
+    /// In a sharded group: every shard has had a leader this instance knew
+    /// of (`/ready` waits for it).
+    pub every_shard_led: std::sync::atomic::AtomicBool,
+    /// What all request bodies and large answers in memory may take together.
     pub body_budget: BodyBudget,
+    /// Looks at queues, run off the runtime a few at a time.
+    pub heavy: heavy::HeavyWork,
     /// The admin page and the other operational endpoints have their own
     /// address (`--admin-listen`).
     pub admin_apart: bool,
@@ -186,6 +196,10 @@ pub fn router(state: Arc<AppState>) -> Router {
         .merge(admin::routes())
         .route("/", get(home).post(sqs))
         .merge(queue_path_routes())
+        .layer(axum::middleware::from_fn_with_state(
+            state.clone(),
+            answers::budgeted,
+        ))
         .layer(axum::middleware::from_fn_with_state(state.clone(), hosts::guard))
         .with_state(state)
 }
@@ -196,6 +210,10 @@ pub fn sqs_router(state: Arc<AppState>) -> Router {
     Router::new()
         .route("/", get(home).post(sqs))
         .merge(queue_path_routes())
+        .layer(axum::middleware::from_fn_with_state(
+            state.clone(),
+            answers::budgeted,
+        ))
         .layer(axum::middleware::from_fn_with_state(state.clone(), hosts::guard))
         .with_state(state)
 }
@@ -205,6 +223,10 @@ pub fn admin_router(state: Arc<AppState>) -> Router {
     admin_routes()
         .merge(admin::routes())
         .route("/", get(admin::page))
+        .layer(axum::middleware::from_fn_with_state(
+            state.clone(),
+            answers::budgeted,
+        ))
         .layer(axum::middleware::from_fn_with_state(state.clone(), hosts::guard))
         .with_state(state)
 }
@@ -306,7 +328,11 @@ enum Handled {
 
 /// In a sharded group: runs the request if this instance serves its
 /// queue's shard, else sends it on to that shard's leader. A request that
-/// was forwarded to us is never sent on again.
+/// was forwarded to us is never sent on again. While the shard has no
+/// leader that answers (it is moving: released by one instance, not yet
+/// taken by the next), the request waits for one, polling, for up to
+/// `shard_wait` (about two lock-retry intervals) before it gets a 503, so
+/// that a hand-off costs clients no error.
 async fn run_or_forward(state: &AppState, parts: &Parts, wire: Wire, admitted: Admitted) -> Handled {
     let Admitted {
         action, input, body, ..
@@ -316,33 +342,74 @@ async fn run_or_forward(state: &AppState, parts: &Parts, wire: Wire, admitted: A
         Route::Here => state.first_shard(),
         Route::Queue(key) => {
             let shard = state.shard_of(&key);
-            if !shard.leadership.is_serving() {
+            let deadline = Instant::now() + state.shard_wait;
+            loop {
+                if shard.leadership.is_serving() {
+                    break shard;
+                }
                 if parts.headers.contains_key(forward::FORWARDED) {
                     return Handled::Ran(Err(not_serving(state, &shard.leadership)));
                 }
-                return forward_to_leader(state, shard, parts, wire, action, body).await;
+                let forwarded = forward_to_leader(state, shard, parts, body.clone()).await;
+                match forwarded {
+                    Forwarded::Answered(response) => return Handled::Forwarded(response),
+                    pending if Instant::now() >= deadline => {
+                        return pending.into_handled(state, shard, wire, action);
+                    }
+                    _ => tokio::time::sleep(SHARD_POLL).await,
+                }
             }
-            shard
         }
     };
     Handled::Ran(run(&shard.api, &ctx, wire, action, input).await)
 }
 
+/// How often a request waiting for a moving shard looks for its leader.
+const SHARD_POLL: std::time::Duration = std::time::Duration::from_millis(25);
+
+/// What one try at sending a request on to its shard's leader gave.
+enum Forwarded {
+    /// The leader's answer (not a 503).
+    Answered(Response),
+    /// The instance named as leader answered 503: it no longer serves the
+    /// shard, or not yet.
+    Unavailable(Response),
+    /// The leader could not be reached.
+    Unreachable { target: String, error: String },
+    /// No instance holds the shard's lock.
+    NoLeader,
+}
+
+impl Forwarded {
+    /// The answer once the wait for a leader is over.
+    fn into_handled(self, state: &AppState, shard: &ShardFront, wire: Wire, action: Action) -> Handled {
+        match self {
+            Forwarded::Answered(response) | Forwarded::Unavailable(response) => Handled::Forwarded(response),
+            Forwarded::Unreachable { target, error } => {
+                tracing::debug!(%error, shard = shard.leadership.shard(), "could not forward a request");
+                let error = SqsError::new(
+                    ErrorCode::ServiceUnavailable,
+                    format!(
+                        "The queue's shard ({}) is led by the instance at {target}, which could not be reached ({error}). \
+                         Retry: another instance takes the shard over if that one is gone.",
+                        shard.leadership.shard()
+                    ),
+                );
+                let request_id = crate::random::uuid().to_string();
+                Handled::Forwarded(answer_error(state, wire, &request_id, action.name(), &error))
+            }
+            Forwarded::NoLeader => Handled::Ran(Err(not_serving(state, &shard.leadership))),
+        }
+    }
+}
+
 /// Sends the request on to its shard's leader. The leader this instance
 /// last saw may be unknown, gone, or handing the shard off (it answers
 /// 503): then the lock in Redis is read, and the request sent once more if
-/// it names another leader, so that a shard moving costs clients no error.
-/// When no leader can be reached, a retryable 503 in the request's format.
-async fn forward_to_leader(
-    state: &AppState,
-    shard: &ShardFront,
-    parts: &Parts,
-    wire: Wire,
-    action: Action,
-    body: Bytes,
-) -> Handled {
+/// it names another leader.
+async fn forward_to_leader(state: &AppState, shard: &ShardFront, parts: &Parts, body: Bytes) -> Forwarded {
     let mut url = shard.leadership.leader_url();
-    let mut last = None;
+    let mut last = Forwarded::NoLeader;
     for attempt in 0..2 {
         if attempt == 1 || url.is_none() {
             let current = shard.look_up_leader().await;
@@ -352,34 +419,22 @@ async fn forward_to_leader(
             url = current;
         }
         let Some(target) = &url else { break };
-        match state
+        last = match state
             .forwarder
             .forward(target, parts, body.clone(), &state.metrics)
             .await
         {
-            Ok(response) if response.status() != StatusCode::SERVICE_UNAVAILABLE || attempt == 1 => {
-                return Handled::Forwarded(response);
+            Ok(response) if response.status() != StatusCode::SERVICE_UNAVAILABLE => {
+                return Forwarded::Answered(response);
             }
-            answer => last = Some((target.clone(), answer)),
-        }
+            Ok(response) => Forwarded::Unavailable(response),
+            Err(error) => Forwarded::Unreachable {
+                target: target.clone(),
+                error: error.to_string(),
+            },
+        };
     }
-    let request_id = crate::random::uuid().to_string();
-    match last {
-        Some((_, Ok(response))) => Handled::Forwarded(response),
-        Some((target, Err(error))) => {
-            tracing::debug!(%error, shard = shard.leadership.shard(), "could not forward a request");
-            let error = SqsError::new(
-                ErrorCode::ServiceUnavailable,
-                format!(
-                    "The queue's shard ({}) is led by the instance at {target}, which could not be reached ({error}). \
-                     Retry: another instance takes the shard over if that one is gone.",
-                    shard.leadership.shard()
-                ),
-            );
-            Handled::Forwarded(answer_error(state, wire, &request_id, action.name(), &error))
-        }
-        None => Handled::Ran(Err(not_serving(state, &shard.leadership))),
-    }
+    last
 }
 
 /// An action's output, rendered for the wire format of its request.
@@ -636,17 +691,27 @@ fn is_query_get(uri: &Uri) -> bool {
 
 /// Unsharded: ready while this instance is the leader and serves. Sharded:
 /// ready while it can serve or forward, that is while it is not shutting
-/// down and some shard has a leader, here or elsewhere.
+/// down and some shard has a leader, here or elsewhere, once every shard has
+/// had one: an instance that said ready as soon as one shard had a leader
+/// answered 503 for the others right after starting. (After that a shard
+/// moving does not make it unready: its requests wait for the new leader.)
 async fn ready(State(state): State<Arc<AppState>>) -> Response {
     let first = &state.first_shard().leadership;
+    let has_leader =
+        |shard: &ShardFront| shard.leadership.is_serving() || shard.leadership.leader_url().is_some();
     let ready = match state.sharded() {
         false => first.is_serving(),
         true => {
+            if !state.every_shard_led.load(std::sync::atomic::Ordering::Acquire)
+                && state.shards.iter().all(has_leader)
+            {
+                state
+                    .every_shard_led
+                    .store(true, std::sync::atomic::Ordering::Release);
+            }
             first.role() != Role::ShuttingDown
-                && state
-                    .shards
-                    .iter()
-                    .any(|shard| shard.leadership.is_serving() || shard.leadership.leader_url().is_some())
+                && state.every_shard_led.load(std::sync::atomic::Ordering::Acquire)
+                && state.shards.iter().any(has_leader)
         }
     };
     if ready {
@@ -654,6 +719,9 @@ async fn ready(State(state): State<Arc<AppState>>) -> Response {
     } else if state.sharded() {
         let why = match first.role() {
             Role::ShuttingDown => "shutting down",
+            _ if !state.every_shard_led.load(std::sync::atomic::Ordering::Acquire) => {
+                "not every shard has had a leader this instance knows of yet"
+            }
             _ => "no shard has a leader this instance knows of",
         };
         (StatusCode::SERVICE_UNAVAILABLE, format!("not ready: {why}\n")).into_response()

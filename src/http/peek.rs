@@ -24,7 +24,7 @@ use super::{
     AppState, Wire, accepts_json, answer_error, authenticate_and_read, error_response, read_request, record,
     serving,
 };
-use crate::api::peek::{self, PeekPage, PeekParams};
+use crate::api::peek::{self, PeekParams};
 use crate::api::{self, Action};
 use crate::error::SqsError;
 use crate::protocol::{json, query};
@@ -40,7 +40,7 @@ pub(super) async fn by_url(
     headers: HeaderMap,
     body: Body,
 ) -> Response {
-    respond(&state, &method, &uri, &headers, body, None).await
+    respond(state, &method, &uri, &headers, body, None).await
 }
 
 /// `/_aws/sqs/messages/<region>/<account>/<queue>`.
@@ -52,11 +52,20 @@ pub(super) async fn by_path(
     headers: HeaderMap,
     body: Body,
 ) -> Response {
-    respond(&state, &method, &uri, &headers, body, Some(queue)).await
+    respond(state, &method, &uri, &headers, body, Some(queue)).await
+}
+
+/// How a page is written: the request's wire format and, for a plain HTTP
+/// client asking for JSON, LocalStack's form of it (the XML answer as
+/// xmltodict reads it).
+#[derive(Clone, Copy)]
+struct Form {
+    wire: Wire,
+    xml_tree: bool,
 }
 
 async fn respond(
-    state: &AppState,
+    state: Arc<AppState>,
     method: &Method,
     uri: &Uri,
     headers: &HeaderMap,
@@ -66,36 +75,60 @@ async fn respond(
     let started = Instant::now();
     let request_id = crate::random::uuid().to_string();
     let wire = Wire::of(headers);
-    // A plain HTTP client asking for JSON gets LocalStack's form of it: the
-    // XML answer as xmltodict reads it.
-    let xml_tree = wire == Wire::Query && accepts_json(headers);
-    let result = look(state, wire, method, uri, headers, body, path).await;
-    record(state, LABEL, &result, started);
-    let rendered = result.and_then(|page| {
-        Ok((
-            <api::AsTree as api::Render>::render(page.output)?,
-            page.next_token,
-        ))
-    });
-    let (output, next_token) = match rendered {
-        Ok(rendered) => rendered,
-        Err(error) if xml_tree => {
-            return error_response(state, &request_id, LABEL, &error, query::error_as_xml_tree);
+    let form = Form {
+        wire,
+        xml_tree: wire == Wire::Query && accepts_json(headers),
+    };
+    let result = match queue_and_params(&state, wire, method, uri, headers, body, path).await {
+        // The look and its rendering grow with the page: off the runtime.
+        Ok((key, params)) => {
+            let (looking, request_id) = (state.clone(), request_id.clone());
+            state
+                .heavy
+                .run(move || look_and_render(&looking, &key, &params, form, &request_id))
+                .await
+                .and_then(|rendered| rendered)
         }
-        Err(error) => return answer_error(state, wire, &request_id, LABEL, &error),
+        Err(error) => Err(error),
     };
-    let mut response = match wire {
-        Wire::Query if xml_tree => query::success_as_xml_tree(&request_id, Action::ReceiveMessage, &output),
-        Wire::Query => query::success(&request_id, Action::ReceiveMessage, &output),
-        Wire::Json => json::success_tree(&request_id, &output),
-    };
-    if let Some(token) = next_token.and_then(|token| HeaderValue::from_str(&token).ok()) {
-        response.headers_mut().insert("x-ssq-next-token", token);
+    record(&state, LABEL, &result, started);
+    match result {
+        Ok(response) => response,
+        Err(error) if form.xml_tree => {
+            error_response(&state, &request_id, LABEL, &error, query::error_as_xml_tree)
+        }
+        Err(error) => answer_error(&state, wire, &request_id, LABEL, &error),
     }
-    response
 }
 
-async fn look(
+/// The look and its answer, on a blocking thread.
+fn look_and_render(
+    state: &AppState,
+    key: &str,
+    params: &PeekParams,
+    form: Form,
+    request_id: &str,
+) -> Result<Response, SqsError> {
+    let page = peek::peek(&state.serving_shard(key)?.api, key, params)?;
+    let output = <api::AsTree as api::Render>::render(page.output)?;
+    let mut response = match form.wire {
+        Wire::Query if form.xml_tree => {
+            query::success_as_xml_tree(request_id, Action::ReceiveMessage, &output)
+        }
+        Wire::Query => query::success(request_id, Action::ReceiveMessage, &output),
+        Wire::Json => json::success_tree(request_id, &output),
+    };
+    if let Some(token) = page
+        .next_token
+        .and_then(|token| HeaderValue::from_str(&token).ok())
+    {
+        response.headers_mut().insert("x-ssq-next-token", token);
+    }
+    Ok(response)
+}
+
+/// Reads the request: the queue it looks at and how.
+async fn queue_and_params(
     state: &AppState,
     wire: Wire,
     method: &Method,
@@ -103,7 +136,7 @@ async fn look(
     headers: &HeaderMap,
     body: Body,
     path: Option<(String, String, String)>,
-) -> Result<PeekPage, SqsError> {
+) -> Result<(String, PeekParams), SqsError> {
     let (body, _permit) = authenticate_and_read(state, method, uri, headers, body).await?;
     serving(state)?;
     let ctx = state.context(uri, headers);
@@ -125,7 +158,7 @@ async fn look(
             peek::queue_of_url(&ctx, queue_url.as_deref())?
         }
     };
-    peek::peek(&state.serving_shard(&key)?.api, &key, &params)
+    Ok((key, params))
 }
 
 /// The request's parameters: its query string, and its body when that is a

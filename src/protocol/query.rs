@@ -134,7 +134,10 @@ pub fn parameters(body: &[u8], url_query: Option<&str>) -> Result<Vec<(String, S
     }
     // The decoder reads bytes that are not UTF-8 as U+FFFD, which would
     // then be stored; only where one appears is the form read again.
-    if pairs.iter().any(|(k, v)| k.contains('\u{FFFD}') || v.contains('\u{FFFD}')) {
+    if pairs
+        .iter()
+        .any(|(k, v)| k.contains('\u{FFFD}') || v.contains('\u{FFFD}'))
+    {
         refuse_invalid_utf8(body, "form body")?;
         refuse_invalid_utf8(url_query.unwrap_or_default().as_bytes(), "query string")?;
     }

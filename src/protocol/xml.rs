@@ -294,7 +294,11 @@ mod tests {
             )
         );
         assert_eq!(escape("a<b & \"c\"\r"), "a&lt;b &amp; &quot;c&quot;&#xD;");
-        assert_eq!(escape("k\u{1}v\u{0}\u{FFFE}"), "k\u{FFFD}v\u{FFFD}\u{FFFD}", "no character XML cannot carry");
+        assert_eq!(
+            escape("k\u{1}v\u{0}\u{FFFE}"),
+            "k\u{FFFD}v\u{FFFD}\u{FFFD}",
+            "no character XML cannot carry"
+        );
     }
 
     #[test]

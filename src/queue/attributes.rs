@@ -366,7 +366,11 @@ fn parse_redrive_allow_policy(value: &str) -> Result<Option<String>> {
     }
     let invalid = |why: &str| invalid_value("RedriveAllowPolicy", why);
     // Kept as given: a member it does not have would be held too.
-    let json = policy_document("RedriveAllowPolicy", value, Some(&["redrivePermission", "sourceQueueArns"]))?;
+    let json = policy_document(
+        "RedriveAllowPolicy",
+        value,
+        Some(&["redrivePermission", "sourceQueueArns"]),
+    )?;
     let sources = match &json["sourceQueueArns"] {
         serde_json::Value::Null => 0,
         serde_json::Value::Array(arns) if arns.iter().all(|arn| arn.as_str().is_some_and(is_queue_arn)) => {

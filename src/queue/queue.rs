@@ -547,7 +547,10 @@ impl Queue {
                 .iter()
                 .map(|(key, value)| (key.len() + value.len()) as u64)
                 .sum::<u64>();
-        (self.messages.len() as u64, self.payload_bytes + self.dedup.bytes + settings)
+        (
+            self.messages.len() as u64,
+            self.payload_bytes + self.dedup.bytes + settings,
+        )
     }
 
     pub fn activity(&self) -> Activity {

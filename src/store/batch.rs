@@ -90,7 +90,12 @@ impl<'a> Batch<'a> {
     pub fn new(layout: &'a Layout) -> Batch<'a> {
         Batch {
             layout,
-            keys: vec![layout.lock(), layout.load_fence(), layout.queues(), layout.sequences()],
+            keys: vec![
+                layout.lock(),
+                layout.load_fence(),
+                layout.queues(),
+                layout.sequences(),
+            ],
             ops: vec![Vec::new(), Vec::new(), Vec::new(), Vec::new()],
             queue_keys: HashMap::new(),
             streams: [None; 2],

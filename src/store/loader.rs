@@ -133,7 +133,10 @@ impl Loader {
     async fn fenced_load(&self, term: u64) -> Result<(Arc<str>, Loaded), LoadError> {
         let fence = self.store.layout.load_fence();
         let Some((current, token)) = self.store.leadership.current_term().filter(|(t, _)| *t == term) else {
-            return Err(LoadError::new(fence, Error::new(ErrorKind::Unknown, "the term ended")));
+            return Err(LoadError::new(
+                fence,
+                Error::new(ErrorKind::Unknown, "the term ended"),
+            ));
         };
         let load_id: Arc<str> = format!("{current}-{:032x}", crate::random::uuid().as_u128()).into();
         let script = Script::from_lua(include_str!("../lua/load_fence.lua"));
@@ -150,7 +153,10 @@ impl Loader {
         if self.reconnections.load(Ordering::Acquire) != reconnections {
             return Err(LoadError::new(
                 fence,
-                Error::new(ErrorKind::IO, "the connection to Redis was made again during the load"),
+                Error::new(
+                    ErrorKind::IO,
+                    "the connection to Redis was made again during the load",
+                ),
             ));
         }
         Ok((load_id, loaded))
