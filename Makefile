@@ -3,7 +3,7 @@
 VENV := .venv
 PYTHON_DEPS := $(VENV)/.installed
 
-.PHONY: build run bench-compare test test-deps test-quick test-rust test-python screenshots fuzz bench cluster cluster-stop docker fmt lint clean
+.PHONY: build run bench-compare test test-deps test-quick test-rust test-python chaos screenshots fuzz bench cluster cluster-stop docker fmt lint clean
 
 build:
 	cargo build --release
@@ -27,6 +27,11 @@ test-deps:
 
 test-rust:
 	cargo test
+
+# Faults under load, then a history check (tests/chaos.rs): two to three
+# minutes; CHAOS_SECONDS=N for longer, CHAOS_SEED=S to replay a run.
+chaos: test-deps
+	cargo test --test chaos -- --ignored --nocapture
 
 # Python clients (boto3, the AWS CLI) against the debug binary `cargo test` built.
 test-python: $(PYTHON_DEPS)

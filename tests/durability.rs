@@ -873,3 +873,99 @@ async fn a_message_move_task_survives_a_leader_crash_and_moves_every_message_onc
         "none left behind"
     );
 }
+
+/// A load that Redis is restarted under still reads every message: the
+/// leader is frozen mid-load, Redis restarts, and the load goes on. HSCAN's
+/// cursor means something only to the Redis process that returned it: a
+/// load that went on with it on the new process would skip entries without
+/// any error, and the leader would serve without messages Redis holds. (The
+/// load's next page fails here, as the connection it was asked on is gone;
+/// the loader also throws away any load during which the client
+/// reconnected, for a restart that falls between two pages.)
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_load_that_redis_restarts_under_still_reads_every_message() {
+    const MESSAGES: usize = 60_000;
+    let mut redis = RedisServer::start_with(&["--appendonly", "yes", "--appendfsync", "always"]);
+    // Default lock timings: the restart must not end the loading leader's term.
+    let start =
+        |redis: &RedisServer| Server::start_with(&["--redis-url", &redis.url(), "--node-id", "loader"]);
+    let filler = start(&redis);
+    single_leader(std::slice::from_ref(&filler), Duration::from_secs(10)).await;
+    let sqs = client_without_retries(&filler.url);
+    let url = create_queue_url(&sqs, "backlog", &[]).await;
+    let batches: Vec<_> = (0..8)
+        .map(|task| {
+            let (sqs, url) = (sqs.clone(), url.clone());
+            tokio::spawn(async move {
+                for batch in (task..MESSAGES / 10).step_by(8) {
+                    let entries = (0..10).map(|i| {
+                        aws_sdk_sqs::types::SendMessageBatchRequestEntry::builder()
+                            .id(i.to_string())
+                            .message_body(format!("m{}", batch * 10 + i))
+                            .build()
+                            .unwrap()
+                    });
+                    sqs.send_message_batch()
+                        .queue_url(&url)
+                        .set_entries(Some(entries.collect()))
+                        .send()
+                        .await
+                        .unwrap();
+                }
+            })
+        })
+        .collect();
+    for batch in batches {
+        batch.await.unwrap();
+    }
+    let stored = || -> usize {
+        common::redis_cli(redis.port, &["HLEN", "{ssq}:q:backlog:bodies"])
+            .trim()
+            .parse()
+            .unwrap()
+    };
+    assert_eq!(stored(), MESSAGES);
+    drop(filler);
+
+    let mut mismatches = Vec::new();
+    for round in 0..4u64 {
+        // Same node id: it takes over its own lease at once, and loads. It
+        // is frozen mid-load (while it decodes a page, most likely), Redis
+        // is restarted and has read its data again, and then it goes on.
+        let loader = start(&redis);
+        tokio::time::sleep(Duration::from_millis(20 + 40 * round)).await;
+        loader.signal("STOP");
+        redis.kill();
+        redis.restart();
+        let up = common::wait_for(Duration::from_secs(20), || async {
+            common::redis_cli(redis.port, &["PING"]).trim() == "PONG"
+        })
+        .await;
+        assert!(up.is_some(), "Redis has loaded its data again");
+        loader.signal("CONT");
+        assert!(
+            common::wait_for(Duration::from_secs(60), || loader.is_ready())
+                .await
+                .is_some(),
+            "the leader serves after the restart"
+        );
+        let sqs = client_without_retries(&loader.url);
+        let out = sqs
+            .get_queue_attributes()
+            .queue_url(&url)
+            .attribute_names(QueueAttributeName::ApproximateNumberOfMessages)
+            .send()
+            .await
+            .unwrap();
+        let held: usize = out.attributes().unwrap()[&QueueAttributeName::ApproximateNumberOfMessages]
+            .parse()
+            .unwrap();
+        if held != MESSAGES {
+            mismatches.push(format!(
+                "round {round}: the leader holds {held} of {MESSAGES} stored messages"
+            ));
+        }
+        drop(loader);
+    }
+    assert!(mismatches.is_empty(), "{mismatches:?}");
+}

@@ -1,16 +1,19 @@
 //! Shared by the integration tests: real `ssq` and `redis-server` processes
-//! on free loopback ports ([`process`], [`redis`]), an ssq node inside the
+//! on free loopback ports ([`process`], [`redis`]), a relay that holds
+//! traffic back ([`hold`]), an ssq node inside the
 //! test process ([`node`]), and the official AWS SDK to talk to them
 //! ([`sdk`]).
 #![allow(dead_code, unused_imports)] // each test binary uses its own subset
 
 pub mod cluster;
+pub mod hold;
 pub mod node;
 pub mod process;
 pub mod redis;
 pub mod sdk;
 
 pub use cluster::*;
+pub use hold::*;
 pub use node::*;
 pub use process::*;
 pub use redis::*;

@@ -167,6 +167,19 @@ impl Server {
         self.child.id()
     }
 
+    /// Waits up to `limit` for the process to exit (after a signal); true
+    /// if it did.
+    pub fn wait_exit(&mut self, limit: Duration) -> bool {
+        let deadline = Instant::now() + limit;
+        while Instant::now() < deadline {
+            if self.child.try_wait().ok().flatten().is_some() {
+                return true;
+            }
+            std::thread::sleep(Duration::from_millis(10));
+        }
+        false
+    }
+
     /// The process's resident memory in KiB (VmRSS); panics if it is gone.
     pub fn rss_kib(&self) -> u64 {
         std::fs::read_to_string(format!("/proc/{}/status", self.pid()))

@@ -1,0 +1,567 @@
+//! Chaos with a history checker: three ssq instances on one Redis (AOF,
+//! fsync always), each reaching it through a relay that can hold its traffic
+//! back, under producers and consumers of a standard and a FIFO queue,
+//! while faults follow each other: the leader killed (SIGKILL) or stopped
+//! (SIGTERM) and started again, frozen (SIGSTOP) for seconds, its Redis
+//! traffic held back; Redis killed and started again, or stalled with
+//! `DEBUG SLEEP`. Then everything heals, the consumers drain the queues, and
+//! the history of every call is checked for messages lost (acknowledged,
+//! never delivered), resurrected (delivered after their delete was
+//! acknowledged), delivered early (again before their visibility timeout
+//! ran out) or out of order (a FIFO group's message before the one sent
+//! before it), and FIFO messages stored twice.
+//!
+//! `make chaos` runs it (it is `#[ignore]`d by `cargo test`): two to three
+//! minutes. `CHAOS_SECONDS` sets how long faults go on (default 45),
+//! `CHAOS_SEED` replays a run's faults (each run prints its seed).
+
+mod common;
+
+use std::collections::{BTreeMap, HashMap};
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+use aws_sdk_sqs::types::QueueAttributeName;
+use common::{HoldingRelay, RedisServer, Server, client_without_retries, redis_cli};
+use rand::{Rng, SeedableRng};
+
+/// The queues' visibility timeout: a message not deleted comes back after it.
+const VISIBILITY: Duration = Duration::from_secs(4);
+const FIFO_GROUPS: usize = 6;
+const STANDARD_PRODUCERS: usize = 2;
+/// The backlog sent before the faults: groups (FIFO and standard in turn)
+/// of this many messages each.
+const BACKLOG_GROUPS: usize = 20;
+const BACKLOG_PER_GROUP: usize = 1_000;
+/// How long a producer keeps trying one send before it gives up on it.
+const SEND_PATIENCE: Duration = Duration::from_secs(20);
+
+#[derive(Clone, Copy, PartialEq, Eq, Debug)]
+enum Kind {
+    Standard,
+    Fifo,
+}
+
+struct Sent {
+    body: String,
+    acknowledged: bool,
+}
+
+/// One message in one acknowledged receive.
+struct Delivery {
+    body: String,
+    message_id: String,
+    /// When the receive was sent and when its answer came.
+    asked_at: Instant,
+    answered_at: Instant,
+    /// The message's place in its receive's answer.
+    place: usize,
+}
+
+#[derive(Default)]
+struct History {
+    sent: Vec<(Kind, Sent)>,
+    delivered: Vec<(Kind, Delivery)>,
+    /// Message id → when its delete was acknowledged.
+    deleted: HashMap<String, Instant>,
+}
+
+/// The group under test: instances in slots (a killed one is started again
+/// in its slot, on a new port), each behind its own relay to Redis.
+struct Group {
+    redis: Mutex<RedisServer>,
+    relays: Vec<HoldingRelay>,
+    servers: Mutex<Vec<Option<Server>>>,
+    urls: Mutex<Vec<String>>,
+    clients: Mutex<HashMap<String, aws_sdk_sqs::Client>>,
+}
+
+impl Group {
+    fn start_in(&self, slot: usize) {
+        let url = self.relays[slot].url();
+        let server =
+            tokio::task::block_in_place(|| Server::start_node_with(&url, &format!("chaos-{slot}"), &[]));
+        self.urls.lock().unwrap()[slot] = server.url.clone();
+        self.servers.lock().unwrap()[slot] = Some(server);
+    }
+
+    /// Clients of every instance, the one that last answered first.
+    fn clients(&self) -> Vec<aws_sdk_sqs::Client> {
+        let urls = self.urls.lock().unwrap().clone();
+        let mut clients = self.clients.lock().unwrap();
+        urls.iter()
+            .map(|url| {
+                clients
+                    .entry(url.clone())
+                    .or_insert_with(|| client_without_retries(url))
+                    .clone()
+            })
+            .collect()
+    }
+
+    /// The slot of the instance that says it is ready, if one does.
+    async fn leader(&self) -> Option<usize> {
+        let urls = self.urls.lock().unwrap().clone();
+        let http = reqwest::Client::builder()
+            .timeout(Duration::from_millis(300))
+            .build()
+            .unwrap();
+        for (slot, url) in urls.iter().enumerate() {
+            if let Ok(response) = http.get(format!("{url}/ready")).send().await
+                && response.status() == 200
+            {
+                return Some(slot);
+            }
+        }
+        None
+    }
+
+    fn signal(&self, slot: usize, name: &str) {
+        if let Some(server) = &self.servers.lock().unwrap()[slot] {
+            server.signal(name);
+        }
+    }
+
+    /// Stops the instance in `slot` with `signal` and waits until it has
+    /// exited (dropping it kills what is left).
+    fn kill(&self, slot: usize, signal: &str) {
+        let server = self.servers.lock().unwrap()[slot].take();
+        if let Some(mut server) = server {
+            server.signal(signal);
+            tokio::task::block_in_place(|| server.wait_exit(Duration::from_secs(35)));
+        }
+    }
+}
+
+fn queue_url(name: &str) -> String {
+    common::queue_url(name)
+}
+
+/// Sends `body` until an instance acknowledges it or patience runs out.
+async fn send(group: &Group, kind: Kind, body: &str, group_id: &str, stop: &AtomicBool) -> bool {
+    let started = Instant::now();
+    while started.elapsed() < SEND_PATIENCE {
+        for sqs in group.clients() {
+            let request = sqs.send_message().message_body(body);
+            let request = match kind {
+                Kind::Standard => request.queue_url(queue_url("chaos")),
+                Kind::Fifo => request
+                    .queue_url(queue_url("chaos.fifo"))
+                    .message_group_id(group_id)
+                    .message_deduplication_id(body),
+            };
+            let answer = tokio::time::timeout(Duration::from_secs(5), request.send()).await;
+            if matches!(answer, Ok(Ok(_))) {
+                return true;
+            }
+        }
+        if stop.load(Ordering::Relaxed) && started.elapsed() > Duration::from_secs(5) {
+            return false;
+        }
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    false
+}
+
+async fn produce(
+    group: Arc<Group>,
+    history: Arc<Mutex<History>>,
+    kind: Kind,
+    name: String,
+    stop: Arc<AtomicBool>,
+) {
+    let mut n = 0;
+    while !stop.load(Ordering::Relaxed) {
+        let body = format!("{name}-{n}");
+        let acknowledged = send(&group, kind, &body, &name, &stop).await;
+        history
+            .lock()
+            .unwrap()
+            .sent
+            .push((kind, Sent { body, acknowledged }));
+        n += 1;
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+}
+
+async fn consume(group: Arc<Group>, history: Arc<Mutex<History>>, kind: Kind, stop: Arc<AtomicBool>) {
+    let url = match kind {
+        Kind::Standard => queue_url("chaos"),
+        Kind::Fifo => queue_url("chaos.fifo"),
+    };
+    while !stop.load(Ordering::Relaxed) {
+        let mut answered = false;
+        for sqs in group.clients() {
+            let asked_at = Instant::now();
+            let receive = sqs
+                .receive_message()
+                .queue_url(&url)
+                .max_number_of_messages(10)
+                .wait_time_seconds(1)
+                .send();
+            let Ok(Ok(out)) = tokio::time::timeout(Duration::from_secs(5), receive).await else {
+                continue;
+            };
+            let answered_at = Instant::now();
+            answered = true;
+            for (place, message) in out.messages().iter().enumerate() {
+                let (body, id) = (
+                    message.body().unwrap_or_default(),
+                    message.message_id().unwrap_or_default(),
+                );
+                history.lock().unwrap().delivered.push((
+                    kind,
+                    Delivery {
+                        body: body.to_string(),
+                        message_id: id.to_string(),
+                        asked_at,
+                        answered_at,
+                        place,
+                    },
+                ));
+                let delete = sqs
+                    .delete_message()
+                    .queue_url(&url)
+                    .receipt_handle(message.receipt_handle().unwrap_or_default())
+                    .send();
+                if let Ok(Ok(_)) = tokio::time::timeout(Duration::from_secs(5), delete).await {
+                    history
+                        .lock()
+                        .unwrap()
+                        .deleted
+                        .insert(id.to_string(), Instant::now());
+                }
+            }
+            break;
+        }
+        if !answered {
+            tokio::time::sleep(Duration::from_millis(50)).await;
+        }
+    }
+}
+
+/// One fault, chosen by `rng`, and how long the group is left before the next.
+async fn fault(group: &Group, rng: &mut rand::rngs::StdRng) -> String {
+    let leader = group.leader().await;
+    let choice = rng.gen_range(0..7);
+    match (choice, leader) {
+        (0, Some(slot)) => {
+            group.kill(slot, "KILL");
+            tokio::time::sleep(Duration::from_millis(rng.gen_range(200..1500))).await;
+            group.start_in(slot);
+            format!("SIGKILL of the leader (slot {slot}), started again")
+        }
+        (1, Some(slot)) => {
+            group.kill(slot, "TERM");
+            group.start_in(slot);
+            format!("SIGTERM of the leader (slot {slot}), started again")
+        }
+        (2, Some(slot)) => {
+            let frozen = Duration::from_millis(rng.gen_range(2_000..4_000));
+            group.signal(slot, "STOP");
+            tokio::time::sleep(frozen).await;
+            group.signal(slot, "CONT");
+            format!("SIGSTOP of the leader (slot {slot}) for {frozen:?}")
+        }
+        (3, Some(slot)) => {
+            let held = Duration::from_millis(rng.gen_range(2_500..4_000));
+            group.relays[slot].hold();
+            tokio::time::sleep(held).await;
+            group.relays[slot].release();
+            format!("the leader's (slot {slot}) Redis traffic held back for {held:?}")
+        }
+        (4 | 5, _) => {
+            group.redis.lock().unwrap().kill();
+            tokio::time::sleep(Duration::from_millis(rng.gen_range(100..1_500))).await;
+            tokio::task::block_in_place(|| group.redis.lock().unwrap().restart());
+            "Redis SIGKILL, started again".to_string()
+        }
+        _ => {
+            let port = group.redis.lock().unwrap().port;
+            let seconds = rng.gen_range(1..3);
+            std::thread::spawn(move || redis_cli(port, &["DEBUG", "SLEEP", &seconds.to_string()]));
+            tokio::time::sleep(Duration::from_secs(seconds)).await;
+            format!("Redis DEBUG SLEEP {seconds}")
+        }
+    }
+}
+
+/// What the history breaks, one line each.
+fn violations(history: &History) -> Vec<String> {
+    let mut found = Vec::new();
+    let delivered: HashMap<&str, Vec<&Delivery>> =
+        history.delivered.iter().fold(HashMap::new(), |mut by, (_, d)| {
+            by.entry(d.body.as_str()).or_default().push(d);
+            by
+        });
+    for (kind, sent) in &history.sent {
+        if sent.acknowledged && !delivered.contains_key(sent.body.as_str()) {
+            found.push(format!(
+                "lost: {kind:?} {} was acknowledged and never delivered",
+                sent.body
+            ));
+        }
+    }
+    let mut by_id: HashMap<&str, Vec<&Delivery>> = HashMap::new();
+    for (_, delivery) in &history.delivered {
+        by_id
+            .entry(delivery.message_id.as_str())
+            .or_default()
+            .push(delivery);
+    }
+    for (id, deliveries) in &mut by_id {
+        deliveries.sort_by_key(|d| d.asked_at);
+        if let Some(deleted_at) = history.deleted.get(*id)
+            && let Some(late) = deliveries.iter().find(|d| d.asked_at > *deleted_at)
+        {
+            found.push(format!(
+                "resurrected: {} delivered again after its delete was acknowledged",
+                late.body
+            ));
+        }
+        for pair in deliveries.windows(2) {
+            let tolerance = Duration::from_millis(100);
+            if pair[1].answered_at + tolerance < pair[0].asked_at + VISIBILITY {
+                found.push(format!(
+                    "early: {} delivered again {:?} after it was received, within its visibility timeout",
+                    pair[0].body,
+                    pair[1].answered_at - pair[0].asked_at
+                ));
+            }
+        }
+    }
+    // FIFO: one message id per body (deduplication), and each group's first
+    // deliveries in the order its messages were sent (each after the last
+    // was acknowledged).
+    let mut ids_of_body: HashMap<&str, std::collections::BTreeSet<&str>> = HashMap::new();
+    let mut firsts: BTreeMap<(String, usize), &Delivery> = BTreeMap::new();
+    for (kind, delivery) in &history.delivered {
+        if *kind != Kind::Fifo {
+            continue;
+        }
+        ids_of_body
+            .entry(&delivery.body)
+            .or_default()
+            .insert(&delivery.message_id);
+        let (group, n) = delivery.body.rsplit_once('-').expect("bodies are group-n");
+        let key = (group.to_string(), n.parse().expect("a number"));
+        let first = firsts.entry(key).or_insert(delivery);
+        if (delivery.asked_at, delivery.place) < (first.asked_at, first.place) {
+            *first = delivery;
+        }
+    }
+    for (body, ids) in ids_of_body {
+        if ids.len() > 1 {
+            found.push(format!(
+                "stored twice: FIFO {body} delivered under {} message ids",
+                ids.len()
+            ));
+        }
+    }
+    let firsts: Vec<(&(String, usize), &&Delivery)> = firsts.iter().collect();
+    for pair in firsts.windows(2) {
+        let ((group, n), earlier) = pair[0];
+        let ((next_group, m), later) = pair[1];
+        if group != next_group {
+            continue;
+        }
+        let same_answer = earlier.asked_at == later.asked_at && earlier.answered_at == later.answered_at;
+        let out_of_order = if same_answer {
+            later.place < earlier.place
+        } else {
+            later.answered_at < earlier.asked_at
+        };
+        if out_of_order {
+            found.push(format!(
+                "out of order: {group}-{m} was first delivered before {group}-{n}"
+            ));
+        }
+    }
+    found
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+#[ignore = "a two-minute fault run: make chaos"]
+async fn no_fault_loses_resurrects_hastens_or_reorders_a_message() {
+    let fault_time = Duration::from_secs(
+        std::env::var("CHAOS_SECONDS")
+            .ok()
+            .and_then(|s| s.parse().ok())
+            .unwrap_or(45),
+    );
+    let seed = std::env::var("CHAOS_SEED")
+        .ok()
+        .and_then(|s| s.parse().ok())
+        .unwrap_or_else(|| rand::thread_rng().r#gen::<u64>());
+    eprintln!("chaos: seed {seed} (CHAOS_SEED={seed} replays these faults), {fault_time:?} of faults");
+    let mut rng = rand::rngs::StdRng::seed_from_u64(seed);
+
+    let redis = RedisServer::start_with(&["--appendonly", "yes", "--appendfsync", "always"]);
+    let mut relays = Vec::new();
+    for _ in 0..3 {
+        relays.push(HoldingRelay::start(redis.port).await);
+    }
+    let group = Arc::new(Group {
+        redis: Mutex::new(redis),
+        relays,
+        servers: Mutex::new((0..3).map(|_| None).collect()),
+        urls: Mutex::new(vec![String::new(); 3]),
+        clients: Mutex::default(),
+    });
+    for slot in 0..3 {
+        group.start_in(slot);
+    }
+    let leader = common::wait_for(Duration::from_secs(15), || async {
+        group.leader().await.is_some()
+    })
+    .await;
+    assert!(leader.is_some(), "the group has a leader");
+    let sqs = group.clients()[group.leader().await.unwrap()].clone();
+    for (name, fifo) in [("chaos", false), ("chaos.fifo", true)] {
+        let mut create = sqs.create_queue().queue_name(name).attributes(
+            QueueAttributeName::VisibilityTimeout,
+            VISIBILITY.as_secs().to_string(),
+        );
+        if fifo {
+            create = create.attributes(QueueAttributeName::FifoQueue, "true");
+        }
+        create.send().await.unwrap();
+    }
+
+    let history = Arc::new(Mutex::new(History::default()));
+    // A backlog, so that every load reads several HSCAN pages of each hash:
+    // faults then strike in the middle of loads too.
+    let backlog: Vec<_> = (0..BACKLOG_GROUPS)
+        .map(|g| {
+            let (sqs, history) = (sqs.clone(), history.clone());
+            tokio::spawn(async move {
+                let kind = if g % 2 == 0 { Kind::Fifo } else { Kind::Standard };
+                let url = queue_url(if kind == Kind::Fifo { "chaos.fifo" } else { "chaos" });
+                for batch in 0..BACKLOG_PER_GROUP / 10 {
+                    let bodies: Vec<String> = (0..10).map(|i| format!("b{g}-{}", batch * 10 + i)).collect();
+                    let entries = bodies.iter().enumerate().map(|(i, body)| {
+                        let entry = aws_sdk_sqs::types::SendMessageBatchRequestEntry::builder()
+                            .id(i.to_string())
+                            .message_body(body);
+                        match kind {
+                            Kind::Fifo => entry
+                                .message_group_id(format!("b{g}"))
+                                .message_deduplication_id(body),
+                            Kind::Standard => entry,
+                        }
+                        .build()
+                        .unwrap()
+                    });
+                    let out = sqs
+                        .send_message_batch()
+                        .queue_url(&url)
+                        .set_entries(Some(entries.collect()))
+                        .send()
+                        .await
+                        .expect("the backlog is sent before any fault");
+                    assert!(out.failed().is_empty());
+                    let mut history = history.lock().unwrap();
+                    for body in bodies {
+                        history.sent.push((
+                            kind,
+                            Sent {
+                                body,
+                                acknowledged: true,
+                            },
+                        ));
+                    }
+                }
+            })
+        })
+        .collect();
+    for task in backlog {
+        task.await.unwrap();
+    }
+    let (producing, consuming) = (Arc::new(AtomicBool::new(false)), Arc::new(AtomicBool::new(false)));
+    let mut producers = Vec::new();
+    for p in 0..STANDARD_PRODUCERS {
+        producers.push(tokio::spawn(produce(
+            group.clone(),
+            history.clone(),
+            Kind::Standard,
+            format!("s{p}"),
+            producing.clone(),
+        )));
+    }
+    for g in 0..FIFO_GROUPS {
+        producers.push(tokio::spawn(produce(
+            group.clone(),
+            history.clone(),
+            Kind::Fifo,
+            format!("g{g}"),
+            producing.clone(),
+        )));
+    }
+    let consumers: Vec<_> = [Kind::Standard, Kind::Standard, Kind::Fifo, Kind::Fifo]
+        .into_iter()
+        .map(|kind| tokio::spawn(consume(group.clone(), history.clone(), kind, consuming.clone())))
+        .collect();
+
+    let faults_end = Instant::now() + fault_time;
+    while Instant::now() < faults_end {
+        let what = fault(&group, &mut rng).await;
+        eprintln!("chaos: {what}");
+        tokio::time::sleep(Duration::from_millis(rng.gen_range(500..2_500))).await;
+    }
+    // Heal: every instance and Redis up, nothing held.
+    for relay in &group.relays {
+        relay.release();
+    }
+    if !group.redis.lock().unwrap().is_running() {
+        tokio::task::block_in_place(|| group.redis.lock().unwrap().restart());
+    }
+    for slot in 0..3 {
+        group.signal(slot, "CONT");
+        if group.servers.lock().unwrap()[slot].is_none() {
+            group.start_in(slot);
+        }
+    }
+    producing.store(true, Ordering::Relaxed);
+    for producer in producers {
+        producer.await.unwrap();
+    }
+    // Drain: until nothing was delivered for twice the visibility timeout.
+    let drain_end = Instant::now() + Duration::from_secs(180);
+    loop {
+        let last = history
+            .lock()
+            .unwrap()
+            .delivered
+            .last()
+            .map(|(_, d)| d.answered_at);
+        let quiet = last.is_none_or(|last| last.elapsed() > VISIBILITY * 2);
+        if quiet || Instant::now() > drain_end {
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(200)).await;
+    }
+    consuming.store(true, Ordering::Relaxed);
+    for consumer in consumers {
+        consumer.await.unwrap();
+    }
+
+    let history = history.lock().unwrap();
+    let acknowledged = history.sent.iter().filter(|(_, s)| s.acknowledged).count();
+    eprintln!(
+        "chaos: {} sends ({acknowledged} acknowledged), {} deliveries, {} deletes acknowledged",
+        history.sent.len(),
+        history.delivered.len(),
+        history.deleted.len()
+    );
+    let found = violations(&history);
+    for violation in found.iter().take(40) {
+        eprintln!("chaos: {violation}");
+    }
+    assert!(
+        found.is_empty(),
+        "{} violations (seed {seed}); the first: {:?}",
+        found.len(),
+        found.first()
+    );
+}
