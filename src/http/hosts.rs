@@ -162,8 +162,9 @@ fn is_harmless_navigation(request: &Request) -> bool {
             .is_some_and(|mode| mode == "navigate")
 }
 
-/// The refusal: SQS-shaped for what looks like an SQS call, text for the
-/// admin page and the operational endpoints.
+/// The refusal: SQS-shaped for an SQS call (JSON for the admin page's API,
+/// which speaks the JSON protocol), text for the admin page, its assets and
+/// the operational endpoints.
 fn refused(
     state: &AppState,
     method: &Method,
@@ -172,13 +173,24 @@ fn refused(
     message: String,
 ) -> Response {
     tracing::warn!(%uri, %message, "refused a request");
-    let is_page = uri.path().starts_with("/admin/") || (method == Method::GET && !is_query_get(uri));
-    if is_page && !uri.path().starts_with("/_aws/") {
+    let path = uri.path();
+    let wire = if path.starts_with("/admin/api/") {
+        Wire::Json
+    } else if path.starts_with("/admin/")
+        || (method == Method::GET && !is_query_get(uri) && !path.starts_with("/_aws/"))
+    {
         return (StatusCode::FORBIDDEN, format!("{message}\n")).into_response();
-    }
+    } else {
+        Wire::of(headers)
+    };
     let request_id = crate::random::uuid().to_string();
-    let error = SqsError::new(ErrorCode::AccessDenied, message);
-    answer_error(state, Wire::of(headers), &request_id, "refused", &error)
+    answer_error(
+        state,
+        wire,
+        &request_id,
+        "refused",
+        &SqsError::new(ErrorCode::AccessDenied, message),
+    )
 }
 
 #[cfg(test)]
