@@ -4,7 +4,7 @@
 //! while faults follow each other: the leader killed (SIGKILL) or stopped
 //! (SIGTERM) and started again, frozen (SIGSTOP) for seconds, its Redis
 //! traffic held back; Redis killed and started again, or stalled with
-//! `DEBUG SLEEP`. Then everything heals, the consumers drain the queues, and
+//! `DEBUG SLEEP`; Redis restarted while the leader is frozen or held back. Then everything heals, the consumers drain the queues, and
 //! the history of every call is checked for messages lost (acknowledged,
 //! never delivered), resurrected (delivered after their delete was
 //! acknowledged), delivered early (again before their visibility timeout
@@ -244,8 +244,28 @@ async fn consume(group: Arc<Group>, history: Arc<Mutex<History>>, kind: Kind, st
 /// One fault, chosen by `rng`, and how long the group is left before the next.
 async fn fault(group: &Group, rng: &mut rand::rngs::StdRng) -> String {
     let leader = group.leader().await;
-    let choice = rng.gen_range(0..7);
+    let choice = rng.gen_range(0..9);
     match (choice, leader) {
+        (7 | 8, Some(slot)) => {
+            // Redis killed and started again while the leader is frozen or
+            // its traffic held back: the mix that failed in issue 27.
+            let stop = choice == 7;
+            match stop {
+                true => group.signal(slot, "STOP"),
+                false => group.relays[slot].hold(),
+            }
+            tokio::time::sleep(Duration::from_millis(rng.gen_range(300..1_500))).await;
+            group.redis.lock().unwrap().kill();
+            tokio::time::sleep(Duration::from_millis(rng.gen_range(100..1_000))).await;
+            tokio::task::block_in_place(|| group.redis.lock().unwrap().restart());
+            tokio::time::sleep(Duration::from_millis(rng.gen_range(300..2_000))).await;
+            match stop {
+                true => group.signal(slot, "CONT"),
+                false => group.relays[slot].release(),
+            }
+            let how = if stop { "frozen" } else { "held back" };
+            format!("Redis SIGKILL and restart while the leader (slot {slot}) is {how}")
+        }
         (0, Some(slot)) => {
             group.kill(slot, "KILL");
             tokio::time::sleep(Duration::from_millis(rng.gen_range(200..1500))).await;
