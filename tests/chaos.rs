@@ -23,7 +23,7 @@ use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use aws_sdk_sqs::types::QueueAttributeName;
-use common::{HoldingRelay, RedisServer, Server, client_without_retries, redis_cli};
+use common::{Endpoints, HoldingRelay, RedisServer, Server, redis_cli};
 use rand::{Rng, SeedableRng};
 
 /// The queues' visibility timeout: a message not deleted comes back after it.
@@ -73,8 +73,7 @@ struct Group {
     redis: Mutex<RedisServer>,
     relays: Vec<HoldingRelay>,
     servers: Mutex<Vec<Option<Server>>>,
-    urls: Mutex<Vec<String>>,
-    clients: Mutex<HashMap<String, aws_sdk_sqs::Client>>,
+    endpoints: Endpoints,
 }
 
 impl Group {
@@ -82,27 +81,18 @@ impl Group {
         let url = self.relays[slot].url();
         let server =
             tokio::task::block_in_place(|| Server::start_node_with(&url, &format!("chaos-{slot}"), &[]));
-        self.urls.lock().unwrap()[slot] = server.url.clone();
+        self.endpoints.set_at(slot, server.url.clone());
         self.servers.lock().unwrap()[slot] = Some(server);
     }
 
-    /// Clients of every instance, the one that last answered first.
+    /// A client of every instance, in slot order.
     fn clients(&self) -> Vec<aws_sdk_sqs::Client> {
-        let urls = self.urls.lock().unwrap().clone();
-        let mut clients = self.clients.lock().unwrap();
-        urls.iter()
-            .map(|url| {
-                clients
-                    .entry(url.clone())
-                    .or_insert_with(|| client_without_retries(url))
-                    .clone()
-            })
-            .collect()
+        self.endpoints.clients()
     }
 
     /// The slot of the instance that says it is ready, if one does.
     async fn leader(&self) -> Option<usize> {
-        let urls = self.urls.lock().unwrap().clone();
+        let urls = self.endpoints.urls();
         let http = reqwest::Client::builder()
             .timeout(Duration::from_millis(300))
             .build()
@@ -426,8 +416,7 @@ async fn no_fault_loses_resurrects_hastens_or_reorders_a_message() {
         redis: Mutex::new(redis),
         relays,
         servers: Mutex::new((0..3).map(|_| None).collect()),
-        urls: Mutex::new(vec![String::new(); 3]),
-        clients: Mutex::default(),
+        endpoints: Endpoints::default(),
     });
     for slot in 0..3 {
         group.start_in(slot);
@@ -499,25 +488,20 @@ async fn no_fault_loses_resurrects_hastens_or_reorders_a_message() {
         task.await.unwrap();
     }
     let (producing, consuming) = (Arc::new(AtomicBool::new(false)), Arc::new(AtomicBool::new(false)));
-    let mut producers = Vec::new();
-    for p in 0..STANDARD_PRODUCERS {
-        producers.push(tokio::spawn(produce(
-            group.clone(),
-            history.clone(),
-            Kind::Standard,
-            format!("s{p}"),
-            producing.clone(),
-        )));
-    }
-    for g in 0..FIFO_GROUPS {
-        producers.push(tokio::spawn(produce(
-            group.clone(),
-            history.clone(),
-            Kind::Fifo,
-            format!("g{g}"),
-            producing.clone(),
-        )));
-    }
+    let names = (0..STANDARD_PRODUCERS)
+        .map(|p| (Kind::Standard, format!("s{p}")))
+        .chain((0..FIFO_GROUPS).map(|g| (Kind::Fifo, format!("g{g}"))));
+    let producers: Vec<_> = names
+        .map(|(kind, name)| {
+            tokio::spawn(produce(
+                group.clone(),
+                history.clone(),
+                kind,
+                name,
+                producing.clone(),
+            ))
+        })
+        .collect();
     let consumers: Vec<_> = [Kind::Standard, Kind::Standard, Kind::Fifo, Kind::Fifo]
         .into_iter()
         .map(|kind| tokio::spawn(consume(group.clone(), history.clone(), kind, consuming.clone())))

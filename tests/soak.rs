@@ -5,41 +5,16 @@
 
 mod common;
 
-use std::collections::{BTreeSet, HashMap};
+use std::collections::BTreeSet;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use aws_sdk_sqs::types::QueueAttributeName;
 use common::{
-    RedisServer, Server, client_without_retries, delete_received, poll_once, queue_url, single_leader,
+    Endpoints, RedisServer, Server, client_without_retries, delete_received, poll_once, queue_url,
+    single_leader,
 };
-
-/// The instances' URLs as they come and go, and a client per URL.
-#[derive(Clone, Default)]
-struct Endpoints {
-    urls: Arc<Mutex<Vec<String>>>,
-    clients: Arc<Mutex<HashMap<String, aws_sdk_sqs::Client>>>,
-}
-
-impl Endpoints {
-    fn set(&self, urls: Vec<String>) {
-        *self.urls.lock().unwrap() = urls;
-    }
-
-    fn clients(&self) -> Vec<aws_sdk_sqs::Client> {
-        let urls = self.urls.lock().unwrap().clone();
-        let mut clients = self.clients.lock().unwrap();
-        urls.iter()
-            .map(|url| {
-                clients
-                    .entry(url.clone())
-                    .or_insert_with(|| client_without_retries(url))
-                    .clone()
-            })
-            .collect()
-    }
-}
 
 #[derive(Default)]
 struct Ledger {

@@ -186,3 +186,44 @@ pub async fn send_batches(sqs: &aws_sdk_sqs::Client, url: &str, bodies: &[String
         assert!(sent.failed().is_empty(), "{:?}", sent.failed());
     }
 }
+
+/// The instances' URLs as they come and go, and a client (without retries)
+/// per URL, for tests that kill and start instances under load.
+#[derive(Clone, Default)]
+pub struct Endpoints {
+    urls: std::sync::Arc<std::sync::Mutex<Vec<String>>>,
+    clients: std::sync::Arc<std::sync::Mutex<std::collections::HashMap<String, aws_sdk_sqs::Client>>>,
+}
+
+impl Endpoints {
+    pub fn set(&self, urls: Vec<String>) {
+        *self.urls.lock().unwrap() = urls;
+    }
+
+    /// Puts `url` in place `slot` (growing the list as needed).
+    pub fn set_at(&self, slot: usize, url: String) {
+        let mut urls = self.urls.lock().unwrap();
+        if urls.len() <= slot {
+            urls.resize(slot + 1, String::new());
+        }
+        urls[slot] = url;
+    }
+
+    pub fn urls(&self) -> Vec<String> {
+        self.urls.lock().unwrap().clone()
+    }
+
+    /// A client of every instance, in the order of the URLs.
+    pub fn clients(&self) -> Vec<aws_sdk_sqs::Client> {
+        let urls = self.urls();
+        let mut clients = self.clients.lock().unwrap();
+        urls.iter()
+            .map(|url| {
+                clients
+                    .entry(url.clone())
+                    .or_insert_with(|| client_without_retries(url))
+                    .clone()
+            })
+            .collect()
+    }
+}
