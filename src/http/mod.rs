@@ -192,10 +192,17 @@ impl AppState {
 
 /// Everything on one address: the SQS API and the operational endpoints.
 pub fn router(state: Arc<AppState>) -> Router {
-    admin_routes()
+    let routes = admin_routes()
         .merge(admin::routes())
         .route("/", get(home).post(sqs))
-        .merge(queue_path_routes())
+        .merge(queue_path_routes());
+    guarded(routes, state)
+}
+
+/// What every address serves its routes behind: the host and origin guard
+/// (`hosts.rs`), then the budget for large answers (`answers.rs`).
+fn guarded(routes: Router<Arc<AppState>>, state: Arc<AppState>) -> Router {
+    routes
         .layer(axum::middleware::from_fn_with_state(
             state.clone(),
             answers::budgeted,
@@ -207,28 +214,16 @@ pub fn router(state: Arc<AppState>) -> Router {
 /// The SQS API alone, for when the operational endpoints have an address of
 /// their own (`--admin-listen`).
 pub fn sqs_router(state: Arc<AppState>) -> Router {
-    Router::new()
+    let routes = Router::new()
         .route("/", get(home).post(sqs))
-        .merge(queue_path_routes())
-        .layer(axum::middleware::from_fn_with_state(
-            state.clone(),
-            answers::budgeted,
-        ))
-        .layer(axum::middleware::from_fn_with_state(state.clone(), hosts::guard))
-        .with_state(state)
+        .merge(queue_path_routes());
+    guarded(routes, state)
 }
 
 /// The admin page, `/health`, `/ready`, `/status` and `/metrics`.
 pub fn admin_router(state: Arc<AppState>) -> Router {
-    admin_routes()
-        .merge(admin::routes())
-        .route("/", get(admin::page))
-        .layer(axum::middleware::from_fn_with_state(
-            state.clone(),
-            answers::budgeted,
-        ))
-        .layer(axum::middleware::from_fn_with_state(state.clone(), hosts::guard))
-        .with_state(state)
+    let routes = admin_routes().merge(admin::routes()).route("/", get(admin::page));
+    guarded(routes, state)
 }
 
 /// SQS requests sent to a queue URL (the Query protocol's habit): posted,
