@@ -66,9 +66,10 @@ impl AllowedHosts {
     }
 
     /// Whether a request whose `Host` header is `authority` may be served.
+    /// (Every request asks: nothing here allocates.)
     pub fn allows_host(&self, authority: &str) -> bool {
-        let name = normalized(host_name(authority));
-        self.any || name.parse::<IpAddr>().is_ok() || self.is_named(&name)
+        let name = bare(host_name(authority));
+        self.any || name.parse::<IpAddr>().is_ok() || self.is_named(name)
     }
 
     /// Whether a page at `origin` (an `Origin` header) may call ssq when
@@ -79,19 +80,20 @@ impl AllowedHosts {
         let Some((_, authority)) = origin.split_once("://") else {
             return self.any; // "null": a sandboxed frame, a file, a redirect
         };
-        let name = normalized(host_name(authority));
+        let name = bare(host_name(authority));
         self.any
-            || host.is_some_and(|host| normalized(host_name(host)) == name)
+            || host.is_some_and(|host| bare(host_name(host)).eq_ignore_ascii_case(name))
             || name.parse::<IpAddr>().is_ok_and(|ip| ip.is_loopback())
-            || self.is_named(&name)
+            || self.is_named(name)
     }
 
+    /// `name` in any case; the allowed names are kept in lower case.
     fn is_named(&self, name: &str) -> bool {
-        name == "localhost"
-            || name.ends_with(".localhost")
+        name.eq_ignore_ascii_case("localhost")
+            || ends_with_ignoring_case(name, ".localhost")
             || self.names.iter().any(|allowed| match allowed.strip_prefix('.') {
-                Some(domain) => name == domain || name.ends_with(allowed.as_str()),
-                None => name == allowed,
+                Some(domain) => name.eq_ignore_ascii_case(domain) || ends_with_ignoring_case(name, allowed),
+                None => name.eq_ignore_ascii_case(allowed),
             })
     }
 }
@@ -105,9 +107,19 @@ fn host_name(authority: &str) -> &str {
     }
 }
 
-/// Lower case, without the trailing dot of a fully qualified name.
+/// Without surrounding space and the trailing dot of a fully qualified name.
+fn bare(name: &str) -> &str {
+    name.trim().trim_end_matches('.')
+}
+
+/// A configured name as it is kept: bare, in lower case.
 fn normalized(name: &str) -> String {
-    name.trim().trim_end_matches('.').to_ascii_lowercase()
+    bare(name).to_ascii_lowercase()
+}
+
+fn ends_with_ignoring_case(name: &str, suffix: &str) -> bool {
+    let (name, suffix) = (name.as_bytes(), suffix.as_bytes());
+    name.len() >= suffix.len() && name[name.len() - suffix.len()..].eq_ignore_ascii_case(suffix)
 }
 
 /// Refuses a request that came by a name ssq does not answer to or from a
