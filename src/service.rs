@@ -489,8 +489,9 @@ impl Service {
                 ));
             }
             let mut queue = Queue::new(name.to_string(), parsed, tags, now);
-            self.check_room(0, queue.holding().1)?;
-            self.account((0, 0), queue.holding());
+            let holding = queue.holding();
+            self.check_room(0, holding.1)?;
+            self.account((0, 0), holding);
             if self.journal.is_some() {
                 queue.enable_journal();
                 queue.record_meta();

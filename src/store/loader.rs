@@ -32,6 +32,8 @@ pub struct Loader {
     /// skips and repeats entries without any error, so a load during which
     /// the client reconnected is thrown away and made again.
     reconnections: Arc<AtomicU64>,
+    /// `load_fence.lua`, run before every load.
+    fence_script: Script,
 }
 
 /// Redis failed to answer while a load read `key`; the load is retried.
@@ -76,6 +78,7 @@ impl Loader {
             store,
             retry_every,
             reconnections,
+            fence_script: Script::from_lua(include_str!("../lua/load_fence.lua")),
         }
     }
 
@@ -139,8 +142,7 @@ impl Loader {
             ));
         };
         let load_id: Arc<str> = format!("{current}-{:032x}", crate::random::uuid().as_u128()).into();
-        let script = Script::from_lua(include_str!("../lua/load_fence.lua"));
-        script
+        self.fence_script
             .evalsha_with_reload::<i64, _, _>(
                 &self.store.client,
                 vec![self.store.layout.lock(), fence.clone()],
