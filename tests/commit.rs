@@ -23,13 +23,7 @@ async fn commits_land_and_survive_a_flushed_script_cache() {
     }
 
     let _: () = client.script_flush(false).await.unwrap();
-    service
-        .send("q", vec![new_message("after the flush")])
-        .await
-        .unwrap()
-        .pop()
-        .unwrap()
-        .unwrap();
+    leader.send_acknowledged("q", "after the flush").await;
 
     let received = service
         .receive(

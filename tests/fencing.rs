@@ -18,13 +18,7 @@ async fn a_commit_after_the_lock_changed_hands_writes_nothing_and_steps_down() {
     let leader = InProcessNode::start_with_queue(&redis, "q").await;
     let (service, client, layout) = (&leader.service, &leader.client, &leader.layout);
 
-    service
-        .send("q", vec![new_message("kept")])
-        .await
-        .unwrap()
-        .pop()
-        .unwrap()
-        .unwrap();
+    leader.send_acknowledged("q", "kept").await;
     let bodies: HashMap<String, String> = client.hgetall(layout.bodies("q")).await.unwrap();
     assert_eq!(bodies.len(), 1, "the leader's write is in Redis");
 
@@ -113,13 +107,7 @@ async fn a_commit_made_before_the_latest_load_writes_nothing_and_memory_is_loade
     .expect("the leader serves again after loading");
     let reloaded: String = client.get(layout.load_fence()).await.unwrap();
     assert_ne!(reloaded, "a-later-load");
-    service
-        .send("q", vec![new_message("kept")])
-        .await
-        .unwrap()
-        .pop()
-        .unwrap()
-        .unwrap();
+    leader.send_acknowledged("q", "kept").await;
     let bodies: HashMap<String, String> = client.hgetall(layout.bodies("q")).await.unwrap();
     assert_eq!(bodies.len(), 1);
 }

@@ -94,33 +94,30 @@ async fn queue_policies_and_tags_count_toward_max_bytes() {
     let server = Server::start_with(&["--max-bytes", "20KiB"]);
     let sqs = server.client();
     let policy = format!("{{\"Id\":\"{}\"}}", "p".repeat(8_000));
-    let mut created = 0;
+    let mut created = Vec::new();
     let refused = loop {
         let result = sqs
             .create_queue()
-            .queue_name(format!("policy-{created}"))
+            .queue_name(format!("policy-{}", created.len()))
             .attributes(aws_sdk_sqs::types::QueueAttributeName::Policy, &policy)
             .send()
             .await;
         match result {
-            Ok(_) => created += 1,
+            Ok(out) => created.push(out.queue_url.unwrap()),
             Err(_) => break result,
         }
-        assert!(created < 10, "queues beyond --max-bytes are refused");
+        assert!(created.len() < 10, "queues beyond --max-bytes are refused");
     };
-    assert_eq!(created, 2, "two 8 KB policies fit in 20 KiB, a third does not");
+    assert_eq!(
+        created.len(),
+        2,
+        "two 8 KB policies fit in 20 KiB, a third does not"
+    );
     assert_eq!(error_code(refused), "OverLimit");
-    let url = sqs
-        .get_queue_url()
-        .queue_name("policy-0")
-        .send()
-        .await
-        .unwrap()
-        .queue_url
-        .unwrap();
+    let url = &created[0];
     let full = sqs
         .send_message()
-        .queue_url(&url)
+        .queue_url(url)
         .message_body("m".repeat(5_000))
         .send()
         .await;
@@ -129,17 +126,10 @@ async fn queue_policies_and_tags_count_toward_max_bytes() {
         "OverLimit",
         "the policies' bytes leave no room for this message"
     );
-    sqs.delete_queue().queue_url(&url).send().await.unwrap();
-    let url = sqs
-        .get_queue_url()
-        .queue_name("policy-1")
-        .send()
-        .await
-        .unwrap()
-        .queue_url
-        .unwrap();
+    sqs.delete_queue().queue_url(url).send().await.unwrap();
+    let url = &created[1];
     sqs.send_message()
-        .queue_url(&url)
+        .queue_url(url)
         .message_body("m".repeat(5_000))
         .send()
         .await

@@ -83,6 +83,18 @@ impl InProcessNode {
         }
     }
 
+    /// Sends one message with `body` to `queue` through the service, and
+    /// panics unless it is acknowledged.
+    pub async fn send_acknowledged(&self, queue: &str, body: &str) {
+        self.service
+            .send(queue, vec![new_message(body)])
+            .await
+            .unwrap()
+            .pop()
+            .unwrap()
+            .unwrap();
+    }
+
     /// A leading node with one empty standard queue, `queue`.
     pub async fn start_with_queue(redis: &RedisServer, queue: &str) -> InProcessNode {
         let node = InProcessNode::start(redis).await;
