@@ -22,6 +22,7 @@ use tokio::time::{Instant, sleep, sleep_until, timeout};
 
 use crate::leader::{LeaderInfo, Leadership, StepDown};
 use crate::metrics::Metrics;
+use crate::redis::Link;
 use crate::replicas::ReplicaAcks;
 use crate::store::Layout;
 
@@ -375,7 +376,7 @@ pub async fn watch_notices(
 /// The leader lock in Redis. All keys share the hash tag `{prefix}`, so the
 /// scripts touch one slot and stay valid behind Redis Cluster.
 pub struct RedisLock {
-    client: Client,
+    link: Link,
     lock_key: String,
     epoch_key: String,
     pub release_channel: String,
@@ -390,15 +391,9 @@ pub struct RedisLock {
 }
 
 impl RedisLock {
-    pub fn new(
-        client: Client,
-        layout: &Layout,
-        node_id: &str,
-        advertise_url: &str,
-        ttl: Duration,
-    ) -> RedisLock {
+    pub fn new(link: Link, layout: &Layout, node_id: &str, advertise_url: &str, ttl: Duration) -> RedisLock {
         RedisLock {
-            client,
+            link,
             lock_key: layout.lock(),
             epoch_key: layout.epoch(),
             release_channel: layout.release_channel(),
@@ -419,20 +414,21 @@ impl RedisLock {
         self
     }
 
-    async fn confirm(&self) -> Result<(), LockError> {
-        self.acks.confirm(&self.client, &self.lock_key).await
+    /// `client` must be the one the write was sent on: `WAIT` counts
+    /// the writes of its own connection.
+    async fn confirm(&self, client: &Client) -> Result<(), LockError> {
+        self.acks.confirm(client, &self.lock_key).await
     }
-}
 
-impl RedisLock {
     async fn run<R: FromValue>(
         &self,
+        client: &Client,
         script: &Script,
         keys: Vec<String>,
         args: Vec<String>,
     ) -> Result<R, LockError> {
         script
-            .evalsha_with_reload(&self.client, keys, args)
+            .evalsha_with_reload(client, keys, args)
             .await
             .map_err(|e| e.to_string())
     }
@@ -447,8 +443,10 @@ impl LockStore for RedisLock {
             self.ttl_ms.to_string(),
             nonce,
         ];
+        let client = self.link.commands();
         let (won, token): (i64, String) = self
             .run(
+                &client,
                 &self.acquire,
                 vec![self.lock_key.clone(), self.epoch_key.clone()],
                 args,
@@ -459,12 +457,13 @@ impl LockStore for RedisLock {
         }
         // Unconfirmed, the lock stays in this node's name in Redis; the next
         // attempt takes it over with a new epoch, confirmed or not at all.
-        self.confirm().await?;
+        self.confirm(&client).await?;
         Ok(Acquire::Won(token))
     }
 
     async fn holder(&self) -> Result<Option<String>, LockError> {
-        self.client
+        self.link
+            .commands()
             .get(self.lock_key.as_str())
             .await
             .map_err(|e| e.to_string())
@@ -472,12 +471,13 @@ impl LockStore for RedisLock {
 
     async fn renew(&self, token: &str) -> Result<bool, LockError> {
         let args = vec![token.to_string(), self.ttl_ms.to_string()];
+        let client = self.link.commands();
         let renewed = self
-            .run::<i64>(&self.renew, vec![self.lock_key.clone()], args)
+            .run::<i64>(&client, &self.renew, vec![self.lock_key.clone()], args)
             .await?
             == 1;
         if renewed {
-            self.confirm().await?;
+            self.confirm(&client).await?;
         }
         Ok(renewed)
     }
@@ -485,7 +485,12 @@ impl LockStore for RedisLock {
     async fn release(&self, token: &str) -> Result<bool, LockError> {
         let args = vec![token.to_string(), self.release_channel.clone()];
         Ok(self
-            .run::<i64>(&self.release, vec![self.lock_key.clone()], args)
+            .run::<i64>(
+                &self.link.commands(),
+                &self.release,
+                vec![self.lock_key.clone()],
+                args,
+            )
             .await?
             == 1)
     }

@@ -23,6 +23,7 @@ use tokio::time::sleep;
 
 use crate::election::Wish;
 use crate::leader::Leadership;
+use crate::redis::Link;
 use crate::store::Layout;
 
 /// This instance's view of the group.
@@ -153,14 +154,14 @@ impl Membership {
 /// joined or left) until `stopped`, keeping `membership` up to date.
 pub async fn run_heartbeats(
     membership: Arc<Membership>,
-    client: Client,
+    link: Link,
     layout: Layout,
     ttl: Duration,
     every: Duration,
     mut stopped: watch::Receiver<bool>,
 ) {
     while !*stopped.borrow() {
-        match membership.beat(&client, &layout, ttl, "beat").await {
+        match membership.beat(&link.commands(), &layout, ttl, "beat").await {
             Ok(members) => membership.update(members),
             Err(error) => tracing::debug!(%error, "heartbeat failed; retrying"),
         }
@@ -202,7 +203,7 @@ impl std::fmt::Display for WrongShardCount {
 /// Records `shards` as the group's shard count, or checks it against the
 /// one recorded; retries every `retry_every` while Redis does not answer.
 pub async fn check_shard_count(
-    client: &Client,
+    link: &Link,
     layout: &Layout,
     shards: usize,
     retry_every: Duration,
@@ -211,7 +212,7 @@ pub async fn check_shard_count(
     loop {
         let answer: Result<String, _> = script
             .evalsha_with_reload(
-                client,
+                &link.commands(),
                 vec![layout.shard_count(), layout.queues(), layout.epoch()],
                 vec![shards.to_string()],
             )

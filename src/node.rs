@@ -16,7 +16,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use fred::clients::SubscriberClient;
-use fred::prelude::{Client, ClientLike};
+use fred::prelude::ClientLike;
 use tokio::net::TcpListener;
 use tokio::sync::{Notify, mpsc, oneshot, watch};
 
@@ -34,6 +34,7 @@ use crate::journal::Pending;
 use crate::leader::{Leadership, Role};
 use crate::listener::{ConnectionTimeouts, LimitedListener};
 use crate::metrics::Metrics;
+use crate::redis::{Link, Redis};
 use crate::replicas::ReplicaAcks;
 use crate::request_body::BodyBudget;
 use crate::service::{QueueSpec, Service};
@@ -42,7 +43,7 @@ use crate::sigv4::Credentials;
 use crate::store::catalog::RedisCatalog;
 use crate::store::committer::Committer;
 use crate::store::loader::Loader;
-use crate::store::{Layout, Store};
+use crate::store::{Layout, ShardKeys, Store};
 use crate::transfers::Transfers;
 
 /// Why a node could not start; each says what to change.
@@ -138,11 +139,12 @@ pub struct Node {
 /// What the shards of a Redis-backed node share: the connections, the
 /// group's own keys and, in a sharded group, the membership.
 struct RedisGroup {
-    client: Client,
-    commit_client: Client,
+    redis: Redis,
     acks: ReplicaAcks,
     subscriber: SubscriberClient,
     layout: Layout,
+    /// What reaches the group's own keys (the shard count, the members).
+    link: Link,
     election: ElectionConfig,
     membership: Option<Arc<Membership>>,
     /// One per shard: wakes its elector (a release notice, members changed).
@@ -386,7 +388,13 @@ impl Node {
         if let Some(group) = &group
             && let Some(membership) = &group.membership
         {
-            crate::group::leave(membership, &group.client, &group.layout, group.election.ttl).await;
+            crate::group::leave(
+                membership,
+                &group.link.commands(),
+                &group.layout,
+                group.election.ttl,
+            )
+            .await;
         }
         if let Ok(tokens) = tokens_rx.await {
             let mut releases = tokio::task::JoinSet::new();
@@ -437,13 +445,9 @@ fn in_redis(
 ) -> Result<(Vec<Shard>, RedisGroup), StartError> {
     let election = config.election();
     let count = services.len();
-    let client = crate::redis::client(target).map_err(StartError::Config)?;
-    let subscriber = crate::redis::subscriber(target).map_err(StartError::Config)?;
     // WAIT blocks its connection: commits then get their own.
-    let commit_client = match acks.required() {
-        true => crate::redis::client(target).map_err(StartError::Config)?,
-        false => client.clone(),
-    };
+    let connections = Redis::new(target, acks.required()).map_err(StartError::Config)?;
+    let subscriber = crate::redis::subscriber(target).map_err(StartError::Config)?;
     let wakes: Vec<Arc<Notify>> = (0..count).map(|_| Arc::new(Notify::new())).collect();
     let membership = (count > 1).then(|| Arc::new(Membership::new(node_id, wakes.clone())));
     let one_at_a_time = Arc::new(tokio::sync::Mutex::new(()));
@@ -467,11 +471,11 @@ fn in_redis(
                     }
                 }
             };
+            let layout = layout_of(index);
             let redis = RedisShard {
-                client: client.clone(),
-                commit_client: commit_client.clone(),
+                link: connections.link(&layout.lock()),
                 acks,
-                layout: layout_of(index),
+                layout,
                 advertise_url: config.advertise_url(),
                 election,
                 commit_timeout: config.redis_timeout,
@@ -483,12 +487,13 @@ fn in_redis(
     if let Some(membership) = &membership {
         membership.count_shards_of(shards.iter().map(|s| s.leadership.clone()).collect());
     }
+    let layout = Layout::new(&config.redis_prefix);
     let group = RedisGroup {
-        client,
-        commit_client,
+        link: connections.link(&layout.members()),
+        redis: connections,
         acks,
         subscriber,
-        layout: Layout::new(&config.redis_prefix),
+        layout,
         election,
         membership,
         wakes,
@@ -509,14 +514,9 @@ impl RedisGroup {
         admit: watch::Sender<Admission>,
         stopped: watch::Receiver<bool>,
     ) -> Option<Arc<dyn Catalog>> {
-        crate::redis::log_connection_errors(&self.client, "commands");
+        self.redis.start(stopped.clone());
         crate::redis::log_connection_errors(&self.subscriber, "notices");
-        self.client.connect();
         self.subscriber.connect();
-        if self.acks.required() {
-            crate::redis::log_connection_errors(&self.commit_client, "commits");
-            self.commit_client.connect();
-        }
         let mut channels: Vec<(String, Arc<Notify>)> = running
             .iter()
             .zip(&self.wakes)
@@ -525,14 +525,13 @@ impl RedisGroup {
         let mut catalog = None;
         if let Some(membership) = &self.membership {
             channels.push((self.layout.members_channel(), membership.beat_now.clone()));
-            let layouts: Vec<Layout> = running.iter().filter_map(|r| r.layout.clone()).collect();
-            for ((shard, layout), wake) in running.iter().zip(&layouts).zip(&self.inbox_wakes) {
-                channels.push((layout.inbox_channel(), wake.clone()));
+            let shards: Vec<ShardKeys> = running.iter().filter_map(|r| r.keys.clone()).collect();
+            for ((shard, keys), wake) in running.iter().zip(&shards).zip(&self.inbox_wakes) {
+                channels.push((keys.layout.inbox_channel(), wake.clone()));
                 let transfers = Transfers {
-                    client: self.commit_client.clone(),
                     acks: self.acks,
                     placement: placement.clone(),
-                    layouts: layouts.clone(),
+                    shards: shards.clone(),
                     shard: shard.leadership.shard(),
                     service: shard.service.clone(),
                     leadership: shard.leadership.clone(),
@@ -542,8 +541,7 @@ impl RedisGroup {
                 tokio::spawn(transfers.run(stopped.clone()));
             }
             catalog = Some(Arc::new(RedisCatalog {
-                client: self.client.clone(),
-                shards: layouts,
+                shards,
                 placement: placement.clone(),
             }) as Arc<dyn Catalog>);
         }
@@ -552,11 +550,11 @@ impl RedisGroup {
             channels,
             self.election.retry_every,
         ));
-        let (client, layout, election) = (self.client.clone(), self.layout.clone(), self.election);
+        let (link, layout, election) = (self.link.clone(), self.layout.clone(), self.election);
         let membership = self.membership.clone();
         let shards = running.len();
         tokio::spawn(async move {
-            match crate::group::check_shard_count(&client, &layout, shards, election.retry_every).await {
+            match crate::group::check_shard_count(&link, &layout, shards, election.retry_every).await {
                 // Reported by `serve`, which returns it after shutting down.
                 Err(wrong) => {
                     let _ = admit.send(Admission::Refused(wrong.to_string()));
@@ -566,7 +564,7 @@ impl RedisGroup {
                     if let Some(membership) = membership {
                         crate::group::run_heartbeats(
                             membership,
-                            client,
+                            link,
                             layout,
                             election.ttl,
                             election.retry_every,
@@ -606,9 +604,7 @@ pub struct Shard {
 
 /// What a Redis-backed shard is made of.
 struct RedisShard {
-    client: Client,
-    /// The connection commits are written on (see `replicas.rs`).
-    commit_client: Client,
+    link: Link,
     acks: ReplicaAcks,
     layout: Layout,
     advertise_url: String,
@@ -623,7 +619,7 @@ struct RunningShard {
     service: Arc<Service>,
     leadership: Arc<Leadership>,
     lock: Option<Arc<RedisLock>>,
-    layout: Option<Layout>,
+    keys: Option<ShardKeys>,
 }
 
 impl Shard {
@@ -669,7 +665,7 @@ impl Shard {
             metrics.clone(),
         ));
         let store = Store {
-            client: redis.client.clone(),
+            link: redis.link.clone(),
             layout: redis.layout.clone(),
             memory: service.clone(),
             leadership: leadership.clone(),
@@ -708,13 +704,13 @@ impl Shard {
                 service,
                 leadership,
                 lock: None,
-                layout: None,
+                keys: None,
             });
         };
         let election = redis.election;
         let lock = Arc::new(
             RedisLock::new(
-                redis.client.clone(),
+                redis.link.clone(),
                 &redis.layout,
                 leadership.node_id(),
                 &redis.advertise_url,
@@ -729,7 +725,7 @@ impl Shard {
             redis.commit_timeout,
             election.retry_every * 4,
         )
-        .confirmed_by_replicas(redis.acks, redis.commit_client);
+        .confirmed_by_replicas(redis.acks);
         tokio::spawn(committer.run(journal_rx));
         let elector = election::run_elector(
             leadership.clone(),
@@ -755,7 +751,10 @@ impl Shard {
             service,
             leadership,
             lock: Some(lock),
-            layout: Some(redis.layout),
+            keys: Some(ShardKeys {
+                layout: redis.layout,
+                link: redis.link,
+            }),
         })
     }
 }

@@ -38,7 +38,7 @@ use crate::leader::Leadership;
 use crate::replicas::ReplicaAcks;
 use crate::service::Service;
 use crate::shards::Placement;
-use crate::store::{Layout, codec};
+use crate::store::{ShardKeys, codec};
 
 /// Stream entries read at a time.
 const BATCH: u64 = 100;
@@ -48,13 +48,12 @@ const MARKER_TTL: Duration = Duration::from_secs(3600);
 
 /// The outbox and inbox of one shard, worked while this instance leads it.
 pub struct Transfers {
-    /// Commands; with `--redis-min-replicas`, the connection deliveries are
-    /// confirmed on (`WAIT` blocks it).
-    pub client: Client,
     pub acks: ReplicaAcks,
     pub placement: Placement,
-    /// Every shard's keys, in shard order.
-    pub layouts: Vec<Layout>,
+    /// Every shard's keys, in shard order: deliveries go to the target
+    /// shard's primary, on its connection for commits (`WAIT` confirms
+    /// them there).
+    pub shards: Vec<ShardKeys>,
     pub shard: usize,
     pub service: Arc<Service>,
     pub leadership: Arc<Leadership>,
@@ -115,7 +114,7 @@ impl Transfers {
 
     /// Delivers the oldest outbox entries; returns how many it handled.
     async fn deliver_outbox(&self, deliver: &Script) -> Result<usize, String> {
-        let entries = self.read(&self.layouts[self.shard].outbox()).await?;
+        let entries = self.read(&self.shards[self.shard].layout.outbox()).await?;
         let count = entries.len();
         let (by_shard, unreadable) = self.decode(entries);
         let (mut done, mut returned) = (unreadable, Vec::new());
@@ -160,7 +159,7 @@ impl Transfers {
         deliver: &Script,
         entries: &[Entry],
     ) -> Result<Vec<i64>, String> {
-        let layout = &self.layouts[target];
+        let ShardKeys { layout, link } = &self.shards[target];
         let mut keys = vec![layout.queues(), layout.inbox()];
         let mut args: Vec<Value> = vec![
             (MARKER_TTL.as_millis() as i64).into(),
@@ -176,18 +175,19 @@ impl Transfers {
             }
         }
         let inbox = layout.inbox();
+        let client = link.commits();
         let results: Vec<i64> = deliver
-            .evalsha_with_reload(&self.client, keys, args)
+            .evalsha_with_reload(&client, keys, args)
             .await
             .map_err(|e| format!("delivering to shard {target} failed: {e}"))?;
         // The outbox entries go only once the inbox holds them for good.
-        self.acks.confirm(&self.client, &inbox).await?;
+        self.acks.confirm(&client, &inbox).await?;
         Ok(results)
     }
 
     /// Takes the oldest inbox entries into their queues.
     async fn take_in_inbox(&self) -> Result<usize, String> {
-        let entries = self.read(&self.layouts[self.shard].inbox()).await?;
+        let entries = self.read(&self.shards[self.shard].layout.inbox()).await?;
         let count = entries.len();
         let (by_shard, unreadable) = self.decode(entries);
         let arrivals: Vec<(String, Transfer)> = by_shard
@@ -213,7 +213,9 @@ impl Transfers {
 
     /// The oldest entries of `stream`, in order.
     async fn read(&self, stream: &str) -> Result<Vec<(String, HashMap<String, String>)>, String> {
-        self.client
+        self.shards[self.shard]
+            .link
+            .commands()
             .xrange_values(stream, "-", "+", Some(BATCH))
             .await
             .map_err(|e| format!("reading {stream} failed: {e}"))

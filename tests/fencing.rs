@@ -53,10 +53,10 @@ async fn a_node_takes_over_a_lease_left_in_its_own_name_only() {
     use std::time::Duration;
 
     let redis = RedisServer::start();
-    let client = redis.client().await;
     let layout = ssq::store::Layout::new("ssq");
+    let link = redis.connections().link(&layout.lock());
     let lock_of =
-        |node: &str| RedisLock::new(client.clone(), &layout, node, "http://x", Duration::from_secs(60));
+        |node: &str| RedisLock::new(link.clone(), &layout, node, "http://x", Duration::from_secs(60));
     let (a, b) = (lock_of("node-a"), lock_of("node-b"));
 
     let Acquire::Won(first) = a.acquire().await.unwrap() else {

@@ -997,3 +997,115 @@ async fn requests_right_after_a_new_group_is_ready_all_succeed() {
     );
     assert!(failures.is_empty(), "{failures:?}");
 }
+
+/// A Redis primary that dies costs only the shards whose keys it holds:
+/// calls to queues of shards on the other primaries keep succeeding while
+/// it is down and when it comes back, and their leaders stay put. (One
+/// connection state for the whole cluster once made every shard wait while
+/// the dead node was reconnected to.)
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_dead_redis_primary_costs_only_the_shards_it_holds() {
+    let _alone = ONE_AT_A_TIME.lock().await;
+    let mut cluster = RedisCluster::start().await;
+    let (servers, led) = start_group(&cluster.url(), &[]).await;
+    let refs: Vec<&Server> = servers.iter().collect();
+    let clients: Vec<aws_sdk_sqs::Client> = servers.iter().map(|s| client_without_retries(&s.url)).collect();
+    let names = queue_names(36);
+    let urls = create_queues(&clients[0], &names).await;
+    // The victim holds some shards, but not the group's own keys (the
+    // membership), whose loss would move shards for another reason.
+    let group_slot = fred::util::redis_keyslot(ssq::store::Layout::new("ssq").members().as_bytes());
+    let group_node = cluster.primary_of_slot(group_slot);
+    let victim = (0..SHARDS)
+        .map(|shard| cluster.primary_of_slot(shard_slot(shard)))
+        .find(|&node| node != group_node)
+        .expect("the shards fall on three primaries");
+    let placement = placement();
+    let healthy_shards: Vec<usize> = (0..SHARDS)
+        .filter(|&shard| cluster.primary_of_slot(shard_slot(shard)) != victim)
+        .collect();
+    let on_victim: Vec<bool> = names
+        .iter()
+        .map(|name| !healthy_shards.contains(&placement.shard_of(name)))
+        .collect();
+
+    // Calls to every queue, through the three instances in turn, from just
+    // before the kill until 3 s after the node came back.
+    let until = Instant::now() + Duration::from_millis(5_500);
+    let callers: Vec<_> = urls
+        .iter()
+        .map(|url| {
+            let (clients, url) = (clients.clone(), url.clone());
+            tokio::spawn(async move {
+                let (mut answered, mut failed) = (0usize, Vec::new());
+                let mut turn = 0;
+                while Instant::now() < until {
+                    turn += 1;
+                    let sent = clients[turn % 3]
+                        .send_message()
+                        .queue_url(&url)
+                        .message_body(format!("call {turn}"))
+                        .send()
+                        .await;
+                    match sent {
+                        Ok(_) => answered += 1,
+                        Err(error) => {
+                            failed.push(error.message().unwrap_or("no message").to_string());
+                            tokio::time::sleep(Duration::from_millis(20)).await;
+                        }
+                    }
+                    tokio::time::sleep(Duration::from_millis(50)).await;
+                }
+                (answered, failed)
+            })
+        })
+        .collect();
+    tokio::time::sleep(Duration::from_millis(500)).await;
+    cluster.nodes[victim].kill();
+    tokio::time::sleep(Duration::from_secs(2)).await;
+    cluster.nodes[victim].restart();
+    let mut healthy = (0usize, Vec::new());
+    let mut dead = (0usize, 0usize);
+    for (caller, on_victim) in callers.into_iter().zip(on_victim) {
+        let (answered, failed) = caller.await.unwrap();
+        match on_victim {
+            true => {
+                dead.0 += answered;
+                dead.1 += failed.len();
+            }
+            false => {
+                healthy.0 += answered;
+                healthy.1.extend(failed);
+            }
+        }
+    }
+    eprintln!(
+        "one of three Redis primaries down for 2 s: {} of {} calls to the other primaries' shards answered; \
+         the dead primary's shards answered {} of {}",
+        healthy.0,
+        healthy.0 + healthy.1.len(),
+        dead.0,
+        dead.0 + dead.1
+    );
+    assert!(healthy.0 > 0);
+    assert!(
+        healthy.1.is_empty(),
+        "calls to shards on healthy primaries failed: {:?}",
+        healthy.1
+    );
+    let after: Vec<BTreeSet<usize>> = {
+        let mut views = Vec::new();
+        for server in &refs {
+            views.push(led_shards(server).await);
+        }
+        views
+    };
+    for &shard in &healthy_shards {
+        let before = led.iter().position(|l| l.contains(&shard));
+        let now = after.iter().position(|l| l.contains(&shard));
+        assert_eq!(
+            before, now,
+            "shard {shard}, on a healthy primary, kept its leader"
+        );
+    }
+}

@@ -15,12 +15,11 @@ use std::collections::HashMap;
 use crate::error::{ErrorCode, SqsError};
 use crate::queue::QueueMeta;
 use crate::shards::{Catalog, Placement};
-use crate::store::{Layout, codec};
+use crate::store::{ShardKeys, codec};
 
 pub struct RedisCatalog {
-    pub client: Client,
-    /// Each shard's layout, in shard order.
-    pub shards: Vec<Layout>,
+    /// Each shard's keys, in shard order.
+    pub shards: Vec<ShardKeys>,
     pub placement: Placement,
 }
 
@@ -28,8 +27,8 @@ impl Catalog for RedisCatalog {
     fn queue_keys(&self) -> Pin<Box<dyn Future<Output = Result<Vec<String>, SqsError>> + Send + '_>> {
         Box::pin(async move {
             let mut keys = Vec::new();
-            for layout in &self.shards {
-                let names: Vec<String> = self.client.hkeys(layout.queues()).await.map_err(unanswered)?;
+            for ShardKeys { layout, link } in &self.shards {
+                let names: Vec<String> = link.commands().hkeys(layout.queues()).await.map_err(unanswered)?;
                 keys.extend(names);
             }
             Ok(keys)
@@ -41,9 +40,11 @@ impl Catalog for RedisCatalog {
         key: &'a str,
     ) -> Pin<Box<dyn Future<Output = Result<Option<QueueMeta>, SqsError>> + Send + 'a>> {
         Box::pin(async move {
-            let record: Option<String> = self
-                .client
-                .hget(self.shards[self.placement.shard_of(key)].queues(), key)
+            let shard = &self.shards[self.placement.shard_of(key)];
+            let record: Option<String> = shard
+                .link
+                .commands()
+                .hget(shard.layout.queues(), key)
                 .await
                 .map_err(unanswered)?;
             Ok(record.and_then(|record| decoded(key, &record)))
@@ -53,9 +54,12 @@ impl Catalog for RedisCatalog {
     fn queues(&self) -> Pin<Box<dyn Future<Output = Result<Vec<QueueMeta>, SqsError>> + Send + '_>> {
         Box::pin(async move {
             let mut queues = Vec::new();
-            for layout in &self.shards {
-                let records: HashMap<String, String> =
-                    self.client.hgetall(layout.queues()).await.map_err(unanswered)?;
+            for ShardKeys { layout, link } in &self.shards {
+                let records: HashMap<String, String> = link
+                    .commands()
+                    .hgetall(layout.queues())
+                    .await
+                    .map_err(unanswered)?;
                 queues.extend(records.iter().filter_map(|(key, record)| decoded(key, record)));
             }
             queues.sort_by(|a, b| a.name.cmp(&b.name));

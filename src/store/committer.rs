@@ -46,9 +46,6 @@ const MAX_BATCH_WRITES: usize = 1_024;
 
 pub struct Committer {
     store: Store,
-    /// The connection commits are written on: the store's, or one of its
-    /// own when replicas must confirm.
-    client: Client,
     acks: ReplicaAcks,
     loader: Arc<Loader>,
     script: Script,
@@ -72,7 +69,6 @@ impl Committer {
         max_reload_delay: Duration,
     ) -> Committer {
         Committer {
-            client: store.client.clone(),
             acks: ReplicaAcks::NONE,
             store,
             loader,
@@ -83,11 +79,10 @@ impl Committer {
         }
     }
 
-    /// Commits count once `acks` replicas hold them; `client` is a
-    /// connection for commits alone.
-    pub fn confirmed_by_replicas(mut self, acks: ReplicaAcks, client: Client) -> Committer {
+    /// Commits count once `acks` replicas hold them (confirmed on the
+    /// link's connection for commits, which `WAIT` blocks).
+    pub fn confirmed_by_replicas(mut self, acks: ReplicaAcks) -> Committer {
         self.acks = acks;
-        self.client = client;
         self
     }
 
@@ -148,14 +143,11 @@ impl Committer {
     /// Runs the script by its hash, loading it first if Redis does not know
     /// it (after a restart or SCRIPT FLUSH); a NOSCRIPT answer ran nothing,
     /// so the retry cannot apply anything twice.
-    async fn eval(&self, call: &Call) -> Result<i64, Error> {
-        let run = || {
-            self.client
-                .evalsha(self.script.sha1().clone(), call.keys(), call.args())
-        };
+    async fn eval(&self, client: &Client, call: &Call) -> Result<i64, Error> {
+        let run = || client.evalsha(self.script.sha1().clone(), call.keys(), call.args());
         match run().await {
             Err(error) if error.details().starts_with("NOSCRIPT") => {
-                self.script.load(&self.client).await?;
+                self.script.load(client).await?;
                 run().await
             }
             result => result,
@@ -166,8 +158,10 @@ impl Committer {
     async fn send(&self, term: u64, call: Call, chunk: Vec<Pending>) -> bool {
         let started = Instant::now();
         self.store.metrics.commit_writes.observe(chunk.len() as f64);
-        let result = match tokio::time::timeout(self.timeout, self.eval(&call)).await {
-            Ok(Ok(applied)) => match self.acks.confirm(&self.client, &self.store.layout.lock()).await {
+        // `WAIT` counts the writes of the connection it is sent on.
+        let client = self.store.link.commits();
+        let result = match tokio::time::timeout(self.timeout, self.eval(&client, &call)).await {
+            Ok(Ok(applied)) => match self.acks.confirm(&client, &self.store.layout.lock()).await {
                 Ok(()) => Ok(Ok(applied)),
                 Err(unconfirmed) => Ok(Err(Error::new(ErrorKind::Unknown, unconfirmed))),
             },

@@ -7,7 +7,6 @@
 
 use std::collections::HashMap;
 use std::sync::Arc;
-use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::{Duration, Instant};
 
 use fred::prelude::*;
@@ -26,12 +25,6 @@ pub struct Loader {
     /// The longest wait between two attempts at loading (the lock retry
     /// interval): a leader serves within it of Redis answering again.
     retry_every: Duration,
-    /// How often the client has connected again. HSCAN's cursor means
-    /// something only to the Redis process that gave it: a scan continued
-    /// on a restarted Redis (its hash tables rebuilt, with another seed)
-    /// skips and repeats entries without any error, so a load during which
-    /// the client reconnected is thrown away and made again.
-    reconnections: Arc<AtomicU64>,
     /// `load_fence.lua`, run before every load.
     fence_script: Script,
 }
@@ -68,16 +61,9 @@ pub struct Loaded {
 impl Loader {
     /// A loader that retries at most `retry_every` apart.
     pub fn new(store: Store, retry_every: Duration) -> Loader {
-        let reconnections = Arc::new(AtomicU64::new(0));
-        let counter = reconnections.clone();
-        store.client.on_reconnect(move |_| {
-            counter.fetch_add(1, Ordering::AcqRel);
-            async { Ok(()) }
-        });
         Loader {
             store,
             retry_every,
-            reconnections,
             fence_script: Script::from_lua(include_str!("../lua/load_fence.lua")),
         }
     }
@@ -144,15 +130,20 @@ impl Loader {
         let load_id: Arc<str> = format!("{current}-{:032x}", crate::random::uuid().as_u128()).into();
         self.fence_script
             .evalsha_with_reload::<i64, _, _>(
-                &self.store.client,
+                &self.store.link.commands(),
                 vec![self.store.layout.lock(), fence.clone()],
                 vec![token.to_string(), load_id.to_string()],
             )
             .await
             .map_err(|error| LoadError::new(fence.clone(), error))?;
-        let reconnections = self.reconnections.load(Ordering::Acquire);
+        // HSCAN's cursor means something only to the Redis process that
+        // gave it: a scan continued on a restarted Redis (its hash tables
+        // rebuilt, with another seed) or on another primary skips and
+        // repeats entries without any error, so a load during which the
+        // link connected again or moved is thrown away and made again.
+        let epoch = self.store.link.epoch();
         let loaded = self.load().await?;
-        if self.reconnections.load(Ordering::Acquire) != reconnections {
+        if self.store.link.epoch() != epoch {
             return Err(LoadError::new(
                 fence,
                 Error::new(
@@ -167,13 +158,15 @@ impl Loader {
     pub async fn load(&self) -> Result<Loaded, LoadError> {
         let records: HashMap<String, String> = self
             .store
-            .client
+            .link
+            .commands()
             .hgetall(self.store.layout.queues())
             .await
             .map_err(|error| LoadError::new(self.store.layout.queues(), error))?;
         let sequences: HashMap<String, String> = self
             .store
-            .client
+            .link
+            .commands()
             .hgetall(self.store.layout.sequences())
             .await
             .map_err(|error| LoadError::new(self.store.layout.sequences(), error))?;
@@ -241,7 +234,8 @@ impl Loader {
     ) -> Result<Vec<(String, T)>, LoadError> {
         let entries: HashMap<String, String> = self
             .store
-            .client
+            .link
+            .commands()
             .hgetall(&key)
             .await
             .map_err(|error| LoadError::new(key.clone(), error))?;
@@ -257,7 +251,8 @@ impl Loader {
         loop {
             let (next, page): (String, Vec<String>) = self
                 .store
-                .client
+                .link
+                .commands()
                 .custom(
                     CustomCommand::new_static("HSCAN", ClusterHash::FirstKey, false),
                     vec![key.to_string(), cursor, "COUNT".into(), count.to_string()],

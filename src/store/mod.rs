@@ -18,20 +18,20 @@ pub mod loader;
 
 use std::sync::Arc;
 
-use fred::prelude::Client;
-
 use crate::journal::Memory;
 use crate::leader::Leadership;
 use crate::metrics::Metrics;
 
 pub use layout::Layout;
 
+use crate::redis::Link;
+
 /// What the loader and the committer of one leadership unit share: the
-/// Redis connection, where its keys are, the memory they keep and the
+/// Redis connections that reach its keys, where its keys are, the memory they keep and the
 /// leadership whose token fences every write.
 #[derive(Clone)]
 pub struct Store {
-    pub client: Client,
+    pub link: Link,
     pub layout: Layout,
     pub memory: Arc<dyn Memory>,
     pub leadership: Arc<Leadership>,
@@ -39,6 +39,13 @@ pub struct Store {
     /// The id of the load that memory came from, which every commit names
     /// (the load fence: `Layout::load_fence`).
     pub load_id: Arc<LoadId>,
+}
+
+/// Where one shard's keys are, and the connections that reach them.
+#[derive(Clone)]
+pub struct ShardKeys {
+    pub layout: Layout,
+    pub link: Link,
 }
 
 /// The id of the latest load and the memory generation it was installed

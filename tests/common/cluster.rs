@@ -26,6 +26,10 @@ impl RedisCluster {
                     // A primary that stops answering is failed over after 1 s.
                     "--cluster-node-timeout",
                     "1000",
+                    // Nodes keep serving their own slots while another's are
+                    // down, as docs/operations.md advises for ssq.
+                    "--cluster-require-full-coverage",
+                    "no",
                     "--appendonly",
                     "no",
                 ])

@@ -144,16 +144,28 @@ impl RedisServer {
         format!("redis://127.0.0.1:{}", self.port)
     }
 
-    /// A connected client built as ssq builds its own, with a 5 s timeout.
-    pub async fn client(&self) -> fred::prelude::Client {
-        use fred::prelude::ClientLike;
-        let target = ssq::redis::Target {
+    fn target(&self) -> ssq::redis::Target {
+        ssq::redis::Target {
             url: self.url(),
             command_timeout: Duration::from_secs(5),
             reconnect_every: Duration::from_millis(500),
             ca_file: None,
-        };
-        let client = ssq::redis::client(&target).unwrap();
+        }
+    }
+
+    /// ssq's connections to this Redis, connecting: `link(key)` on them
+    /// reaches it as a shard's parts do.
+    pub fn connections(&self) -> ssq::redis::Redis {
+        let redis = ssq::redis::Redis::new(&self.target(), false).unwrap();
+        // One Redis: nothing to follow, so nothing to stop.
+        redis.start(tokio::sync::watch::channel(false).1);
+        redis
+    }
+
+    /// A connected client built as ssq builds its own, with a 5 s timeout.
+    pub async fn client(&self) -> fred::prelude::Client {
+        use fred::prelude::ClientLike;
+        let client = ssq::redis::client(&self.target()).unwrap();
         client.init().await.unwrap();
         client
     }

@@ -10,10 +10,14 @@
 //! `LOADING` while it reads its data at startup) unless told not to fail
 //! fast, which once left an instance passive for ever.
 
+mod routing;
+
 use std::time::Duration;
 
 use fred::clients::SubscriberClient;
 use fred::prelude::*;
+
+pub use routing::{Link, Redis};
 
 /// How to reach Redis: the URL (`redis://` or `rediss://` for TLS, with an
 /// optional user and password), and for TLS the CA to trust.
@@ -31,14 +35,19 @@ pub struct Target {
 /// Builds a client; it connects in the background and keeps reconnecting.
 /// Fails only for a URL or CA file that cannot be used.
 pub fn client(target: &Target) -> Result<Client, String> {
-    builder(target)?.build().map_err(|e| e.to_string())
+    client_with(config(target)?, target)
 }
 
 /// A client for pub/sub that subscribes again after each reconnection.
 pub fn subscriber(target: &Target) -> Result<SubscriberClient, String> {
-    builder(target)?
+    builder(config(target)?, target)
         .build_subscriber_client()
         .map_err(|e| e.to_string())
+}
+
+/// A client for `config` (a cluster node's, say) with `target`'s timeouts.
+fn client_with(config: Config, target: &Target) -> Result<Client, String> {
+    builder(config, target).build().map_err(|e| e.to_string())
 }
 
 /// TLS that trusts the CA in `path`.
@@ -68,12 +77,13 @@ fn tls_trusting(path: &std::path::Path) -> Result<fred::types::config::TlsConfig
     Ok(fred::types::config::TlsConnector::from(config).into())
 }
 
-fn builder(target: &Target) -> Result<Builder, String> {
+/// What `target`'s URL and CA file say.
+fn config(target: &Target) -> Result<Config, String> {
     // rustls needs one process-wide crypto provider for rediss:// with the
     // system's roots; choose ring, as the custom-CA path does. Installing it
     // twice is harmless.
     let _ = rustls::crypto::ring::default_provider().install_default();
-    let (url, command_timeout) = (target.url.as_str(), target.command_timeout);
+    let url = target.url.as_str();
     let mut config = Config::from_url(&cluster_nodes_as_query(url)).map_err(|e| {
         format!(
             "--redis-url {url:?} is not a valid Redis URL ({e}); expected redis://[user:password@]host:port, \
@@ -88,6 +98,11 @@ fn builder(target: &Target) -> Result<Builder, String> {
     }
     // Follow the reconnection policy from the first connection on.
     config.fail_fast = false;
+    Ok(config)
+}
+
+fn builder(config: Config, target: &Target) -> Builder {
+    let command_timeout = target.command_timeout;
     let mut builder = Builder::from_config(config);
     builder
         .with_performance_config(|performance| performance.default_command_timeout = command_timeout)
@@ -103,7 +118,7 @@ fn builder(target: &Target) -> Result<Builder, String> {
             connection.unresponsive.interval = command_timeout.max(Duration::from_millis(100));
         })
         .set_policy(reconnect_policy(target.reconnect_every));
-    Ok(builder)
+    builder
 }
 
 /// `redis-cluster://a:1,b:2,c:3` (the seed nodes listed, as operators
@@ -148,14 +163,16 @@ fn reconnect_policy(longest: Duration) -> ReconnectPolicy {
 /// Logs what keeps a client from Redis (refused connections, `LOADING`, a
 /// wrong password) once per distinct error rather than once per attempt,
 /// and that it connected again. `name` says which client.
-pub fn log_connection_errors(client: &impl EventInterface, name: &'static str) {
+pub fn log_connection_errors(client: &impl EventInterface, name: impl Into<String>) {
+    let name: std::sync::Arc<str> = name.into().into();
+    let named = name.clone();
     let last_error = std::sync::Arc::new(std::sync::Mutex::new(None::<String>));
     let seen = last_error.clone();
     client.on_error(move |(error, _)| {
         let text = error.to_string();
         let mut last = seen.lock().unwrap_or_else(|poisoned| poisoned.into_inner());
         if last.as_deref() != Some(text.as_str()) {
-            tracing::warn!(client = name, error = %text, "cannot use Redis: retrying");
+            tracing::warn!(client = %named, error = %text, "cannot use Redis: retrying");
             *last = Some(text);
         }
         async { Ok(()) }
@@ -163,7 +180,7 @@ pub fn log_connection_errors(client: &impl EventInterface, name: &'static str) {
     client.on_reconnect(move |_| {
         let mut last = last_error.lock().unwrap_or_else(|poisoned| poisoned.into_inner());
         if last.take().is_some() {
-            tracing::info!(client = name, "connected to Redis again");
+            tracing::info!(client = %name, "connected to Redis again");
         }
         async { Ok(()) }
     });
