@@ -358,8 +358,8 @@ impl Config {
     }
 
     /// The Redis to use, if any.
-    pub fn redis(&self) -> Option<crate::redis::Target> {
-        Some(crate::redis::Target {
+    pub fn redis(&self) -> Option<crate::store::redis::Target> {
+        Some(crate::store::redis::Target {
             url: self.redis_url.clone()?,
             command_timeout: self.redis_timeout,
             reconnect_every: self.lock_retry,
@@ -368,8 +368,8 @@ impl Config {
     }
 
     /// What a write needs from Redis's replicas before it counts.
-    pub fn replica_acks(&self) -> Result<crate::replicas::ReplicaAcks, String> {
-        let acks = crate::replicas::ReplicaAcks {
+    pub fn replica_acks(&self) -> Result<crate::store::replicas::ReplicaAcks, String> {
+        let acks = crate::store::replicas::ReplicaAcks {
             replicas: self.redis_min_replicas,
             timeout: self.redis_replica_timeout,
             command_timeout: self.redis_timeout,
@@ -392,8 +392,8 @@ impl Config {
         }
     }
 
-    pub fn election(&self) -> crate::election::ElectionConfig {
-        crate::election::ElectionConfig {
+    pub fn election(&self) -> crate::cluster::election::ElectionConfig {
+        crate::cluster::election::ElectionConfig {
             ttl: self.lock_ttl,
             renew_every: self.lock_renew,
             step_down_after: self.lock_step_down,
@@ -442,7 +442,7 @@ fn parse_size(value: &str) -> Result<u64, String> {
 /// A size that holds at least one body of the largest size read.
 fn parse_body_buffer(value: &str) -> Result<u64, String> {
     let size = parse_size(value)?;
-    let least = crate::request_body::MAX_REQUEST_BODY as u64;
+    let least = crate::http::request_body::MAX_REQUEST_BODY as u64;
     if size < least {
         return Err(format!(
             "{value:?} is less than {least} bytes (5MiB), the largest request body, which must fit"

@@ -1,27 +1,23 @@
 //! ssq: an SQS-compatible queue server. See docs/ARCHITECTURE.md for the map.
+//!
+//! The layers, each using only those listed before it: `queue` (the pure
+//! core), `service` (queues behind locks, long polling, shards' placement),
+//! `store` (Redis: durability and connections), `cluster` (election, the
+//! sharded group, messages between shards), `api`, `protocol` and `http`
+//! (SQS calls and their wire formats), and `node` wiring them. `error`,
+//! `journal` (what the service hands the store), `leader` (who may serve,
+//! with which token), `metrics` and `config` are shared.
 
-pub mod activity;
 pub mod api;
-pub mod clock;
+pub mod cluster;
 pub mod config;
-pub mod election;
 pub mod error;
-pub mod group;
 pub mod http;
 pub mod journal;
 pub mod leader;
-pub mod listener;
 pub mod metrics;
-pub mod move_tasks;
 pub mod node;
 pub mod protocol;
 pub mod queue;
-pub mod random;
-pub mod redis;
-pub mod replicas;
-pub mod request_body;
 pub mod service;
-pub mod shards;
-pub mod sigv4;
 pub mod store;
-pub mod transfers;

@@ -20,31 +20,31 @@ use fred::prelude::ClientLike;
 use tokio::net::TcpListener;
 use tokio::sync::{Notify, mpsc, oneshot, watch};
 
-use crate::activity::ActivityHistory;
 use crate::api::Api;
-use crate::clock::SystemClock;
+use crate::cluster::election::{self, Claim, ElectionConfig, LockStore, RedisLock};
+use crate::cluster::group::Membership;
+use crate::cluster::transfers::Transfers;
 use crate::config::Config;
-use crate::election::{self, Claim, ElectionConfig, LockStore, RedisLock};
-use crate::group::Membership;
+use crate::http::activity::ActivityHistory;
 use crate::http::admin::AdminState;
 use crate::http::forward::Forwarder;
 use crate::http::hosts::AllowedHosts;
+use crate::http::listener::{ConnectionTimeouts, LimitedListener};
+use crate::http::request_body::BodyBudget;
+use crate::http::sigv4::Credentials;
 use crate::http::{AppState, ShardFront, admin_router, router, sqs_router};
 use crate::journal::Pending;
 use crate::leader::{Leadership, Role};
-use crate::listener::{ConnectionTimeouts, LimitedListener};
 use crate::metrics::Metrics;
-use crate::redis::{Link, Redis};
-use crate::replicas::ReplicaAcks;
-use crate::request_body::BodyBudget;
+use crate::queue::clock::SystemClock;
+use crate::service::shards::{Catalog, Placement};
 use crate::service::{QueueSpec, Service};
-use crate::shards::{Catalog, Placement};
-use crate::sigv4::Credentials;
 use crate::store::catalog::RedisCatalog;
 use crate::store::committer::Committer;
 use crate::store::loader::Loader;
+use crate::store::redis::{Link, Redis};
+use crate::store::replicas::ReplicaAcks;
 use crate::store::{Layout, ShardKeys, Store};
-use crate::transfers::Transfers;
 
 /// Why a node could not start; each says what to change.
 #[derive(Debug)]
@@ -376,11 +376,11 @@ impl Node {
         };
         let max_connections = config.max_connections;
         let listener = LimitedListener::new(listeners.sqs, max_connections, timeouts);
-        let sqs = crate::listener::serve(listener, app, stopped_serving(stopping.clone()));
+        let sqs = crate::http::listener::serve(listener, app, stopped_serving(stopping.clone()));
         let admin = async move {
             if let Some((admin, admin_app)) = admin {
                 let listener = LimitedListener::new(admin, max_connections, timeouts);
-                crate::listener::serve(listener, admin_app, stopped_serving(stopping)).await;
+                crate::http::listener::serve(listener, admin_app, stopped_serving(stopping)).await;
             }
         };
         tokio::join!(sqs, admin, shutdown);
@@ -388,7 +388,7 @@ impl Node {
         if let Some(group) = &group
             && let Some(membership) = &group.membership
         {
-            crate::group::leave(
+            crate::cluster::group::leave(
                 membership,
                 &group.link.commands(),
                 &group.layout,
@@ -437,7 +437,7 @@ async fn admitted(admission: &mut watch::Receiver<Admission>) -> bool {
 /// whether to try for its shard.
 fn in_redis(
     config: &Config,
-    target: &crate::redis::Target,
+    target: &crate::store::redis::Target,
     acks: ReplicaAcks,
     services: Vec<Service>,
     node_id: &str,
@@ -447,7 +447,7 @@ fn in_redis(
     let count = services.len();
     // WAIT blocks its connection: commits then get their own.
     let connections = Redis::new(target, acks.required()).map_err(StartError::Config)?;
-    let subscriber = crate::redis::subscriber(target).map_err(StartError::Config)?;
+    let subscriber = crate::store::redis::subscriber(target).map_err(StartError::Config)?;
     let wakes: Vec<Arc<Notify>> = (0..count).map(|_| Arc::new(Notify::new())).collect();
     let membership = (count > 1).then(|| Arc::new(Membership::new(node_id, wakes.clone())));
     let one_at_a_time = Arc::new(tokio::sync::Mutex::new(()));
@@ -515,7 +515,7 @@ impl RedisGroup {
         stopped: watch::Receiver<bool>,
     ) -> Option<Arc<dyn Catalog>> {
         self.redis.start(stopped.clone());
-        crate::redis::log_connection_errors(&self.subscriber, "notices");
+        crate::store::redis::log_connection_errors(&self.subscriber, "notices");
         self.subscriber.connect();
         let mut channels: Vec<(String, Arc<Notify>)> = running
             .iter()
@@ -554,7 +554,8 @@ impl RedisGroup {
         let membership = self.membership.clone();
         let shards = running.len();
         tokio::spawn(async move {
-            match crate::group::check_shard_count(&link, &layout, shards, election.retry_every).await {
+            match crate::cluster::group::check_shard_count(&link, &layout, shards, election.retry_every).await
+            {
                 // Reported by `serve`, which returns it after shutting down.
                 Err(wrong) => {
                     let _ = admit.send(Admission::Refused(wrong.to_string()));
@@ -562,7 +563,7 @@ impl RedisGroup {
                 Ok(()) => {
                     let _ = admit.send(Admission::Cleared);
                     if let Some(membership) = membership {
-                        crate::group::run_heartbeats(
+                        crate::cluster::group::run_heartbeats(
                             membership,
                             link,
                             layout,

@@ -15,7 +15,7 @@ use std::time::{Duration, Instant};
 
 use aws_sdk_sqs::error::ProvideErrorMetadata;
 use common::*;
-use ssq::shards::Placement;
+use ssq::service::shards::Placement;
 
 const SHARDS: usize = 12;
 

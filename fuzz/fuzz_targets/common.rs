@@ -5,7 +5,7 @@
 use std::sync::Arc;
 
 use ssq::api::{Action, Api, Input, Render, RequestContext, dispatch};
-use ssq::clock::SystemClock;
+use ssq::queue::clock::SystemClock;
 use ssq::metrics::Metrics;
 use ssq::service::Service;
 

@@ -31,10 +31,10 @@ use std::sync::{Arc, OnceLock};
 use serde::de::DeserializeOwned;
 
 use crate::error::{ErrorCode, Result, SqsError};
-use crate::move_tasks::MoveTasks;
 use crate::queue::{QueueArn, key};
 use crate::service::Service;
-use crate::shards::Catalog;
+use crate::service::move_tasks::MoveTasks;
+use crate::service::shards::Catalog;
 use model::*;
 use shape::{Member, Shape};
 

@@ -5,10 +5,10 @@ use super::model::*;
 use super::params::{Page, in_range, required};
 use super::{Api, RequestContext};
 use crate::error::{ErrorCode, Result, SqsError};
-use crate::move_tasks::{MAX_RATE, MoveRequest};
 use crate::queue::move_task::MoveStatus;
 use crate::queue::{QueueArn, key};
 use crate::queue::{QueueAttributes, attributes};
+use crate::service::move_tasks::{MAX_RATE, MoveRequest};
 
 /// A RedrivePolicy may only name an existing queue of the same type (FIFO
 /// or standard) whose RedriveAllowPolicy lets this queue in.
@@ -193,7 +193,7 @@ pub(super) async fn cancel_message_move_task(
 ) -> Result<CancelMessageMoveTaskOutput> {
     let handle = required(input.task_handle, "TaskHandle")?;
     // AWS's words: a handle that is not one, then its source queue's.
-    let source_arn = crate::move_tasks::source_arn_of(&handle)
+    let source_arn = crate::service::move_tasks::source_arn_of(&handle)
         .ok_or_else(|| SqsError::invalid_parameter("Value for parameter TaskHandle is invalid."))?;
     let source = existing_queue_of_arn(api, ctx, &source_arn, "SourceArn")?;
     let task = api

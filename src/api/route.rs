@@ -60,7 +60,7 @@ pub fn route(ctx: &RequestContext, action: Action, input: &Input) -> Route {
             .and_then(|arn| redrive::queue_of_arn(ctx, &arn, "SourceArn").ok()),
         Action::CancelMessageMoveTask => names
             .task_handle
-            .and_then(|handle| crate::move_tasks::source_arn_of(&handle))
+            .and_then(|handle| crate::service::move_tasks::source_arn_of(&handle))
             .and_then(|arn| redrive::queue_of_arn(ctx, &arn, "SourceArn").ok()),
         _ => names.queue_url.and_then(|url| ctx.queue_name(Some(&url)).ok()),
     };

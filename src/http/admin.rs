@@ -30,13 +30,13 @@ use base64::Engine;
 use serde::Deserialize;
 
 use super::{AppState, Output, Wire, answer, answer_error, leader_json, read_request, record, run, serving};
-use crate::activity::{ActivityHistory, SAMPLE_EVERY};
 use crate::api::peek::{self, PeekParams};
 use crate::api::{self, Action, Route};
 use crate::error::{ErrorCode, SqsError};
+use crate::http::activity::{ActivityHistory, SAMPLE_EVERY};
+use crate::http::sigv4::constant_time_eq;
 use crate::protocol::xml::escape;
 use crate::queue::{QueueArn, key};
-use crate::sigv4::constant_time_eq;
 
 const PAGE: &str = include_str!("admin/page.html");
 const SCRIPT: &str = include_str!("admin/app.js");
@@ -56,7 +56,7 @@ pub struct AdminState {
 impl AdminState {
     pub fn new(activity: Arc<ActivityHistory>, queue_base_url: Option<String>) -> AdminState {
         AdminState {
-            csrf_token: format!("{:032x}", crate::random::uuid().as_u128()),
+            csrf_token: format!("{:032x}", crate::queue::random::uuid().as_u128()),
             activity,
             queue_base_url,
         }
@@ -214,7 +214,7 @@ struct QueueSummary {
     in_flight: usize,
     delayed: usize,
     oldest_age_seconds: Option<u64>,
-    rates: crate::activity::Rates,
+    rates: crate::http::activity::Rates,
     /// The key of its dead-letter queue, if it has one that exists.
     dead_letter_queue: Option<String>,
     /// The keys of the queues whose dead-letter queue it is.
@@ -312,7 +312,7 @@ async fn messages(State(state): State<Arc<AppState>>, uri: Uri, headers: HeaderM
     if !signed_in(&state, &headers) {
         return sign_in();
     }
-    let request_id = crate::random::uuid().to_string();
+    let request_id = crate::queue::random::uuid().to_string();
     let looking = state.clone();
     let look = move || {
         serving(&looking)?;
@@ -341,7 +341,7 @@ async fn call(State(state): State<Arc<AppState>>, uri: Uri, headers: HeaderMap, 
         return sign_in();
     }
     let started = Instant::now();
-    let request_id = crate::random::uuid().to_string();
+    let request_id = crate::queue::random::uuid().to_string();
     let result: Result<(Action, Output), SqsError> = async {
         not_forged(&state, &headers)?;
         let (body, _permit) = state.body_budget.read(body, state.request_timeout).await?;

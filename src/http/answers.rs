@@ -25,7 +25,7 @@ use http_body::{Frame, SizeHint};
 use http_body_util::BodyExt;
 
 use super::{AppState, Wire, answer_error};
-use crate::request_body::BodyPermit;
+use crate::http::request_body::BodyPermit;
 
 /// Answers up to this size are not counted: a connection holds that much
 /// of its own anyway (its read buffer), and most answers are far smaller.
@@ -59,7 +59,7 @@ pub(super) async fn budgeted(State(state): State<Arc<AppState>>, request: Reques
             }),
         ),
         Err(error) => {
-            let request_id = crate::random::uuid().to_string();
+            let request_id = crate::queue::random::uuid().to_string();
             answer_error(&state, wire, &request_id, "answer", &error)
         }
     }

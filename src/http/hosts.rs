@@ -195,7 +195,7 @@ fn refused(
     } else {
         Wire::of(headers)
     };
-    let request_id = crate::random::uuid().to_string();
+    let request_id = crate::queue::random::uuid().to_string();
     answer_error(
         state,
         wire,

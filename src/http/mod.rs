@@ -20,23 +20,27 @@ use axum::response::{IntoResponse, Response};
 use axum::routing::get;
 
 use crate::api::{self, Action, Api, AsJson, AsTree, Input, RequestContext, RequestRegion, Route};
+use crate::cluster::election::{LockStore, RedisLock};
+use crate::cluster::group::Membership;
 use crate::config::Regions;
-use crate::election::{LockStore, RedisLock};
 use crate::error::{ErrorCode, SqsError};
-use crate::group::Membership;
+use crate::http::request_body::{BodyBudget, BodyPermit};
 use crate::leader::{LeaderInfo, Leadership, Role};
 use crate::metrics::Metrics;
 use crate::protocol::{json, query};
-use crate::request_body::{BodyBudget, BodyPermit};
-use crate::shards::Placement;
+use crate::service::shards::Placement;
 use forward::Forwarder;
 
+pub mod activity;
 pub mod admin;
 mod answers;
 pub mod forward;
 mod heavy;
 pub mod hosts;
+pub mod listener;
 mod peek;
+pub mod request_body;
+pub mod sigv4;
 
 /// One shard as the HTTP front sees it: its API, whether this instance
 /// serves it and, with Redis, its lock (to find its leader).
@@ -76,7 +80,7 @@ pub struct AppState {
     /// The names requests may come by (`hosts.rs`).
     pub allowed_hosts: hosts::AllowedHosts,
     /// When set, every SQS request must be signed with one of these.
-    pub credentials: Option<crate::sigv4::Credentials>,
+    pub credentials: Option<crate::http::sigv4::Credentials>,
     /// Time a client has to send a request's body.
     pub request_timeout: std::time::Duration,
     /// How long a request for a shard with no leader waits for one (in a
@@ -156,7 +160,7 @@ impl AppState {
                     .map(str::to_string);
                 let home = self.region.clone();
                 RequestRegion::read_when_asked(move || {
-                    crate::sigv4::signed_region(authorization.as_ref(), presigned.as_deref())
+                    crate::http::sigv4::signed_region(authorization.as_ref(), presigned.as_deref())
                         .unwrap_or_else(|| home.clone())
                 })
             }
@@ -283,7 +287,7 @@ async fn sqs(State(state): State<Arc<AppState>>, request: Request) -> Response {
     let (parts, body) = request.into_parts();
     let (method, uri, headers) = (&parts.method, &parts.uri, &parts.headers);
     let started = Instant::now();
-    let request_id = crate::random::uuid().to_string();
+    let request_id = crate::queue::random::uuid().to_string();
     let wire = Wire::of(headers);
     let (action, result) = match admit(&state, wire, method, uri, headers, body).await {
         Err(error) => (None, Err(error)),
@@ -390,7 +394,7 @@ impl Forwarded {
                         shard.leadership.shard()
                     ),
                 );
-                let request_id = crate::random::uuid().to_string();
+                let request_id = crate::queue::random::uuid().to_string();
                 Handled::Forwarded(answer_error(state, wire, &request_id, action.name(), &error))
             }
             Forwarded::NoLeader => Handled::Ran(Err(not_serving(state, &shard.leadership))),

@@ -73,7 +73,7 @@ async fn respond(
     path: Option<(String, String, String)>,
 ) -> Response {
     let started = Instant::now();
-    let request_id = crate::random::uuid().to_string();
+    let request_id = crate::queue::random::uuid().to_string();
     let wire = Wire::of(headers);
     let form = Form {
         wire,

@@ -4,10 +4,11 @@
 //! argument, so the timing rules (delays, visibility timeouts, retention) are
 //! tested by passing numbers, and so that deadlines mean the same thing on any
 //! instance that later loads them. Locking, long polling and persistence live
-//! in the service (`src/service.rs`), on top of this.
+//! in the service (`src/service/`), on top of this.
 
 pub mod arn;
 pub mod attributes;
+pub mod clock;
 pub mod key;
 pub mod limits;
 pub mod message;
@@ -15,6 +16,7 @@ pub mod move_task;
 pub mod peek;
 #[allow(clippy::module_inception)]
 mod queue;
+pub mod random;
 pub mod receipt;
 
 pub use arn::QueueArn;

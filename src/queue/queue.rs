@@ -611,7 +611,7 @@ impl Queue {
         let seq = self.take_seq();
         let message = Message {
             seq,
-            id: crate::random::uuid(),
+            id: crate::queue::random::uuid(),
             body: new.body.into(),
             attributes: Arc::new(new.attributes),
             md5_of_body,
@@ -784,7 +784,9 @@ impl Queue {
             let message = self.messages.get_mut(&seq).expect("just placed");
             message.receive_count = message.receive_count.saturating_add(1);
             message.first_received_at.get_or_insert(now);
-            let key = *message.receipt_key.get_or_insert_with(crate::random::nonce);
+            let key = *message
+                .receipt_key
+                .get_or_insert_with(crate::queue::random::nonce);
             let receipt_handle = ReceiptHandle::issue(seq, message.receive_count, key);
             let snapshot = message.clone();
             self.record(|_| Change::State(snapshot.clone()));

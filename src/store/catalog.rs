@@ -14,7 +14,7 @@ use std::collections::HashMap;
 
 use crate::error::{ErrorCode, SqsError};
 use crate::queue::QueueMeta;
-use crate::shards::{Catalog, Placement};
+use crate::service::shards::{Catalog, Placement};
 use crate::store::{ShardKeys, codec};
 
 pub struct RedisCatalog {

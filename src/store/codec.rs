@@ -475,7 +475,7 @@ pub(super) fn sample_message(seq: u64, state: MessageState) -> Message {
     );
     Message {
         seq,
-        id: crate::random::uuid(),
+        id: crate::queue::random::uuid(),
         body: "body \" with json ✓".into(),
         md5_of_body: crate::queue::message::md5_of_body("body \" with json ✓"),
         attributes: Arc::new(attributes),
@@ -666,7 +666,7 @@ mod tests {
     #[test]
     fn dedup_entries_round_trip() {
         let entry = DedupEntry {
-            message_id: crate::random::uuid(),
+            message_id: crate::queue::random::uuid(),
             seq: 42,
             expires_at: 1_700_000_300_000,
         };

@@ -36,7 +36,7 @@ use super::loader::Loader;
 use crate::error::{ErrorCode, SqsError};
 use crate::journal::Pending;
 use crate::leader::StepDown;
-use crate::replicas::ReplicaAcks;
+use crate::store::replicas::ReplicaAcks;
 
 /// A batch stops growing at this many bytes of arguments (one more write
 /// may cross it): large messages then commit in several round trips rather
@@ -72,7 +72,7 @@ impl Committer {
             acks: ReplicaAcks::NONE,
             store,
             loader,
-            script: Script::from_lua(include_str!("../lua/commit.lua")),
+            script: Script::from_lua(include_str!("lua/commit.lua")),
             timeout,
             consecutive_failures: AtomicU32::new(0),
             max_reload_delay,

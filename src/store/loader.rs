@@ -64,7 +64,7 @@ impl Loader {
         Loader {
             store,
             retry_every,
-            fence_script: Script::from_lua(include_str!("../lua/load_fence.lua")),
+            fence_script: Script::from_lua(include_str!("lua/load_fence.lua")),
         }
     }
 
@@ -127,7 +127,7 @@ impl Loader {
                 Error::new(ErrorKind::Unknown, "the term ended"),
             ));
         };
-        let load_id: Arc<str> = format!("{current}-{:032x}", crate::random::uuid().as_u128()).into();
+        let load_id: Arc<str> = format!("{current}-{:032x}", crate::queue::random::uuid().as_u128()).into();
         self.fence_script
             .evalsha_with_reload::<i64, _, _>(
                 &self.store.link.commands(),

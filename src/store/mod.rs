@@ -15,6 +15,8 @@ pub mod codec;
 pub mod committer;
 pub mod layout;
 pub mod loader;
+pub mod redis;
+pub mod replicas;
 
 use std::sync::Arc;
 
@@ -24,7 +26,7 @@ use crate::metrics::Metrics;
 
 pub use layout::Layout;
 
-use crate::redis::Link;
+use crate::store::redis::Link;
 
 /// What the loader and the committer of one leadership unit share: the
 /// Redis connections that reach its keys, where its keys are, the memory they keep and the

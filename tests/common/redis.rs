@@ -144,8 +144,8 @@ impl RedisServer {
         format!("redis://127.0.0.1:{}", self.port)
     }
 
-    fn target(&self) -> ssq::redis::Target {
-        ssq::redis::Target {
+    fn target(&self) -> ssq::store::redis::Target {
+        ssq::store::redis::Target {
             url: self.url(),
             command_timeout: Duration::from_secs(5),
             reconnect_every: Duration::from_millis(500),
@@ -155,8 +155,8 @@ impl RedisServer {
 
     /// ssq's connections to this Redis, connecting: `link(key)` on them
     /// reaches it as a shard's parts do.
-    pub fn connections(&self) -> ssq::redis::Redis {
-        let redis = ssq::redis::Redis::new(&self.target(), false).unwrap();
+    pub fn connections(&self) -> ssq::store::redis::Redis {
+        let redis = ssq::store::redis::Redis::new(&self.target(), false).unwrap();
         // One Redis: nothing to follow, so nothing to stop.
         redis.start(tokio::sync::watch::channel(false).1);
         redis
@@ -165,7 +165,7 @@ impl RedisServer {
     /// A connected client built as ssq builds its own, with a 5 s timeout.
     pub async fn client(&self) -> fred::prelude::Client {
         use fred::prelude::ClientLike;
-        let client = ssq::redis::client(&self.target()).unwrap();
+        let client = ssq::store::redis::client(&self.target()).unwrap();
         client.init().await.unwrap();
         client
     }

@@ -131,7 +131,7 @@ mod tests {
     #[tokio::test(start_paused = true)]
     async fn samples_every_interval_until_stopped() {
         let metrics = Arc::new(crate::metrics::Metrics::new("test"));
-        let service = Arc::new(Service::new(Arc::new(crate::clock::SystemClock), metrics));
+        let service = Arc::new(Service::new(Arc::new(crate::queue::clock::SystemClock), metrics));
         service
             .create_queue("q", &Default::default(), Default::default())
             .await

@@ -21,7 +21,7 @@ use crate::journal::Transfer;
 use crate::queue::move_task::{self, MoveStatus, MoveTaskRecord};
 use crate::queue::{Message, Queue, QueueArn, key};
 use crate::service::Service;
-use crate::shards::Catalog;
+use crate::service::shards::Catalog;
 
 /// AWS's ceiling and default for MaxNumberOfMessagesPerSecond.
 pub const MAX_RATE: u32 = 500;
@@ -133,7 +133,8 @@ impl MoveTasks {
 /// so that the handle alone names the queue whose records hold the task.
 fn handle_for(source_arn: &str) -> String {
     use base64::Engine;
-    let json = serde_json::json!({"taskId": crate::random::uuid().to_string(), "sourceArn": source_arn});
+    let json =
+        serde_json::json!({"taskId": crate::queue::random::uuid().to_string(), "sourceArn": source_arn});
     base64::engine::general_purpose::STANDARD.encode(json.to_string())
 }
 

@@ -22,9 +22,9 @@ use tokio::time::{Instant, sleep, sleep_until, timeout};
 
 use crate::leader::{LeaderInfo, Leadership, StepDown};
 use crate::metrics::Metrics;
-use crate::redis::Link;
-use crate::replicas::ReplicaAcks;
 use crate::store::Layout;
+use crate::store::redis::Link;
+use crate::store::replicas::ReplicaAcks;
 
 #[derive(Debug, Clone, Copy)]
 pub struct ElectionConfig {
@@ -436,7 +436,7 @@ impl RedisLock {
 
 impl LockStore for RedisLock {
     async fn acquire(&self) -> Result<Acquire, LockError> {
-        let nonce = format!("{:016x}", crate::random::nonce());
+        let nonce = format!("{:016x}", crate::queue::random::nonce());
         let args = vec![
             self.node_id.clone(),
             self.advertise_url.clone(),
@@ -501,8 +501,8 @@ mod tests {
     use std::sync::Mutex;
 
     use super::*;
-    use crate::clock::SystemClock;
     use crate::leader::Role;
+    use crate::queue::clock::SystemClock;
     use crate::service::Service;
 
     /// A lock in memory whose answers the test controls.

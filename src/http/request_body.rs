@@ -10,7 +10,7 @@
 //! of bytes (`--max-body-buffer`): a request that would go past it is
 //! refused at once with a retryable 503, and memory stays bounded whatever
 //! clients do. With `--credentials`, requests that are not signed with a
-//! known key never get this far (see [`crate::sigv4::Credentials::check_head`]).
+//! known key never get this far (see [`crate::http::sigv4::Credentials::check_head`]).
 
 use std::sync::Arc;
 use std::time::Duration;

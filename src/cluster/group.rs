@@ -21,10 +21,10 @@ use fred::types::scripts::Script;
 use tokio::sync::{Notify, watch};
 use tokio::time::sleep;
 
-use crate::election::Wish;
+use crate::cluster::election::Wish;
 use crate::leader::Leadership;
-use crate::redis::Link;
 use crate::store::Layout;
+use crate::store::redis::Link;
 
 /// This instance's view of the group.
 pub struct Membership {
@@ -77,7 +77,7 @@ impl Membership {
     }
 
     fn share_among(&self, members: usize) -> usize {
-        crate::shards::share(self.shards, members)
+        crate::service::shards::share(self.shards, members)
     }
 
     /// What this instance should do with `shard`: lead it while it leads no
@@ -99,7 +99,7 @@ impl Membership {
             })
             .unwrap_or_default();
         let wanted = match led.contains(&shard) {
-            true => !known || !crate::shards::surplus(&self.node_id, &led, share).contains(&shard),
+            true => !known || !crate::service::shards::surplus(&self.node_id, &led, share).contains(&shard),
             false => known && led.len() < share,
         };
         match wanted {
@@ -231,9 +231,9 @@ pub async fn check_shard_count(
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::clock::SystemClock;
     use crate::leader::{LeaderInfo, Role};
     use crate::metrics::Metrics;
+    use crate::queue::clock::SystemClock;
     use crate::service::Service;
 
     fn membership_of(node: &str, shards: usize) -> (Membership, Vec<Arc<Leadership>>) {

@@ -35,9 +35,9 @@ use tokio::sync::{Notify, watch};
 
 use crate::journal::{Transfer, Write};
 use crate::leader::Leadership;
-use crate::replicas::ReplicaAcks;
 use crate::service::Service;
-use crate::shards::Placement;
+use crate::service::shards::Placement;
+use crate::store::replicas::ReplicaAcks;
 use crate::store::{ShardKeys, codec};
 
 /// Stream entries read at a time.

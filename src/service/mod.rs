@@ -14,6 +14,9 @@
 //! every leadership change or reload bumps; the store refuses changes made in
 //! an older generation.
 
+pub mod move_tasks;
+pub mod shards;
+
 use std::collections::{BTreeMap, HashMap};
 use std::future::Future;
 use std::pin::Pin;
@@ -24,16 +27,16 @@ use std::time::Duration;
 use tokio::sync::{Notify, mpsc, oneshot};
 use tokio::time::Instant;
 
-use crate::clock::Clock;
 use crate::error::{ErrorCode, Result, SqsError};
 use crate::journal::{Memory, Pending, Transfer, Write};
 use crate::metrics::Metrics;
+use crate::queue::clock::Clock;
 use crate::queue::{
     Activity, Counts, DeadLetter, DeadLetterQueue, Message, NewMessage, Queue, QueueAttributes, Received,
     Sent,
 };
 use crate::queue::{key, validate_name};
-use crate::shards::Placement;
+use crate::service::shards::Placement;
 
 /// What one instance holds at most; beyond it, CreateQueue and sends answer
 /// OverLimit rather than letting memory run out.
@@ -1031,8 +1034,8 @@ impl Memory for Service {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::clock::TokioClock;
     use crate::queue::MessageAttributes;
+    use crate::queue::clock::TokioClock;
 
     const T0: u64 = 1_700_000_000_000;
 
@@ -1133,7 +1136,7 @@ mod tests {
     #[tokio::test]
     async fn create_is_idempotent_only_for_agreeing_attributes() {
         let svc = Service::new(
-            Arc::new(crate::clock::SystemClock),
+            Arc::new(crate::queue::clock::SystemClock),
             Arc::new(Metrics::new("test")),
         );
         let attrs = BTreeMap::from([("VisibilityTimeout".to_string(), "60".to_string())]);
@@ -1159,7 +1162,7 @@ mod tests {
     #[tokio::test]
     async fn names_list_by_prefix_in_pages() {
         let svc = Service::new(
-            Arc::new(crate::clock::SystemClock),
+            Arc::new(crate::queue::clock::SystemClock),
             Arc::new(Metrics::new("test")),
         );
         for name in ["b1", "a", "b2", "b3", "c", "eu-north-1/b1", "eu-north-1/b4", "e"] {
