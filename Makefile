@@ -28,10 +28,10 @@ test-deps:
 test-rust:
 	cargo test
 
-# Faults under load, then a history check (tests/chaos.rs): two to three
+# Faults under load, then a history check (tests/ha/chaos.rs): two to three
 # minutes; CHAOS_SECONDS=N for longer, CHAOS_SEED=S to replay a run.
 chaos: test-deps
-	cargo test --test chaos -- --ignored --nocapture
+	cargo test --test ha chaos:: -- --ignored --nocapture
 
 # Python clients (boto3, the AWS CLI) against the debug binary `cargo test` built.
 test-python: $(PYTHON_DEPS)

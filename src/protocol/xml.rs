@@ -194,7 +194,7 @@ pub fn write_fields(sink: &mut impl Sink, fields: &Map<String, Value>, members: 
         match Member::find(members, key) {
             Some(member) => write_member(sink, member.query_name(), &member.kind, value),
             // Not in the model's table: written under its JSON name, so
-            // that nothing is lost (tests/protocols.rs compares every answer
+            // that nothing is lost (tests/sqs/protocols.rs compares every answer
             // with JSON's and fails on it).
             None => element(sink, key, |sink| scalar(sink, value)),
         }

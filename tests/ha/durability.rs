@@ -1,15 +1,13 @@
 //! Durability with real processes: what a client was told succeeded is in
 //! Redis, and a new leader continues exactly where the old one stopped.
 
-mod common;
-
 use std::collections::{BTreeMap, BTreeSet};
 use std::time::Duration;
 
 use aws_sdk_sqs::types::{
     MessageAttributeValue, MessageSystemAttributeName, QueueAttributeName, SendMessageBatchRequestEntry,
 };
-use common::{RedisServer, Server, client_without_retries, create_queue_url, queue_url, single_leader};
+use crate::common::{RedisServer, Server, client_without_retries, create_queue_url, queue_url, single_leader};
 
 fn attr(value: &str) -> MessageAttributeValue {
     MessageAttributeValue::builder()
@@ -521,7 +519,7 @@ async fn send_once(sqs: &aws_sdk_sqs::Client, url: &str) -> String {
         .message_body("once")
         .message_group_id("g")
         .message_deduplication_id("once");
-    common::message_id_of(request, url).await
+    crate::common::message_id_of(request, url).await
 }
 
 #[tokio::test]
@@ -559,7 +557,7 @@ async fn fifo_order_deduplication_and_dead_letters_survive_a_failover() {
     )
     .await;
     for (body, group) in [("g1-m1", "1"), ("g1-m2", "1"), ("g2-m1", "2")] {
-        common::send_grouped(&sqs, &turns, body, group).await;
+        crate::common::send_grouped(&sqs, &turns, body, group).await;
     }
     let taken = sqs
         .receive_message()
@@ -663,7 +661,7 @@ async fn fifo_order_deduplication_and_dead_letters_survive_a_failover() {
         "the deduplication window survives"
     );
     assert_eq!(
-        common::receive_bodies(&sqs, &fifo, 10).await,
+        crate::common::receive_bodies(&sqs, &fifo, 10).await,
         ["m0", "m1", "m2", "m3", "m4"],
         "order survives, and the duplicate added nothing"
     );
@@ -680,7 +678,7 @@ async fn fifo_order_deduplication_and_dead_letters_survive_a_failover() {
     let dead_letters = sqs.receive_message().queue_url(&dead).send().await.unwrap();
     assert_eq!(dead_letters.messages()[0].body(), Some("poison"));
     assert_eq!(
-        common::receive_bodies(&sqs, &turns, 3).await,
+        crate::common::receive_bodies(&sqs, &turns, 3).await,
         ["g2-m1", "g1-m1"],
         "the groups' turns survive the failover"
     );
@@ -703,15 +701,15 @@ async fn queues_of_other_regions_survive_a_failover() {
         .map(|id| Server::start_node(&redis, id))
         .collect();
     let leader = leader_of(&nodes).await;
-    let europe = common::client_in_region(&nodes[leader].url, "eu-central-1");
+    let europe = crate::common::client_in_region(&nodes[leader].url, "eu-central-1");
     let home = client_without_retries(&nodes[leader].url);
     let europe_url = create_queue_url(&europe, "same", &[]).await;
     create_queue_url(&home, "same", &[]).await;
-    common::send_body(&europe, &europe_url, "kept in europe").await;
+    crate::common::send_body(&europe, &europe_url, "kept in europe").await;
 
     nodes.remove(leader).signal("KILL");
     let leader = leader_of(&nodes).await;
-    let europe = common::client_in_region(&nodes[leader].url, "eu-central-1");
+    let europe = crate::common::client_in_region(&nodes[leader].url, "eu-central-1");
     let home = client_without_retries(&nodes[leader].url);
     let found = europe.get_queue_url().queue_name("same").send().await.unwrap();
     let europe_url = found.queue_url().unwrap().to_string();
@@ -719,11 +717,11 @@ async fn queues_of_other_regions_survive_a_failover() {
         europe_url.contains("/queue/eu-central-1/000000000000/same"),
         "{europe_url}"
     );
-    let received = common::receive_plain(&europe, &europe_url).await;
+    let received = crate::common::receive_plain(&europe, &europe_url).await;
     assert_eq!(received[0].body(), Some("kept in europe"));
     let home_url = home.get_queue_url().queue_name("same").send().await.unwrap();
     assert!(
-        common::receive_plain(&home, home_url.queue_url().unwrap())
+        crate::common::receive_plain(&home, home_url.queue_url().unwrap())
             .await
             .is_empty()
     );
@@ -749,7 +747,7 @@ async fn a_fifo_receive_retried_with_its_attempt_id_after_a_failover_gets_the_sa
     )
     .await;
     for body in ["first", "second", "third"] {
-        common::send_grouped(&sqs, &url, body, "g").await;
+        crate::common::send_grouped(&sqs, &url, body, "g").await;
     }
     let receive = |sqs: aws_sdk_sqs::Client| {
         let url = url.clone();
@@ -792,7 +790,7 @@ async fn a_fifo_receive_retried_with_its_attempt_id_after_a_failover_gets_the_sa
             .unwrap();
     }
     assert_eq!(
-        common::receive_bodies(&sqs, &url, 10).await,
+        crate::common::receive_bodies(&sqs, &url, 10).await,
         ["third"],
         "the handles deleted them"
     );
@@ -817,7 +815,7 @@ async fn a_message_move_task_survives_a_leader_crash_and_moves_every_message_onc
     let target = create_queue_url(&sqs, "target", &[]).await;
     const MESSAGES: usize = 300;
     let bodies: Vec<String> = (0..MESSAGES).map(|i| format!("m{i}")).collect();
-    common::send_batches(&sqs, &dlq, &bodies).await;
+    crate::common::send_batches(&sqs, &dlq, &bodies).await;
     let handle = sqs
         .start_message_move_task()
         .source_arn(dlq_arn)
@@ -833,7 +831,7 @@ async fn a_message_move_task_survives_a_leader_crash_and_moves_every_message_onc
     nodes.remove(leader).signal("KILL");
     let leader = leader_of(&nodes).await;
     let sqs = client_without_retries(&nodes[leader].url);
-    let completed = common::wait_for(Duration::from_secs(30), || async {
+    let completed = crate::common::wait_for(Duration::from_secs(30), || async {
         let listed = sqs.list_message_move_tasks().source_arn(dlq_arn).send().await;
         listed.is_ok_and(|l| l.results().first().and_then(|t| t.status()) == Some("COMPLETED"))
     })
@@ -852,11 +850,11 @@ async fn a_message_move_task_survives_a_leader_crash_and_moves_every_message_onc
         Some(MESSAGES as i64)
     );
     let cancel_finished = sqs.cancel_message_move_task().task_handle(&handle).send().await;
-    assert_eq!(common::error_code(cancel_finished), "InvalidParameterValue");
+    assert_eq!(crate::common::error_code(cancel_finished), "InvalidParameterValue");
 
     let mut bodies = Vec::new();
     loop {
-        let got = common::receive_bodies(&sqs, &target, 10).await;
+        let got = crate::common::receive_bodies(&sqs, &target, 10).await;
         if got.is_empty() {
             break;
         }
@@ -869,7 +867,7 @@ async fn a_message_move_task_survives_a_leader_crash_and_moves_every_message_onc
         "every message arrived once"
     );
     assert!(
-        common::receive_bodies(&sqs, &dlq, 10).await.is_empty(),
+        crate::common::receive_bodies(&sqs, &dlq, 10).await.is_empty(),
         "none left behind"
     );
 }
@@ -919,7 +917,7 @@ async fn a_load_that_redis_restarts_under_still_reads_every_message() {
         batch.await.unwrap();
     }
     let stored = || -> usize {
-        common::redis_cli(redis.port, &["HLEN", "{ssq}:q:backlog:bodies"])
+        crate::common::redis_cli(redis.port, &["HLEN", "{ssq}:q:backlog:bodies"])
             .trim()
             .parse()
             .unwrap()
@@ -937,14 +935,14 @@ async fn a_load_that_redis_restarts_under_still_reads_every_message() {
         loader.signal("STOP");
         redis.kill();
         redis.restart();
-        let up = common::wait_for(Duration::from_secs(20), || async {
-            common::redis_cli(redis.port, &["PING"]).trim() == "PONG"
+        let up = crate::common::wait_for(Duration::from_secs(20), || async {
+            crate::common::redis_cli(redis.port, &["PING"]).trim() == "PONG"
         })
         .await;
         assert!(up.is_some(), "Redis has loaded its data again");
         loader.signal("CONT");
         assert!(
-            common::wait_for(Duration::from_secs(60), || loader.is_ready())
+            crate::common::wait_for(Duration::from_secs(60), || loader.is_ready())
                 .await
                 .is_some(),
             "the leader serves after the restart"

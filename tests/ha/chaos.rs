@@ -15,15 +15,13 @@
 //! minutes. `CHAOS_SECONDS` sets how long faults go on (default 45),
 //! `CHAOS_SEED` replays a run's faults (each run prints its seed).
 
-mod common;
-
 use std::collections::{BTreeMap, HashMap};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use aws_sdk_sqs::types::QueueAttributeName;
-use common::{Endpoints, HoldingRelay, RedisServer, Server, redis_cli};
+use crate::common::{Endpoints, HoldingRelay, RedisServer, Server, redis_cli};
 use rand::{Rng, SeedableRng};
 
 /// The queues' visibility timeout: a message not deleted comes back after it.
@@ -125,7 +123,7 @@ impl Group {
 }
 
 fn queue_url(name: &str) -> String {
-    common::queue_url(name)
+    crate::common::queue_url(name)
 }
 
 /// Sends `body` until an instance acknowledges it or patience runs out.
@@ -421,7 +419,7 @@ async fn no_fault_loses_resurrects_hastens_or_reorders_a_message() {
     for slot in 0..3 {
         group.start_in(slot);
     }
-    let leader = common::wait_for(Duration::from_secs(15), || async {
+    let leader = crate::common::wait_for(Duration::from_secs(15), || async {
         group.leader().await.is_some()
     })
     .await;

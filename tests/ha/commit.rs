@@ -3,11 +3,9 @@
 //! once received), and a script cache that Redis lost (a restart, SCRIPT
 //! FLUSH) is filled again without failing a write.
 
-mod common;
-
 use std::collections::HashMap;
 
-use common::{InProcessNode, RedisServer, new_message};
+use crate::common::{InProcessNode, RedisServer, new_message};
 use fred::prelude::*;
 use ssq::service::ReceiveRequest;
 

@@ -1,11 +1,9 @@
 //! Redis that requires a password, or an ACL user, as production Redis does:
 //! ssq takes both from the URL. A wrong password never leads, and says why.
 
-mod common;
-
 use std::time::Duration;
 
-use common::{FAST_LOCK, RedisServer, Server, single_leader};
+use crate::common::{FAST_LOCK, RedisServer, Server, single_leader};
 
 fn node(url: &str, id: &str) -> Server {
     let mut args = vec!["--redis-url", url, "--node-id", id];
@@ -42,7 +40,7 @@ async fn a_password_or_an_acl_user_in_the_url_gets_in() {
     // Hand over to the other one: both really talk to Redis.
     nodes[leader].signal("TERM");
     let other = &nodes[1 - leader];
-    let took_over = common::wait_for(Duration::from_secs(3), || other.is_ready()).await;
+    let took_over = crate::common::wait_for(Duration::from_secs(3), || other.is_ready()).await;
     assert!(took_over.is_some(), "the other authenticated instance takes over");
     let urls = other.client().list_queues().send().await.unwrap();
     assert_eq!(

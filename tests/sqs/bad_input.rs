@@ -1,9 +1,7 @@
 //! Hostile and malformed requests get SQS-shaped 4xx answers: never a 5xx,
 //! never a hang, and the server keeps serving.
 
-mod common;
-
-use common::Server;
+use crate::common::Server;
 use serde_json::{Value, json};
 
 struct Answer {
@@ -360,9 +358,9 @@ async fn message_count(sqs: &aws_sdk_sqs::Client, url: &str) -> String {
 async fn foreign_host_names_and_pages_of_other_sites_are_refused() {
     let server = Server::start();
     let sqs = server.client();
-    let url = common::create_queue_url(&sqs, "rebound", &[]).await;
+    let url = crate::common::create_queue_url(&sqs, "rebound", &[]).await;
     for body in ["a", "b", "c"] {
-        common::send_body(&sqs, &url, body).await;
+        crate::common::send_body(&sqs, &url, body).await;
     }
     let rebound = format!("rebind.test:{}", server.port);
     let origin = format!("http://{rebound}");

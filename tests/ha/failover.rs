@@ -1,12 +1,10 @@
 //! Active/passive with real processes: one redis-server per test, several
 //! ssq instances, and failures made with SIGKILL, SIGTERM and SIGSTOP.
-//! Lock timings are the short ones of `common::FAST_LOCK`.
-
-mod common;
+//! Lock timings are the short ones of `crate::common::FAST_LOCK`.
 
 use std::time::Duration;
 
-use common::{RedisServer, Server, single_leader, wait_for};
+use crate::common::{RedisServer, Server, single_leader, wait_for};
 
 const TTL: Duration = Duration::from_secs(2);
 const RENEW: Duration = Duration::from_millis(250);

@@ -2,9 +2,7 @@
 //! case here was read off a response recorded against real SQS (LocalStack's
 //! snapshots, `../shared/conformance`), not off an emulator.
 
-mod common;
-
-use common::Server;
+use crate::common::Server;
 use serde_json::{Value, json};
 
 /// A JSON-protocol call: status, body, and the x-amzn-query-error header.
@@ -960,9 +958,9 @@ async fn standard_queues_take_visibility_changes_from_expired_and_earlier_handle
 async fn the_same_name_in_two_regions_is_two_queues() {
     let server = Server::start();
     let home = server.client();
-    let europe = common::client_in_region(&server.url, "eu-central-1");
-    let home_url = common::create_queue_url(&home, "same", &[]).await;
-    let europe_url = common::create_queue_url(&europe, "same", &[]).await;
+    let europe = crate::common::client_in_region(&server.url, "eu-central-1");
+    let home_url = crate::common::create_queue_url(&home, "same", &[]).await;
+    let europe_url = crate::common::create_queue_url(&europe, "same", &[]).await;
     assert_eq!(
         home_url,
         format!("{}/000000000000/same", server.url),
@@ -996,8 +994,8 @@ async fn the_same_name_in_two_regions_is_two_queues() {
 
     // The URL says which queue, whichever region the call is signed for,
     // and over the Query protocol too (unsigned: the instance's region).
-    common::send_body(&home, &europe_url, "to europe").await;
-    assert!(common::receive_plain(&home, &home_url).await.is_empty());
+    crate::common::send_body(&home, &europe_url, "to europe").await;
+    assert!(crate::common::receive_plain(&home, &home_url).await.is_empty());
     let (status, xml) = query_call(
         &server,
         &[("Action", "ReceiveMessage"), ("QueueUrl", &europe_url)],
@@ -1010,11 +1008,11 @@ async fn the_same_name_in_two_regions_is_two_queues() {
     assert!(xml.contains(&format!("<QueueUrl>{home_url}</QueueUrl>")), "{xml}");
 
     // A dead-letter queue in eu-central-1 takes the messages of its source there.
-    let dead = common::create_queue_url(&europe, "dead", &[]).await;
+    let dead = crate::common::create_queue_url(&europe, "dead", &[]).await;
     let policy =
         r#"{"deadLetterTargetArn":"arn:aws:sqs:eu-central-1:000000000000:dead","maxReceiveCount":1}"#;
-    let flaky = common::create_queue_url(&europe, "flaky", &[("RedrivePolicy", policy)]).await;
-    common::send_body(&europe, &flaky, "poison").await;
+    let flaky = crate::common::create_queue_url(&europe, "flaky", &[("RedrivePolicy", policy)]).await;
+    crate::common::send_body(&europe, &flaky, "poison").await;
     for _ in 0..2 {
         europe
             .receive_message()
@@ -1044,7 +1042,7 @@ async fn the_same_name_in_two_regions_is_two_queues() {
     // With --regions one, every client is in the instance's region.
     let one = Server::start_with(&["--regions", "one"]);
     let url =
-        common::create_queue_url(&common::client_in_region(&one.url, "eu-central-1"), "same", &[]).await;
+        crate::common::create_queue_url(&crate::common::client_in_region(&one.url, "eu-central-1"), "same", &[]).await;
     assert_eq!(url, format!("{}/000000000000/same", one.url));
 }
 
@@ -1053,8 +1051,8 @@ async fn the_same_name_in_two_regions_is_two_queues() {
 #[tokio::test]
 async fn a_queue_name_cannot_name_a_region() {
     let server = Server::start();
-    let europe = common::client_in_region(&server.url, "eu-central-1");
-    common::create_queue_url(&europe, "there", &[]).await;
+    let europe = crate::common::client_in_region(&server.url, "eu-central-1");
+    crate::common::create_queue_url(&europe, "there", &[]).await;
     let (status, answer, _) = json_call(
         &server,
         "CreateQueue",
@@ -1134,7 +1132,7 @@ async fn message_move_task_errors_are_aws_s() {
     json_call(
         &server,
         "SendMessage",
-        json!({"QueueUrl": common::queue_url("dlq"), "MessageBody": "x"}),
+        json!({"QueueUrl": crate::common::queue_url("dlq"), "MessageBody": "x"}),
     )
     .await;
     let start =

@@ -2,11 +2,9 @@
 //! instance that trusts the test CA leads; one that does not never talks
 //! to Redis at all.
 
-mod common;
-
 use std::time::Duration;
 
-use common::{FAST_LOCK, RedisServer, Server, single_leader};
+use crate::common::{FAST_LOCK, RedisServer, Server, single_leader};
 
 #[tokio::test]
 async fn rediss_urls_connect_over_tls_to_a_trusted_certificate() {

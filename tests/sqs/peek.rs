@@ -4,13 +4,11 @@
 //! signatures and passives. boto3 over both protocols is in
 //! tests/python/test_clients.py.
 
-mod common;
-
 use std::collections::BTreeMap;
 use std::time::Duration;
 
 use aws_sdk_sqs::types::MessageSystemAttributeName;
-use common::*;
+use crate::common::*;
 use serde_json::Value;
 
 /// A GET of the endpoint with `query`, asking for JSON (LocalStack's form:
@@ -141,7 +139,7 @@ async fn shows_visible_messages_and_on_request_invisible_and_delayed_ones() {
     // The queue in the path, and the XML answer without Accept.
     let (status, doc, _) = peek(&server, "/_aws/sqs/messages/us-east-1/000000000000/browse").await;
     assert_eq!((status, bodies(&doc)), (200, vec!["two".to_string()]));
-    let xml = common::get_text(&format!("{}/_aws/sqs/messages?{q}", server.url)).await;
+    let xml = crate::common::get_text(&format!("{}/_aws/sqs/messages?{q}", server.url)).await;
     assert!(
         xml.contains("<Body>two</Body>") && !xml.contains("<Body>one</Body>"),
         "{xml}"

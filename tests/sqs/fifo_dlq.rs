@@ -1,14 +1,12 @@
 //! FIFO queues, dead-letter queues, message move tasks and permissions,
 //! through the official SDK against a running ssq.
 
-mod common;
-
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use aws_sdk_sqs::types::{MessageSystemAttributeName, QueueAttributeName};
-use common::{Server, create_queue_url, error_code, receive_plain};
+use crate::common::{Server, create_queue_url, error_code, receive_plain};
 
 fn arn(name: &str) -> String {
     format!("arn:aws:sqs:us-east-1:000000000000:{name}")

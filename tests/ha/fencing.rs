@@ -3,11 +3,9 @@
 //! instance steps down. Driven through an in-process node, so that the write is
 //! certain to reach the script after the lock changed hands.
 
-mod common;
-
 use std::collections::HashMap;
 
-use common::{InProcessNode, RedisServer, new_message};
+use crate::common::{InProcessNode, RedisServer, new_message};
 use fred::prelude::*;
 use ssq::error::ErrorCode;
 use ssq::leader::Role;
@@ -99,7 +97,7 @@ async fn a_commit_made_before_the_latest_load_writes_nothing_and_memory_is_loade
     assert_eq!(leader.leadership.role(), Role::Leader, "the leader stays leader");
 
     // It loads again, under a fence of its own, and serves.
-    common::wait_for(std::time::Duration::from_secs(10), || {
+    crate::common::wait_for(std::time::Duration::from_secs(10), || {
         let leadership = leader.leadership.clone();
         async move { leadership.is_serving() }
     })

@@ -3,15 +3,13 @@
 //! instance). At the end every acknowledged message was delivered at least
 //! once, and no message whose delete was acknowledged came back.
 
-mod common;
-
 use std::collections::BTreeSet;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use aws_sdk_sqs::types::QueueAttributeName;
-use common::{
+use crate::common::{
     Endpoints, RedisServer, Server, client_without_retries, delete_received, poll_once, queue_url,
     single_leader,
 };

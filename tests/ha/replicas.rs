@@ -4,12 +4,10 @@
 //! rather than acknowledged, the leader steps down (its renewals cannot be
 //! confirmed), and it serves again once the replica is back.
 
-mod common;
-
 use std::process::Command;
 use std::time::Duration;
 
-use common::*;
+use crate::common::*;
 
 /// The message bodies the Redis on `port` holds for queue `queue`.
 fn bodies_on(port: u16, queue: &str) -> String {

@@ -7,14 +7,12 @@
 //! move tasks cross shards exactly once. The shard count is guarded: an
 //! instance with another count refuses to start.
 
-mod common;
-
 use std::collections::{BTreeSet, HashMap, HashSet};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use aws_sdk_sqs::error::ProvideErrorMetadata;
-use common::*;
+use crate::common::*;
 use ssq::service::shards::Placement;
 
 const SHARDS: usize = 12;

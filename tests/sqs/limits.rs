@@ -2,11 +2,9 @@
 //! connection cap makes extra clients wait; slow, oversized and truncated
 //! requests get 4xx answers while the server keeps serving.
 
-mod common;
-
 use std::time::Duration;
 
-use common::{Server, error_code};
+use crate::common::{Server, error_code};
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::TcpStream;
 
@@ -168,7 +166,7 @@ async fn fifo_deduplication_records_count_toward_max_bytes() {
             break;
         }
         let received = sqs.receive_message().queue_url(&url).send().await.unwrap();
-        assert!(common::delete_received(&sqs, &url, &received.messages()[0]).await);
+        assert!(crate::common::delete_received(&sqs, &url, &received.messages()[0]).await);
     }
     // Each record counts 2 × 30 + 160 bytes: about 300 fit in 64 KiB.
     let refused_after = refused_after.expect("deduplication records reached --max-bytes");
@@ -272,7 +270,7 @@ async fn connections_beyond_the_cap_wait_for_one_to_close() {
 
 #[tokio::test]
 async fn the_operational_endpoints_can_have_an_address_of_their_own() {
-    let admin_port = common::free_port();
+    let admin_port = crate::common::free_port();
     let admin = format!("127.0.0.1:{admin_port}");
     let server = Server::start_with(&["--admin-listen", &admin, "--header-timeout", "1s"]);
     let sqs = server.client();
@@ -297,10 +295,10 @@ async fn the_operational_endpoints_can_have_an_address_of_their_own() {
         let on_sqs = reqwest::get(format!("{}{path}", server.url)).await.unwrap();
         assert_eq!(on_sqs.status(), 404, "{path} is not on the SQS address");
     }
-    let metrics = common::get_text(&format!("http://{admin}/metrics")).await;
+    let metrics = crate::common::get_text(&format!("http://{admin}/metrics")).await;
     assert!(metrics.contains("ssq_requests_total"));
     // The admin page's queue URLs point at the SQS address, not its own.
-    let overview = common::get_text(&format!("http://{admin}/admin/api/overview")).await;
+    let overview = crate::common::get_text(&format!("http://{admin}/admin/api/overview")).await;
     assert!(
         overview.contains(&format!("\"url\":\"{}/000000000000/split\"", server.url)),
         "{overview}"
@@ -428,7 +426,7 @@ async fn stalled_bodies_cannot_take_more_than_the_body_budget() {
     );
     // Normal requests still get an answer: a retryable 503 while the budget
     // is taken, never a hang.
-    let sqs = common::client_without_retries(&server.url);
+    let sqs = crate::common::client_without_retries(&server.url);
     match sqs.list_queues().send().await {
         Ok(_) => {}
         Err(error) => assert_eq!(error.raw_response().map(|r| r.status().as_u16()), Some(503)),
@@ -449,9 +447,9 @@ async fn stalled_bodies_cannot_take_more_than_the_body_budget() {
 async fn answers_clients_do_not_read_are_held_within_the_body_budget() {
     let server = Server::start_with(&["--max-body-buffer", "48MiB"]);
     let sqs = server.client();
-    let url = common::create_queue_url(&sqs, "escaped", &[]).await;
+    let url = crate::common::create_queue_url(&sqs, "escaped", &[]).await;
     for _ in 0..9 {
-        common::send_body(&sqs, &url, "<".repeat(1_048_576)).await;
+        crate::common::send_body(&sqs, &url, "<".repeat(1_048_576)).await;
     }
     let before = server.rss_kib();
     let path = format!(
@@ -494,7 +492,7 @@ async fn answers_clients_do_not_read_are_held_within_the_body_budget() {
     );
     drop(silent);
     // Once those connections are gone, a reading client gets its page.
-    let page = common::wait_for(Duration::from_secs(10), || async {
+    let page = crate::common::wait_for(Duration::from_secs(10), || async {
         reqwest::get(format!("{}{path}", server.url))
             .await
             .is_ok_and(|response| response.status() == 200)

@@ -1,8 +1,6 @@
 //! Every SQS action, driven through the official Rust SDK against a running
 //! memory-only ssq: the happy paths and the errors a client can meet.
 
-mod common;
-
 use std::collections::HashMap;
 use std::time::{Duration, Instant};
 
@@ -12,7 +10,7 @@ use aws_sdk_sqs::types::{
     MessageSystemAttributeName, MessageSystemAttributeNameForSends, MessageSystemAttributeValue,
     QueueAttributeName, SendMessageBatchRequestEntry,
 };
-use common::{Server, create_queue_url, error_code, receive_plain, send_body};
+use crate::common::{Server, create_queue_url, error_code, receive_plain, send_body};
 use md5::{Digest, Md5};
 
 fn md5_hex(bytes: &[u8]) -> String {

@@ -4,8 +4,6 @@
 //! The client must see only short unavailability, and lose nothing it was
 //! told was sent. Needs haproxy (`make test` installs it: scripts/test-deps.sh).
 
-mod common;
-
 use std::collections::BTreeSet;
 use std::process::{Child, Command, Stdio};
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -13,7 +11,7 @@ use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use aws_sdk_sqs::types::QueueAttributeName;
-use common::{
+use crate::common::{
     RedisServer, Server, client_without_retries, delete_received, free_port, poll_once, queue_url,
     single_leader,
 };

@@ -2,9 +2,7 @@
 //! official SDK signing with the right secret gets through; a wrong secret,
 //! an unknown key, no signature or a stale date get AWS's errors with 403.
 
-mod common;
-
-use common::{Server, client_signing_with, error_code};
+use crate::common::{Server, client_signing_with, error_code};
 
 /// A credentials file of its own for each server (tests run in parallel).
 fn credentials_file() -> std::path::PathBuf {

@@ -3,11 +3,9 @@
 //! AOF when the instances start, and a Redis that stalls for longer than the
 //! step-down deadline. Real redis-server and ssq processes.
 
-mod common;
-
 use std::time::{Duration, Instant};
 
-use common::{RedisServer, Server};
+use crate::common::{RedisServer, Server};
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::TcpStream;
 
@@ -70,7 +68,7 @@ async fn lead_after_loading(count: usize) -> Duration {
         "Redis loaded in {:?}: too fast to test anything",
         answered - started
     );
-    common::single_leader(&nodes, Duration::from_secs(20)).await;
+    crate::common::single_leader(&nodes, Duration::from_secs(20)).await;
     answered.elapsed()
 }
 
@@ -103,20 +101,20 @@ async fn after_a_redis_stall_service_is_back_within_a_retry() {
         .iter()
         .map(|id| Server::start_node(&redis, id))
         .collect();
-    common::single_leader(&nodes, Duration::from_secs(10)).await;
+    crate::common::single_leader(&nodes, Duration::from_secs(10)).await;
     tokio::time::sleep(Duration::from_millis(500)).await;
 
     // 2 s: longer than the 1.2 s step-down deadline, shorter than the TTL.
     let slept = redis_command(redis.port, "DEBUG SLEEP 2").await;
     assert_eq!(slept.as_deref(), Some("+OK\r\n"));
     let answered = Instant::now();
-    common::single_leader(&nodes, Duration::from_secs(10)).await;
+    crate::common::single_leader(&nodes, Duration::from_secs(10)).await;
     let after = answered.elapsed();
     assert!(
         after < Duration::from_millis(1_200),
         "served again {after:?} after Redis answered (retry 200 ms, TTL 2 s)"
     );
     // And it serves: a queue call goes through on the leader.
-    let leader = common::single_leader(&nodes, Duration::from_secs(1)).await;
+    let leader = crate::common::single_leader(&nodes, Duration::from_secs(1)).await;
     assert_eq!(nodes[leader].queue_call_status().await, Some(200));
 }

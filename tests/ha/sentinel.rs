@@ -5,12 +5,10 @@
 //! `--redis-min-replicas 1`, that holds under load through repeated kills of
 //! whichever Redis is primary, with nothing waited for by hand.
 
-mod common;
-
 use std::process::{Child, Command, Stdio};
 use std::time::Duration;
 
-use common::{RedisServer, Server, client_for, free_port, is_synced_replica, queue_url, single_leader};
+use crate::common::{RedisServer, Server, client_for, free_port, is_synced_replica, queue_url, single_leader};
 
 struct Sentinel {
     child: Child,
@@ -114,7 +112,7 @@ async fn a_sentinel_failover_of_redis_keeps_acknowledged_messages() {
     // timeouts, leadership may move once more while Redis settles.
     let clients: Vec<_> = nodes
         .iter()
-        .map(|n| common::client_without_retries(&n.url))
+        .map(|n| crate::common::client_without_retries(&n.url))
         .collect();
     let mut bodies = std::collections::BTreeSet::new();
     let deadline = std::time::Instant::now() + Duration::from_secs(20);
@@ -149,7 +147,7 @@ async fn a_sentinel_failover_of_redis_keeps_acknowledged_messages() {
 
 /// The port of the Redis the sentinel on `sentinel` names as primary.
 fn primary_port(sentinel: u16) -> Option<u16> {
-    let answer = common::redis_cli(sentinel, &["sentinel", "get-master-addr-by-name", "ssq-redis"]);
+    let answer = crate::common::redis_cli(sentinel, &["sentinel", "get-master-addr-by-name", "ssq-redis"]);
     answer.lines().nth(1)?.trim().parse().ok()
 }
 
@@ -199,7 +197,7 @@ async fn with_min_replicas_repeated_primary_kills_lose_no_acknowledged_message()
 
 /// The same without the option: a measurement of what asynchronous
 /// replication loses (docs/operations.md), run on demand:
-/// `cargo test --test sentinel -- --ignored --nocapture`.
+/// `cargo test --test ha sentinel:: -- --ignored --nocapture`.
 #[tokio::test]
 #[ignore = "a measurement for docs/operations.md, not a pass/fail check of a guarantee"]
 async fn without_min_replicas_primary_kills_may_lose_what_was_not_yet_replicated() {
@@ -226,7 +224,7 @@ async fn primary_kills(min_replicas: &str) -> Outcome {
         let mut args = aof.to_vec();
         args.extend(["--replicaof", "127.0.0.1", first_primary.as_str()]);
         let replica = RedisServer::start_with(&args);
-        let synced = common::wait_for(Duration::from_secs(10), || async {
+        let synced = crate::common::wait_for(Duration::from_secs(10), || async {
             is_synced_replica(replica.port)
         })
         .await;
@@ -257,7 +255,7 @@ async fn primary_kills(min_replicas: &str) -> Outcome {
     let clients: Arc<Vec<_>> = Arc::new(
         nodes
             .iter()
-            .map(|n| common::client_without_retries(&n.url))
+            .map(|n| crate::common::client_without_retries(&n.url))
             .collect(),
     );
     clients[leader]
@@ -359,14 +357,14 @@ async fn primary_kills(min_replicas: &str) -> Outcome {
             .position(|r| r.port == old)
             .expect("the primary is one of ours");
         redises[killed].kill();
-        let promoted = common::wait_for(Duration::from_secs(30), || async {
+        let promoted = crate::common::wait_for(Duration::from_secs(30), || async {
             primary_port(sentinels[0].port).is_some_and(|now| now != old)
         })
         .await;
         assert!(promoted.is_some(), "round {round}: Sentinel promoted a replica");
         redises[killed].restart();
         let port = redises[killed].port;
-        let rejoined = common::wait_for(Duration::from_secs(30), || async { is_synced_replica(port) }).await;
+        let rejoined = crate::common::wait_for(Duration::from_secs(30), || async { is_synced_replica(port) }).await;
         assert!(
             rejoined.is_some(),
             "round {round}: the killed Redis rejoined as a replica"

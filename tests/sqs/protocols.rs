@@ -4,11 +4,9 @@
 //! and parses the XML (with quick-xml) here, following AWS's protocol, not
 //! ssq's code.
 
-mod common;
-
 use std::time::Duration;
 
-use common::Server;
+use crate::common::Server;
 use md5::{Digest, Md5};
 use quick_xml::events::Event;
 use serde_json::{Map, Value, json};

@@ -1,0 +1,8 @@
+//! A sharded group (`--shards 12`) on a real Redis Cluster: a binary of its
+//! own, since its tests measure gaps of under a second and run one at a
+//! time, with nothing else beside them.
+
+#[path = "../common/mod.rs"]
+mod common;
+
+mod sharding;

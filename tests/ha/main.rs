@@ -1,0 +1,20 @@
+//! ssq with Redis: real ssq processes and private redis-servers, killed,
+//! frozen and cut off; commits and fencing against real Redis through an
+//! in-process node; Sentinel, TLS, authentication, replicas, HAProxy, the
+//! soak, and `make chaos` (ignored by `cargo test`).
+
+#[path = "../common/mod.rs"]
+mod common;
+
+mod commit;
+mod durability;
+mod failover;
+mod fencing;
+mod haproxy;
+mod redis_auth;
+mod redis_outages;
+mod redis_tls;
+mod replicas;
+mod sentinel;
+mod soak;
+mod chaos;

@@ -1,0 +1,16 @@
+//! One ssq instance, memory-only, driven as clients drive it: every action
+//! through the AWS SDK and raw HTTP, AWS's recorded answers, bad input,
+//! limits, the developer endpoint, both protocols, SigV4, FIFO dead-letter
+//! queues. Tests here run side by side.
+
+#[path = "../common/mod.rs"]
+mod common;
+
+mod api;
+mod aws_fidelity;
+mod bad_input;
+mod fifo_dlq;
+mod limits;
+mod peek;
+mod protocols;
+mod sigv4;
