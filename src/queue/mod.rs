@@ -9,6 +9,7 @@
 pub mod arn;
 pub mod attributes;
 pub mod clock;
+mod fifo;
 pub mod key;
 pub mod limits;
 pub mod message;
@@ -18,15 +19,17 @@ pub mod peek;
 mod queue;
 pub mod random;
 pub mod receipt;
+mod send;
 
 pub use arn::QueueArn;
 pub use attributes::QueueAttributes;
 pub use message::{AttributeValue, Message, MessageAttribute, MessageAttributes};
 pub mod tags;
 
+pub use fifo::DedupEntry;
 pub use peek::{PeekRequest, Peeked, Seen};
 pub use queue::{
-    Activity, Attempt, Change, Counts, DeadLetter, DeadLetterQueue, DedupEntry, NewMessage, Queue, QueueMeta,
-    Received, SEQUENCE_BLOCK, Sent, validate_name,
+    Activity, Attempt, Change, Counts, DeadLetter, DeadLetterQueue, NewMessage, Queue, QueueMeta, Received,
+    SEQUENCE_BLOCK, Sent, validate_name,
 };
 pub use receipt::ReceiptHandle;

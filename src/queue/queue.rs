@@ -20,15 +20,12 @@ use std::collections::{BTreeMap, BTreeSet, HashMap};
 use std::sync::Arc;
 
 use super::attributes::{DeduplicationScope, QueueAttributes};
-use super::limits::{DEDUP_WINDOW_MS, MAX_DELAY_SECONDS, MAX_VISIBILITY_TIMEOUT_SECONDS, PURGE_INTERVAL_MS};
-use super::message::{self, Message, MessageAttributes, MessageState};
+use super::fifo::{Dedup, DedupEntry, Groups, Run};
+use super::limits::{DEDUP_WINDOW_MS, MAX_VISIBILITY_TIMEOUT_SECONDS, PURGE_INTERVAL_MS};
+use super::message::{Message, MessageAttributes, MessageState};
 use super::move_task::MoveTaskRecord;
 use super::receipt::{Issued, ReceiptHandle};
 use crate::error::{ErrorCode, Result, SqsError};
-
-/// AWS's words for a FIFO send with neither a deduplication id nor
-/// content-based deduplication.
-const MISSING_DEDUPLICATION_ID: &str = "The queue should either have ContentBasedDeduplication enabled or MessageDeduplicationId provided explicitly";
 
 /// A visibility timeout cannot reach further than 12 hours after the receive.
 const MAX_VISIBILITY_MS: u64 = MAX_VISIBILITY_TIMEOUT_SECONDS as u64 * 1000;
@@ -43,177 +40,37 @@ pub struct Queue {
     /// Message move tasks from this queue (see `move_task.rs`); a change is
     /// recorded with the queue's settings ([`Queue::record_meta`]).
     pub move_tasks: Vec<MoveTaskRecord>,
-    next_seq: u64,
+    pub(super) next_seq: u64,
     /// While the queue is journaled, the sequence numbers below this are
     /// reserved in the store: see [`Queue::take_seq`].
-    seq_ceiling: u64,
-    last_purge_at: Option<u64>,
+    pub(super) seq_ceiling: u64,
+    pub(super) last_purge_at: Option<u64>,
     /// The DeduplicationScope the queue was created with, which its
     /// deduplication keeps: as recorded against AWS, changing the attribute
     /// later changes what GetQueueAttributes reports, not which sends are
     /// duplicates.
-    dedup_scope: DeduplicationScope,
+    pub(super) dedup_scope: DeduplicationScope,
     /// What changed since the service last took it; `None` when nothing is
     /// persisted (memory-only mode), so that nothing is recorded.
-    journal: Option<Vec<Change>>,
+    pub(super) journal: Option<Vec<Change>>,
     /// By sequence number. A B-tree, not a hash table: a hash table grows by
     /// copying itself whole, which at a million messages held the queue's
     /// lock for a fifth of a second; the tree never moves more than a node,
     /// and the hot path (the oldest messages, the newest sends) stays in
     /// cache (`cargo bench --bench queue_scale`).
-    messages: BTreeMap<u64, Message>,
-    visible: BTreeSet<u64>,
-    delayed: BTreeSet<(u64, u64)>,
-    in_flight: BTreeSet<(u64, u64)>,
+    pub(super) messages: BTreeMap<u64, Message>,
+    pub(super) visible: BTreeSet<u64>,
+    pub(super) delayed: BTreeSet<(u64, u64)>,
+    pub(super) in_flight: BTreeSet<(u64, u64)>,
     /// (sent_at, seq): retention expires the oldest first.
-    by_sent: BTreeSet<(u64, u64)>,
+    pub(super) by_sent: BTreeSet<(u64, u64)>,
     /// Sum of the payload sizes of the messages held.
-    payload_bytes: u64,
-    groups: Groups,
-    dedup: Dedup,
+    pub(super) payload_bytes: u64,
+    pub(super) groups: Groups,
+    pub(super) dedup: Dedup,
     /// FIFO ReceiveRequestAttemptId → when it expires and what it returned.
-    attempts: HashMap<String, Attempt>,
-    activity: Activity,
-}
-
-/// FIFO message groups, lined up as AWS lines them up.
-///
-/// A group can deliver its visible messages that come before its oldest
-/// message in flight (with nothing in flight, all of them): a message taken
-/// back by a visibility change (or whose timeout ran out) is received again
-/// before the later messages of its group that are still in flight, and a
-/// group whose oldest message is in flight gives nothing. Ready groups take
-/// their turn by the time their first message became visible (sent, or
-/// back from a receive), so a group that turns ready again after a receive
-/// goes behind the groups already waiting, as recorded against AWS; `ready`
-/// keeps that order, so the next receivable message is found in O(log n).
-#[derive(Default)]
-struct Groups {
-    by_name: HashMap<Arc<str>, Group>,
-    /// (visible since, sequence number) of each ready group's first message.
-    ready: BTreeSet<(u64, u64, Arc<str>)>,
-}
-
-#[derive(Default)]
-struct Group {
-    /// Sequence number → visible since.
-    visible: BTreeMap<u64, u64>,
-    in_flight: BTreeSet<u64>,
-    /// The key under which this group sits in `ready`, if it does.
-    ready_at: Option<(u64, u64)>,
-}
-
-impl Group {
-    /// The first message, if the group can deliver it.
-    fn head(&self) -> Option<(u64, u64)> {
-        let (&seq, &since) = self.visible.first_key_value()?;
-        let blocked = self.in_flight.first().is_some_and(|&oldest| oldest < seq);
-        (!blocked).then_some((since, seq))
-    }
-}
-
-impl Groups {
-    fn update(&mut self, name: &Arc<str>, change: impl FnOnce(&mut Group)) {
-        let group = self.by_name.entry(name.clone()).or_default();
-        change(group);
-        let head = group.head();
-        if group.ready_at != head {
-            if let Some((since, seq)) = group.ready_at {
-                self.ready.remove(&(since, seq, name.clone()));
-            }
-            if let Some((since, seq)) = head {
-                self.ready.insert((since, seq, name.clone()));
-            }
-            group.ready_at = head;
-        }
-        if group.visible.is_empty() && group.in_flight.is_empty() {
-            self.by_name.remove(name);
-        }
-    }
-
-    /// The ready group whose turn it is: its name, its first message, and
-    /// the sequence number before which its messages may be taken (its
-    /// oldest message in flight).
-    fn next_ready(&self) -> Option<Run> {
-        let (_, seq, name) = self.ready.first()?;
-        let before = self.by_name[name].in_flight.first().copied().unwrap_or(u64::MAX);
-        Some(Run {
-            group: name.clone(),
-            first: *seq,
-            before,
-        })
-    }
-
-    /// The next message of the run, if the group has one in it.
-    fn next_in(&self, run: &Run) -> Option<u64> {
-        let (&seq, _) = self.by_name.get(&run.group)?.visible.first_key_value()?;
-        (seq < run.before).then_some(seq)
-    }
-}
-
-/// What one receive takes from one FIFO group: consecutive messages from
-/// `first`, all sent before `before` (the group's oldest message that was
-/// already in flight when the run began).
-struct Run {
-    group: Arc<str>,
-    first: u64,
-    before: u64,
-}
-
-/// FIFO deduplication: ids seen within the last five minutes.
-///
-/// The records outlive their messages (a message sent and deleted at once
-/// leaves its record for five minutes), so they count toward the bytes a
-/// queue holds, and with it toward `--max-bytes`: otherwise sends with fresh
-/// ids could grow memory past every configured limit.
-#[derive(Default)]
-struct Dedup {
-    entries: HashMap<String, DedupEntry>,
-    expiry: BTreeSet<(u64, String)>,
-    /// What the records take in memory, by [`Dedup::footprint`].
-    bytes: u64,
-}
-
-impl Dedup {
-    /// Memory one record takes: its key twice (map and expiry index) and
-    /// the two entries around it.
-    fn footprint(key: &str) -> u64 {
-        2 * key.len() as u64 + 160
-    }
-
-    fn insert(&mut self, key: String, entry: DedupEntry) {
-        self.expiry.insert((entry.expires_at, key.clone()));
-        match self.entries.insert(key.clone(), entry) {
-            // A key is only sent again once it expired; if a record is
-            // replaced all the same, its old expiry goes with it.
-            Some(replaced) => {
-                self.expiry.remove(&(replaced.expires_at, key));
-            }
-            None => self.bytes += Self::footprint(&key),
-        }
-    }
-
-    /// Forgets the records that expire by `now`, returning their keys.
-    fn expire(&mut self, now: u64) -> Vec<String> {
-        let mut expired = Vec::new();
-        while let Some((expires_at, _)) = self.expiry.first()
-            && *expires_at <= now
-            && let Some((_, key)) = self.expiry.pop_first()
-        {
-            self.entries.remove(&key);
-            self.bytes -= Self::footprint(&key);
-            expired.push(key);
-        }
-        expired
-    }
-}
-
-/// What a deduplication id stands for while it is remembered.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct DedupEntry {
-    pub message_id: uuid::Uuid,
-    pub seq: u64,
-    pub expires_at: u64,
+    pub(super) attempts: HashMap<String, Attempt>,
+    pub(super) activity: Activity,
 }
 
 /// The settings of a queue, apart from its messages: what is stored for it.
@@ -424,7 +281,7 @@ impl Queue {
         self.journal.as_mut().map(std::mem::take).unwrap_or_default()
     }
 
-    fn record(&mut self, change: impl FnOnce(&Self) -> Change) {
+    pub(super) fn record(&mut self, change: impl FnOnce(&Self) -> Change) {
         // Taken out for the moment, so that `change` may read the queue.
         if let Some(mut journal) = self.journal.take() {
             journal.push(change(self));
@@ -437,7 +294,7 @@ impl Queue {
     /// time ([`SEQUENCE_BLOCK`]): most sends then write no counter, and a new
     /// leader continues from the ceiling, leaving a gap as AWS's FIFO
     /// sequence numbers do.
-    fn take_seq(&mut self) -> u64 {
+    pub(super) fn take_seq(&mut self) -> u64 {
         let seq = self.next_seq;
         self.next_seq += 1;
         if seq >= self.seq_ceiling {
@@ -565,171 +422,6 @@ impl Queue {
             delayed: self.delayed.len(),
             oldest_sent_at: self.by_sent.first().map(|&(sent_at, _)| sent_at),
         }
-    }
-
-    pub fn send(&mut self, new: NewMessage, now: u64) -> Result<Sent> {
-        message::validate_body(&new.body)?;
-        message::validate_attributes(&new.attributes)?;
-        self.check_size(&new, "are invalid")?;
-        if let Some(group) = &new.group_id {
-            message::validate_fifo_id("MessageGroupId", group)?;
-        }
-        let dedup_id = if self.is_fifo() {
-            Some(self.check_fifo_send(&new)?)
-        } else {
-            self.check_standard_send(&new)?
-        };
-        // FIFO queues have no per-message delay: an explicit 0 there means
-        // the queue's delay, as AWS treats it.
-        let own_delay = new.delay_seconds.filter(|_| !self.is_fifo());
-        let delay_seconds = own_delay.unwrap_or(self.attributes.delay_seconds);
-        if delay_seconds > MAX_DELAY_SECONDS {
-            return Err(SqsError::invalid_parameter(format!(
-                "Value {delay_seconds} for parameter DelaySeconds is invalid. Reason: DelaySeconds must be >= 0 and <= {MAX_DELAY_SECONDS}."
-            )));
-        }
-        self.advance(now);
-
-        let md5_of_body = message::md5_of_body(&new.body);
-        let md5_of_attributes =
-            (!new.attributes.is_empty()).then(|| message::md5_of_attributes(&new.attributes));
-        let md5_of_system_attributes = new.trace_header.as_deref().map(message::md5_of_trace_header);
-        let dedup_key = dedup_id
-            .as_deref()
-            .map(|id| self.dedup_key(new.group_id.as_deref(), id));
-        if let Some(entry) = dedup_key.as_ref().and_then(|key| self.dedup.entries.get(key)) {
-            // A duplicate within the window: accepted, nothing new delivered.
-            return Ok(Sent {
-                message_id: entry.message_id,
-                md5_of_body,
-                md5_of_attributes,
-                md5_of_system_attributes,
-                sequence_number: Some(entry.seq),
-            });
-        }
-
-        let seq = self.take_seq();
-        let message = Message {
-            seq,
-            id: crate::queue::random::uuid(),
-            body: new.body.into(),
-            attributes: Arc::new(new.attributes),
-            md5_of_body,
-            sender_id: new.sender_id,
-            trace_header: new.trace_header.map(Arc::from),
-            group_id: new.group_id.map(Arc::from),
-            dedup_id: dedup_id.map(Arc::from),
-            dead_letter_source: None,
-            sent_at: now,
-            receive_count: 0,
-            first_received_at: None,
-            receipt_key: None,
-            state: if delay_seconds > 0 {
-                MessageState::Delayed {
-                    until: now + u64::from(delay_seconds) * 1000,
-                }
-            } else {
-                MessageState::Visible { since: now }
-            },
-        };
-        let sent = Sent {
-            message_id: message.id,
-            md5_of_body,
-            md5_of_attributes,
-            md5_of_system_attributes,
-            sequence_number: self.is_fifo().then_some(seq),
-        };
-        if let Some(key) = dedup_key {
-            let entry = DedupEntry {
-                message_id: message.id,
-                seq,
-                expires_at: now + DEDUP_WINDOW_MS,
-            };
-            self.dedup.insert(key.clone(), entry);
-            self.record(|_| Change::Deduplicated(key, entry));
-        }
-        self.record(|_| Change::Sent(message.clone()));
-        self.insert(message);
-        self.activity.sent += 1;
-        Ok(sent)
-    }
-
-    /// FIFO sends need a group and a deduplication id, and take no delay of
-    /// their own. Returns the deduplication id.
-    fn check_fifo_send(&self, new: &NewMessage) -> Result<String> {
-        if new.group_id.is_none() {
-            return Err(SqsError::missing_parameter("MessageGroupId"));
-        }
-        if let Some(delay) = new.delay_seconds.filter(|&d| d > 0) {
-            // AWS's wording, grammar included: FIFO queues take a delay per
-            // queue only.
-            return Err(SqsError::invalid_parameter(format!(
-                "Value {delay} for parameter DelaySeconds is invalid. Reason: The request include parameter that is not valid for this queue type."
-            )));
-        }
-        match (&new.dedup_id, self.attributes.content_based_deduplication) {
-            (Some(id), _) => {
-                message::validate_fifo_id("MessageDeduplicationId", id)?;
-                Ok(id.clone())
-            }
-            (None, true) => Ok(message::content_dedup_id(&new.body)),
-            (None, false) => Err(SqsError::invalid_parameter(MISSING_DEDUPLICATION_ID)),
-        }
-    }
-
-    /// Sends one entry of a SendMessageBatch: as [`Queue::send`], except
-    /// that an entry over the size limit fails in the batch's own words
-    /// ("cannot be validated"), as recorded against AWS.
-    pub fn send_batch_entry(&mut self, new: NewMessage, now: u64) -> Result<Sent> {
-        self.check_size(&new, "cannot be validated")?;
-        self.send(new, now)
-    }
-
-    /// MaximumMessageSize counts the body and the message attributes.
-    fn check_size(&self, new: &NewMessage, parameters: &str) -> Result<()> {
-        let max = self.attributes.maximum_message_size as usize;
-        if new.body.len() + message::attributes_size(&new.attributes) > max {
-            return Err(SqsError::invalid_parameter(format!(
-                "One or more parameters {parameters}. Reason: Message must be shorter than {max} bytes."
-            )));
-        }
-        Ok(())
-    }
-
-    /// What fails a whole SendMessageBatch on a FIFO queue rather than one
-    /// entry (as recorded against AWS): an entry without a group, or without
-    /// a deduplication id where content-based deduplication is off.
-    pub fn check_fifo_batch(&self, messages: &[NewMessage]) -> Result<()> {
-        if !self.is_fifo() {
-            return Ok(());
-        }
-        if messages.iter().any(|m| m.group_id.is_none()) {
-            return Err(SqsError::invalid_parameter(
-                "The request must contain the parameter MessageGroupId.",
-            ));
-        }
-        if !self.attributes.content_based_deduplication && messages.iter().any(|m| m.dedup_id.is_none()) {
-            return Err(SqsError::invalid_parameter(MISSING_DEDUPLICATION_ID));
-        }
-        Ok(())
-    }
-
-    fn check_standard_send(&self, new: &NewMessage) -> Result<Option<String>> {
-        if new.dedup_id.is_some() {
-            return Err(SqsError::invalid_parameter(
-                "The request includes the parameter MessageDeduplicationId, which is only valid for FIFO queues.",
-            ));
-        }
-        Ok(None)
-    }
-
-    fn dedup_key(&self, group: Option<&str>, id: &str) -> String {
-        let scope = if self.dedup_scope == DeduplicationScope::MessageGroup {
-            group.unwrap_or_default()
-        } else {
-            ""
-        };
-        format!("{scope}\u{1f}{id}")
     }
 
     /// Takes up to `max` messages and hides each for the visibility timeout
@@ -1049,7 +741,7 @@ impl Queue {
         Ok(())
     }
 
-    fn insert(&mut self, message: Message) {
+    pub(super) fn insert(&mut self, message: Message) {
         let seq = message.seq;
         self.payload_bytes += message.payload_size();
         self.by_sent.insert((message.sent_at, seq));

@@ -11,8 +11,8 @@ use std::collections::{BTreeSet, HashMap, HashSet};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use aws_sdk_sqs::error::ProvideErrorMetadata;
 use crate::common::*;
+use aws_sdk_sqs::error::ProvideErrorMetadata;
 use ssq::service::shards::Placement;
 
 const SHARDS: usize = 12;

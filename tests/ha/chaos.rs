@@ -20,8 +20,8 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
-use aws_sdk_sqs::types::QueueAttributeName;
 use crate::common::{Endpoints, HoldingRelay, RedisServer, Server, redis_cli};
+use aws_sdk_sqs::types::QueueAttributeName;
 use rand::{Rng, SeedableRng};
 
 /// The queues' visibility timeout: a message not deleted comes back after it.

@@ -4,10 +4,12 @@
 use std::collections::{BTreeMap, BTreeSet};
 use std::time::Duration;
 
+use crate::common::{
+    RedisServer, Server, client_without_retries, create_queue_url, queue_url, single_leader,
+};
 use aws_sdk_sqs::types::{
     MessageAttributeValue, MessageSystemAttributeName, QueueAttributeName, SendMessageBatchRequestEntry,
 };
-use crate::common::{RedisServer, Server, client_without_retries, create_queue_url, queue_url, single_leader};
 
 fn attr(value: &str) -> MessageAttributeValue {
     MessageAttributeValue::builder()
@@ -850,7 +852,10 @@ async fn a_message_move_task_survives_a_leader_crash_and_moves_every_message_onc
         Some(MESSAGES as i64)
     );
     let cancel_finished = sqs.cancel_message_move_task().task_handle(&handle).send().await;
-    assert_eq!(crate::common::error_code(cancel_finished), "InvalidParameterValue");
+    assert_eq!(
+        crate::common::error_code(cancel_finished),
+        "InvalidParameterValue"
+    );
 
     let mut bodies = Vec::new();
     loop {

@@ -10,11 +10,11 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
-use aws_sdk_sqs::types::QueueAttributeName;
 use crate::common::{
     RedisServer, Server, client_without_retries, delete_received, free_port, poll_once, queue_url,
     single_leader,
 };
+use aws_sdk_sqs::types::QueueAttributeName;
 
 struct Haproxy {
     child: Child,

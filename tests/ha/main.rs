@@ -6,6 +6,7 @@
 #[path = "../common/mod.rs"]
 mod common;
 
+mod chaos;
 mod commit;
 mod durability;
 mod failover;
@@ -17,4 +18,3 @@ mod redis_tls;
 mod replicas;
 mod sentinel;
 mod soak;
-mod chaos;

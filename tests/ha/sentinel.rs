@@ -8,7 +8,9 @@
 use std::process::{Child, Command, Stdio};
 use std::time::Duration;
 
-use crate::common::{RedisServer, Server, client_for, free_port, is_synced_replica, queue_url, single_leader};
+use crate::common::{
+    RedisServer, Server, client_for, free_port, is_synced_replica, queue_url, single_leader,
+};
 
 struct Sentinel {
     child: Child,
@@ -364,7 +366,8 @@ async fn primary_kills(min_replicas: &str) -> Outcome {
         assert!(promoted.is_some(), "round {round}: Sentinel promoted a replica");
         redises[killed].restart();
         let port = redises[killed].port;
-        let rejoined = crate::common::wait_for(Duration::from_secs(30), || async { is_synced_replica(port) }).await;
+        let rejoined =
+            crate::common::wait_for(Duration::from_secs(30), || async { is_synced_replica(port) }).await;
         assert!(
             rejoined.is_some(),
             "round {round}: the killed Redis rejoined as a replica"

@@ -8,11 +8,11 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
-use aws_sdk_sqs::types::QueueAttributeName;
 use crate::common::{
     Endpoints, RedisServer, Server, client_without_retries, delete_received, poll_once, queue_url,
     single_leader,
 };
+use aws_sdk_sqs::types::QueueAttributeName;
 
 #[derive(Default)]
 struct Ledger {

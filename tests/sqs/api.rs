@@ -4,13 +4,13 @@
 use std::collections::HashMap;
 use std::time::{Duration, Instant};
 
+use crate::common::{Server, create_queue_url, error_code, receive_plain, send_body};
 use aws_sdk_sqs::primitives::Blob;
 use aws_sdk_sqs::types::{
     ChangeMessageVisibilityBatchRequestEntry, DeleteMessageBatchRequestEntry, MessageAttributeValue,
     MessageSystemAttributeName, MessageSystemAttributeNameForSends, MessageSystemAttributeValue,
     QueueAttributeName, SendMessageBatchRequestEntry,
 };
-use crate::common::{Server, create_queue_url, error_code, receive_plain, send_body};
 use md5::{Digest, Md5};
 
 fn md5_hex(bytes: &[u8]) -> String {

@@ -1041,8 +1041,12 @@ async fn the_same_name_in_two_regions_is_two_queues() {
 
     // With --regions one, every client is in the instance's region.
     let one = Server::start_with(&["--regions", "one"]);
-    let url =
-        crate::common::create_queue_url(&crate::common::client_in_region(&one.url, "eu-central-1"), "same", &[]).await;
+    let url = crate::common::create_queue_url(
+        &crate::common::client_in_region(&one.url, "eu-central-1"),
+        "same",
+        &[],
+    )
+    .await;
     assert_eq!(url, format!("{}/000000000000/same", one.url));
 }
 

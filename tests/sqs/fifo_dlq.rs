@@ -5,8 +5,8 @@ use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
-use aws_sdk_sqs::types::{MessageSystemAttributeName, QueueAttributeName};
 use crate::common::{Server, create_queue_url, error_code, receive_plain};
+use aws_sdk_sqs::types::{MessageSystemAttributeName, QueueAttributeName};
 
 fn arn(name: &str) -> String {
     format!("arn:aws:sqs:us-east-1:000000000000:{name}")

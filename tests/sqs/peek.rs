@@ -7,8 +7,8 @@
 use std::collections::BTreeMap;
 use std::time::Duration;
 
-use aws_sdk_sqs::types::MessageSystemAttributeName;
 use crate::common::*;
+use aws_sdk_sqs::types::MessageSystemAttributeName;
 use serde_json::Value;
 
 /// A GET of the endpoint with `query`, asking for JSON (LocalStack's form:

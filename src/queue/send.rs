@@ -1,0 +1,183 @@
+//! Sending to a queue: SendMessage and the entries of SendMessageBatch,
+//! with the checks that differ between standard and FIFO queues and FIFO
+//! deduplication.
+
+use std::sync::Arc;
+
+use super::attributes::DeduplicationScope;
+use super::fifo::DedupEntry;
+use super::limits::{DEDUP_WINDOW_MS, MAX_DELAY_SECONDS};
+use super::message::{self, Message, MessageState};
+use super::{Change, NewMessage, Queue, Sent};
+use crate::error::{Result, SqsError};
+
+/// AWS's words for a FIFO send with neither a deduplication id nor
+/// content-based deduplication.
+const MISSING_DEDUPLICATION_ID: &str = "The queue should either have ContentBasedDeduplication enabled or MessageDeduplicationId provided explicitly";
+
+impl Queue {
+    pub fn send(&mut self, new: NewMessage, now: u64) -> Result<Sent> {
+        message::validate_body(&new.body)?;
+        message::validate_attributes(&new.attributes)?;
+        self.check_size(&new, "are invalid")?;
+        if let Some(group) = &new.group_id {
+            message::validate_fifo_id("MessageGroupId", group)?;
+        }
+        let dedup_id = if self.is_fifo() {
+            Some(self.check_fifo_send(&new)?)
+        } else {
+            self.check_standard_send(&new)?
+        };
+        // FIFO queues have no per-message delay: an explicit 0 there means
+        // the queue's delay, as AWS treats it.
+        let own_delay = new.delay_seconds.filter(|_| !self.is_fifo());
+        let delay_seconds = own_delay.unwrap_or(self.attributes.delay_seconds);
+        if delay_seconds > MAX_DELAY_SECONDS {
+            return Err(SqsError::invalid_parameter(format!(
+                "Value {delay_seconds} for parameter DelaySeconds is invalid. Reason: DelaySeconds must be >= 0 and <= {MAX_DELAY_SECONDS}."
+            )));
+        }
+        self.advance(now);
+
+        let md5_of_body = message::md5_of_body(&new.body);
+        let md5_of_attributes =
+            (!new.attributes.is_empty()).then(|| message::md5_of_attributes(&new.attributes));
+        let md5_of_system_attributes = new.trace_header.as_deref().map(message::md5_of_trace_header);
+        let dedup_key = dedup_id
+            .as_deref()
+            .map(|id| self.dedup_key(new.group_id.as_deref(), id));
+        if let Some(entry) = dedup_key.as_ref().and_then(|key| self.dedup.entries.get(key)) {
+            // A duplicate within the window: accepted, nothing new delivered.
+            return Ok(Sent {
+                message_id: entry.message_id,
+                md5_of_body,
+                md5_of_attributes,
+                md5_of_system_attributes,
+                sequence_number: Some(entry.seq),
+            });
+        }
+
+        let seq = self.take_seq();
+        let message = Message {
+            seq,
+            id: crate::queue::random::uuid(),
+            body: new.body.into(),
+            attributes: Arc::new(new.attributes),
+            md5_of_body,
+            sender_id: new.sender_id,
+            trace_header: new.trace_header.map(Arc::from),
+            group_id: new.group_id.map(Arc::from),
+            dedup_id: dedup_id.map(Arc::from),
+            dead_letter_source: None,
+            sent_at: now,
+            receive_count: 0,
+            first_received_at: None,
+            receipt_key: None,
+            state: if delay_seconds > 0 {
+                MessageState::Delayed {
+                    until: now + u64::from(delay_seconds) * 1000,
+                }
+            } else {
+                MessageState::Visible { since: now }
+            },
+        };
+        let sent = Sent {
+            message_id: message.id,
+            md5_of_body,
+            md5_of_attributes,
+            md5_of_system_attributes,
+            sequence_number: self.is_fifo().then_some(seq),
+        };
+        if let Some(key) = dedup_key {
+            let entry = DedupEntry {
+                message_id: message.id,
+                seq,
+                expires_at: now + DEDUP_WINDOW_MS,
+            };
+            self.dedup.insert(key.clone(), entry);
+            self.record(|_| Change::Deduplicated(key, entry));
+        }
+        self.record(|_| Change::Sent(message.clone()));
+        self.insert(message);
+        self.activity.sent += 1;
+        Ok(sent)
+    }
+
+    /// FIFO sends need a group and a deduplication id, and take no delay of
+    /// their own. Returns the deduplication id.
+    fn check_fifo_send(&self, new: &NewMessage) -> Result<String> {
+        if new.group_id.is_none() {
+            return Err(SqsError::missing_parameter("MessageGroupId"));
+        }
+        if let Some(delay) = new.delay_seconds.filter(|&d| d > 0) {
+            // AWS's wording, grammar included: FIFO queues take a delay per
+            // queue only.
+            return Err(SqsError::invalid_parameter(format!(
+                "Value {delay} for parameter DelaySeconds is invalid. Reason: The request include parameter that is not valid for this queue type."
+            )));
+        }
+        match (&new.dedup_id, self.attributes.content_based_deduplication) {
+            (Some(id), _) => {
+                message::validate_fifo_id("MessageDeduplicationId", id)?;
+                Ok(id.clone())
+            }
+            (None, true) => Ok(message::content_dedup_id(&new.body)),
+            (None, false) => Err(SqsError::invalid_parameter(MISSING_DEDUPLICATION_ID)),
+        }
+    }
+
+    /// Sends one entry of a SendMessageBatch: as [`Queue::send`], except
+    /// that an entry over the size limit fails in the batch's own words
+    /// ("cannot be validated"), as recorded against AWS.
+    pub fn send_batch_entry(&mut self, new: NewMessage, now: u64) -> Result<Sent> {
+        self.check_size(&new, "cannot be validated")?;
+        self.send(new, now)
+    }
+
+    /// MaximumMessageSize counts the body and the message attributes.
+    fn check_size(&self, new: &NewMessage, parameters: &str) -> Result<()> {
+        let max = self.attributes.maximum_message_size as usize;
+        if new.body.len() + message::attributes_size(&new.attributes) > max {
+            return Err(SqsError::invalid_parameter(format!(
+                "One or more parameters {parameters}. Reason: Message must be shorter than {max} bytes."
+            )));
+        }
+        Ok(())
+    }
+
+    /// What fails a whole SendMessageBatch on a FIFO queue rather than one
+    /// entry (as recorded against AWS): an entry without a group, or without
+    /// a deduplication id where content-based deduplication is off.
+    pub fn check_fifo_batch(&self, messages: &[NewMessage]) -> Result<()> {
+        if !self.is_fifo() {
+            return Ok(());
+        }
+        if messages.iter().any(|m| m.group_id.is_none()) {
+            return Err(SqsError::invalid_parameter(
+                "The request must contain the parameter MessageGroupId.",
+            ));
+        }
+        if !self.attributes.content_based_deduplication && messages.iter().any(|m| m.dedup_id.is_none()) {
+            return Err(SqsError::invalid_parameter(MISSING_DEDUPLICATION_ID));
+        }
+        Ok(())
+    }
+
+    fn check_standard_send(&self, new: &NewMessage) -> Result<Option<String>> {
+        if new.dedup_id.is_some() {
+            return Err(SqsError::invalid_parameter(
+                "The request includes the parameter MessageDeduplicationId, which is only valid for FIFO queues.",
+            ));
+        }
+        Ok(None)
+    }
+
+    fn dedup_key(&self, group: Option<&str>, id: &str) -> String {
+        let scope = if self.dedup_scope == DeduplicationScope::MessageGroup {
+            group.unwrap_or_default()
+        } else {
+            ""
+        };
+        format!("{scope}\u{1f}{id}")
+    }
+}
