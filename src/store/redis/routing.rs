@@ -191,7 +191,7 @@ impl Redis {
         match self {
             Redis::One(connections) => Link::new(slot, connections.clone()),
             Redis::Cluster(cluster) => {
-                let link = Link::new(slot, cluster.nodes()[0].clone());
+                let link = Link::new(slot, cluster.lock_nodes()[0].clone());
                 cluster.lock_links().push(link.clone());
                 link
             }
@@ -227,11 +227,12 @@ pub struct Cluster {
 }
 
 impl Cluster {
+    fn lock_nodes(&self) -> std::sync::MutexGuard<'_, Vec<Arc<Connections>>> {
+        self.nodes.lock().unwrap_or_else(|poisoned| poisoned.into_inner())
+    }
+
     fn nodes(&self) -> Vec<Arc<Connections>> {
-        self.nodes
-            .lock()
-            .unwrap_or_else(|poisoned| poisoned.into_inner())
-            .clone()
+        self.lock_nodes().clone()
     }
 
     fn lock_links(&self) -> std::sync::MutexGuard<'_, Vec<Link>> {
@@ -241,7 +242,7 @@ impl Cluster {
     /// The connections to `server`, made (not yet connected) if new; and
     /// whether they are.
     fn open(&self, server: &Server) -> Result<(Arc<Connections>, bool), String> {
-        let mut nodes = self.nodes.lock().unwrap_or_else(|poisoned| poisoned.into_inner());
+        let mut nodes = self.lock_nodes();
         if let Some(known) = nodes.iter().find(|node| node.reaches(server)) {
             return Ok((known.clone(), false));
         }
@@ -298,7 +299,7 @@ impl Cluster {
             match ClusterRouting::from_cluster_slots(slots, host) {
                 Ok(routing) if routing.len() > 0 => {
                     if index > 0 {
-                        let mut nodes = self.nodes.lock().unwrap_or_else(|poisoned| poisoned.into_inner());
+                        let mut nodes = self.lock_nodes();
                         if let Some(at) = nodes.iter().position(|n| Arc::ptr_eq(n, node)) {
                             let answered = nodes.remove(at);
                             nodes.insert(0, answered);
