@@ -233,51 +233,21 @@ struct ConfigFile {
 }
 
 /// A configuration that cannot be used, saying where it went wrong.
-#[derive(Debug)]
+#[derive(Debug, thiserror::Error)]
 pub enum ConfigError {
     /// Flags or environment variables clap could not turn into settings.
+    #[error("{0}")]
     Flags(clap::Error),
-    /// The configuration file cannot be read.
+    #[error("cannot read the configuration file {}: {error}", path.display())]
     Unreadable { path: PathBuf, error: std::io::Error },
-    /// The configuration file is not the TOML ssq expects.
+    #[error("the configuration file {} is not valid: {error}", path.display())]
     Invalid { path: PathBuf, error: toml::de::Error },
-    /// The configuration file names a setting ssq does not have.
+    #[error("the configuration file {} has an unknown setting {key:?}", path.display())]
     UnknownSetting { path: PathBuf, key: String },
     /// A setting from the configuration file has a value its flag refuses.
+    #[error("in {}: {error}", path.display())]
     BadSetting { path: PathBuf, error: clap::Error },
 }
-
-impl std::fmt::Display for ConfigError {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        match self {
-            ConfigError::Flags(error) => write!(f, "{error}"),
-            ConfigError::Unreadable { path, error } => {
-                write!(
-                    f,
-                    "cannot read the configuration file {}: {error}",
-                    path.display()
-                )
-            }
-            ConfigError::Invalid { path, error } => {
-                write!(
-                    f,
-                    "the configuration file {} is not valid: {error}",
-                    path.display()
-                )
-            }
-            ConfigError::UnknownSetting { path, key } => {
-                write!(
-                    f,
-                    "the configuration file {} has an unknown setting {key:?}",
-                    path.display()
-                )
-            }
-            ConfigError::BadSetting { path, error } => write!(f, "in {}: {error}", path.display()),
-        }
-    }
-}
-
-impl std::error::Error for ConfigError {}
 
 impl Config {
     /// Reads the command line, the environment and the configuration file.
@@ -368,18 +338,21 @@ impl Config {
     }
 
     /// What a write needs from Redis's replicas before it counts.
-    pub fn replica_acks(&self) -> Result<crate::store::replicas::ReplicaAcks, String> {
+    pub fn replica_acks(
+        &self,
+    ) -> Result<crate::store::replicas::ReplicaAcks, crate::cluster::election::TimingError> {
         let acks = crate::store::replicas::ReplicaAcks {
             replicas: self.redis_min_replicas,
             timeout: self.redis_replica_timeout,
             command_timeout: self.redis_timeout,
         };
         if acks.required() && (acks.timeout.is_zero() || acks.timeout >= self.lock_renew) {
-            return Err(format!(
-                "--redis-replica-timeout ({:?}) must be above zero and shorter than --lock-renew ({:?}): a renewal \
-                 waits for the replicas before the next one is due",
-                acks.timeout, self.lock_renew
-            ));
+            return Err(
+                crate::cluster::election::TimingError::ReplicaWaitNotBeforeRenewal {
+                    replica_timeout: acks.timeout,
+                    renew_every: self.lock_renew,
+                },
+            );
         }
         Ok(acks)
     }
@@ -608,13 +581,21 @@ region = "eu-central-1"
         let config = Config::try_parse_from(["ssq"]).unwrap();
         config.election().validate().unwrap();
         let bad = Config::try_parse_from(["ssq", "--lock-step-down", "5s"]).unwrap();
+        use crate::cluster::election::TimingError;
+        let refused = bad.election().validate().unwrap_err();
         assert!(
-            bad.election()
-                .validate()
-                .unwrap_err()
-                .contains("shorter than --lock-ttl")
+            matches!(refused, TimingError::StepDownNotBeforeExpiry { .. }),
+            "{refused}"
+        );
+        assert!(
+            refused.to_string().contains("shorter than --lock-ttl"),
+            "{refused}"
         );
         let bad = Config::try_parse_from(["ssq", "--lock-renew", "3s"]).unwrap();
-        assert!(bad.election().validate().unwrap_err().contains("--lock-renew"));
+        let refused = bad.election().validate().unwrap_err();
+        assert!(
+            matches!(refused, TimingError::RenewNotBeforeStepDown { .. }),
+            "{refused}"
+        );
     }
 }

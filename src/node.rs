@@ -12,6 +12,7 @@
 
 use std::future::Future;
 use std::net::SocketAddr;
+use std::path::PathBuf;
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -21,9 +22,12 @@ use tokio::net::TcpListener;
 use tokio::sync::{Notify, mpsc, oneshot, watch};
 
 use crate::api::Api;
-use crate::cluster::election::{self, Claim, ElectionConfig, LockStore, RedisLock};
+use crate::cluster::election::{self, Claim, ElectionConfig, TimingError};
 use crate::cluster::group::Membership;
+use crate::cluster::group::WrongShardCount;
+use crate::cluster::lock::{LockStore, RedisLock};
 use crate::cluster::transfers::Transfers;
+use crate::cluster::{notices, watchdog};
 use crate::config::Config;
 use crate::http::activity::ActivityHistory;
 use crate::http::admin::AdminState;
@@ -31,66 +35,65 @@ use crate::http::forward::Forwarder;
 use crate::http::hosts::AllowedHosts;
 use crate::http::listener::{ConnectionTimeouts, LimitedListener};
 use crate::http::request_body::BodyBudget;
-use crate::http::sigv4::Credentials;
+use crate::http::sigv4::{Credentials, CredentialsError};
 use crate::http::{AppState, ShardFront, admin_router, router, sqs_router};
 use crate::journal::Pending;
 use crate::leader::{Leadership, Role};
 use crate::metrics::Metrics;
 use crate::queue::clock::SystemClock;
 use crate::service::shards::{Catalog, Placement};
-use crate::service::{QueueSpec, Service};
+use crate::service::{ConfiguredQueueError, QueueSpec, Service};
 use crate::store::catalog::RedisCatalog;
 use crate::store::committer::Committer;
 use crate::store::loader::Loader;
-use crate::store::redis::{Link, Redis};
+use crate::store::redis::{Link, Redis, SetupError};
 use crate::store::replicas::ReplicaAcks;
 use crate::store::{Layout, ShardKeys, Store};
 
 /// Why a node could not start; each says what to change.
-#[derive(Debug)]
+#[derive(Debug, thiserror::Error)]
 pub enum StartError {
-    /// Settings that cannot work together, or files they name.
-    Config(String),
+    #[error(transparent)]
+    Timings(#[from] TimingError),
+    #[error(transparent)]
+    Redis(#[from] SetupError),
+    #[error("cannot read the credentials file {}: {source}", path.display())]
+    CredentialsUnreadable { path: PathBuf, source: std::io::Error },
+    #[error("the credentials file {} is not valid: {source}", path.display())]
+    BadCredentials { path: PathBuf, source: CredentialsError },
+    #[error(
+        "--shards {0} needs Redis (--redis-url): shards are spread over the instances of a group \
+         sharing one Redis; memory-only mode is one instance"
+    )]
+    ShardsNeedRedis(usize),
+    #[error(transparent)]
+    WrongShardCount(#[from] WrongShardCount),
+    #[error(transparent)]
+    ConfiguredQueue(#[from] ConfiguredQueueError),
     /// An address that cannot be listened on.
+    #[error(
+        "cannot listen on {address}: {source}; is another server on that port? pick another with --listen"
+    )]
     Listen {
         address: SocketAddr,
-        error: std::io::Error,
-        admin: bool,
+        source: std::io::Error,
+    },
+    #[error("cannot listen on the admin address {address}: {source}")]
+    ListenAdmin {
+        address: SocketAddr,
+        source: std::io::Error,
     },
 }
 
 impl StartError {
-    /// The process exit code: 2 for configuration, 1 for the environment.
+    /// The process exit code: 1 for the environment, 2 for configuration.
     pub fn exit_code(&self) -> i32 {
         match self {
-            StartError::Config(_) => 2,
-            StartError::Listen { .. } => 1,
+            StartError::Listen { .. } | StartError::ListenAdmin { .. } => 1,
+            _ => 2,
         }
     }
 }
-
-impl std::fmt::Display for StartError {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        match self {
-            StartError::Config(why) => f.write_str(why),
-            StartError::Listen {
-                address,
-                error,
-                admin: false,
-            } => write!(
-                f,
-                "cannot listen on {address}: {error}; is another server on that port? pick another with --listen"
-            ),
-            StartError::Listen {
-                address,
-                error,
-                admin: true,
-            } => write!(f, "cannot listen on the admin address {address}: {error}"),
-        }
-    }
-}
-
-impl std::error::Error for StartError {}
 
 /// The sockets a node serves on: SQS (and, unless apart, everything else),
 /// and the operational endpoints when `--admin-listen` puts them apart.
@@ -103,21 +106,16 @@ impl Listeners {
     pub async fn bind(config: &Config) -> Result<Listeners, StartError> {
         let sqs = TcpListener::bind(config.listen)
             .await
-            .map_err(|error| StartError::Listen {
+            .map_err(|source| StartError::Listen {
                 address: config.listen,
-                error,
-                admin: false,
+                source,
             })?;
         let admin = match config.admin_listen {
             None => None,
             Some(address) => Some(
                 TcpListener::bind(address)
                     .await
-                    .map_err(|error| StartError::Listen {
-                        address,
-                        error,
-                        admin: true,
-                    })?,
+                    .map_err(|source| StartError::ListenAdmin { address, source })?,
             ),
         };
         Ok(Listeners { sqs, admin })
@@ -158,10 +156,8 @@ impl Node {
     /// Builds every part; nothing runs until [`Node::serve`].
     pub fn new(config: Config, queues: Vec<QueueSpec>) -> Result<Node, StartError> {
         let election = config.election();
-        election
-            .validate()
-            .map_err(|why| StartError::Config(format!("invalid lock timings: {why}")))?;
-        let acks = config.replica_acks().map_err(StartError::Config)?;
+        election.validate()?;
+        let acks = config.replica_acks()?;
         let credentials = config.credentials.as_ref().map(read_credentials).transpose()?;
         let node_id = config.node_id();
         let metrics = Arc::new(Metrics::new(&node_id));
@@ -182,10 +178,7 @@ impl Node {
         });
         let (shards, group) = match config.redis() {
             None if count > 1 => {
-                return Err(StartError::Config(format!(
-                    "--shards {count} needs Redis (--redis-url): shards are spread over the instances of a group \
-                     sharing one Redis; memory-only mode is one instance"
-                )));
+                return Err(StartError::ShardsNeedRedis(count));
             }
             None => {
                 let shards = services
@@ -405,8 +398,8 @@ impl Node {
             }
             releases.join_all().await;
         }
-        if let Admission::Refused(why) = &*admission.borrow() {
-            return Err(StartError::Config(why.clone()));
+        if let Admission::Refused(wrong) = &*admission.borrow() {
+            return Err(wrong.clone().into());
         }
         tracing::info!("ssq stopped");
         Ok(())
@@ -419,8 +412,8 @@ impl Node {
 enum Admission {
     Checking,
     Cleared,
-    /// Redis holds data for another shard count: why, for the operator.
-    Refused(String),
+    /// Redis holds data for another shard count.
+    Refused(WrongShardCount),
 }
 
 /// Waits until the shard count is checked; false if this instance may not
@@ -446,8 +439,8 @@ fn in_redis(
     let election = config.election();
     let count = services.len();
     // WAIT blocks its connection: commits then get their own.
-    let connections = Redis::new(target, acks.required()).map_err(StartError::Config)?;
-    let subscriber = crate::store::redis::subscriber(target).map_err(StartError::Config)?;
+    let connections = Redis::new(target, acks.required())?;
+    let subscriber = crate::store::redis::subscriber(target)?;
     let wakes: Vec<Arc<Notify>> = (0..count).map(|_| Arc::new(Notify::new())).collect();
     let membership = (count > 1).then(|| Arc::new(Membership::new(node_id, wakes.clone())));
     let one_at_a_time = Arc::new(tokio::sync::Mutex::new(()));
@@ -545,7 +538,7 @@ impl RedisGroup {
                 placement: placement.clone(),
             }) as Arc<dyn Catalog>);
         }
-        tokio::spawn(election::watch_notices(
+        tokio::spawn(notices::watch_notices(
             self.subscriber.clone(),
             channels,
             self.election.retry_every,
@@ -558,7 +551,7 @@ impl RedisGroup {
             {
                 // Reported by `serve`, which returns it after shutting down.
                 Err(wrong) => {
-                    let _ = admit.send(Admission::Refused(wrong.to_string()));
+                    let _ = admit.send(Admission::Refused(wrong));
                 }
                 Ok(()) => {
                     let _ = admit.send(Admission::Cleared);
@@ -581,17 +574,13 @@ impl RedisGroup {
 }
 
 fn read_credentials(path: &std::path::PathBuf) -> Result<Credentials, StartError> {
-    let text = std::fs::read_to_string(path).map_err(|e| {
-        StartError::Config(format!(
-            "cannot read the credentials file {}: {e}",
-            path.display()
-        ))
+    let text = std::fs::read_to_string(path).map_err(|source| StartError::CredentialsUnreadable {
+        path: path.clone(),
+        source,
     })?;
-    Credentials::parse(&text).map_err(|e| {
-        StartError::Config(format!(
-            "the credentials file {} is not valid: {e}",
-            path.display()
-        ))
+    Credentials::parse(&text).map_err(|source| StartError::BadCredentials {
+        path: path.clone(),
+        source,
     })
 }
 
@@ -699,7 +688,7 @@ impl Shard {
             match service.create_missing_queues().await {
                 Ok(0) => {}
                 Ok(created) => tracing::info!(created, "created the configured queues"),
-                Err(why) => return Err(StartError::Config(why.to_string())),
+                Err(why) => return Err(why.into()),
             }
             return Ok(RunningShard {
                 service,
@@ -742,7 +731,7 @@ impl Shard {
                 elector.await;
             }
         });
-        tokio::spawn(election::run_watchdog(
+        tokio::spawn(watchdog::run_watchdog(
             leadership.clone(),
             lock.clone(),
             election,

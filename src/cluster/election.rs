@@ -1,30 +1,26 @@
 //! The election: the tasks that take, renew and give up the leader lock.
 //!
-//! Two tasks per instance. The *elector* acquires the lock while passive and
-//! renews it every renew interval while leading; an answer that the lock is
-//! gone or another's means leadership is lost at once. The *watchdog* is
-//! apart from it, so that a Redis call that hangs cannot delay it: it sleeps
-//! until the serving deadline (last good renewal *sent* + step-down) and
-//! steps down when that passes. Both act on [`Leadership`], which the request
-//! path reads.
+//! The *elector*, one per shard, acquires the lock while passive and renews
+//! it every renew interval while leading; an answer that the lock is gone
+//! or another's means leadership is lost at once. The *watchdog*
+//! (`watchdog.rs`) is apart from it, so that a Redis call that hangs cannot
+//! delay the step-down. Both act on [`Leadership`], which the request path
+//! reads.
 //!
-//! The lock itself is behind [`LockStore`], so the timing rules are tested
-//! on a paused clock with a store that can be made to hang or fail.
+//! The lock itself is behind [`LockStore`] (`lock.rs`), so the timing rules
+//! are tested here on a paused clock with a lock that can be made to hang
+//! or fail.
 
 use std::future::Future;
 use std::sync::Arc;
 use std::time::Duration;
 
-use fred::prelude::*;
-use fred::types::scripts::Script;
 use tokio::sync::{Notify, watch};
 use tokio::time::{Instant, sleep, sleep_until, timeout};
 
-use crate::leader::{LeaderInfo, Leadership, StepDown};
+use super::lock::{Acquire, LockError, LockStore};
+use crate::leader::{LeaderInfo, Leadership, Role, StepDown};
 use crate::metrics::Metrics;
-use crate::store::Layout;
-use crate::store::redis::Link;
-use crate::store::replicas::ReplicaAcks;
 
 #[derive(Debug, Clone, Copy)]
 pub struct ElectionConfig {
@@ -36,45 +32,57 @@ pub struct ElectionConfig {
     pub redis_timeout: Duration,
 }
 
+/// Lock timings that would let a leader serve past its lease.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum TimingError {
+    #[error(
+        "invalid lock timings: --lock-renew ({renew_every:?}) must be shorter than --lock-step-down \
+         ({step_down_after:?}): a leader must get at least one renewal in before it has to step down"
+    )]
+    RenewNotBeforeStepDown {
+        renew_every: Duration,
+        step_down_after: Duration,
+    },
+    #[error(
+        "invalid lock timings: --lock-step-down ({step_down_after:?}) must be shorter than --lock-ttl \
+         ({ttl:?}): a leader must stop serving before its lock can expire and another instance takes over"
+    )]
+    StepDownNotBeforeExpiry {
+        step_down_after: Duration,
+        ttl: Duration,
+    },
+    #[error("invalid lock timings: --lock-retry and --redis-timeout must be greater than zero")]
+    Zero,
+    #[error(
+        "--redis-replica-timeout ({replica_timeout:?}) must be above zero and shorter than --lock-renew \
+         ({renew_every:?}): a renewal waits for the replicas before the next one is due"
+    )]
+    ReplicaWaitNotBeforeRenewal {
+        replica_timeout: Duration,
+        renew_every: Duration,
+    },
+}
+
 impl ElectionConfig {
     /// Refuses timings that would let a leader serve past its lease.
-    pub fn validate(&self) -> Result<(), String> {
+    pub fn validate(&self) -> Result<(), TimingError> {
         if self.renew_every >= self.step_down_after {
-            return Err(format!(
-                "--lock-renew ({:?}) must be shorter than --lock-step-down ({:?}): a leader must get \
-                 at least one renewal in before it has to step down",
-                self.renew_every, self.step_down_after
-            ));
+            return Err(TimingError::RenewNotBeforeStepDown {
+                renew_every: self.renew_every,
+                step_down_after: self.step_down_after,
+            });
         }
         if self.step_down_after >= self.ttl {
-            return Err(format!(
-                "--lock-step-down ({:?}) must be shorter than --lock-ttl ({:?}): a leader must stop \
-                 serving before its lock can expire and another instance takes over",
-                self.step_down_after, self.ttl
-            ));
+            return Err(TimingError::StepDownNotBeforeExpiry {
+                step_down_after: self.step_down_after,
+                ttl: self.ttl,
+            });
         }
         if self.retry_every.is_zero() || self.redis_timeout.is_zero() {
-            return Err("--lock-retry and --redis-timeout must be greater than zero".into());
+            return Err(TimingError::Zero);
         }
         Ok(())
     }
-}
-
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub enum Acquire {
-    Won(String),
-    Held(String),
-}
-
-pub type LockError = String;
-
-/// The leader lock: acquire with a fresh token, renew, release.
-pub trait LockStore: Send + Sync + 'static {
-    fn acquire(&self) -> impl Future<Output = Result<Acquire, LockError>> + Send;
-    /// The holder's token, without taking the lock.
-    fn holder(&self) -> impl Future<Output = Result<Option<String>, LockError>> + Send;
-    fn renew(&self, token: &str) -> impl Future<Output = Result<bool, LockError>> + Send;
-    fn release(&self, token: &str) -> impl Future<Output = Result<bool, LockError>> + Send;
 }
 
 /// Logs Redis reachability once per change, not once per attempt.
@@ -92,7 +100,7 @@ impl Reachability {
         }
     }
 
-    fn failed(&mut self, error: &str) {
+    fn failed(&mut self, error: &LockError) {
         if self.reachable != Some(false) {
             tracing::warn!(%error, "Redis unreachable: will keep retrying");
             self.reachable = Some(false);
@@ -158,341 +166,171 @@ pub async fn run_elector<S: LockStore>(
     claim: Claim,
     mut shutdown: watch::Receiver<bool>,
 ) {
-    let mut reachability = Reachability { reachable: None };
-    // Since when a passive that yields the shard has seen it without a leader.
-    let mut free_since: Option<Instant> = None;
+    let mut elector = Elector {
+        leadership,
+        store,
+        config,
+        metrics,
+        load_state,
+        claim,
+        reachability: Reachability { reachable: None },
+        free_since: None,
+    };
     while !*shutdown.borrow() {
-        let wait_until = if let Some((term, token)) = leadership.current_term() {
-            free_since = None;
-            if (claim.wish)() == Wish::Yield && leadership.stop_serving_to_hand_off(term) {
-                sleep(HAND_OFF_GRACE).await;
-                if let Some(token) = leadership.step_down(Some(term), StepDown::HandedOff) {
-                    match timeout(config.redis_timeout, store.release(&token)).await {
-                        Ok(Ok(_)) => {}
-                        Ok(Err(error)) => reachability.failed(&error),
-                        Err(_) => reachability.failed("releasing the lock timed out"),
-                    }
-                }
-                continue;
-            }
-            let sent_at = Instant::now();
-            let answer = timeout(config.redis_timeout, store.renew(&token)).await;
-            metrics
-                .lock_renew_seconds
-                .observe(sent_at.elapsed().as_secs_f64());
-            match answer {
-                Ok(Ok(true)) => {
-                    reachability.ok();
-                    leadership.renewed(term, sent_at);
-                }
-                Ok(Ok(false)) => {
-                    reachability.ok();
-                    metrics.lock_renew_failures.inc();
-                    leadership.step_down(Some(term), StepDown::RenewLost);
-                }
-                Ok(Err(error)) => {
-                    metrics.lock_renew_failures.inc();
-                    reachability.failed(&error);
-                }
-                Err(_) => {
-                    metrics.lock_renew_failures.inc();
-                    reachability.failed("renewal timed out");
-                }
-            }
-            sent_at + config.renew_every
-        } else if leadership.role() == crate::leader::Role::Passive {
-            let wish = (claim.wish)();
-            let take = match wish {
-                Wish::Lead => {
-                    free_since = None;
-                    true
-                }
-                // Another instance should lead this shard: watch, and take
-                // it only if it stays free for a whole lease.
-                Wish::Yield => match timeout(config.redis_timeout, store.holder()).await {
-                    Ok(Ok(holder)) => {
-                        reachability.ok();
-                        leadership.observe_leader(holder.as_deref().and_then(LeaderInfo::parse));
-                        let since = holder
-                            .is_none()
-                            .then(|| *free_since.get_or_insert_with(Instant::now));
-                        free_since = since;
-                        since.is_some_and(|since| since.elapsed() >= config.ttl)
-                    }
-                    Ok(Err(error)) => {
-                        reachability.failed(&error);
-                        false
-                    }
-                    Err(_) => {
-                        reachability.failed("reading the lock timed out");
-                        false
-                    }
-                },
-            };
-            if take {
-                let _turn = claim.one_at_a_time.lock().await;
-                // A shard this instance took meanwhile may have filled its share.
-                if wish == Wish::Lead && (claim.wish)() == Wish::Yield {
-                    continue;
-                }
-                free_since = None;
-                try_to_take(
-                    &leadership,
-                    store.as_ref(),
-                    &config,
-                    &metrics,
-                    &load_state,
-                    &mut reachability,
-                )
-                .await
-            } else {
-                Instant::now() + config.retry_every
-            }
+        let next_turn = if let Some((term, token)) = elector.leadership.current_term() {
+            elector.free_since = None;
+            elector.lead(term, &token).await
+        } else if elector.leadership.role() == Role::Passive {
+            elector.follow().await
         } else {
             return; // memory-only, or shutting down
         };
+        // `None`: the state changed under the turn; act again at once.
+        let Some(next_turn) = next_turn else { continue };
+        let leading = elector.leadership.current_term().is_some();
         tokio::select! {
-            _ = sleep_until(wait_until) => {}
-            _ = claim.wake.notified(), if claim.may_hand_off || leadership.current_term().is_none() => {}
+            _ = sleep_until(next_turn) => {}
+            _ = elector.claim.wake.notified(), if elector.claim.may_hand_off || !leading => {}
             _ = shutdown.changed() => {}
         }
     }
 }
 
-/// One attempt to take the lock; returns when to act next.
-async fn try_to_take<S: LockStore>(
-    leadership: &Leadership,
-    store: &S,
-    config: &ElectionConfig,
-    metrics: &Metrics,
-    load_state: &LoadState,
-    reachability: &mut Reachability,
-) -> Instant {
-    metrics.lock_acquire_attempts.inc();
-    let sent_at = Instant::now();
-    match timeout(config.redis_timeout, store.acquire()).await {
-        Ok(Ok(Acquire::Won(token))) => {
-            reachability.ok();
-            match LeaderInfo::parse(&token) {
-                Some(info) => {
-                    if let Some(term) = leadership.acquired(info, sent_at) {
-                        load_state(term);
-                    }
-                }
-                None => tracing::error!(%token, "the lock holds a token ssq cannot read"),
-            }
-            sent_at + config.renew_every
-        }
-        Ok(Ok(Acquire::Held(token))) => {
-            reachability.ok();
-            leadership.observe_leader(LeaderInfo::parse(&token));
-            Instant::now() + config.retry_every
-        }
-        // No backoff beyond the retry interval: an attempt costs
-        // Redis one small script, and whatever kept Redis away (a
-        // restart, loading its data, a stall), some instance must
-        // lead within one interval of its answering again.
-        Ok(Err(error)) => {
-            reachability.failed(&error);
-            Instant::now() + config.retry_every
-        }
-        Err(_) => {
-            reachability.failed("lock acquisition timed out");
-            Instant::now() + config.retry_every
-        }
-    }
-}
-
-/// Steps the leader down when its serving deadline passes, whatever the
-/// elector is doing. Gives the lock up too if Redis still answers, so that a
-/// passive need not wait for the TTL.
-pub async fn run_watchdog<S: LockStore>(
+/// One shard's elector between its turns.
+struct Elector<S> {
     leadership: Arc<Leadership>,
     store: Arc<S>,
     config: ElectionConfig,
-    mut shutdown: watch::Receiver<bool>,
-) {
-    while !*shutdown.borrow() {
-        let changed = leadership.changed.notified();
-        tokio::pin!(changed);
-        changed.as_mut().enable();
-        if let Some(token) = leadership.step_down_if_expired() {
-            let store = store.clone();
-            tokio::spawn(async move {
-                let _ = timeout(config.redis_timeout, store.release(&token)).await;
-            });
-            continue;
-        }
-        match leadership.deadline() {
-            Some(deadline) => tokio::select! {
-                _ = sleep_until(deadline) => {}
-                _ = &mut changed => {}
-                _ = shutdown.changed() => {}
-            },
-            None => tokio::select! {
-                _ = &mut changed => {}
-                _ = shutdown.changed() => {}
-            },
-        }
-    }
+    metrics: Arc<Metrics>,
+    load_state: LoadState,
+    claim: Claim,
+    reachability: Reachability,
+    /// Since when a passive that yields the shard has seen it without a leader.
+    free_since: Option<Instant>,
 }
 
-/// Wakes whoever waits on a channel's notice: each shard's elector when its
-/// leader announces that it let go, and in a sharded group the heartbeat
-/// when a member joined or left and each shard's inbox task when messages
-/// arrived from another shard. `channels` pairs each channel with what it
-/// wakes.
-pub async fn watch_notices(
-    subscriber: fred::clients::SubscriberClient,
-    channels: Vec<(String, Arc<Notify>)>,
-    retry_every: Duration,
-) {
-    let mut messages = subscriber.message_rx();
-    // Re-subscribes after every reconnection; the task runs detached.
-    drop(subscriber.manage_subscriptions());
-    // Only a subscription that succeeded is renewed after reconnections, so
-    // the first one is retried until Redis takes it.
-    let names: Vec<String> = channels.iter().map(|(name, _)| name.clone()).collect();
-    while let Err(error) = subscriber.subscribe(names.clone()).await {
-        tracing::debug!(%error, "subscribing to notices failed; retrying");
-        sleep(retry_every).await;
+impl<S: LockStore> Elector<S> {
+    /// A lock call bounded by the Redis timeout; `what` names it in the error.
+    async fn bounded<T>(
+        &self,
+        what: &'static str,
+        call: impl Future<Output = Result<T, LockError>>,
+    ) -> Result<T, LockError> {
+        timeout(self.config.redis_timeout, call)
+            .await
+            .unwrap_or(Err(LockError::TimedOut(what)))
     }
-    let wake_all = || channels.iter().for_each(|(_, wake)| wake.notify_one());
-    loop {
-        match messages.recv().await {
-            Ok(message) => match channels.iter().find(|(name, _)| message.channel == name.as_str()) {
-                Some((_, wake)) => wake.notify_one(),
-                None => wake_all(),
-            },
-            Err(tokio::sync::broadcast::error::RecvError::Lagged(_)) => wake_all(),
-            Err(tokio::sync::broadcast::error::RecvError::Closed) => {
-                sleep(Duration::from_millis(100)).await;
-                messages = subscriber.message_rx();
+
+    /// The leader's turn: hand the shard off if another instance should
+    /// lead it, else renew. Returns when to act next.
+    async fn lead(&mut self, term: u64, token: &str) -> Option<Instant> {
+        if (self.claim.wish)() == Wish::Yield && self.leadership.stop_serving_to_hand_off(term) {
+            sleep(HAND_OFF_GRACE).await;
+            if let Some(token) = self.leadership.step_down(Some(term), StepDown::HandedOff) {
+                let released = self.bounded("releasing the lock", self.store.release(&token));
+                if let Err(error) = released.await {
+                    self.reachability.failed(&error);
+                }
+            }
+            return None;
+        }
+        let sent_at = Instant::now();
+        let answer = self.bounded("renewal", self.store.renew(token)).await;
+        let metrics = &self.metrics;
+        metrics
+            .lock_renew_seconds
+            .observe(sent_at.elapsed().as_secs_f64());
+        match answer {
+            Ok(true) => {
+                self.reachability.ok();
+                self.leadership.renewed(term, sent_at);
+            }
+            Ok(false) => {
+                self.reachability.ok();
+                metrics.lock_renew_failures.inc();
+                self.leadership.step_down(Some(term), StepDown::RenewLost);
+            }
+            Err(error) => {
+                metrics.lock_renew_failures.inc();
+                self.reachability.failed(&error);
+            }
+        }
+        Some(sent_at + self.config.renew_every)
+    }
+
+    /// A passive's turn: take the lock if this instance should lead the
+    /// shard, or if it stayed without a leader for a whole lease. Returns
+    /// when to act next.
+    async fn follow(&mut self) -> Option<Instant> {
+        let wish = (self.claim.wish)();
+        let take = match wish {
+            Wish::Lead => true,
+            Wish::Yield => self.free_for_a_lease().await,
+        };
+        if !take {
+            return Some(Instant::now() + self.config.retry_every);
+        }
+        self.free_since = None;
+        let one_at_a_time = self.claim.one_at_a_time.clone();
+        let _turn = one_at_a_time.lock().await;
+        // A shard this instance took meanwhile may have filled its share.
+        if wish == Wish::Lead && (self.claim.wish)() == Wish::Yield {
+            return None;
+        }
+        Some(self.try_to_take().await)
+    }
+
+    /// Whether the shard, which another instance should lead, has been
+    /// without a leader for a whole lease.
+    async fn free_for_a_lease(&mut self) -> bool {
+        match self.bounded("reading the lock", self.store.holder()).await {
+            Ok(holder) => {
+                self.reachability.ok();
+                (self.leadership).observe_leader(holder.as_deref().and_then(LeaderInfo::parse));
+                let since = holder
+                    .is_none()
+                    .then(|| *self.free_since.get_or_insert_with(Instant::now));
+                self.free_since = since;
+                since.is_some_and(|since| since.elapsed() >= self.config.ttl)
+            }
+            Err(error) => {
+                self.reachability.failed(&error);
+                false
             }
         }
     }
-}
 
-/// The leader lock in Redis. All keys share the hash tag `{prefix}`, so the
-/// scripts touch one slot and stay valid behind Redis Cluster.
-pub struct RedisLock {
-    link: Link,
-    lock_key: String,
-    epoch_key: String,
-    pub release_channel: String,
-    node_id: String,
-    advertise_url: String,
-    ttl_ms: u64,
-    acquire: Script,
-    renew: Script,
-    release: Script,
-    /// Replicas that must hold an acquisition or a renewal (`replicas.rs`).
-    acks: ReplicaAcks,
-}
-
-impl RedisLock {
-    pub fn new(link: Link, layout: &Layout, node_id: &str, advertise_url: &str, ttl: Duration) -> RedisLock {
-        RedisLock {
-            link,
-            lock_key: layout.lock(),
-            epoch_key: layout.epoch(),
-            release_channel: layout.release_channel(),
-            node_id: node_id.to_string(),
-            advertise_url: advertise_url.to_string(),
-            ttl_ms: ttl.as_millis() as u64,
-            acquire: Script::from_lua(include_str!("lua/lock_acquire.lua")),
-            renew: Script::from_lua(include_str!("lua/lock_renew.lua")),
-            release: Script::from_lua(include_str!("lua/lock_release.lua")),
-            acks: ReplicaAcks::NONE,
+    /// One attempt to take the lock; returns when to act next.
+    async fn try_to_take(&mut self) -> Instant {
+        self.metrics.lock_acquire_attempts.inc();
+        let sent_at = Instant::now();
+        match self.bounded("lock acquisition", self.store.acquire()).await {
+            Ok(Acquire::Won(token)) => {
+                self.reachability.ok();
+                match LeaderInfo::parse(&token) {
+                    Some(info) => {
+                        if let Some(term) = self.leadership.acquired(info, sent_at) {
+                            (self.load_state)(term);
+                        }
+                    }
+                    None => tracing::error!(%token, "the lock holds a token ssq cannot read"),
+                }
+                sent_at + self.config.renew_every
+            }
+            Ok(Acquire::Held(token)) => {
+                self.reachability.ok();
+                self.leadership.observe_leader(LeaderInfo::parse(&token));
+                Instant::now() + self.config.retry_every
+            }
+            // No backoff beyond the retry interval: an attempt costs Redis
+            // one small script, and whatever kept Redis away (a restart,
+            // loading its data, a stall), some instance must lead within
+            // one interval of its answering again.
+            Err(error) => {
+                self.reachability.failed(&error);
+                Instant::now() + self.config.retry_every
+            }
         }
-    }
-
-    /// Acquisitions (and so epochs) and renewals count only once `acks`
-    /// replicas hold them; an unconfirmed one is a failed one.
-    pub fn confirmed_by_replicas(mut self, acks: ReplicaAcks) -> RedisLock {
-        self.acks = acks;
-        self
-    }
-
-    /// `client` must be the one the write was sent on: `WAIT` counts
-    /// the writes of its own connection.
-    async fn confirm(&self, client: &Client) -> Result<(), LockError> {
-        self.acks.confirm(client, &self.lock_key).await
-    }
-
-    async fn run<R: FromValue>(
-        &self,
-        client: &Client,
-        script: &Script,
-        keys: Vec<String>,
-        args: Vec<String>,
-    ) -> Result<R, LockError> {
-        script
-            .evalsha_with_reload(client, keys, args)
-            .await
-            .map_err(|e| e.to_string())
-    }
-}
-
-impl LockStore for RedisLock {
-    async fn acquire(&self) -> Result<Acquire, LockError> {
-        let nonce = format!("{:016x}", crate::queue::random::nonce());
-        let args = vec![
-            self.node_id.clone(),
-            self.advertise_url.clone(),
-            self.ttl_ms.to_string(),
-            nonce,
-        ];
-        let client = self.link.commands();
-        let (won, token): (i64, String) = self
-            .run(
-                &client,
-                &self.acquire,
-                vec![self.lock_key.clone(), self.epoch_key.clone()],
-                args,
-            )
-            .await?;
-        if won != 1 {
-            return Ok(Acquire::Held(token));
-        }
-        // Unconfirmed, the lock stays in this node's name in Redis; the next
-        // attempt takes it over with a new epoch, confirmed or not at all.
-        self.confirm(&client).await?;
-        Ok(Acquire::Won(token))
-    }
-
-    async fn holder(&self) -> Result<Option<String>, LockError> {
-        self.link
-            .commands()
-            .get(self.lock_key.as_str())
-            .await
-            .map_err(|e| e.to_string())
-    }
-
-    async fn renew(&self, token: &str) -> Result<bool, LockError> {
-        let args = vec![token.to_string(), self.ttl_ms.to_string()];
-        let client = self.link.commands();
-        let renewed = self
-            .run::<i64>(&client, &self.renew, vec![self.lock_key.clone()], args)
-            .await?
-            == 1;
-        if renewed {
-            self.confirm(&client).await?;
-        }
-        Ok(renewed)
-    }
-
-    async fn release(&self, token: &str) -> Result<bool, LockError> {
-        let args = vec![token.to_string(), self.release_channel.clone()];
-        Ok(self
-            .run::<i64>(
-                &self.link.commands(),
-                &self.release,
-                vec![self.lock_key.clone()],
-                args,
-            )
-            .await?
-            == 1)
     }
 }
 
@@ -501,7 +339,7 @@ mod tests {
     use std::sync::Mutex;
 
     use super::*;
-    use crate::leader::Role;
+    use crate::cluster::watchdog::run_watchdog;
     use crate::queue::clock::SystemClock;
     use crate::service::Service;
 
@@ -535,7 +373,11 @@ mod tests {
                 std::future::pending::<()>().await;
             }
             if fail {
-                return Err("LOADING Redis is loading the dataset in memory".into());
+                let loading = fred::error::Error::new(
+                    fred::error::ErrorKind::Unknown,
+                    "LOADING Redis is loading the dataset in memory",
+                );
+                return Err(LockError::Redis(loading.into()));
             }
             Ok(op(&mut self.state.lock().unwrap()))
         }

@@ -182,22 +182,15 @@ pub async fn leave(membership: &Membership, client: &Client, layout: &Layout, tt
 }
 
 /// Why the group's shard count keeps this instance from starting.
-#[derive(Debug)]
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error(
+    "Redis holds data for --shards {stored}, and this instance runs with --shards {ours}: it would look for \
+     queues in the wrong shards. Start it with --shards {stored} (or SSQ_SHARDS), or move the queues to a \
+     group of the new size as docs/operations.md (\"Resizing a sharded group\") describes."
+)]
 pub struct WrongShardCount {
     pub stored: String,
     pub ours: usize,
-}
-
-impl std::fmt::Display for WrongShardCount {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        write!(
-            f,
-            "Redis holds data for --shards {}, and this instance runs with --shards {}: it would look for \
-             queues in the wrong shards. Start it with --shards {} (or SSQ_SHARDS), or move the queues to a \
-             group of the new size as docs/operations.md (\"Resizing a sharded group\") describes.",
-            self.stored, self.ours, self.stored
-        )
-    }
 }
 
 /// Records `shards` as the group's shard count, or checks it against the

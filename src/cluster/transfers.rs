@@ -33,10 +33,12 @@ use fred::prelude::*;
 use fred::types::scripts::Script;
 use tokio::sync::{Notify, watch};
 
+use crate::error::SqsError;
 use crate::journal::{Transfer, Write};
 use crate::leader::Leadership;
 use crate::service::Service;
 use crate::service::shards::Placement;
+use crate::store::redis::RedisError;
 use crate::store::replicas::ReplicaAcks;
 use crate::store::{ShardKeys, codec};
 
@@ -45,6 +47,28 @@ const BATCH: u64 = 100;
 
 /// How long a shard remembers that a message arrived.
 const MARKER_TTL: Duration = Duration::from_secs(3600);
+
+/// Why moving messages between shards paused; it resumes at the next turn,
+/// and nothing is lost: an entry leaves a stream only once it is held
+/// where it goes.
+#[derive(Debug, thiserror::Error)]
+enum TransferError {
+    #[error("reading {stream} failed: {source}")]
+    Read {
+        stream: String,
+        source: fred::error::Error,
+    },
+    #[error("delivering to shard {target} failed: {source}")]
+    Deliver {
+        target: usize,
+        source: fred::error::Error,
+    },
+    #[error(transparent)]
+    Replicas(#[from] RedisError),
+    /// This shard's own commit refused the change (say, it is no longer leader).
+    #[error("{}", .0.message)]
+    Commit(#[from] SqsError),
+}
 
 /// The outbox and inbox of one shard, worked while this instance leads it.
 pub struct Transfers {
@@ -91,7 +115,7 @@ impl Transfers {
         mut stopped: watch::Receiver<bool>,
         step: impl Fn() -> Fut,
     ) where
-        Fut: std::future::Future<Output = Result<usize, String>> + 'a,
+        Fut: std::future::Future<Output = Result<usize, TransferError>> + 'a,
     {
         loop {
             tokio::select! {
@@ -113,7 +137,7 @@ impl Transfers {
     }
 
     /// Delivers the oldest outbox entries; returns how many it handled.
-    async fn deliver_outbox(&self, deliver: &Script) -> Result<usize, String> {
+    async fn deliver_outbox(&self, deliver: &Script) -> Result<usize, TransferError> {
         let entries = self.read(&self.shards[self.shard].layout.outbox()).await?;
         let count = entries.len();
         let (by_shard, unreadable) = self.decode(entries);
@@ -138,15 +162,12 @@ impl Transfers {
                 count,
                 "messages bound for a queue of another shard that does not exist went back to their queues"
             );
-            self.service.put_back(returned).await.map_err(|e| e.message)?;
+            self.service.put_back(returned).await?;
             counted("returned", count);
         }
         if !done.is_empty() {
             let count = done.len();
-            self.service
-                .commit_alone(Write::Delivered(done))
-                .await
-                .map_err(|e| e.message)?;
+            self.service.commit_alone(Write::Delivered(done)).await?;
             counted("delivered", count);
         }
         Ok(count)
@@ -158,7 +179,7 @@ impl Transfers {
         target: usize,
         deliver: &Script,
         entries: &[Entry],
-    ) -> Result<Vec<i64>, String> {
+    ) -> Result<Vec<i64>, TransferError> {
         let ShardKeys { layout, link } = &self.shards[target];
         let mut keys = vec![layout.queues(), layout.inbox()];
         let mut args: Vec<Value> = vec![
@@ -179,14 +200,14 @@ impl Transfers {
         let results: Vec<i64> = deliver
             .evalsha_with_reload(&client, keys, args)
             .await
-            .map_err(|e| format!("delivering to shard {target} failed: {e}"))?;
+            .map_err(|source| TransferError::Deliver { target, source })?;
         // The outbox entries go only once the inbox holds them for good.
         self.acks.confirm(&client, &inbox).await?;
         Ok(results)
     }
 
     /// Takes the oldest inbox entries into their queues.
-    async fn take_in_inbox(&self) -> Result<usize, String> {
+    async fn take_in_inbox(&self) -> Result<usize, TransferError> {
         let entries = self.read(&self.shards[self.shard].layout.inbox()).await?;
         let count = entries.len();
         let (by_shard, unreadable) = self.decode(entries);
@@ -196,13 +217,10 @@ impl Transfers {
             .map(|entry| (entry.id, entry.transfer))
             .collect();
         if !unreadable.is_empty() {
-            self.service
-                .commit_alone(Write::TakenIn(unreadable))
-                .await
-                .map_err(|e| e.message)?;
+            self.service.commit_alone(Write::TakenIn(unreadable)).await?;
         }
         let arrived = arrivals.len() as u64;
-        self.service.take_in(arrivals).await.map_err(|e| e.message)?;
+        self.service.take_in(arrivals).await?;
         self.service
             .metrics
             .transfers
@@ -212,13 +230,16 @@ impl Transfers {
     }
 
     /// The oldest entries of `stream`, in order.
-    async fn read(&self, stream: &str) -> Result<Vec<(String, HashMap<String, String>)>, String> {
+    async fn read(&self, stream: &str) -> Result<Vec<(String, HashMap<String, String>)>, TransferError> {
         self.shards[self.shard]
             .link
             .commands()
             .xrange_values(stream, "-", "+", Some(BATCH))
             .await
-            .map_err(|e| format!("reading {stream} failed: {e}"))
+            .map_err(|source| TransferError::Read {
+                stream: stream.to_string(),
+                source,
+            })
     }
 
     /// Entries by the shard of their target queue, in stream order; and the

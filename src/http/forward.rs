@@ -32,23 +32,16 @@ pub const FORWARDED: HeaderName = HeaderName::from_static("x-ssq-forwarded");
 const FORWARD_TIMEOUT: Duration = Duration::from_secs(30);
 
 /// Why a request could not be sent on.
-#[derive(Debug)]
+#[derive(Debug, thiserror::Error)]
 pub enum ForwardError {
     /// The leader's URL is not a base URL a request can be sent to.
+    #[error("the leader advertises {0:?}, which is not an http:// URL")]
     BadUrl(String),
-    /// No answer: refused, reset, or too slow.
-    Unreachable(String),
-}
-
-impl std::fmt::Display for ForwardError {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        match self {
-            ForwardError::BadUrl(url) => {
-                write!(f, "the leader advertises {url:?}, which is not an http:// URL")
-            }
-            ForwardError::Unreachable(why) => write!(f, "the leader did not answer: {why}"),
-        }
-    }
+    /// No answer: refused or reset.
+    #[error("the leader did not answer: {0}")]
+    Unreachable(hyper_util::client::legacy::Error),
+    #[error("the leader did not answer within {FORWARD_TIMEOUT:?}")]
+    TimedOut,
 }
 
 /// The connection pool to the other instances.
@@ -86,7 +79,7 @@ impl Forwarder {
         let outcome = match &result {
             Ok(response) => response.status().as_str().to_string(),
             Err(ForwardError::BadUrl(_)) => "bad_url".to_string(),
-            Err(ForwardError::Unreachable(_)) => "unreachable".to_string(),
+            Err(ForwardError::Unreachable(_) | ForwardError::TimedOut) => "unreachable".to_string(),
         };
         metrics.forwarded.with_label_values(&[&outcome]).inc();
         result
@@ -116,8 +109,8 @@ impl Forwarder {
         headers.insert(FORWARDED, self.node_id.clone());
         let response = tokio::time::timeout(FORWARD_TIMEOUT, self.client.request(request))
             .await
-            .map_err(|_| ForwardError::Unreachable(format!("no answer within {FORWARD_TIMEOUT:?}")))?
-            .map_err(|e| ForwardError::Unreachable(e.to_string()))?;
+            .map_err(|_| ForwardError::TimedOut)?
+            .map_err(ForwardError::Unreachable)?;
         let (mut parts, body) = response.into_parts();
         for name in &HOP_BY_HOP {
             parts.headers.remove(name);

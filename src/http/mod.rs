@@ -20,8 +20,8 @@ use axum::response::{IntoResponse, Response};
 use axum::routing::get;
 
 use crate::api::{self, Action, Api, AsJson, AsTree, Input, RequestContext, RequestRegion, Route};
-use crate::cluster::election::{LockStore, RedisLock};
 use crate::cluster::group::Membership;
+use crate::cluster::lock::{LockStore, RedisLock};
 use crate::config::Regions;
 use crate::error::{ErrorCode, SqsError};
 use crate::http::request_body::{BodyBudget, BodyPermit};

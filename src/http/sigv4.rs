@@ -18,6 +18,15 @@ const ALGORITHM: &str = "AWS4-HMAC-SHA256";
 /// How far a request's date may be from this server's clock.
 const MAX_SKEW_SECONDS: i64 = 15 * 60;
 
+/// Why a credentials file cannot be used.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum CredentialsError {
+    #[error("line {0}: expected access-key-id:secret")]
+    BadLine(usize),
+    #[error("no credentials in the file: write one access-key-id:secret per line")]
+    Empty,
+}
+
 /// Access key id → secret access key.
 #[derive(Debug, Clone, Default)]
 pub struct Credentials {
@@ -35,7 +44,7 @@ impl Credentials {
     }
 
     /// Reads `access-key-id:secret` lines; `#` starts a comment.
-    pub fn parse(text: &str) -> Result<Credentials, String> {
+    pub fn parse(text: &str) -> Result<Credentials, CredentialsError> {
         let mut secrets = HashMap::new();
         for (number, line) in text.lines().enumerate() {
             let line = line.trim();
@@ -45,11 +54,11 @@ impl Credentials {
             let (id, secret) = line
                 .split_once(':')
                 .filter(|(id, secret)| !id.trim().is_empty() && !secret.trim().is_empty())
-                .ok_or_else(|| format!("line {}: expected access-key-id:secret", number + 1))?;
+                .ok_or(CredentialsError::BadLine(number + 1))?;
             secrets.insert(id.trim().to_string(), secret.trim().to_string());
         }
         if secrets.is_empty() {
-            return Err("no credentials in the file".into());
+            return Err(CredentialsError::Empty);
         }
         Ok(Credentials { secrets })
     }
@@ -672,8 +681,14 @@ mod tests {
     fn credential_files_are_read_line_by_line() {
         let credentials = Credentials::parse("# comment\nAKID1:secret1\n\n AKID2 : secret2 \n").unwrap();
         assert_eq!(credentials.secrets["AKID2"], "secret2");
-        assert!(Credentials::parse("no colon\n").is_err());
-        assert!(Credentials::parse("# nothing\n").is_err());
+        assert_eq!(
+            Credentials::parse("AKID:s\nno colon\n").unwrap_err(),
+            CredentialsError::BadLine(2)
+        );
+        assert_eq!(
+            Credentials::parse("# nothing\n").unwrap_err(),
+            CredentialsError::Empty
+        );
         assert!(credentials.admits("AKID1", "secret1"));
         assert!(!credentials.admits("AKID1", "secret2"));
         assert!(!credentials.admits("AKID3", "secret1"));

@@ -205,23 +205,12 @@ pub struct QueueSpec {
 }
 
 /// A configured queue that could not be created.
-#[derive(Debug)]
+#[derive(Debug, thiserror::Error)]
+#[error("cannot create the configured queue {name}: {}", error.message)]
 pub struct ConfiguredQueueError {
     pub name: String,
     pub error: SqsError,
 }
-
-impl std::fmt::Display for ConfiguredQueueError {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        write!(
-            f,
-            "cannot create the configured queue {}: {}",
-            self.name, self.error.message
-        )
-    }
-}
-
-impl std::error::Error for ConfiguredQueueError {}
 
 /// The outcome of CreateQueue.
 #[derive(Debug, PartialEq, Eq)]

@@ -64,24 +64,29 @@ pub fn write_queue(meta: &QueueMeta, out: &mut BytesMut) {
 
 /// A stored record that cannot be read back: the loader logs it and
 /// leaves the queue or message out.
-#[derive(Debug)]
+#[derive(Debug, thiserror::Error)]
 pub enum DecodeError {
     /// Not the JSON the record's kind has.
+    #[error("{record}: unreadable {}: {error}", record.part())]
     Unreadable {
         record: Record,
         error: serde_json::Error,
     },
     /// A queue attribute ssq no longer accepts.
+    #[error("queue {queue}: {error}")]
     Attribute {
         queue: String,
         error: crate::error::SqsError,
     },
     /// A message attribute with neither or both of a text and a binary value,
     /// or binary that is not base64.
+    #[error("message {seq}: attribute {name} {why}")]
     MessageAttribute { seq: u64, name: String, why: String },
     /// A state record missing the deadline or receive time its state needs.
+    #[error("message {seq}: state {state:?} is incomplete")]
     IncompleteState { seq: u64, state: char },
     /// A transfer's stream entry without one of its fields.
+    #[error("a transfer between shards has no {missing:?} field")]
     IncompleteTransfer { missing: &'static str },
 }
 
@@ -93,29 +98,25 @@ pub enum Record {
     State(u64),
 }
 
-impl std::fmt::Display for DecodeError {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+impl Record {
+    /// What part of the record could not be read.
+    fn part(&self) -> &'static str {
         match self {
-            DecodeError::Unreadable { record, error } => match record {
-                Record::Queue(name) => write!(f, "queue {name}: unreadable record: {error}"),
-                Record::Body(seq) => write!(f, "message {seq}: unreadable body: {error}"),
-                Record::State(seq) => write!(f, "message {seq}: unreadable state: {error}"),
-            },
-            DecodeError::Attribute { queue, error } => write!(f, "queue {queue}: {error}"),
-            DecodeError::MessageAttribute { seq, name, why } => {
-                write!(f, "message {seq}: attribute {name} {why}")
-            }
-            DecodeError::IncompleteState { seq, state } => {
-                write!(f, "message {seq}: state {state:?} is incomplete")
-            }
-            DecodeError::IncompleteTransfer { missing } => {
-                write!(f, "a transfer between shards has no {missing:?} field")
-            }
+            Record::Queue(_) => "record",
+            Record::Body(_) => "body",
+            Record::State(_) => "state",
         }
     }
 }
 
-impl std::error::Error for DecodeError {}
+impl std::fmt::Display for Record {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            Record::Queue(name) => write!(f, "queue {name}"),
+            Record::Body(seq) | Record::State(seq) => write!(f, "message {seq}"),
+        }
+    }
+}
 
 pub fn decode_queue(name: &str, text: &str) -> Result<QueueMeta, DecodeError> {
     let record: QueueRecord = serde_json::from_str(text).map_err(|error| DecodeError::Unreadable {

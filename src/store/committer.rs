@@ -36,6 +36,7 @@ use super::loader::Loader;
 use crate::error::{ErrorCode, SqsError};
 use crate::journal::Pending;
 use crate::leader::StepDown;
+use crate::store::redis::RedisError;
 use crate::store::replicas::ReplicaAcks;
 
 /// A batch stops growing at this many bytes of arguments (one more write
@@ -161,40 +162,31 @@ impl Committer {
         // `WAIT` counts the writes of the connection it is sent on.
         let client = self.store.link.commits();
         let result = match tokio::time::timeout(self.timeout, self.eval(&client, &call)).await {
-            Ok(Ok(applied)) => match self.acks.confirm(&client, &self.store.layout.lock()).await {
-                Ok(()) => Ok(Ok(applied)),
-                Err(unconfirmed) => Ok(Err(Error::new(ErrorKind::Unknown, unconfirmed))),
-            },
-            other => other,
+            Err(_) => Err(CommitError::TimedOut(self.timeout)),
+            Ok(Err(error)) if error.details().starts_with("FENCED") => Err(CommitError::Fenced),
+            Ok(Err(error)) => Err(CommitError::Redis(error.into())),
+            Ok(Ok(_)) => {
+                (self.acks.confirm(&client, &self.store.layout.lock()).await).map_err(CommitError::Redis)
+            }
         };
         self.store
             .metrics
             .commit_seconds
             .observe(started.elapsed().as_secs_f64());
         match result {
-            Ok(Ok(_)) => {
+            Ok(()) => {
                 self.consecutive_failures.store(0, Ordering::Relaxed);
                 answer(chunk, Ok(()));
                 true
             }
-            Ok(Err(error)) if error.details().starts_with("FENCED") => {
-                answer(
-                    chunk,
-                    Err(unavailable("another instance has taken over as leader")),
-                );
+            Err(CommitError::Fenced) => {
+                answer(chunk, Err(unavailable(CommitError::Fenced)));
                 self.store.leadership.step_down(Some(term), StepDown::Fenced);
                 false
             }
-            failed => {
-                let why = match failed {
-                    Ok(Err(error)) => error.to_string(),
-                    _ => format!("no answer within {:?}", self.timeout),
-                };
+            Err(why) => {
                 tracing::warn!(error = %why, writes = chunk.len(), "a write to Redis failed: reloading state before serving again");
-                answer(
-                    chunk,
-                    Err(unavailable(&format!("the write to Redis failed ({why})"))),
-                );
+                answer(chunk, Err(unavailable(&why)));
                 self.store.metrics.commit_failures.inc();
                 if self.store.leadership.begin_resync(term) {
                     let failures = self.consecutive_failures.fetch_add(1, Ordering::Relaxed) + 1;
@@ -205,6 +197,19 @@ impl Committer {
             }
         }
     }
+}
+
+/// Why a group commit did not count; its waiters get a retryable 503 that
+/// says which.
+#[derive(Debug, thiserror::Error)]
+enum CommitError {
+    /// The script found another leader's epoch: this instance steps down.
+    #[error("another instance has taken over as leader")]
+    Fenced,
+    #[error("the write to Redis failed ({0})")]
+    Redis(RedisError),
+    #[error("the write to Redis failed (no answer within {0:?})")]
+    TimedOut(Duration),
 }
 
 /// How long to wait before reloading after the `failures`th failed write in
@@ -220,7 +225,7 @@ fn reload_delay(failures: u32, max: Duration) -> Duration {
     }
 }
 
-fn unavailable(why: &str) -> SqsError {
+fn unavailable(why: impl std::fmt::Display) -> SqsError {
     SqsError::new(
         ErrorCode::ServiceUnavailable,
         format!("ssq could not make this change durable: {why}. Nothing was acknowledged; retry."),

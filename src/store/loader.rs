@@ -30,7 +30,8 @@ pub struct Loader {
 }
 
 /// Redis failed to answer while a load read `key`; the load is retried.
-#[derive(Debug)]
+#[derive(Debug, thiserror::Error)]
+#[error("reading {key}: {error}")]
 pub struct LoadError {
     pub key: String,
     pub error: fred::error::Error,
@@ -41,14 +42,6 @@ impl LoadError {
         LoadError { key, error }
     }
 }
-
-impl std::fmt::Display for LoadError {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        write!(f, "reading {}: {}", self.key, self.error)
-    }
-}
-
-impl std::error::Error for LoadError {}
 
 /// What a load found.
 pub struct Loaded {

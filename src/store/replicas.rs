@@ -17,6 +17,8 @@ use fred::prelude::*;
 use fred::types::ClusterHash;
 use fred::types::config::Options;
 
+use crate::store::redis::RedisError;
+
 /// How many replicas must acknowledge a write, and how long to wait for them.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct ReplicaAcks {
@@ -43,7 +45,7 @@ impl ReplicaAcks {
     /// usual one, so that a slow answer is the replicas', not the network's.
     /// On Redis Cluster, `WAIT` goes to the primary of `key`'s slot: the
     /// connection that wrote it.
-    pub async fn confirm(&self, client: &Client, key: &str) -> Result<(), String> {
+    pub async fn confirm(&self, client: &Client, key: &str) -> Result<(), RedisError> {
         if !self.required() {
             return Ok(());
         }
@@ -56,14 +58,15 @@ impl ReplicaAcks {
             .with_options(&options)
             .wait(i64::from(self.replicas), self.timeout.as_millis() as i64)
             .await
-            .map_err(|e| format!("WAIT failed: {e}"))?;
+            .map_err(RedisError::Wait)?;
         if acknowledged >= i64::from(self.replicas) {
             Ok(())
         } else {
-            Err(format!(
-                "{acknowledged} of the {} replicas asked for (--redis-min-replicas) confirmed the write within {:?}",
-                self.replicas, self.timeout
-            ))
+            Err(RedisError::TooFewReplicas {
+                acknowledged,
+                wanted: self.replicas,
+                within: self.timeout,
+            })
         }
     }
 }

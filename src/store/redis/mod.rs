@@ -10,6 +10,7 @@
 //! `LOADING` while it reads its data at startup) unless told not to fail
 //! fast, which once left an instance passive for ever.
 
+mod error;
 mod routing;
 
 use std::time::Duration;
@@ -17,6 +18,7 @@ use std::time::Duration;
 use fred::clients::SubscriberClient;
 use fred::prelude::*;
 
+pub use error::{RedisError, SetupError};
 pub use routing::{Link, Redis};
 
 /// How to reach Redis: the URL (`redis://` or `rediss://` for TLS, with an
@@ -34,65 +36,63 @@ pub struct Target {
 
 /// Builds a client; it connects in the background and keeps reconnecting.
 /// Fails only for a URL or CA file that cannot be used.
-pub fn client(target: &Target) -> Result<Client, String> {
+pub fn client(target: &Target) -> Result<Client, SetupError> {
     client_with(config(target)?, target)
 }
 
 /// A client for pub/sub that subscribes again after each reconnection.
-pub fn subscriber(target: &Target) -> Result<SubscriberClient, String> {
+pub fn subscriber(target: &Target) -> Result<SubscriberClient, SetupError> {
     builder(config(target)?, target)
         .build_subscriber_client()
-        .map_err(|e| e.to_string())
+        .map_err(SetupError::Client)
 }
 
 /// A client for `config` (a cluster node's, say) with `target`'s timeouts.
-fn client_with(config: Config, target: &Target) -> Result<Client, String> {
-    builder(config, target).build().map_err(|e| e.to_string())
+fn client_with(config: Config, target: &Target) -> Result<Client, SetupError> {
+    builder(config, target).build().map_err(SetupError::Client)
 }
 
 /// TLS that trusts the CA in `path`.
-fn tls_trusting(path: &std::path::Path) -> Result<fred::types::config::TlsConfig, String> {
+fn tls_trusting(path: &std::path::Path) -> Result<fred::types::config::TlsConfig, SetupError> {
     use rustls::pki_types::CertificateDer;
     use rustls::pki_types::pem::PemObject;
 
+    let unreadable = |source| SetupError::CaFileUnreadable {
+        path: path.to_path_buf(),
+        source,
+    };
     let mut roots = rustls::RootCertStore::empty();
-    let certificates = CertificateDer::pem_file_iter(path)
-        .map_err(|e| format!("cannot read the Redis CA file {}: {e}", path.display()))?;
-    for certificate in certificates {
-        let certificate =
-            certificate.map_err(|e| format!("the Redis CA file {} is not PEM: {e}", path.display()))?;
-        roots.add(certificate).map_err(|e| {
-            format!(
-                "the Redis CA file {} holds a bad certificate: {e}",
-                path.display()
-            )
-        })?;
+    for certificate in CertificateDer::pem_file_iter(path).map_err(unreadable)? {
+        roots
+            .add(certificate.map_err(unreadable)?)
+            .map_err(|source| SetupError::BadCertificate {
+                path: path.to_path_buf(),
+                source,
+            })?;
     }
     let provider = std::sync::Arc::new(rustls::crypto::ring::default_provider());
     let config = rustls::ClientConfig::builder_with_provider(provider)
         .with_safe_default_protocol_versions()
-        .map_err(|e| e.to_string())?
+        .map_err(SetupError::Tls)?
         .with_root_certificates(roots)
         .with_no_client_auth();
     Ok(fred::types::config::TlsConnector::from(config).into())
 }
 
 /// What `target`'s URL and CA file say.
-fn config(target: &Target) -> Result<Config, String> {
+fn config(target: &Target) -> Result<Config, SetupError> {
     // rustls needs one process-wide crypto provider for rediss:// with the
     // system's roots; choose ring, as the custom-CA path does. Installing it
     // twice is harmless.
     let _ = rustls::crypto::ring::default_provider().install_default();
     let url = target.url.as_str();
-    let mut config = Config::from_url(&cluster_nodes_as_query(url)).map_err(|e| {
-        format!(
-            "--redis-url {url:?} is not a valid Redis URL ({e}); expected redis://[user:password@]host:port, \
-             rediss:// for TLS, or redis-cluster://[user:password@]host:port[,host:port...] for Redis Cluster"
-        )
+    let mut config = Config::from_url(&cluster_nodes_as_query(url)).map_err(|source| SetupError::BadUrl {
+        url: url.to_string(),
+        source,
     })?;
     if let Some(path) = &target.ca_file {
         if !url.starts_with("rediss") {
-            return Err("--redis-ca-file needs a rediss:// URL".to_string());
+            return Err(SetupError::CaFileWithoutTls);
         }
         config.tls = Some(tls_trusting(path)?);
     }

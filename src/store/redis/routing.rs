@@ -23,7 +23,7 @@ use fred::types::cluster::ClusterRouting;
 use fred::types::config::ServerConfig;
 use tokio::sync::watch;
 
-use super::Target;
+use super::{SetupError, Target};
 
 /// The clients of one Redis process: commands, and with replica
 /// acknowledgements a second one for commits (`WAIT` blocks its
@@ -44,7 +44,7 @@ impl Connections {
         target: &Target,
         separate_commits: bool,
         server: Option<Server>,
-    ) -> Result<Self, String> {
+    ) -> Result<Self, SetupError> {
         let commands = super::client_with(config.clone(), target)?;
         let commits = match separate_commits {
             true => super::client_with(config, target)?,
@@ -156,15 +156,12 @@ impl Redis {
     /// Builds the clients for `target`; nothing connects before
     /// [`Redis::start`]. Fails only for a URL or CA file that cannot be
     /// used.
-    pub fn new(target: &Target, separate_commits: bool) -> Result<Redis, String> {
+    pub fn new(target: &Target, separate_commits: bool) -> Result<Redis, SetupError> {
         let config = super::config(target)?;
         match &config.server {
             ServerConfig::Clustered { hosts, .. } => {
                 let seeds = hosts.clone();
-                let first = seeds
-                    .first()
-                    .cloned()
-                    .ok_or("a Redis Cluster URL names no node")?;
+                let first = seeds.first().cloned().ok_or(SetupError::NoClusterNode)?;
                 let cluster = Cluster {
                     template: config.clone(),
                     target: target.clone(),
@@ -241,7 +238,7 @@ impl Cluster {
 
     /// The connections to `server`, made (not yet connected) if new; and
     /// whether they are.
-    fn open(&self, server: &Server) -> Result<(Arc<Connections>, bool), String> {
+    fn open(&self, server: &Server) -> Result<(Arc<Connections>, bool), SetupError> {
         let mut nodes = self.lock_nodes();
         if let Some(known) = nodes.iter().find(|node| node.reaches(server)) {
             return Ok((known.clone(), false));
@@ -261,7 +258,7 @@ impl Cluster {
     }
 
     /// The connections to `server`, connecting if new (once running).
-    fn reach(&self, server: &Server) -> Result<Arc<Connections>, String> {
+    fn reach(&self, server: &Server) -> Result<Arc<Connections>, SetupError> {
         let (connections, new) = self.open(server)?;
         if new {
             connections.connect();

@@ -1,0 +1,166 @@
+//! The leader lock: the [`LockStore`] interface the elector and the
+//! watchdog act through, and [`RedisLock`], the lock in Redis that fences
+//! every write by its epoch.
+//!
+//! The elector's timing rules are tested against a lock in memory that can
+//! be made to hang or fail (`election.rs`'s tests); `RedisLock` is tested
+//! against a real Redis (`tests/ha/fencing.rs`).
+
+use std::future::Future;
+use std::time::Duration;
+
+use fred::prelude::*;
+use fred::types::scripts::Script;
+
+use crate::store::Layout;
+use crate::store::redis::{Link, RedisError};
+use crate::store::replicas::ReplicaAcks;
+
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Acquire {
+    Won(String),
+    Held(String),
+}
+
+/// Why a lock call gave no answer to act on. Either way the elector retries
+/// at its next turn; only the watchdog's deadline ends a leadership.
+#[derive(Debug, thiserror::Error)]
+pub enum LockError {
+    #[error("Redis: {0}")]
+    Redis(#[from] RedisError),
+    /// No answer within `--redis-timeout`: `what` says which call.
+    #[error("{0} timed out")]
+    TimedOut(&'static str),
+}
+
+/// The leader lock: acquire with a fresh token, renew, release.
+pub trait LockStore: Send + Sync + 'static {
+    fn acquire(&self) -> impl Future<Output = Result<Acquire, LockError>> + Send;
+    /// The holder's token, without taking the lock.
+    fn holder(&self) -> impl Future<Output = Result<Option<String>, LockError>> + Send;
+    fn renew(&self, token: &str) -> impl Future<Output = Result<bool, LockError>> + Send;
+    fn release(&self, token: &str) -> impl Future<Output = Result<bool, LockError>> + Send;
+}
+
+/// The leader lock in Redis. All keys share the hash tag `{prefix}`, so the
+/// scripts touch one slot and stay valid behind Redis Cluster.
+pub struct RedisLock {
+    link: Link,
+    lock_key: String,
+    epoch_key: String,
+    pub release_channel: String,
+    node_id: String,
+    advertise_url: String,
+    ttl_ms: u64,
+    acquire: Script,
+    renew: Script,
+    release: Script,
+    /// Replicas that must hold an acquisition or a renewal (`replicas.rs`).
+    acks: ReplicaAcks,
+}
+
+impl RedisLock {
+    pub fn new(link: Link, layout: &Layout, node_id: &str, advertise_url: &str, ttl: Duration) -> RedisLock {
+        RedisLock {
+            link,
+            lock_key: layout.lock(),
+            epoch_key: layout.epoch(),
+            release_channel: layout.release_channel(),
+            node_id: node_id.to_string(),
+            advertise_url: advertise_url.to_string(),
+            ttl_ms: ttl.as_millis() as u64,
+            acquire: Script::from_lua(include_str!("lua/lock_acquire.lua")),
+            renew: Script::from_lua(include_str!("lua/lock_renew.lua")),
+            release: Script::from_lua(include_str!("lua/lock_release.lua")),
+            acks: ReplicaAcks::NONE,
+        }
+    }
+
+    /// Acquisitions (and so epochs) and renewals count only once `acks`
+    /// replicas hold them; an unconfirmed one is a failed one.
+    pub fn confirmed_by_replicas(mut self, acks: ReplicaAcks) -> RedisLock {
+        self.acks = acks;
+        self
+    }
+
+    /// `client` must be the one the write was sent on: `WAIT` counts
+    /// the writes of its own connection.
+    async fn confirm(&self, client: &Client) -> Result<(), LockError> {
+        Ok(self.acks.confirm(client, &self.lock_key).await?)
+    }
+
+    async fn run<R: FromValue>(
+        &self,
+        client: &Client,
+        script: &Script,
+        keys: Vec<String>,
+        args: Vec<String>,
+    ) -> Result<R, LockError> {
+        script
+            .evalsha_with_reload(client, keys, args)
+            .await
+            .map_err(|error| LockError::Redis(error.into()))
+    }
+}
+
+impl LockStore for RedisLock {
+    async fn acquire(&self) -> Result<Acquire, LockError> {
+        let nonce = format!("{:016x}", crate::queue::random::nonce());
+        let args = vec![
+            self.node_id.clone(),
+            self.advertise_url.clone(),
+            self.ttl_ms.to_string(),
+            nonce,
+        ];
+        let client = self.link.commands();
+        let (won, token): (i64, String) = self
+            .run(
+                &client,
+                &self.acquire,
+                vec![self.lock_key.clone(), self.epoch_key.clone()],
+                args,
+            )
+            .await?;
+        if won != 1 {
+            return Ok(Acquire::Held(token));
+        }
+        // Unconfirmed, the lock stays in this node's name in Redis; the next
+        // attempt takes it over with a new epoch, confirmed or not at all.
+        self.confirm(&client).await?;
+        Ok(Acquire::Won(token))
+    }
+
+    async fn holder(&self) -> Result<Option<String>, LockError> {
+        self.link
+            .commands()
+            .get(self.lock_key.as_str())
+            .await
+            .map_err(|error| LockError::Redis(error.into()))
+    }
+
+    async fn renew(&self, token: &str) -> Result<bool, LockError> {
+        let args = vec![token.to_string(), self.ttl_ms.to_string()];
+        let client = self.link.commands();
+        let renewed = self
+            .run::<i64>(&client, &self.renew, vec![self.lock_key.clone()], args)
+            .await?
+            == 1;
+        if renewed {
+            self.confirm(&client).await?;
+        }
+        Ok(renewed)
+    }
+
+    async fn release(&self, token: &str) -> Result<bool, LockError> {
+        let args = vec![token.to_string(), self.release_channel.clone()];
+        Ok(self
+            .run::<i64>(
+                &self.link.commands(),
+                &self.release,
+                vec![self.lock_key.clone()],
+                args,
+            )
+            .await?
+            == 1)
+    }
+}

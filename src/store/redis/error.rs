@@ -1,0 +1,53 @@
+//! What can go wrong with Redis: a client that cannot be built from the
+//! settings ([`SetupError`], at startup), and a command that failed or
+//! whose write too few replicas confirmed ([`RedisError`], while serving).
+//! Callers match on the cause: a setup error stops the process with a
+//! message naming the flag to change, a command error is retried.
+
+use std::path::PathBuf;
+use std::time::Duration;
+
+/// Why the Redis clients could not be built; each names the flag to change.
+#[derive(Debug, thiserror::Error)]
+pub enum SetupError {
+    #[error(
+        "--redis-url {url:?} is not a valid Redis URL ({source}); expected redis://[user:password@]host:port, \
+         rediss:// for TLS, or redis-cluster://[user:password@]host:port[,host:port...] for Redis Cluster"
+    )]
+    BadUrl { url: String, source: fred::error::Error },
+    #[error("a Redis Cluster URL names no node: give at least one host:port after redis-cluster://")]
+    NoClusterNode,
+    #[error("--redis-ca-file needs a rediss:// URL")]
+    CaFileWithoutTls,
+    #[error("cannot read the Redis CA file {}: {source}", path.display())]
+    CaFileUnreadable {
+        path: PathBuf,
+        source: rustls::pki_types::pem::Error,
+    },
+    #[error("the Redis CA file {} holds a bad certificate: {source}", path.display())]
+    BadCertificate { path: PathBuf, source: rustls::Error },
+    #[error("TLS to Redis cannot be set up: {0}")]
+    Tls(rustls::Error),
+    #[error("cannot build a Redis client: {0}")]
+    Client(fred::error::Error),
+}
+
+/// Why a Redis call did not do what was asked.
+#[derive(Debug, thiserror::Error)]
+pub enum RedisError {
+    /// Redis refused the command, or did not answer in time.
+    #[error("{0}")]
+    Command(#[from] fred::error::Error),
+    /// `WAIT` itself failed: whether the replicas hold the write is unknown.
+    #[error("WAIT failed: {0}")]
+    Wait(fred::error::Error),
+    /// Fewer replicas than `--redis-min-replicas` hold the write.
+    #[error(
+        "{acknowledged} of the {wanted} replicas asked for (--redis-min-replicas) confirmed the write within {within:?}"
+    )]
+    TooFewReplicas {
+        acknowledged: i64,
+        wanted: u32,
+        within: Duration,
+    },
+}
