@@ -1,0 +1,110 @@
+//! Admitting a request: its signature checked (when credentials are
+//! configured) before a byte of its body is read, its body read within the
+//! process-wide budget, and its action and input parsed in its wire format.
+
+use axum::body::{Body, Bytes};
+use axum::http::{HeaderMap, Method, Uri};
+
+use super::AppState;
+use super::sqs::Wire;
+use crate::api::{Action, Input};
+use crate::config::Regions;
+use crate::error::{ErrorCode, SqsError};
+use crate::http::request_body::BodyPermit;
+use crate::protocol::{json, query};
+
+/// A request read and checked: its action and input, its body as sent
+/// (to send it on), and its share of the body budget.
+pub(super) struct Admitted {
+    pub(super) action: Action,
+    pub(super) input: Input,
+    pub(super) body: Bytes,
+    _permit: BodyPermit,
+}
+
+/// Authenticates and reads a request. With credentials configured, the
+/// signature's head is checked before a byte of the body is read, so that
+/// requests without a valid key, date and scope take no body memory; the
+/// body is then bound to the signature. Bodies draw on the process-wide
+/// budget until the request is answered (the permit returned).
+pub(super) async fn admit(
+    state: &AppState,
+    wire: Wire,
+    method: &Method,
+    uri: &Uri,
+    headers: &HeaderMap,
+    body: Body,
+) -> Result<Admitted, SqsError> {
+    let (body, permit) = authenticate_and_read(state, method, uri, headers, body).await?;
+    // POST /{account}/{queue}: the path is the queue URL.
+    let queue_path = Some(uri.path()).filter(|p| p.trim_matches('/').contains('/'));
+    let (action, input) = read_request(wire, uri, queue_path, headers, body.clone())?;
+    Ok(Admitted {
+        action,
+        input,
+        body,
+        _permit: permit,
+    })
+}
+
+/// Checks the signature (when credentials are configured) and reads the
+/// body: what every request to the SQS address goes through.
+pub(super) async fn authenticate_and_read(
+    state: &AppState,
+    method: &Method,
+    uri: &Uri,
+    headers: &HeaderMap,
+    body: Body,
+) -> Result<(Bytes, BodyPermit), SqsError> {
+    let signature = match &state.credentials {
+        None => None,
+        Some(credentials) => {
+            let now = (state.first_shard().api.service.now() / 1000) as i64;
+            let region = match state.regions {
+                Regions::Signed => None,
+                Regions::One => Some(state.region.as_str()),
+            };
+            Some(credentials.check_head(method, uri, headers, region, now)?)
+        }
+    };
+    let (body, permit) = state.body_budget.read(body, state.request_timeout).await?;
+    if let Some(signature) = signature {
+        signature.check_body(&body)?;
+    }
+    Ok((body, permit))
+}
+
+/// The action and input of a request in `wire`'s format. A Query call sent
+/// to a queue URL (`queue_path`) acts on that queue.
+pub(super) fn read_request(
+    wire: Wire,
+    uri: &Uri,
+    queue_path: Option<&str>,
+    headers: &HeaderMap,
+    body: Bytes,
+) -> Result<(Action, Input), SqsError> {
+    match wire {
+        Wire::Json => {
+            let action = json::target(headers)?;
+            match uri.query() {
+                // A presigned URL: the parameters are in the signed query
+                // string and there is no body (botocore moves the JSON
+                // members there).
+                Some(parameters) if body.is_empty() => {
+                    Ok((action, Input::Tree(query::parse_parameters(action, parameters)?)))
+                }
+                _ => Ok((action, Input::Json(body))),
+            }
+        }
+        Wire::Query => {
+            let (action, tree) = query::parse(&body, uri.query(), queue_path)?;
+            if queue_path.is_some() && !action.served_at_queue_url() {
+                return Err(SqsError::new(
+                    ErrorCode::InvalidAction,
+                    format!("The action {} is not valid for this endpoint.", action.name()),
+                ));
+            }
+            Ok((action, Input::Tree(tree)))
+        }
+    }
+}

@@ -1,0 +1,143 @@
+//! The operational endpoints: `GET /health` (the process runs), `/ready`
+//! (it serves queue calls: what a load balancer checks), `/status` (who
+//! leads) and `/metrics` (Prometheus text).
+
+use std::sync::Arc;
+
+use axum::Router;
+use axum::extract::State;
+use axum::http::{StatusCode, header};
+use axum::response::{IntoResponse, Response};
+use axum::routing::get;
+
+use super::AppState;
+use super::shard_front::ShardFront;
+use crate::leader::Role;
+
+pub(super) fn admin_routes() -> Router<Arc<AppState>> {
+    Router::new()
+        .route("/health", get(|| async { "ok\n" }))
+        .route("/ready", get(ready))
+        .route("/status", get(status))
+        .route("/metrics", get(metrics))
+}
+
+/// Unsharded: ready while this instance is the leader and serves. Sharded:
+/// ready while it can serve or forward, that is while it is not shutting
+/// down and some shard has a leader, here or elsewhere, once every shard has
+/// had one: an instance that said ready as soon as one shard had a leader
+/// answered 503 for the others right after starting. (After that a shard
+/// moving does not make it unready: its requests wait for the new leader.)
+async fn ready(State(state): State<Arc<AppState>>) -> Response {
+    let first = &state.first_shard().leadership;
+    let has_leader =
+        |shard: &ShardFront| shard.leadership.is_serving() || shard.leadership.leader_url().is_some();
+    let ready = match state.sharded() {
+        false => first.is_serving(),
+        true => {
+            if !state.every_shard_led.load(std::sync::atomic::Ordering::Acquire)
+                && state.shards.iter().all(has_leader)
+            {
+                state
+                    .every_shard_led
+                    .store(true, std::sync::atomic::Ordering::Release);
+            }
+            first.role() != Role::ShuttingDown
+                && state.every_shard_led.load(std::sync::atomic::Ordering::Acquire)
+                && state.shards.iter().any(has_leader)
+        }
+    };
+    if ready {
+        (StatusCode::OK, "ready\n").into_response()
+    } else if state.sharded() {
+        let why = match first.role() {
+            Role::ShuttingDown => "shutting down",
+            _ if !state.every_shard_led.load(std::sync::atomic::Ordering::Acquire) => {
+                "not every shard has had a leader this instance knows of yet"
+            }
+            _ => "no shard has a leader this instance knows of",
+        };
+        (StatusCode::SERVICE_UNAVAILABLE, format!("not ready: {why}\n")).into_response()
+    } else {
+        let role = first.role().name();
+        (StatusCode::SERVICE_UNAVAILABLE, format!("not ready: {role}\n")).into_response()
+    }
+}
+
+/// The leader as `/status` and the admin page show it.
+pub(super) fn leader_json(leader: crate::leader::LeaderInfo) -> serde_json::Value {
+    serde_json::json!({"node_id": leader.node_id, "url": leader.url, "epoch": leader.epoch})
+}
+
+/// The shard map as `/status` and the admin page show it: each shard's
+/// leader and whether this instance serves it, and the group's members.
+pub(super) fn shard_map_json(state: &AppState) -> serde_json::Value {
+    let shards: Vec<serde_json::Value> = state
+        .shards
+        .iter()
+        .enumerate()
+        .map(|(index, shard)| {
+            let status = shard.leadership.status();
+            serde_json::json!({
+                "shard": index,
+                "role": status.role.name(),
+                "serving": status.serving,
+                "leader": status.leader.map(leader_json),
+            })
+        })
+        .collect();
+    let (members, share) = match &state.membership {
+        Some(membership) => (membership.members(), Some(membership.share())),
+        None => (Vec::new(), None),
+    };
+    serde_json::json!({"count": state.shards.len(), "members": members, "share": share, "shards": shards})
+}
+
+async fn status(State(state): State<Arc<AppState>>) -> Response {
+    let body = if state.sharded() {
+        // A sharded instance has no one leader or epoch: each shard has its own.
+        let led = state.shards_served();
+        serde_json::json!({
+            "node_id": state.node_id,
+            "role": state.role_name(),
+            "serving": led > 0,
+            "shards_led": led,
+            "sharding": shard_map_json(&state),
+        })
+    } else {
+        let status = state.first_shard().leadership.status();
+        let epoch = status.leader.as_ref().map(|l| l.epoch);
+        serde_json::json!({
+            "node_id": state.node_id,
+            "role": status.role.name(),
+            "serving": status.serving,
+            "leader": status.leader.map(leader_json),
+            "epoch": epoch,
+            "ms_since_last_renew": status.since_last_renew.map(|d| d.as_millis() as u64),
+        })
+    };
+    (
+        StatusCode::OK,
+        [(header::CONTENT_TYPE, "application/json")],
+        body.to_string(),
+    )
+        .into_response()
+}
+
+async fn metrics(State(state): State<Arc<AppState>>) -> Response {
+    let counts: Vec<_> = state
+        .shards
+        .iter()
+        .flat_map(|shard| shard.api.service.counts_by_queue())
+        .collect();
+    state.metrics.shards_led.set(state.shards_served() as i64);
+    let body = state
+        .metrics
+        .render(&counts, state.first_shard().api.service.now());
+    (
+        StatusCode::OK,
+        [(header::CONTENT_TYPE, "text/plain; version=0.0.4")],
+        body,
+    )
+        .into_response()
+}
