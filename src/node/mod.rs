@@ -1,0 +1,461 @@
+//! One ssq instance, built from its configuration and served on its
+//! listeners until a shutdown signal: the one wiring that `main.rs`, the
+//! integration tests and the benches all start.
+//!
+//! A node is the HTTP front (routers, request intake, credentials) and its
+//! [`Shard`]s: the parts that lead one set of queues. A shard is its
+//! service, its leadership and, with Redis, its lock, its store (loader and
+//! committer) and the elector and watchdog tasks that keep the lock. An
+//! unsharded node has one shard holding every queue; with `--shards K` it
+//! has K, each elected on its own, and the group's membership (`group.rs`)
+//! tells each elector whether this instance should lead its shard.
+
+mod redis_group;
+mod shard;
+
+use std::future::Future;
+use std::net::SocketAddr;
+use std::path::PathBuf;
+use std::sync::Arc;
+use std::time::Duration;
+
+use tokio::net::TcpListener;
+use tokio::sync::{oneshot, watch};
+
+use self::redis_group::{RedisGroup, in_redis};
+use self::shard::{RunningShard, Shard, release};
+use crate::cluster::election::TimingError;
+use crate::cluster::group::Membership;
+use crate::cluster::group::WrongShardCount;
+use crate::config::Config;
+use crate::http::activity::ActivityHistory;
+use crate::http::admin::AdminState;
+use crate::http::forward::Forwarder;
+use crate::http::hosts::AllowedHosts;
+use crate::http::listener::{ConnectionTimeouts, LimitedListener};
+use crate::http::request_body::BodyBudget;
+use crate::http::sigv4::{Credentials, CredentialsError};
+use crate::http::{AppState, ShardFront, admin_router, router, sqs_router};
+use crate::leader::Leadership;
+use crate::metrics::Metrics;
+use crate::queue::clock::SystemClock;
+use crate::service::shards::Placement;
+use crate::service::{ConfiguredQueueError, QueueSpec, Service};
+use crate::store::redis::SetupError;
+
+/// Why a node could not start; each says what to change.
+#[derive(Debug, thiserror::Error)]
+pub enum StartError {
+    #[error(transparent)]
+    Timings(#[from] TimingError),
+    #[error(transparent)]
+    Redis(#[from] SetupError),
+    #[error("cannot read the credentials file {}: {source}", path.display())]
+    CredentialsUnreadable { path: PathBuf, source: std::io::Error },
+    #[error("the credentials file {} is not valid: {source}", path.display())]
+    BadCredentials { path: PathBuf, source: CredentialsError },
+    #[error(
+        "--shards {0} needs Redis (--redis-url): shards are spread over the instances of a group \
+         sharing one Redis; memory-only mode is one instance"
+    )]
+    ShardsNeedRedis(usize),
+    #[error(transparent)]
+    WrongShardCount(#[from] WrongShardCount),
+    #[error(transparent)]
+    ConfiguredQueue(#[from] ConfiguredQueueError),
+    /// An address that cannot be listened on.
+    #[error(
+        "cannot listen on {address}: {source}; is another server on that port? pick another with --listen"
+    )]
+    Listen {
+        address: SocketAddr,
+        source: std::io::Error,
+    },
+    #[error("cannot listen on the admin address {address}: {source}")]
+    ListenAdmin {
+        address: SocketAddr,
+        source: std::io::Error,
+    },
+}
+
+impl StartError {
+    /// The process exit code: 1 for the environment, 2 for configuration.
+    pub fn exit_code(&self) -> i32 {
+        match self {
+            StartError::Listen { .. } | StartError::ListenAdmin { .. } => 1,
+            _ => 2,
+        }
+    }
+}
+
+/// The sockets a node serves on: SQS (and, unless apart, everything else),
+/// and the operational endpoints when `--admin-listen` puts them apart.
+pub struct Listeners {
+    pub sqs: TcpListener,
+    pub admin: Option<TcpListener>,
+}
+
+impl Listeners {
+    pub async fn bind(config: &Config) -> Result<Listeners, StartError> {
+        let sqs = TcpListener::bind(config.listen)
+            .await
+            .map_err(|source| StartError::Listen {
+                address: config.listen,
+                source,
+            })?;
+        let admin = match config.admin_listen {
+            None => None,
+            Some(address) => Some(
+                TcpListener::bind(address)
+                    .await
+                    .map_err(|source| StartError::ListenAdmin { address, source })?,
+            ),
+        };
+        Ok(Listeners { sqs, admin })
+    }
+}
+
+/// One ssq instance.
+pub struct Node {
+    config: Config,
+    node_id: String,
+    metrics: Arc<Metrics>,
+    credentials: Option<Credentials>,
+    placement: Placement,
+    shards: Vec<Shard>,
+    /// With Redis: what the shards share.
+    group: Option<RedisGroup>,
+}
+
+impl Node {
+    /// Builds every part; nothing runs until [`Node::serve`].
+    pub fn new(config: Config, queues: Vec<QueueSpec>) -> Result<Node, StartError> {
+        let election = config.election();
+        election.validate()?;
+        let acks = config.replica_acks()?;
+        let credentials = config.credentials.as_ref().map(read_credentials).transpose()?;
+        let node_id = config.node_id();
+        let metrics = Arc::new(Metrics::new(&node_id));
+        let count = usize::from(config.shards);
+        let placement = Placement::new(count, &config.account_id, &config.region);
+        let mut queues_of: Vec<Vec<QueueSpec>> = (0..count).map(|_| Vec::new()).collect();
+        for queue in queues {
+            queues_of[placement.shard_of(&queue.name)].push(queue);
+        }
+        let services = queues_of.into_iter().enumerate().map(|(shard, queues)| {
+            let service = Service::new(Arc::new(SystemClock), metrics.clone())
+                .with_limits(config.limits())
+                .with_configured_queues(queues);
+            match count {
+                1 => service,
+                _ => service.in_shard(placement.clone(), shard),
+            }
+        });
+        let (shards, group) = match config.redis() {
+            None if count > 1 => {
+                return Err(StartError::ShardsNeedRedis(count));
+            }
+            None => {
+                let shards = services
+                    .map(|service| Shard::memory_only(service, &node_id, election.step_down_after, &metrics))
+                    .collect();
+                (shards, None)
+            }
+            Some(target) => {
+                let (shards, group) =
+                    in_redis(&config, &target, acks, services.collect(), &node_id, &metrics)?;
+                (shards, Some(group))
+            }
+        };
+        Ok(Node {
+            config,
+            node_id,
+            metrics,
+            credentials,
+            placement,
+            shards,
+            group,
+        })
+    }
+
+    /// The first shard's service: the only one unless `--shards`.
+    pub fn service(&self) -> &Arc<Service> {
+        &self.shards[0].service
+    }
+
+    /// The first shard's leadership: the only one unless `--shards`.
+    pub fn leadership(&self) -> &Arc<Leadership> {
+        &self.shards[0].leadership
+    }
+
+    pub fn metrics(&self) -> &Arc<Metrics> {
+        &self.metrics
+    }
+
+    /// Runs the node on `listeners` until `shutdown` resolves, then refuses
+    /// new queue calls, lets those in flight finish and hands the locks
+    /// over. Returns an error, after shutting down, if Redis holds data for
+    /// another shard count.
+    pub async fn serve(
+        self,
+        listeners: Listeners,
+        shutdown: impl Future<Output = ()> + Send + 'static,
+    ) -> Result<(), StartError> {
+        let Node {
+            config,
+            node_id,
+            metrics,
+            credentials,
+            placement,
+            shards,
+            group,
+        } = self;
+        let address = listeners.sqs.local_addr().unwrap_or(config.listen);
+        let (stop_tasks, stopped) = watch::channel(false);
+        let (admit, admission) = watch::channel(match group {
+            None => Admission::Cleared,
+            Some(_) => Admission::Checking,
+        });
+        let mut running = Vec::with_capacity(shards.len());
+        for shard in shards {
+            running.push(shard.start(stopped.clone(), admission.clone()).await?);
+        }
+        let catalog = match &group {
+            None => None,
+            Some(group) => group.start(&running, &placement, admit, stopped.clone()),
+        };
+        log_started(&config, group.is_some(), placement.count(), address, &node_id);
+        let activity = Arc::new(ActivityHistory::default());
+        tokio::spawn(activity.clone().run(
+            running.iter().map(|r| r.service.clone()).collect(),
+            stop_tasks.subscribe(),
+        ));
+        let admin_apart = listeners.admin.is_some();
+        let fronts = running.iter().map(|r| r.front(catalog.as_ref())).collect();
+        let membership = group.as_ref().and_then(|g| g.membership.clone());
+        let state = app_state(
+            &config,
+            &node_id,
+            fronts,
+            placement,
+            membership,
+            metrics,
+            credentials,
+            activity,
+            admin_apart,
+        );
+        let (app, admin) = match listeners.admin {
+            None => (router(state), None),
+            Some(admin) => {
+                if let Ok(admin_address) = admin.local_addr() {
+                    tracing::info!(admin = %admin_address, "admin page, /health, /ready, /status and /metrics on their own address");
+                }
+                (sqs_router(state.clone()), Some((admin, admin_router(state))))
+            }
+        };
+        if config.idle_timeout <= Duration::from_secs(20) {
+            tracing::warn!(
+                idle_timeout = ?config.idle_timeout,
+                "--idle-timeout is not above 20 s: long polls that wait longer will have their connection closed"
+            );
+        }
+        let leaderships = running.iter().map(|r| r.leadership.clone()).collect();
+        let (shutdown, tokens_rx) = shutting_down(shutdown, admission.clone(), leaderships);
+        serve_http(&config, listeners.sqs, app, admin, shutdown).await;
+        let _ = stop_tasks.send(true);
+        hand_over(group.as_ref(), &running, tokens_rx).await;
+        if let Admission::Refused(wrong) = &*admission.borrow() {
+            return Err(wrong.clone().into());
+        }
+        tracing::info!("ssq stopped");
+        Ok(())
+    }
+}
+
+/// Logs how the node started, and warns that memory-only keeps nothing.
+fn log_started(config: &Config, with_redis: bool, shards: usize, address: SocketAddr, node_id: &str) {
+    let advertise = config.advertise_url();
+    match (with_redis, shards) {
+        (false, _) => {
+            tracing::info!(mode = "memory-only", listen = %address, node_id = %node_id, "ssq started");
+            tracing::warn!(
+                "memory-only mode: one instance, no failover; queues and messages are lost when it stops"
+            );
+        }
+        (true, 1) => tracing::info!(
+            mode = "redis", listen = %address, node_id = %node_id, advertise = %advertise,
+            "ssq started as a passive; it serves once it holds the leader lock"
+        ),
+        (true, shards) => tracing::info!(
+            mode = "redis", shards, listen = %address, node_id = %node_id, advertise = %advertise,
+            "ssq started in a sharded group; it leads the shards the group's map gives it and forwards the others"
+        ),
+    }
+}
+
+/// What the HTTP front shares, from the configuration and the shards.
+#[allow(clippy::too_many_arguments)]
+fn app_state(
+    config: &Config,
+    node_id: &str,
+    shards: Vec<ShardFront>,
+    placement: Placement,
+    membership: Option<Arc<Membership>>,
+    metrics: Arc<Metrics>,
+    credentials: Option<Credentials>,
+    activity: Arc<ActivityHistory>,
+    admin_apart: bool,
+) -> Arc<AppState> {
+    Arc::new(AppState {
+        node_id: node_id.to_string(),
+        shards,
+        placement,
+        membership,
+        forwarder: Forwarder::new(node_id),
+        metrics,
+        account_id: config.account_id.clone(),
+        region: config.region.clone(),
+        regions: config.regions,
+        public_url: config.public_url.clone(),
+        allowed_hosts: AllowedHosts::new(
+            &config.allowed_hosts,
+            [
+                config.public_url.as_deref(),
+                Some(config.advertise_url().as_str()),
+            ]
+            .into_iter()
+            .flatten(),
+        ),
+        credentials,
+        request_timeout: config.request_timeout,
+        shard_wait: config.lock_retry * 2,
+        every_shard_led: Default::default(),
+        body_budget: BodyBudget::new(config.max_body_buffer as usize),
+        heavy: Default::default(),
+        admin_apart,
+        admin: AdminState::new(
+            activity,
+            match (admin_apart, &config.public_url) {
+                (true, None) => Some(config.advertise_url()),
+                _ => None,
+            },
+        ),
+    })
+}
+
+/// What ends serving: `shutdown`, or a refusal of the shard count. It then
+/// refuses new queue calls and ends long polls (requests in flight finish),
+/// and sends the tokens of the locks held then, to be released after.
+fn shutting_down(
+    shutdown: impl Future<Output = ()>,
+    mut admission: watch::Receiver<Admission>,
+    leaderships: Vec<Arc<Leadership>>,
+) -> (impl Future<Output = ()>, oneshot::Receiver<Vec<Option<String>>>) {
+    let (tokens_tx, tokens_rx) = oneshot::channel();
+    let refused = async move {
+        // The checker is gone once it cleared the count: no refusal can come.
+        if admission
+            .wait_for(|a| matches!(a, Admission::Refused(_)))
+            .await
+            .is_err()
+        {
+            std::future::pending::<()>().await;
+        }
+    };
+    let shutting_down = async move {
+        tokio::select! {
+            _ = shutdown => {}
+            _ = refused => {}
+        }
+        let tokens = leaderships.iter().map(|l| l.begin_shutdown()).collect();
+        let _ = tokens_tx.send(tokens);
+    };
+    (shutting_down, tokens_rx)
+}
+
+/// Serves both addresses alike (connection cap, head and idle timeouts,
+/// capped buffers) until `shutdown` has run.
+async fn serve_http(
+    config: &Config,
+    sqs: TcpListener,
+    app: axum::Router,
+    admin: Option<(TcpListener, axum::Router)>,
+    shutdown: impl Future<Output = ()>,
+) {
+    let timeouts = ConnectionTimeouts {
+        idle: config.idle_timeout,
+        header: config.header_timeout,
+    };
+    let (stop, stopping) = watch::channel(false);
+    let shutdown = async move {
+        shutdown.await;
+        let _ = stop.send(true);
+    };
+    let stopped_serving = |mut stopping: watch::Receiver<bool>| async move {
+        let _ = stopping.wait_for(|stop| *stop).await;
+    };
+    let max_connections = config.max_connections;
+    let listener = LimitedListener::new(sqs, max_connections, timeouts);
+    let sqs = crate::http::listener::serve(listener, app, stopped_serving(stopping.clone()));
+    let admin = async move {
+        if let Some((admin, admin_app)) = admin {
+            let listener = LimitedListener::new(admin, max_connections, timeouts);
+            crate::http::listener::serve(listener, admin_app, stopped_serving(stopping)).await;
+        }
+    };
+    tokio::join!(sqs, admin, shutdown);
+}
+
+/// After serving: leaves the group, and gives up the locks this instance
+/// held when shutdown began, so that passives need not wait for their TTL.
+async fn hand_over(
+    group: Option<&RedisGroup>,
+    running: &[RunningShard],
+    tokens: oneshot::Receiver<Vec<Option<String>>>,
+) {
+    if let Some(group) = group
+        && let Some(membership) = &group.membership
+    {
+        let client = group.link.commands();
+        crate::cluster::group::leave(membership, &client, &group.layout, group.election.ttl).await;
+    }
+    if let Ok(tokens) = tokens.await {
+        let mut releases = tokio::task::JoinSet::new();
+        for (shard, token) in running.iter().zip(tokens) {
+            if let (Some(lock), Some(token)) = (shard.lock.clone(), token) {
+                releases.spawn(release(lock, token));
+            }
+        }
+        releases.join_all().await;
+    }
+}
+
+/// Whether this instance may act on the data in Redis: only once the
+/// group's shard count is known to match its own.
+#[derive(Debug, Clone, PartialEq, Eq)]
+enum Admission {
+    Checking,
+    Cleared,
+    /// Redis holds data for another shard count.
+    Refused(WrongShardCount),
+}
+
+/// Waits until the shard count is checked; false if this instance may not
+/// act (refused, or stopping first).
+async fn admitted(admission: &mut watch::Receiver<Admission>) -> bool {
+    matches!(
+        admission.wait_for(|a| *a != Admission::Checking).await.as_deref(),
+        Ok(Admission::Cleared)
+    )
+}
+
+fn read_credentials(path: &std::path::PathBuf) -> Result<Credentials, StartError> {
+    let text = std::fs::read_to_string(path).map_err(|source| StartError::CredentialsUnreadable {
+        path: path.clone(),
+        source,
+    })?;
+    Credentials::parse(&text).map_err(|source| StartError::BadCredentials {
+        path: path.clone(),
+        source,
+    })
+}

@@ -1,0 +1,219 @@
+//! One shard of a node: a service and its leadership and, with Redis, its
+//! lock, its store (loader and committer) and the elector, watchdog and
+//! transfer tasks that run while the node serves.
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use tokio::sync::{mpsc, watch};
+
+use crate::api::Api;
+use crate::cluster::election::{self, Claim, ElectionConfig};
+use crate::cluster::lock::{LockStore, RedisLock};
+use crate::cluster::watchdog;
+use crate::http::ShardFront;
+use crate::journal::Pending;
+use crate::leader::{Leadership, Role};
+use crate::metrics::Metrics;
+use crate::service::Service;
+use crate::service::shards::Catalog;
+use crate::store::committer::Committer;
+use crate::store::loader::Loader;
+use crate::store::redis::Link;
+use crate::store::replicas::ReplicaAcks;
+use crate::store::{Layout, ShardKeys, Store};
+
+use super::{Admission, StartError, admitted};
+
+/// The parts that lead one set of queues: a service and its leadership and,
+/// with Redis, what keeps them in Redis and elects their leader.
+pub struct Shard {
+    pub(super) service: Arc<Service>,
+    pub(super) leadership: Arc<Leadership>,
+    pub(super) redis: Option<(RedisShard, Store, mpsc::UnboundedReceiver<Pending>)>,
+}
+
+/// What a Redis-backed shard is made of.
+pub(super) struct RedisShard {
+    pub(super) link: Link,
+    pub(super) acks: ReplicaAcks,
+    pub(super) layout: Layout,
+    pub(super) advertise_url: String,
+    pub(super) election: ElectionConfig,
+    pub(super) commit_timeout: Duration,
+    /// Whether the group's map wants this instance to lead the shard.
+    pub(super) claim: Claim,
+}
+
+/// A shard whose tasks run.
+pub(super) struct RunningShard {
+    pub(super) service: Arc<Service>,
+    pub(super) leadership: Arc<Leadership>,
+    pub(super) lock: Option<Arc<RedisLock>>,
+    pub(super) keys: Option<ShardKeys>,
+}
+
+impl RunningShard {
+    /// The shard as the HTTP front sees it; in a sharded group its API
+    /// finds the queues of the other shards through `catalog`.
+    pub(super) fn front(&self, catalog: Option<&Arc<dyn Catalog>>) -> ShardFront {
+        ShardFront {
+            api: match catalog {
+                None => Api::new(self.service.clone()),
+                Some(catalog) => Api::sharded(self.service.clone(), catalog.clone()),
+            },
+            leadership: self.leadership.clone(),
+            lock: self.lock.clone(),
+        }
+    }
+}
+
+impl Shard {
+    /// No Redis: the only instance, leading from the start.
+    pub(super) fn memory_only(
+        service: Service,
+        node_id: &str,
+        step_down_after: Duration,
+        metrics: &Arc<Metrics>,
+    ) -> Shard {
+        let service = Arc::new(service);
+        let leadership = Arc::new(Leadership::new(
+            node_id.to_string(),
+            0,
+            Role::MemoryOnly,
+            step_down_after,
+            service.clone(),
+            metrics.clone(),
+        ));
+        Shard {
+            service,
+            leadership,
+            redis: None,
+        }
+    }
+
+    /// Persisting to Redis, and passive until the elector takes the lock.
+    pub(super) fn in_redis(
+        index: usize,
+        service: Service,
+        redis: RedisShard,
+        node_id: &str,
+        metrics: &Arc<Metrics>,
+    ) -> Shard {
+        let (journal, journal_rx) = mpsc::unbounded_channel();
+        let service = Arc::new(service.persisting_to(journal));
+        let leadership = Arc::new(Leadership::new(
+            node_id.to_string(),
+            index,
+            Role::Passive,
+            redis.election.step_down_after,
+            service.clone(),
+            metrics.clone(),
+        ));
+        let store = Store {
+            link: redis.link.clone(),
+            layout: redis.layout.clone(),
+            memory: service.clone(),
+            leadership: leadership.clone(),
+            metrics: metrics.clone(),
+            load_id: Default::default(),
+        };
+        Shard {
+            service,
+            leadership,
+            redis: Some((redis, store, journal_rx)),
+        }
+    }
+
+    /// Starts what keeps the shard: in memory-only mode, it creates the
+    /// configured queues (a queue that cannot be created stops the start);
+    /// with Redis, the committer, the elector (which loads the state on
+    /// each new term, and waits for the group's shard count to be checked)
+    /// and the watchdog. The tasks stop when `stopped` turns true.
+    pub(super) async fn start(
+        self,
+        stopped: watch::Receiver<bool>,
+        mut admission: watch::Receiver<Admission>,
+    ) -> Result<RunningShard, StartError> {
+        let Shard {
+            service,
+            leadership,
+            redis,
+        } = self;
+        let Some((redis, store, journal_rx)) = redis else {
+            match service.create_missing_queues().await {
+                Ok(0) => {}
+                Ok(created) => tracing::info!(created, "created the configured queues"),
+                Err(why) => return Err(why.into()),
+            }
+            return Ok(RunningShard {
+                service,
+                leadership,
+                lock: None,
+                keys: None,
+            });
+        };
+        let election = redis.election;
+        let lock = Arc::new(
+            RedisLock::new(
+                redis.link.clone(),
+                &redis.layout,
+                leadership.node_id(),
+                &redis.advertise_url,
+                election.ttl,
+            )
+            .confirmed_by_replicas(redis.acks),
+        );
+        let loader = Arc::new(Loader::new(store.clone(), election.retry_every));
+        let committer = Committer::new(
+            store.clone(),
+            loader.clone(),
+            redis.commit_timeout,
+            election.retry_every * 4,
+        )
+        .confirmed_by_replicas(redis.acks);
+        tokio::spawn(committer.run(journal_rx));
+        let elector = election::run_elector(
+            leadership.clone(),
+            lock.clone(),
+            election,
+            store.metrics.clone(),
+            Arc::new(move |term| loader.spawn_restore(term)),
+            redis.claim,
+            stopped.clone(),
+        );
+        tokio::spawn(async move {
+            if admitted(&mut admission).await {
+                elector.await;
+            }
+        });
+        tokio::spawn(watchdog::run_watchdog(
+            leadership.clone(),
+            lock.clone(),
+            election,
+            stopped,
+        ));
+        Ok(RunningShard {
+            service,
+            leadership,
+            lock: Some(lock),
+            keys: Some(ShardKeys {
+                layout: redis.layout,
+                link: redis.link,
+            }),
+        })
+    }
+}
+
+/// Gives a shard's lock up at shutdown so that another instance takes over
+/// at once rather than after the TTL.
+pub(super) async fn release(lock: Arc<RedisLock>, token: String) {
+    match tokio::time::timeout(Duration::from_secs(2), lock.release(&token)).await {
+        Ok(Ok(true)) => tracing::info!("released the leader lock"),
+        Ok(Ok(false)) => tracing::warn!("the leader lock was no longer ours to release"),
+        Ok(Err(error)) => {
+            tracing::warn!(%error, "could not release the leader lock; it expires with its TTL")
+        }
+        Err(_) => tracing::warn!("releasing the leader lock timed out; it expires with its TTL"),
+    }
+}
