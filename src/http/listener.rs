@@ -87,10 +87,9 @@ pub async fn serve(mut listener: LimitedListener, app: axum::Router, shutdown: i
     use hyper_util::service::TowerToHyperService;
     use tower::ServiceExt;
 
-    // Shutdown drops `stop`, which every connection watches; each holds an
-    // `alive` receiver, so `all_closed` resolves once the last one has ended.
-    let (stop, stopping) = tokio::sync::watch::channel(());
-    let (all_closed, alive) = tokio::sync::watch::channel(());
+    // Every connection is watched: at shutdown each finishes the request it
+    // is serving, answers it, and closes; `shutdown()` waits for the last.
+    let connections = hyper_util::server::graceful::GracefulShutdown::new();
     tokio::pin!(shutdown);
     loop {
         let stream = tokio::select! {
@@ -100,25 +99,15 @@ pub async fn serve(mut listener: LimitedListener, app: axum::Router, shutdown: i
         let service = TowerToHyperService::new(app.clone().map_request(
             |request: axum::http::Request<hyper::body::Incoming>| request.map(axum::body::Body::new),
         ));
-        let (mut stopping, alive) = (stopping.clone(), alive.clone());
+        let connection = hyper::server::conn::http1::Builder::new()
+            .max_buf_size(MAX_READ_BUFFER)
+            .serve_connection(TokioIo::new(stream), service);
+        let connection = connections.watch(connection);
         tokio::spawn(async move {
-            let connection = hyper::server::conn::http1::Builder::new()
-                .max_buf_size(MAX_READ_BUFFER)
-                .serve_connection(TokioIo::new(stream), service);
-            tokio::pin!(connection);
-            tokio::select! {
-                _ = connection.as_mut() => {}
-                _ = stopping.changed() => {
-                    connection.as_mut().graceful_shutdown();
-                    let _ = connection.await;
-                }
-            }
-            drop(alive);
+            let _ = connection.await;
         });
     }
-    drop(stop);
-    drop(alive);
-    all_closed.closed().await;
+    connections.shutdown().await;
 }
 
 /// Where the connection is in reading a request head.

@@ -10,7 +10,9 @@ use std::collections::HashMap;
 
 use axum::http::{HeaderMap, HeaderValue, Method, Uri};
 use hmac::{Hmac, KeyInit, Mac};
+use percent_encoding::{AsciiSet, NON_ALPHANUMERIC, percent_decode_str, utf8_percent_encode};
 use sha2::{Digest, Sha256};
+use subtle::ConstantTimeEq;
 
 use crate::error::{ErrorCode, SqsError};
 
@@ -463,39 +465,21 @@ fn canonical_head(method: &Method, uri: &Uri, headers: &HeaderMap, signed: &Sign
     )
 }
 
-/// RFC 3986 encoding as SigV4 wants it: everything but unreserved characters.
+/// What SigV4 percent-encodes: everything but RFC 3986's unreserved
+/// characters (letters, digits, `-`, `_`, `.`, `~`).
+const SIGV4_ENCODED: &AsciiSet = &NON_ALPHANUMERIC
+    .remove(b'-')
+    .remove(b'_')
+    .remove(b'.')
+    .remove(b'~');
+
 fn encode(text: &str) -> String {
-    let mut out = String::with_capacity(text.len());
-    for byte in text.bytes() {
-        if byte.is_ascii_alphanumeric() || matches!(byte, b'-' | b'_' | b'.' | b'~') {
-            out.push(byte as char);
-        } else {
-            out.push_str(&format!("%{byte:02X}"));
-        }
-    }
-    out
+    utf8_percent_encode(text, SIGV4_ENCODED).to_string()
 }
 
 /// Undoes percent-encoding of a path segment (so that it is encoded once).
 fn decode(segment: &str) -> String {
-    let bytes = segment.as_bytes();
-    let mut out = Vec::with_capacity(bytes.len());
-    let mut i = 0;
-    while i < bytes.len() {
-        if bytes[i] == b'%'
-            && i + 2 < bytes.len()
-            && let Some(byte) = segment
-                .get(i + 1..i + 3)
-                .and_then(|h| u8::from_str_radix(h, 16).ok())
-        {
-            out.push(byte);
-            i += 3;
-            continue;
-        }
-        out.push(bytes[i]);
-        i += 1;
-    }
-    String::from_utf8_lossy(&out).into_owned()
+    percent_decode_str(segment).decode_utf8_lossy().into_owned()
 }
 
 fn hmac(key: &[u8], data: &[u8]) -> Vec<u8> {
@@ -504,8 +488,10 @@ fn hmac(key: &[u8], data: &[u8]) -> Vec<u8> {
     mac.finalize().into_bytes().to_vec()
 }
 
+/// Whether `a` and `b` are equal, in time that does not depend on where
+/// they differ: a secret or signature compared must not leak by timing.
 pub(crate) fn constant_time_eq(a: &[u8], b: &[u8]) -> bool {
-    a.len() == b.len() && a.iter().zip(b).fold(0u8, |acc, (x, y)| acc | (x ^ y)) == 0
+    a.ct_eq(b).into()
 }
 
 /// `YYYYMMDDTHHMMSSZ` → Unix seconds.
@@ -590,6 +576,11 @@ mod tests {
             "c4afb1cc5771d871763a393e44b703571b55cc28424d1a5e86da6ed3c154a4b9"
         );
         assert_eq!(encode("a b/c~"), "a%20b%2Fc~");
+        assert_eq!(encode("é*"), "%C3%A9%2A");
+        // A path segment is decoded once before it is encoded: what is not
+        // a valid escape stays as sent.
+        assert_eq!(decode("a%20b%2f%zz%4"), "a b/%zz%4");
+        assert_eq!(encode(&decode("q%2Dname")), "q-name");
     }
 
     /// Signs a POST of `body` to `/` with `signed_headers`, using this

@@ -1,14 +1,15 @@
 //! One ssq instance, built from its configuration and served on its
-//! listeners until a shutdown signal: the one wiring that `main.rs`, the
-//! integration tests and the benches all start.
+//! listeners until a shutdown signal: the one wiring, which `main.rs` and
+//! the in-process tests and the restore bench (`tests/common/node.rs`) start.
 //!
 //! A node is the HTTP front (routers, request intake, credentials) and its
-//! [`Shard`]s: the parts that lead one set of queues. A shard is its
-//! service, its leadership and, with Redis, its lock, its store (loader and
-//! committer) and the elector and watchdog tasks that keep the lock. An
-//! unsharded node has one shard holding every queue; with `--shards K` it
-//! has K, each elected on its own, and the group's membership (`group.rs`)
-//! tells each elector whether this instance should lead its shard.
+//! [`Shard`]s (`shard.rs`): the parts that lead one set of queues. A shard
+//! is its service, its leadership and, with Redis, its lock, its store
+//! (loader and committer) and the elector and watchdog tasks that keep the
+//! lock. An unsharded node has one shard holding every queue; with
+//! `--shards K` it has K, each elected on its own, and what they share
+//! (`redis_group.rs`: the connections, the notices, the membership) tells
+//! each elector whether this instance should lead its shard.
 
 mod redis_group;
 mod shard;
