@@ -15,7 +15,7 @@ FUZZ_SECONDS ?= 60
 FUZZ_MAX_LEN ?= 262144
 
 # What CI runs. test-quick leaves out the fuzzing (about 7 minutes the first time).
-# Both first install the system tools the tests start (scripts/test-deps.sh).
+# Both first install the system tools the tests start (tools/test-deps.sh).
 test: test-deps lint fuzz test-rust test-python
 
 test-quick: test-deps test-rust test-python
@@ -23,7 +23,7 @@ test-quick: test-deps test-rust test-python
 # redis-server, haproxy, chromium, openssl, curl, python3-venv: installed with
 # apt-get where missing (as root or through sudo); elsewhere, named.
 test-deps:
-	bash scripts/test-deps.sh
+	bash tools/test-deps.sh
 
 test-rust:
 	cargo test
@@ -46,7 +46,7 @@ $(PYTHON_DEPS): tests/python/requirements.txt
 # The admin page's screenshots in docs/, after a minute of traffic.
 screenshots: $(PYTHON_DEPS)
 	cargo build
-	SSQ_BIN=target/debug/ssq $(VENV)/bin/python scripts/screenshots.py docs
+	SSQ_BIN=target/debug/ssq $(VENV)/bin/python tools/screenshots.py docs
 
 # Each cargo-fuzz target for FUZZ_SECONDS, from the corpus kept in fuzz/corpus.
 # Inputs up to FUZZ_MAX_LEN bytes: libFuzzer's default (4 KiB, or the largest
@@ -66,18 +66,18 @@ fuzz:
 
 # Side-by-side figures (HTTP floor, memory-only, Redis-backed, moto) into docs/benchmarks.md.
 bench:
-	bash bench/run.sh
+	bash loadtest/run.sh
 
 # Another build against this one, side by side: make bench-compare OLD=/path/to/old/ssq
 bench-compare: build
-	bash bench/compare.sh $(OLD) target/release/ssq
+	bash loadtest/compare.sh $(OLD) target/release/ssq
 
 # Redis, three ssq instances and HAProxy on loopback (docker/compose.yaml without Docker).
 cluster:
-	bash scripts/cluster.sh start
+	bash tools/cluster.sh start
 
 cluster-stop:
-	bash scripts/cluster.sh stop
+	bash tools/cluster.sh stop
 
 # Needs a Docker engine.
 docker:

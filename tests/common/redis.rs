@@ -188,7 +188,7 @@ impl RedisServer {
             .stdout(Stdio::null())
             .stderr(Stdio::inherit())
             .spawn()
-            .expect("redis-server is installed (`make test` installs it: scripts/test-deps.sh)");
+            .expect("redis-server is installed (`make test` installs it: tools/test-deps.sh)");
         self.child = Some(child);
         wait_for_port(self.port, "redis-server");
     }

@@ -2,7 +2,7 @@
 //! replaced): a client sends and consumes without pause while the leader is
 //! killed (SIGKILL) and later the next one is stopped gracefully (SIGTERM).
 //! The client must see only short unavailability, and lose nothing it was
-//! told was sent. Needs haproxy (`make test` installs it: scripts/test-deps.sh).
+//! told was sent. Needs haproxy (`make test` installs it: tools/test-deps.sh).
 
 use std::collections::BTreeSet;
 use std::process::{Child, Command, Stdio};
@@ -46,7 +46,7 @@ fn start_haproxy(nodes: &[Server]) -> Haproxy {
         .stderr(Stdio::null())
         .spawn()
         .expect(
-            "haproxy is installed: apt-get install haproxy (`make test` installs it: scripts/test-deps.sh)",
+            "haproxy is installed: apt-get install haproxy (`make test` installs it: tools/test-deps.sh)",
         );
     Haproxy {
         child,

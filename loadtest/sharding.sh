@@ -22,7 +22,7 @@ mkdir -p "$OUT"
 cargo build --release -q -p ssq -p ssq-bench
 BENCH=target/release/ssq-bench
 SSQ=target/release/ssq
-source bench/lib.sh
+source loadtest/lib.sh
 rss_mib() { awk '/VmRSS/ {printf "%.0f", $2 / 1024}' "/proc/$1/status"; }
 
 start_ssq() { # shards node-id → PORT, PID

@@ -3,8 +3,8 @@
 #   (a) the HTTP floor (ssq-bench --serve-floor: fixed answers, no queue work),
 #   (b) ssq memory-only, (c) ssq Redis-backed, (d) moto's server mode,
 #   (e) ssq on a Redis primary with a replica, with and without --redis-min-replicas 1,
-#   (f) ssq against BullMQ and RSMQ on one Redis (bench/peers.sh), CPU per message,
-#   (g) sharded groups (bench/sharding.sh): forwarding cost, group throughput, memory,
+#   (f) ssq against BullMQ and RSMQ on one Redis (loadtest/peers.sh), CPU per message,
+#   (g) sharded groups (loadtest/sharding.sh): forwarding cost, group throughput, memory,
 # with the same load generator, then the scale checks, and writes
 # docs/benchmarks.md and docs/benchmarks.svg.
 # BENCH_DURATION (seconds per run, default 5) shortens or lengthens it.
@@ -24,7 +24,7 @@ fi
 
 BENCH=target/release/ssq-bench
 SSQ=target/release/ssq
-source bench/lib.sh
+source loadtest/lib.sh
 rss_kib() { awk '/VmRSS/ {print $2}' "/proc/$1/status"; }
 
 FLOOR=$(free_port); MEM=$(free_port); RED=$(free_port); MOTO=$(free_port)
@@ -144,11 +144,11 @@ echo "{\"metrics_scrape_ms\": $(( ($(date +%s%N) - scrape_started) / 1000000 ))}
 run memory longpoll 1000 --rate 500
 
 # Against BullMQ and RSMQ on a Redis of their own (with ssq on it too).
-bash bench/peers.sh "$OUT" "$DURATION"
+bash loadtest/peers.sh "$OUT" "$DURATION"
 
 # Sharded groups: forwarding against direct, a group of three against one
 # leader, memory per instance (writes $OUT/sharding.md).
-bash bench/sharding.sh
+bash loadtest/sharding.sh
 
 # Restore of 1,000,000 messages and failover times are measured by
 # `cargo bench --bench restore` and `cargo bench --bench failover`.
@@ -160,5 +160,5 @@ bash bench/sharding.sh
   echo " \"generator_cpus\": \"$GEN_CPUS\", \"server_cpus\": \"$SRV_CPUS\","
   echo " \"duration\": $DURATION, \"date\": \"$(date -u +%Y-%m-%d)\"}"
 } > "$OUT/machine.json"
-python3 bench/report.py "$OUT" docs/benchmarks.md docs/benchmarks.svg
+python3 loadtest/report.py "$OUT" docs/benchmarks.md docs/benchmarks.svg
 echo "wrote docs/benchmarks.md and docs/benchmarks.svg"

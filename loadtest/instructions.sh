@@ -2,7 +2,7 @@
 # Two builds of ssq compared by instructions per request, counted by
 # valgrind's callgrind: unlike seconds, the count does not move with what
 # else the machine is doing, so a small difference is real.
-#   bash bench/instructions.sh OLD_BINARY [NEW_BINARY]
+#   bash loadtest/instructions.sh OLD_BINARY [NEW_BINARY]
 # For each build, memory-only and Redis-backed (a redis-server of its own):
 # an idle start and stop (the baseline), then 5,000 sends (`fill`, 8
 # clients), then round trips (send, receive, delete; 8 clients, 10 s).
@@ -11,7 +11,7 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
-OLD=${1:?usage: bench/instructions.sh OLD_BINARY [NEW_BINARY]}
+OLD=${1:?usage: loadtest/instructions.sh OLD_BINARY [NEW_BINARY]}
 NEW=${2:-target/release/ssq}
 OUT=target/bench-instructions
 rm -rf "$OUT" && mkdir -p "$OUT"
@@ -19,7 +19,7 @@ command -v valgrind >/dev/null || { echo "valgrind is needed: apt-get install va
 cargo build --release -q -p ssq-bench
 BENCH=target/release/ssq-bench
 
-source bench/lib.sh
+source loadtest/lib.sh
 WAIT_PORT_TRIES=600   # ssq under valgrind starts slowly
 REDIS_PID=""
 # Only the Redis of the measurement running stays behind: ssq is stopped by

@@ -17,7 +17,7 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
-OLD=${1:?usage: bench/compare.sh OLD_BINARY [NEW_BINARY]}
+OLD=${1:?usage: loadtest/compare.sh OLD_BINARY [NEW_BINARY]}
 NEW=${2:-target/release/ssq}
 DURATION=${BENCH_DURATION:-5}
 ROUNDS=${ROUNDS:-3}
@@ -27,7 +27,7 @@ rm -rf "$OUT" && mkdir -p "$OUT"
 command -v redis-server >/dev/null || { echo "redis-server is needed: apt-get install redis-server" >&2; exit 1; }
 cargo build --release -q -p ssq-bench
 BENCH=target/release/ssq-bench
-source bench/lib.sh
+source loadtest/lib.sh
 
 declare -A URL SERVER_PIDS
 start_redis

@@ -3,7 +3,7 @@
 Starts the debug build of ssq, gives it a few queues and a minute of
 varying traffic so that the rates and sparklines have something to show,
 then photographs the queue list and one queue in Debian's headless
-Chromium. Usage: python scripts/screenshots.py <output directory>
+Chromium. Usage: python tools/screenshots.py <output directory>
 """
 import json
 import math

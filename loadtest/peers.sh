@@ -6,25 +6,25 @@
 # C = 1, 8 and 64. The HTTP floor (a server that does no queue work) runs the
 # same pipeline, for the cost of its requests alone; around each ssq run the
 # Redis commands it caused are counted (INFO commandstats). Called by
-# bench/run.sh; on its own:
-#   bash bench/peers.sh OUT_DIR [DURATION]
+# loadtest/run.sh; on its own:
+#   bash loadtest/peers.sh OUT_DIR [DURATION]
 # with SSQ=path/to/ssq to measure another build (the before of a before/after).
 set -euo pipefail
 cd "$(dirname "$0")/.."
-OUT=${1:?usage: bench/peers.sh OUT_DIR [DURATION]}
+OUT=${1:?usage: loadtest/peers.sh OUT_DIR [DURATION]}
 DURATION=${2:-${BENCH_DURATION:-5}}
 ROUNDS=${PEER_ROUNDS:-3}
 SSQ=${SSQ:-target/release/ssq}
 BENCH=target/release/ssq-bench
 mkdir -p "$OUT"
 
-# The peers, at the versions bench/peers/package-lock.json pins.
-if [ ! -d bench/peers/node_modules/bullmq ] || [ ! -d bench/peers/node_modules/rsmq ]; then
+# The peers, at the versions loadtest/peers/package-lock.json pins.
+if [ ! -d loadtest/peers/node_modules/bullmq ] || [ ! -d loadtest/peers/node_modules/rsmq ]; then
   command -v npm >/dev/null || { echo "npm is needed for the BullMQ and RSMQ peers: apt-get install npm" >&2; exit 1; }
-  npm ci --prefix bench/peers --no-audit --no-fund --loglevel=error
+  npm ci --prefix loadtest/peers --no-audit --no-fund --loglevel=error
 fi
 
-source bench/lib.sh
+source loadtest/lib.sh
 
 # One Redis for all, as Redis ships it but for AOF everysec (so its default
 # AOF rewrites run too).
@@ -57,7 +57,7 @@ peer() { # system concurrency round
            --duration "$DURATION" --quiet --label ssq-batch10 --json "$json" --server-pid "$SSQ_PID" --server-pid "$REDIS_PID" >/dev/null ;;
     floor) $GEN $BENCH --endpoint http://127.0.0.1:"$FLOOR_PORT" --scenario pipeline --concurrency "$c" \
            --duration "$DURATION" --quiet --label floor --json "$json" --server-pid "$FLOOR_PID" >/dev/null ;;
-    bullmq|rsmq) $GEN node bench/peers/peer.js --system "$system" --redis-port "$REDIS" --redis-pid "$REDIS_PID" \
+    bullmq|rsmq) $GEN node loadtest/peers/peer.js --system "$system" --redis-port "$REDIS" --redis-pid "$REDIS_PID" \
            --concurrency "$c" --duration "$DURATION" --json "$json" >/dev/null ;;
   esac
 }

@@ -13,7 +13,7 @@
 //!   polling, then deleting) on one queue; producers stop after the duration
 //!   and the run ends when every message sent is consumed. It reports the CPU
 //!   time of this process and the servers per message sent and consumed: the
-//!   figure `make bench` compares with BullMQ and RSMQ (bench/peers).
+//!   figure `make bench` compares with BullMQ and RSMQ (loadtest/peers).
 //!
 //! Figures: messages per second and latency percentiles per request kind
 //! (HdrHistogram), as a table and, with `--json`, as JSON.

@@ -5,7 +5,7 @@ Each scenario starts its own ssq processes (and redis-server where needed) on
 free loopback ports, abuses them for a bounded time, and prints one line.
 Run it against two builds to compare them side by side:
 
-    python3 bench/abuse.py --bin target/release/ssq --bin /tmp/old/ssq
+    python3 loadtest/abuse.py --bin target/release/ssq --bin /tmp/old/ssq
 
 Scenarios (all by default; pick with --only NAME):
   deep-query    a Query parameter name of 13,000 dot-separated parts
