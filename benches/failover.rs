@@ -8,8 +8,7 @@
 //!
 //! Run: `cargo bench --bench failover` (about a minute).
 
-#[path = "../tests/common/mod.rs"]
-mod common;
+use ssq_test_support as common;
 
 use std::time::{Duration, Instant};
 

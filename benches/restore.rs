@@ -7,8 +7,7 @@
 //!
 //! Run: `cargo bench --bench restore` (about a minute; needs ~2 GiB).
 
-#[path = "../tests/common/mod.rs"]
-mod common;
+use ssq_test_support as common;
 
 use std::time::{Duration, Instant};
 

@@ -13,7 +13,7 @@ pub mod cluster;
 pub mod config;
 pub mod error;
 pub mod http;
-pub mod journal;
+pub(crate) mod journal;
 pub mod leader;
 pub mod metrics;
 pub mod node;

@@ -14,14 +14,14 @@
 
 mod batches;
 mod messages;
-pub mod model;
+pub(crate) mod model;
 mod params;
-pub mod peek;
+pub(crate) mod peek;
 mod permissions;
 mod queues;
 mod redrive;
 mod route;
-pub mod shape;
+pub(crate) mod shape;
 mod wire;
 
 pub use route::{Route, route};

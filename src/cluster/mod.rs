@@ -4,9 +4,9 @@
 //! out in a sharded group, and the tasks that move messages between
 //! shards. The Lua scripts they run are in `lua/`.
 
-pub mod election;
-pub mod group;
+pub(crate) mod election;
+pub(crate) mod group;
 pub mod lock;
-pub mod notices;
-pub mod transfers;
-pub mod watchdog;
+pub(crate) mod notices;
+pub(crate) mod transfers;
+pub(crate) mod watchdog;

@@ -7,16 +7,16 @@
 //! endpoints (`status.rs`). This file holds the state they share and the
 //! routers that put them on one address or two (`--admin-listen`).
 
-pub mod activity;
-pub mod admin;
+pub(crate) mod activity;
+pub(crate) mod admin;
 mod admission;
 mod answers;
-pub mod forward;
+pub(crate) mod forward;
 mod heavy;
-pub mod hosts;
-pub mod listener;
+pub(crate) mod hosts;
+pub(crate) mod listener;
 mod peek;
-pub mod request_body;
+pub(crate) mod request_body;
 mod shard_front;
 pub mod sigv4;
 mod sqs;

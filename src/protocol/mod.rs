@@ -4,6 +4,6 @@
 //! and an [`Input`](crate::api::Input), and renders the JSON tree or
 //! [`SqsError`](crate::error::SqsError) that [`crate::api::dispatch`] returns.
 
-pub mod json;
+pub(crate) mod json;
 pub mod query;
-pub mod xml;
+pub(crate) mod xml;

@@ -6,25 +6,25 @@
 //! instance that later loads them. Locking, long polling and persistence live
 //! in the service (`src/service/`), on top of this.
 
-pub mod arn;
-pub mod attributes;
+pub(crate) mod arn;
+pub(crate) mod attributes;
 pub mod clock;
 mod fifo;
-pub mod key;
-pub mod limits;
-pub mod message;
-pub mod move_task;
-pub mod peek;
+pub(crate) mod key;
+pub(crate) mod limits;
+pub(crate) mod message;
+pub(crate) mod move_task;
+pub(crate) mod peek;
 #[allow(clippy::module_inception)]
 mod queue;
-pub mod random;
-pub mod receipt;
+pub(crate) mod random;
+pub(crate) mod receipt;
 mod send;
 
 pub use arn::QueueArn;
 pub use attributes::QueueAttributes;
 pub use message::{AttributeValue, Message, MessageAttribute, MessageAttributes};
-pub mod tags;
+pub(crate) mod tags;
 
 pub use fifo::DedupEntry;
 pub use peek::{PeekRequest, Peeked, Seen};

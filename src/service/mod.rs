@@ -20,7 +20,7 @@
 
 mod commit;
 mod limits;
-pub mod move_tasks;
+pub(crate) mod move_tasks;
 mod queues;
 mod receive;
 mod send;

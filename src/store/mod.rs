@@ -10,13 +10,13 @@
 //! service's queues only through [`crate::journal::Memory`].
 
 mod batch;
-pub mod catalog;
-pub mod codec;
-pub mod committer;
-pub mod layout;
-pub mod loader;
+pub(crate) mod catalog;
+pub(crate) mod codec;
+pub(crate) mod committer;
+pub(crate) mod layout;
+pub(crate) mod loader;
 pub mod redis;
-pub mod replicas;
+pub(crate) mod replicas;
 
 use std::sync::Arc;
 

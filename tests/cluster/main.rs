@@ -2,7 +2,6 @@
 //! own, since its tests measure gaps of under a second and run one at a
 //! time, with nothing else beside them.
 
-#[path = "../common/mod.rs"]
-mod common;
+use ssq_test_support as common;
 
 mod sharding;

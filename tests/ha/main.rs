@@ -3,8 +3,7 @@
 //! in-process node; Sentinel, TLS, authentication, replicas, HAProxy, the
 //! soak, and `make chaos` (ignored by `cargo test`).
 
-#[path = "../common/mod.rs"]
-mod common;
+use ssq_test_support as common;
 
 mod chaos;
 mod commit;

@@ -3,8 +3,7 @@
 //! limits, the developer endpoint, both protocols, SigV4, FIFO dead-letter
 //! queues. Tests here run side by side.
 
-#[path = "../common/mod.rs"]
-mod common;
+use ssq_test_support as common;
 
 mod api;
 mod aws_fidelity;

@@ -1,9 +1,8 @@
-//! Shared by the integration tests: real `ssq` and `redis-server` processes
+//! Shared by the integration tests and the benches: real `ssq` and `redis-server` processes
 //! on free loopback ports ([`process`], [`redis`]), a relay that holds
 //! traffic back ([`hold`]), an ssq node inside the
 //! test process ([`node`]), and the official AWS SDK to talk to them
 //! ([`sdk`]).
-#![allow(dead_code, unused_imports)] // each test binary uses its own subset
 
 pub mod cluster;
 pub mod hold;

@@ -47,8 +47,7 @@ impl Server {
     /// up only once `/status` answers with its own node id, and it is
     /// started again on another port if it exited first.
     pub fn start_with(args: &[&str]) -> Server {
-        // SSQ_BIN runs another build (an older one, to compare with).
-        let binary = std::env::var("SSQ_BIN").unwrap_or_else(|_| env!("CARGO_BIN_EXE_ssq").to_string());
+        let binary = ssq_binary();
         for _ in 0..5 {
             let port = free_port();
             let child = Command::new(&binary)
@@ -288,4 +287,25 @@ pub async fn single_leader(nodes: &[Server], limit: Duration) -> usize {
 /// The body of a GET that must be answered.
 pub async fn get_text(url: &str) -> String {
     reqwest::get(url).await.unwrap().text().await.unwrap()
+}
+
+/// The `ssq` binary to run: `SSQ_BIN` (another build, an older one to
+/// compare with), else the one cargo built beside the running test or
+/// bench: it lives in `target/<profile>/`, the test in `target/<profile>/deps/`.
+pub fn ssq_binary() -> std::path::PathBuf {
+    if let Some(binary) = std::env::var_os("SSQ_BIN") {
+        return binary.into();
+    }
+    let test = std::env::current_exe().expect("the test binary's path");
+    let profile_dir = test
+        .parent()
+        .and_then(|deps| deps.parent())
+        .expect("the test binary lies in target/<profile>/deps/");
+    let binary = profile_dir.join(format!("ssq{}", std::env::consts::EXE_SUFFIX));
+    assert!(
+        binary.exists(),
+        "{} is missing: run the tests through cargo (cargo test), which builds it, or set SSQ_BIN",
+        binary.display()
+    );
+    binary
 }
