@@ -19,6 +19,7 @@ pub(crate) mod peek;
 mod queue;
 pub(crate) mod random;
 pub(crate) mod receipt;
+mod receive;
 mod send;
 
 pub use arn::QueueArn;
@@ -28,8 +29,7 @@ pub(crate) mod tags;
 
 pub use fifo::DedupEntry;
 pub use peek::{PeekRequest, Peeked, Seen};
-pub use queue::{
-    Activity, Attempt, Change, Counts, DeadLetter, DeadLetterQueue, NewMessage, Queue, QueueMeta, Received,
-    SEQUENCE_BLOCK, Sent, validate_name,
-};
+pub use queue::{Activity, Change, Counts, Queue, QueueMeta, SEQUENCE_BLOCK, validate_name};
 pub use receipt::ReceiptHandle;
+pub use receive::{Attempt, DeadLetter, DeadLetterQueue, Received};
+pub use send::{NewMessage, Sent};

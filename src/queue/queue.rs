@@ -15,16 +15,21 @@
 //! journal of [`Change`]s, which the service hands to the store. Turning
 //! visible by the clock is not recorded: the stored deadlines reproduce it.
 //! Expiry by retention is, so that Redis does not keep what memory dropped.
+//!
+//! Sending is in `send.rs`, receiving in `receive.rs`, FIFO groups and
+//! deduplication in `fifo.rs`; this file keeps the indexes, deletes,
+//! visibility changes, purges and the journal.
 
 use std::collections::{BTreeMap, BTreeSet, HashMap};
 use std::sync::Arc;
 
 use super::attributes::{DeduplicationScope, QueueAttributes};
-use super::fifo::{Dedup, DedupEntry, Groups, Run};
-use super::limits::{DEDUP_WINDOW_MS, MAX_VISIBILITY_TIMEOUT_SECONDS, PURGE_INTERVAL_MS};
-use super::message::{Message, MessageAttributes, MessageState};
+use super::fifo::{Dedup, DedupEntry, Groups};
+use super::limits::{MAX_VISIBILITY_TIMEOUT_SECONDS, PURGE_INTERVAL_MS};
+use super::message::{Message, MessageState};
 use super::move_task::MoveTaskRecord;
 use super::receipt::{Issued, ReceiptHandle};
+use super::receive::Attempt;
 use crate::error::{ErrorCode, Result, SqsError};
 
 /// A visibility timeout cannot reach further than 12 hours after the receive.
@@ -117,46 +122,6 @@ pub enum Change {
 /// How many sequence numbers one write of the counter reserves.
 pub const SEQUENCE_BLOCK: u64 = 1_000;
 
-/// What a FIFO receive with a ReceiveRequestAttemptId gave, kept for five
-/// minutes so that a retry of it (on this leader or the next) gets the same
-/// messages and handles.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Attempt {
-    pub expires_at: u64,
-    pub handles: Vec<ReceiptHandle>,
-}
-
-/// What a client sends; validated by [`Queue::send`].
-pub struct NewMessage {
-    pub body: String,
-    pub attributes: MessageAttributes,
-    /// Overrides the queue's DelaySeconds when given.
-    pub delay_seconds: Option<u32>,
-    pub sender_id: Arc<str>,
-    pub trace_header: Option<String>,
-    pub group_id: Option<String>,
-    pub dedup_id: Option<String>,
-}
-
-/// The answer to a send.
-#[derive(Debug, Clone)]
-pub struct Sent {
-    pub message_id: uuid::Uuid,
-    pub md5_of_body: [u8; 16],
-    pub md5_of_attributes: Option<[u8; 16]>,
-    pub md5_of_system_attributes: Option<[u8; 16]>,
-    /// FIFO queues: the message's sequence number.
-    pub sequence_number: Option<u64>,
-}
-
-/// A message as handed to a receiver: a snapshot taken at the receive, with
-/// the receipt handle of that receive.
-#[derive(Debug, Clone)]
-pub struct Received {
-    pub message: Message,
-    pub receipt_handle: ReceiptHandle,
-}
-
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
 pub struct Counts {
     pub visible: usize,
@@ -177,21 +142,6 @@ pub struct Activity {
     pub sent: u64,
     pub received: u64,
     pub deleted: u64,
-}
-
-/// The dead-letter queue a receive moves over-received messages into.
-pub struct DeadLetter<'a> {
-    pub queue: DeadLetterQueue<'a>,
-    /// The ARN of the queue the messages leave (DeadLetterQueueSourceArn).
-    pub source_arn: Arc<str>,
-}
-
-pub enum DeadLetterQueue<'a> {
-    /// A queue this instance holds: messages move into it at once.
-    Here(&'a mut Queue),
-    /// A queue of another shard: the messages are handed out, for the
-    /// caller to send on (see `transfers.rs`).
-    Elsewhere(&'a mut Vec<Message>),
 }
 
 impl Queue {
@@ -424,135 +374,6 @@ impl Queue {
         }
     }
 
-    /// Takes up to `max` messages and hides each for the visibility timeout
-    /// (the queue's, or `visibility_timeout` seconds). Standard queues give
-    /// the oldest visible messages; FIFO queues give, group by group, runs of
-    /// consecutive messages from groups with nothing in flight. A message
-    /// already received as often as the redrive policy allows moves to
-    /// `dead_letter` instead.
-    pub fn receive(
-        &mut self,
-        max: usize,
-        visibility_timeout: Option<u32>,
-        attempt_id: Option<&str>,
-        mut dead_letter: Option<DeadLetter<'_>>,
-        now: u64,
-    ) -> Vec<Received> {
-        self.advance(now);
-        if let Some(previous) = attempt_id.and_then(|id| self.repeat_attempt(id, now)) {
-            return previous;
-        }
-        let timeout_ms = u64::from(visibility_timeout.unwrap_or(self.attributes.visibility_timeout)) * 1000;
-        let max_receives = self
-            .attributes
-            .redrive_policy
-            .as_ref()
-            .map(|p| p.max_receive_count);
-        let mut received = Vec::new();
-        let mut run: Option<Run> = None;
-        while received.len() < max {
-            let Some(seq) = self.next_receivable(&mut run) else {
-                break;
-            };
-            if let (Some(limit), Some(target)) = (max_receives, dead_letter.as_mut())
-                && self.messages[&seq].receive_count >= limit
-            {
-                run = None;
-                let moved = self.remove(seq).expect("a receivable message exists");
-                self.record(|_| Change::Removed(seq));
-                match &mut target.queue {
-                    DeadLetterQueue::Here(queue) => queue.accept(moved, Some(target.source_arn.clone()), now),
-                    DeadLetterQueue::Elsewhere(leaving) => leaving.push(moved),
-                }
-                continue;
-            }
-            self.set_state(
-                seq,
-                MessageState::InFlight {
-                    until: now + timeout_ms,
-                    received_at: now,
-                },
-            );
-            let message = self.messages.get_mut(&seq).expect("just placed");
-            message.receive_count = message.receive_count.saturating_add(1);
-            message.first_received_at.get_or_insert(now);
-            let key = *message
-                .receipt_key
-                .get_or_insert_with(crate::queue::random::nonce);
-            let receipt_handle = ReceiptHandle::issue(seq, message.receive_count, key);
-            let snapshot = message.clone();
-            self.record(|_| Change::State(snapshot.clone()));
-            received.push(Received {
-                message: snapshot,
-                receipt_handle,
-            });
-        }
-        if let Some(id) = attempt_id.filter(|_| self.is_fifo()) {
-            self.remember_attempt(id, &received, now);
-        }
-        self.activity.received += received.len() as u64;
-        received
-    }
-
-    /// The next message a receive may take. For FIFO queues, keeps taking
-    /// from the current run while it goes on, then starts one from the
-    /// ready group whose turn it is.
-    fn next_receivable(&self, run: &mut Option<Run>) -> Option<u64> {
-        if !self.is_fifo() {
-            return self.visible.first().copied();
-        }
-        if let Some(seq) = run.as_ref().and_then(|run| self.groups.next_in(run)) {
-            return Some(seq);
-        }
-        let next = self.groups.next_ready()?;
-        let first = next.first;
-        *run = Some(next);
-        Some(first)
-    }
-
-    /// A FIFO receive retried with the same ReceiveRequestAttemptId gets the
-    /// same messages and handles, while they are all still in flight.
-    fn repeat_attempt(&self, attempt_id: &str, now: u64) -> Option<Vec<Received>> {
-        let attempt = self.attempts.get(attempt_id).filter(|a| a.expires_at > now)?;
-        attempt
-            .handles
-            .iter()
-            .map(|handle| {
-                let message = self.messages.get(&handle.seq)?;
-                let in_flight = matches!(message.state, MessageState::InFlight { .. });
-                (in_flight && issued(message, handle) == Some(Issued::Latest)).then(|| Received {
-                    message: message.clone(),
-                    receipt_handle: *handle,
-                })
-            })
-            .collect()
-    }
-
-    fn remember_attempt(&mut self, attempt_id: &str, received: &[Received], now: u64) {
-        let expired: Vec<String> = self
-            .attempts
-            .iter()
-            .filter(|(_, attempt)| attempt.expires_at <= now)
-            .map(|(id, _)| id.clone())
-            .collect();
-        for id in expired {
-            self.attempts.remove(&id);
-            self.record(|_| Change::AttemptExpired(id));
-        }
-        let attempt = Attempt {
-            expires_at: now + DEDUP_WINDOW_MS,
-            handles: received.iter().map(|r| r.receipt_handle).collect(),
-        };
-        self.record(|_| Change::Attempt(attempt_id.to_string(), attempt.clone()));
-        self.attempts.insert(attempt_id.to_string(), attempt);
-    }
-
-    /// Takes back the ReceiveRequestAttemptIds a restored queue had
-    /// remembered (see [`Change::Attempt`]).
-    pub fn restore_attempts(&mut self, attempts: impl IntoIterator<Item = (String, Attempt)>) {
-        self.attempts.extend(attempts);
-    }
-
     /// The messages from sequence number `from` on, in order, as they are
     /// stored (time not applied): for [`Queue::peek`].
     pub(super) fn messages_from(&self, from: u64) -> impl Iterator<Item = &Message> {
@@ -749,7 +570,7 @@ impl Queue {
         self.place(seq);
     }
 
-    fn remove(&mut self, seq: u64) -> Option<Message> {
+    pub(super) fn remove(&mut self, seq: u64) -> Option<Message> {
         if !self.messages.contains_key(&seq) {
             return None;
         }
@@ -760,7 +581,7 @@ impl Queue {
         Some(message)
     }
 
-    fn set_state(&mut self, seq: u64, state: MessageState) {
+    pub(super) fn set_state(&mut self, seq: u64, state: MessageState) {
         self.unplace(seq);
         if let Some(message) = self.messages.get_mut(&seq) {
             message.state = state;
@@ -837,7 +658,7 @@ impl Queue {
 }
 
 /// Whether `handle` was issued for `message`, and by its latest receive.
-fn issued(message: &Message, handle: &ReceiptHandle) -> Option<Issued> {
+pub(super) fn issued(message: &Message, handle: &ReceiptHandle) -> Option<Issued> {
     handle.issued(message.receipt_key, message.receive_count)
 }
 
@@ -862,7 +683,9 @@ pub fn validate_name(name: &str) -> Result<()> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::queue::message::{AttributeValue, MessageAttribute};
+    use crate::queue::limits::DEDUP_WINDOW_MS;
+    use crate::queue::message::{AttributeValue, MessageAttribute, MessageAttributes};
+    use crate::queue::{DeadLetter, DeadLetterQueue, NewMessage, Received};
 
     const T0: u64 = 1_700_000_000_000;
 

@@ -7,13 +7,36 @@ use std::sync::Arc;
 use super::attributes::DeduplicationScope;
 use super::fifo::DedupEntry;
 use super::limits::{DEDUP_WINDOW_MS, MAX_DELAY_SECONDS};
-use super::message::{self, Message, MessageState};
-use super::{Change, NewMessage, Queue, Sent};
+use super::message::{self, Message, MessageAttributes, MessageState};
+use super::{Change, Queue};
 use crate::error::{Result, SqsError};
 
 /// AWS's words for a FIFO send with neither a deduplication id nor
 /// content-based deduplication.
 const MISSING_DEDUPLICATION_ID: &str = "The queue should either have ContentBasedDeduplication enabled or MessageDeduplicationId provided explicitly";
+
+/// What a client sends; validated by [`Queue::send`].
+pub struct NewMessage {
+    pub body: String,
+    pub attributes: MessageAttributes,
+    /// Overrides the queue's DelaySeconds when given.
+    pub delay_seconds: Option<u32>,
+    pub sender_id: Arc<str>,
+    pub trace_header: Option<String>,
+    pub group_id: Option<String>,
+    pub dedup_id: Option<String>,
+}
+
+/// The answer to a send.
+#[derive(Debug, Clone)]
+pub struct Sent {
+    pub message_id: uuid::Uuid,
+    pub md5_of_body: [u8; 16],
+    pub md5_of_attributes: Option<[u8; 16]>,
+    pub md5_of_system_attributes: Option<[u8; 16]>,
+    /// FIFO queues: the message's sequence number.
+    pub sequence_number: Option<u64>,
+}
 
 impl Queue {
     pub fn send(&mut self, new: NewMessage, now: u64) -> Result<Sent> {
