@@ -1,6 +1,6 @@
 //! One ssq instance, built from its configuration and served on its
 //! listeners until a shutdown signal: the one wiring, which `main.rs` and
-//! the in-process tests and the restore bench (`tests/common/node.rs`) start.
+//! the in-process tests and the restore bench (`tests/support/src/node.rs`) start.
 //!
 //! A node is the HTTP front (routers, request intake, credentials) and its
 //! [`Shard`]s (`shard.rs`): the parts that lead one set of queues. A shard
