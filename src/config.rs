@@ -39,10 +39,24 @@ pub struct Config {
     pub admin_listen: Option<SocketAddr>,
 
     /// Redis URL, e.g. redis://127.0.0.1:6379, or
-    /// redis-cluster://host:port[,host:port...] for Redis Cluster. Unset:
-    /// memory-only mode, one instance, no failover, state lost on exit.
-    #[arg(long, env = "SSQ_REDIS_URL")]
+    /// redis-cluster://host:port[,host:port...] for Redis Cluster. Unset
+    /// (and no --data-dir): memory-only mode, one instance, no failover,
+    /// state lost on exit.
+    #[arg(long, env = "SSQ_REDIS_URL", conflicts_with = "data_dir")]
     pub redis_url: Option<String>,
+
+    /// Keep the state on local disk in this directory: one instance, every
+    /// change a client is told about written (and synced, see --data-sync)
+    /// there first, everything back after a restart. One process per
+    /// directory.
+    #[arg(long, env = "SSQ_DATA_DIR")]
+    pub data_dir: Option<PathBuf>,
+
+    /// With --data-dir: `always` syncs every group commit before its
+    /// answers; `everysec` syncs about once a second (a process crash
+    /// still loses nothing, a power cut up to a second).
+    #[arg(long, env = "SSQ_DATA_SYNC", value_enum, default_value = "always")]
+    pub data_sync: crate::store::disk::SyncPolicy,
 
     /// Shards the queues are spread over, each led by one instance of the
     /// group: 1 (the default) is one leader for every queue and passives

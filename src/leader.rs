@@ -33,6 +33,10 @@ const ALWAYS: u64 = u64::MAX;
 pub enum Role {
     /// No Redis: the only instance, always serving.
     MemoryOnly,
+    /// No Redis, the state on disk (`--data-dir`): the only instance,
+    /// serving once its state is loaded, and again after a failed write
+    /// once memory is loaded back from the disk.
+    Standalone,
     /// Waiting to take the lock.
     Passive,
     /// Holds the lock. Serves once its state is loaded, until its deadline.
@@ -45,6 +49,7 @@ impl Role {
     pub fn name(self) -> &'static str {
         match self {
             Role::MemoryOnly => "memory-only",
+            Role::Standalone => "standalone",
             Role::Passive => "passive",
             Role::Leader => "leader",
             Role::ShuttingDown => "shutting-down",
@@ -404,6 +409,37 @@ impl Leadership {
         self.memory.close_long_polls();
         self.changed.notify_waiters();
         token
+    }
+
+    /// On disk: puts the state read from disk in place (`install`) and
+    /// serves, unless shutting down.
+    pub fn standalone_loaded(&self, install: impl FnOnce()) -> bool {
+        let inner = self.lock();
+        if inner.role != Role::Standalone {
+            return false;
+        }
+        install();
+        self.serve_until.store(ALWAYS, Ordering::Release);
+        self.leader_gauge.set(1);
+        true
+    }
+
+    /// On disk: a write failed, so memory may hold changes the disk does
+    /// not. Stops serving and drops memory; the caller loads it again.
+    /// False if already stopped (loading, or shutting down).
+    pub fn standalone_pause(&self) -> bool {
+        {
+            let inner = self.lock();
+            if inner.role != Role::Standalone {
+                return false;
+            }
+            if self.serve_until.swap(NOT_SERVING, Ordering::AcqRel) == NOT_SERVING {
+                return false;
+            }
+        }
+        self.leader_gauge.set(0);
+        self.memory.clear();
+        true
     }
 
     /// The current term and token, while leading.

@@ -42,6 +42,7 @@ use crate::metrics::Metrics;
 use crate::queue::clock::SystemClock;
 use crate::service::shards::Placement;
 use crate::service::{ConfiguredQueueError, QueueSpec, Service};
+use crate::store::disk::{DiskError, DiskStore};
 use crate::store::redis::SetupError;
 
 /// Why a node could not start; each says what to change.
@@ -51,6 +52,8 @@ pub enum StartError {
     Timings(#[from] TimingError),
     #[error(transparent)]
     Redis(#[from] SetupError),
+    #[error(transparent)]
+    Disk(#[from] DiskError),
     #[error("cannot read the credentials file {}: {source}", path.display())]
     CredentialsUnreadable { path: PathBuf, source: std::io::Error },
     #[error("the credentials file {} is not valid: {source}", path.display())]
@@ -83,7 +86,7 @@ impl StartError {
     /// The process exit code: 1 for the environment, 2 for configuration.
     pub fn exit_code(&self) -> i32 {
         match self {
-            StartError::Listen { .. } | StartError::ListenAdmin { .. } => 1,
+            StartError::Listen { .. } | StartError::ListenAdmin { .. } | StartError::Disk(_) => 1,
             _ => 2,
         }
     }
@@ -157,9 +160,22 @@ impl Node {
                 return Err(StartError::ShardsNeedRedis(count));
             }
             None => {
-                let shards = services
-                    .map(|service| Shard::memory_only(service, &node_id, election.step_down_after, &metrics))
-                    .collect();
+                let shards = match &config.data_dir {
+                    None => services
+                        .map(|service| {
+                            Shard::memory_only(service, &node_id, election.step_down_after, &metrics)
+                        })
+                        .collect(),
+                    Some(dir) => {
+                        // One shard: more need Redis (refused above).
+                        let mut store = Some(DiskStore::open(dir, config.data_sync)?);
+                        services
+                            .filter_map(|service| {
+                                Some(Shard::on_disk(service, store.take()?, &node_id, &metrics))
+                            })
+                            .collect()
+                    }
+                };
                 (shards, None)
             }
             Some(target) => {
@@ -277,10 +293,22 @@ impl Node {
 fn log_started(config: &Config, with_redis: bool, shards: usize, address: SocketAddr, node_id: &str) {
     let advertise = config.advertise_url();
     match (with_redis, shards) {
+        (false, _) if config.data_dir.is_some() => {
+            let dir = config
+                .data_dir
+                .as_deref()
+                .unwrap_or(std::path::Path::new(""))
+                .display();
+            tracing::info!(
+                mode = "disk", listen = %address, node_id = %node_id, data_dir = %dir, sync = ?config.data_sync,
+                "ssq started; it serves once its state is loaded from disk"
+            );
+        }
         (false, _) => {
             tracing::info!(mode = "memory-only", listen = %address, node_id = %node_id, "ssq started");
             tracing::warn!(
-                "memory-only mode: one instance, no failover; queues and messages are lost when it stops"
+                "memory-only mode: one instance, no failover; queues and messages are lost when it stops \
+                 (--data-dir keeps them on disk)"
             );
         }
         (true, 1) => tracing::info!(

@@ -1,6 +1,7 @@
-//! One shard of a node: a service and its leadership and, with Redis, its
-//! lock, its store (loader and committer) and the elector, watchdog and
-//! transfer tasks that run while the node serves.
+//! One shard of a node: a service and its leadership and what keeps its
+//! state: nothing (memory-only), the disk (its committer, which loads the
+//! state first), or Redis (its lock, loader and committer, and the elector
+//! and watchdog tasks that run while the node serves).
 
 use std::sync::Arc;
 use std::time::Duration;
@@ -18,6 +19,8 @@ use crate::metrics::Metrics;
 use crate::service::Service;
 use crate::service::shards::Catalog;
 use crate::store::committer::Committer;
+use crate::store::disk::committer::{DiskCommitter, sync_every_second};
+use crate::store::disk::{DiskStore, SyncPolicy};
 use crate::store::loader::Loader;
 use crate::store::redis::Link;
 use crate::store::replicas::ReplicaAcks;
@@ -25,12 +28,19 @@ use crate::store::{Layout, ShardKeys, Store};
 
 use super::{Admission, StartError, admitted};
 
-/// The parts that lead one set of queues: a service and its leadership and,
-/// with Redis, what keeps them in Redis and elects their leader.
+/// The parts that lead one set of queues: a service and its leadership and
+/// what keeps their state.
 pub struct Shard {
     pub(super) service: Arc<Service>,
     pub(super) leadership: Arc<Leadership>,
-    pub(super) redis: Option<(RedisShard, Store, mpsc::UnboundedReceiver<Pending>)>,
+    pub(super) backing: Backing,
+}
+
+/// What keeps a shard's state, and the service's writes waiting for it.
+pub(super) enum Backing {
+    Memory,
+    Disk(Arc<DiskStore>, mpsc::UnboundedReceiver<Pending>),
+    Redis(Box<RedisShard>, Store, mpsc::UnboundedReceiver<Pending>),
 }
 
 /// What a Redis-backed shard is made of.
@@ -88,7 +98,32 @@ impl Shard {
         Shard {
             service,
             leadership,
-            redis: None,
+            backing: Backing::Memory,
+        }
+    }
+
+    /// On local disk: the only instance, serving once its state is loaded.
+    pub(super) fn on_disk(
+        service: Service,
+        store: DiskStore,
+        node_id: &str,
+        metrics: &Arc<Metrics>,
+    ) -> Shard {
+        let (journal, journal_rx) = mpsc::unbounded_channel();
+        let service = Arc::new(service.persisting_to(journal));
+        let leadership = Arc::new(Leadership::new(
+            node_id.to_string(),
+            0,
+            Role::Standalone,
+            // Never used: a standalone instance has no lease to step down from.
+            Duration::ZERO,
+            service.clone(),
+            metrics.clone(),
+        ));
+        Shard {
+            service,
+            leadership,
+            backing: Backing::Disk(Arc::new(store), journal_rx),
         }
     }
 
@@ -121,13 +156,14 @@ impl Shard {
         Shard {
             service,
             leadership,
-            redis: Some((redis, store, journal_rx)),
+            backing: Backing::Redis(Box::new(redis), store, journal_rx),
         }
     }
 
     /// Starts what keeps the shard: in memory-only mode, it creates the
     /// configured queues (a queue that cannot be created stops the start);
-    /// with Redis, the committer, the elector (which loads the state on
+    /// on disk, the committer, which loads the state and then serves; with
+    /// Redis, the committer, the elector (which loads the state on
     /// each new term, and waits for the group's shard count to be checked)
     /// and the watchdog. The tasks stop when `stopped` turns true.
     pub(super) async fn start(
@@ -138,20 +174,37 @@ impl Shard {
         let Shard {
             service,
             leadership,
-            redis,
+            backing,
         } = self;
-        let Some((redis, store, journal_rx)) = redis else {
-            match service.create_missing_queues().await {
-                Ok(0) => {}
-                Ok(created) => tracing::info!(created, "created the configured queues"),
-                Err(why) => return Err(why.into()),
+        let alone = |service, leadership| RunningShard {
+            service,
+            leadership,
+            lock: None,
+            keys: None,
+        };
+        let (redis, store, journal_rx) = match backing {
+            Backing::Memory => {
+                match service.create_missing_queues().await {
+                    Ok(0) => {}
+                    Ok(created) => tracing::info!(created, "created the configured queues"),
+                    Err(why) => return Err(why.into()),
+                }
+                return Ok(alone(service, leadership));
             }
-            return Ok(RunningShard {
-                service,
-                leadership,
-                lock: None,
-                keys: None,
-            });
+            Backing::Disk(store, journal_rx) => {
+                if store.sync_policy() == SyncPolicy::Everysec {
+                    tokio::spawn(sync_every_second(store.clone()));
+                }
+                let committer = DiskCommitter {
+                    store,
+                    memory: service.clone(),
+                    leadership: leadership.clone(),
+                    metrics: service.metrics.clone(),
+                };
+                tokio::spawn(committer.run(journal_rx));
+                return Ok(alone(service, leadership));
+            }
+            Backing::Redis(redis, store, journal_rx) => (redis, store, journal_rx),
         };
         let election = redis.election;
         let lock = Arc::new(

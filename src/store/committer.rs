@@ -33,7 +33,7 @@ use tokio::sync::mpsc;
 use super::Store;
 use super::batch::{Batch, Call};
 use super::loader::Loader;
-use crate::error::{ErrorCode, SqsError};
+use super::{answer, unavailable};
 use crate::journal::Pending;
 use crate::leader::StepDown;
 use crate::store::redis::RedisError;
@@ -222,19 +222,6 @@ fn reload_delay(failures: u32, max: Duration) -> Duration {
         n => Duration::from_millis(50)
             .saturating_mul(1 << (n - 2).min(16))
             .min(max),
-    }
-}
-
-fn unavailable(why: impl std::fmt::Display) -> SqsError {
-    SqsError::new(
-        ErrorCode::ServiceUnavailable,
-        format!("ssq could not make this change durable: {why}. Nothing was acknowledged; retry."),
-    )
-}
-
-fn answer(pendings: Vec<Pending>, result: Result<(), SqsError>) {
-    for pending in pendings {
-        let _ = pending.done.send(result.clone());
     }
 }
 

@@ -1,7 +1,9 @@
-//! Durability in Redis: every change a client is told about is written
-//! there first, fenced by the leader's token.
+//! Durability: every change a client is told about is written to the store
+//! first, in Redis (fenced by the leader's token) or on local disk
+//! (`disk/`, one instance). Both take the service's writes through the
+//! same seam (`journal.rs`) and keep the same records (`codec.rs`).
 //!
-//! The service hands each operation's changes to the [`committer`] as a
+//! In Redis, the service hands each operation's changes to the [`committer`] as a
 //! [`crate::journal::Pending`] write and waits for it. The committer gathers
 //! whatever writes are waiting into one Lua script call (group commit),
 //! which first checks that the lock still holds this leader's token. The
@@ -13,6 +15,7 @@ mod batch;
 pub(crate) mod catalog;
 pub(crate) mod codec;
 pub(crate) mod committer;
+pub mod disk;
 pub(crate) mod layout;
 pub(crate) mod loader;
 pub mod redis;
@@ -79,5 +82,20 @@ impl LoadId {
         let mut installed = self.lock();
         memory.install(queues);
         *installed = Some((memory.generation(), id));
+    }
+}
+
+/// The 503 of a change the store could not make durable.
+pub(crate) fn unavailable(why: impl std::fmt::Display) -> crate::error::SqsError {
+    crate::error::SqsError::new(
+        crate::error::ErrorCode::ServiceUnavailable,
+        format!("ssq could not make this change durable: {why}. Nothing was acknowledged; retry."),
+    )
+}
+
+/// Answers every waiter of a commit alike.
+pub(crate) fn answer(pendings: Vec<crate::journal::Pending>, result: Result<(), crate::error::SqsError>) {
+    for pending in pendings {
+        let _ = pending.done.send(result.clone());
     }
 }

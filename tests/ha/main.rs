@@ -1,12 +1,14 @@
-//! ssq with Redis: real ssq processes and private redis-servers, killed,
+//! ssq with a store: real ssq processes and private redis-servers, killed,
 //! frozen and cut off; commits and fencing against real Redis through an
 //! in-process node; Sentinel, TLS, authentication, replicas, HAProxy, the
-//! soak, and `make chaos` (ignored by `cargo test`).
+//! soak, and `make chaos` (ignored by `cargo test`); and `--data-dir`, the
+//! state on local disk (`disk.rs`).
 
 use ssq_test_support as common;
 
 mod chaos;
 mod commit;
+mod disk;
 mod durability;
 mod failover;
 mod fencing;

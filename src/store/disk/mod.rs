@@ -1,0 +1,380 @@
+//! Durability on local disk (`--data-dir`): one instance, its state in an
+//! SQLite database in WAL mode, every change a client is told about written
+//! and synced there first.
+//!
+//! The records are the ones the Redis store keeps (`codec.rs`: a queue's
+//! settings, a message's body and its state apart, deduplication ids,
+//! receive attempts, the sequence ceiling), in tables keyed by queue and
+//! sequence number, so both backends restore the same queues. A group
+//! commit is one SQLite transaction (`committer.rs`); a write that fails
+//! (a full disk, an I/O error) rolls back whole, and memory is loaded
+//! again from what the disk holds. SQLite was measured against redb on
+//! ssq's write pattern (docs/benchmarks.md, "Disk engines") and chosen for
+//! its WAL: with `--data-sync everysec` a commit is written, not synced,
+//! so a process crash still loses nothing.
+
+pub(crate) mod committer;
+mod lock;
+
+use std::collections::HashMap;
+use std::path::{Path, PathBuf};
+
+use rusqlite::{Connection, OptionalExtension, params};
+
+use self::lock::DirectoryLock;
+pub use self::lock::LockError;
+use super::codec;
+use crate::journal::Write;
+use crate::queue::{Change, Queue};
+
+/// The database file inside the data directory.
+const DATABASE: &str = "ssq.sqlite3";
+
+/// The layout of the tables, stored in the file: a file of another
+/// version is refused rather than misread.
+const FORMAT_VERSION: i64 = 1;
+
+/// When a commit is synced (`--data-sync`), as Redis's `appendfsync`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum, serde::Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum SyncPolicy {
+    /// Every group commit is synced before its answers.
+    Always,
+    /// Commits are written at once and synced about once a second: a
+    /// process crash loses nothing, a power cut up to a second.
+    Everysec,
+}
+
+/// Why the disk store cannot be opened, read or written.
+#[derive(Debug, thiserror::Error)]
+pub enum DiskError {
+    #[error(transparent)]
+    Lock(#[from] LockError),
+    #[error("cannot create the data directory {}: {source}", dir.display())]
+    CreateDir { dir: PathBuf, source: std::io::Error },
+    #[error(
+        "the data file {} is damaged ({reason}); ssq will not start on it, so as not to lose what it holds: \
+         restore it from a backup, or move it away to start empty",
+        file.display()
+    )]
+    Damaged { file: PathBuf, reason: String },
+    #[error(
+        "the data file {} is of format {found}, and this ssq reads format {FORMAT_VERSION}: run the ssq that wrote it",
+        file.display()
+    )]
+    Format { file: PathBuf, found: i64 },
+    #[error("the data file {}: {source}", file.display())]
+    Sqlite { file: PathBuf, source: rusqlite::Error },
+}
+
+/// The state on disk: the database and the lock on its directory.
+pub struct DiskStore {
+    connection: std::sync::Mutex<Connection>,
+    file: PathBuf,
+    sync: SyncPolicy,
+    _lock: DirectoryLock,
+}
+
+/// What a load found.
+pub struct Loaded {
+    pub queues: Vec<Queue>,
+    pub messages: usize,
+}
+
+impl DiskStore {
+    /// Takes the directory (creating it), opens or creates the database
+    /// and checks it: a damaged file is refused, never read in part.
+    pub fn open(dir: &Path, sync: SyncPolicy) -> Result<DiskStore, DiskError> {
+        std::fs::create_dir_all(dir).map_err(|source| DiskError::CreateDir {
+            dir: dir.to_path_buf(),
+            source,
+        })?;
+        let lock = DirectoryLock::take(dir)?;
+        let file = dir.join(DATABASE);
+        let sqlite = |source| classify(&file, source);
+        let connection = Connection::open(&file).map_err(sqlite)?;
+        connection
+            .pragma_update(None, "journal_mode", "WAL")
+            .map_err(sqlite)?;
+        let synchronous = match sync {
+            SyncPolicy::Always => "FULL",
+            SyncPolicy::Everysec => "NORMAL",
+        };
+        connection
+            .pragma_update(None, "synchronous", synchronous)
+            .map_err(sqlite)?;
+        let check: String = connection
+            .query_row("PRAGMA quick_check", [], |row| row.get(0))
+            .map_err(sqlite)?;
+        if check != "ok" {
+            return Err(DiskError::Damaged { file, reason: check });
+        }
+        connection.execute_batch(SCHEMA).map_err(sqlite)?;
+        let found: Option<i64> = connection
+            .query_row("SELECT value FROM format WHERE name = 'version'", [], |row| {
+                row.get(0)
+            })
+            .optional()
+            .map_err(sqlite)?;
+        match found {
+            None => {
+                connection
+                    .execute("INSERT INTO format VALUES ('version', ?1)", [FORMAT_VERSION])
+                    .map_err(sqlite)?;
+            }
+            Some(FORMAT_VERSION) => {}
+            Some(found) => return Err(DiskError::Format { file, found }),
+        }
+        Ok(DiskStore {
+            connection: std::sync::Mutex::new(connection),
+            file,
+            sync,
+            _lock: lock,
+        })
+    }
+
+    pub fn file(&self) -> &Path {
+        &self.file
+    }
+
+    pub fn sync_policy(&self) -> SyncPolicy {
+        self.sync
+    }
+
+    fn connection(&self) -> std::sync::MutexGuard<'_, Connection> {
+        self.connection
+            .lock()
+            .unwrap_or_else(|poisoned| poisoned.into_inner())
+    }
+
+    fn sqlite(&self, source: rusqlite::Error) -> DiskError {
+        classify(&self.file, source)
+    }
+
+    /// Writes many requests' writes in one transaction, synced as the
+    /// policy says: all of them, or none.
+    pub fn commit<'a>(&self, writes: impl Iterator<Item = &'a Write>) -> Result<(), DiskError> {
+        let mut connection = self.connection();
+        let transaction = connection.transaction().map_err(|e| self.sqlite(e))?;
+        for write in writes {
+            apply(&transaction, write).map_err(|e| self.sqlite(e))?;
+        }
+        transaction.commit().map_err(|e| self.sqlite(e))
+    }
+
+    /// With `--data-sync everysec`: syncs what was written since the last
+    /// sync (a checkpoint syncs the log, then copies it into the database).
+    pub fn sync(&self) -> Result<(), DiskError> {
+        self.connection()
+            .query_row("PRAGMA wal_checkpoint(PASSIVE)", [], |_| Ok(()))
+            .map_err(|e| self.sqlite(e))
+    }
+
+    /// Reads every queue back. A record that cannot be read is refused,
+    /// not left out: it names the record, and ssq does not start on it.
+    pub fn load(&self) -> Result<Loaded, DiskError> {
+        let connection = self.connection();
+        let damaged = |reason: String| DiskError::Damaged {
+            file: self.file.clone(),
+            reason,
+        };
+        let sqlite = |e| self.sqlite(e);
+        let mut loaded = Loaded {
+            queues: Vec::new(),
+            messages: 0,
+        };
+        let mut queues = connection
+            .prepare("SELECT name, record FROM queues ORDER BY name")
+            .map_err(sqlite)?;
+        let queues: Vec<(String, String)> = queues
+            .query_map([], |row| Ok((row.get(0)?, row.get(1)?)))
+            .map_err(sqlite)?
+            .collect::<Result<_, _>>()
+            .map_err(sqlite)?;
+        for (name, record) in queues {
+            let meta = codec::decode_queue(&name, &record).map_err(|e| damaged(e.to_string()))?;
+            let states: HashMap<u64, String> = rows(
+                &connection,
+                "SELECT seq, record FROM states WHERE queue = ?1",
+                &name,
+            )
+            .map_err(sqlite)?;
+            let mut messages = Vec::new();
+            let mut bodies = connection
+                .prepare_cached("SELECT seq, record FROM bodies WHERE queue = ?1 ORDER BY seq")
+                .map_err(sqlite)?;
+            let mut found = bodies.query([&name]).map_err(sqlite)?;
+            while let Some(row) = found.next().map_err(sqlite)? {
+                let seq: i64 = row.get(0).map_err(sqlite)?;
+                let body: String = row.get(1).map_err(sqlite)?;
+                let seq = seq as u64;
+                let message = codec::decode_message(seq, &body, states.get(&seq).map(String::as_str))
+                    .map_err(|e| damaged(format!("queue {name}: {e}")))?;
+                messages.push(message);
+            }
+            let dedup: HashMap<String, String> = rows(
+                &connection,
+                "SELECT key, record FROM dedup WHERE queue = ?1",
+                &name,
+            )
+            .map_err(sqlite)?;
+            let dedup = dedup
+                .into_iter()
+                .map(|(key, text)| match codec::decode_dedup(&text) {
+                    Some(entry) => Ok((key, entry)),
+                    None => Err(damaged(format!(
+                        "queue {name}: deduplication record {key} cannot be read"
+                    ))),
+                })
+                .collect::<Result<Vec<_>, _>>()?;
+            let attempts: HashMap<String, String> = rows(
+                &connection,
+                "SELECT id, record FROM attempts WHERE queue = ?1",
+                &name,
+            )
+            .map_err(sqlite)?;
+            let attempts = attempts
+                .into_iter()
+                .map(|(id, text)| match codec::decode_attempt(&text) {
+                    Some(attempt) => Ok((id, attempt)),
+                    None => Err(damaged(format!(
+                        "queue {name}: receive attempt {id} cannot be read"
+                    ))),
+                })
+                .collect::<Result<Vec<_>, _>>()?;
+            let next_seq: Option<i64> = connection
+                .query_row("SELECT ceiling FROM sequences WHERE name = ?1", [&name], |row| {
+                    row.get(0)
+                })
+                .optional()
+                .map_err(sqlite)?;
+            loaded.messages += messages.len();
+            let mut queue = Queue::restore(meta, next_seq.map_or(1, |n| n as u64), messages, dedup);
+            queue.restore_attempts(attempts);
+            loaded.queues.push(queue);
+        }
+        Ok(loaded)
+    }
+}
+
+/// A table's `(key, record)` rows of one queue.
+fn rows<K: rusqlite::types::FromSql + Eq + std::hash::Hash>(
+    connection: &Connection,
+    query: &str,
+    queue: &str,
+) -> rusqlite::Result<HashMap<K, String>> {
+    let mut statement = connection.prepare_cached(query)?;
+    let rows = statement.query_map([queue], |row| Ok((row.get(0)?, row.get(1)?)))?;
+    rows.collect()
+}
+
+/// SQLite's own damage reports are told apart: they name the file and
+/// what to do, and ssq does not start.
+fn classify(file: &Path, source: rusqlite::Error) -> DiskError {
+    use rusqlite::ErrorCode::{DatabaseCorrupt, NotADatabase};
+    match source.sqlite_error_code() {
+        Some(DatabaseCorrupt | NotADatabase) => DiskError::Damaged {
+            file: file.to_path_buf(),
+            reason: source.to_string(),
+        },
+        _ => DiskError::Sqlite {
+            file: file.to_path_buf(),
+            source,
+        },
+    }
+}
+
+const SCHEMA: &str = "
+    CREATE TABLE IF NOT EXISTS format (name TEXT PRIMARY KEY, value INTEGER) WITHOUT ROWID;
+    CREATE TABLE IF NOT EXISTS queues (name TEXT PRIMARY KEY, record TEXT NOT NULL) WITHOUT ROWID;
+    CREATE TABLE IF NOT EXISTS sequences (name TEXT PRIMARY KEY, ceiling INTEGER NOT NULL) WITHOUT ROWID;
+    CREATE TABLE IF NOT EXISTS bodies (queue TEXT, seq INTEGER, record TEXT NOT NULL, PRIMARY KEY (queue, seq)) WITHOUT ROWID;
+    CREATE TABLE IF NOT EXISTS states (queue TEXT, seq INTEGER, record TEXT NOT NULL, PRIMARY KEY (queue, seq)) WITHOUT ROWID;
+    CREATE TABLE IF NOT EXISTS dedup (queue TEXT, key TEXT, record TEXT NOT NULL, PRIMARY KEY (queue, key)) WITHOUT ROWID;
+    CREATE TABLE IF NOT EXISTS attempts (queue TEXT, id TEXT, record TEXT NOT NULL, PRIMARY KEY (queue, id)) WITHOUT ROWID;
+";
+
+/// One write, as the rows it sets and removes: the same records the Redis
+/// store keeps (`batch.rs`).
+fn apply(db: &rusqlite::Transaction<'_>, write: &Write) -> rusqlite::Result<()> {
+    let encode = |fill: &dyn Fn(&mut bytes::BytesMut)| -> String {
+        let mut out = bytes::BytesMut::new();
+        fill(&mut out);
+        String::from_utf8(out.to_vec()).expect("records are JSON text")
+    };
+    match write {
+        Write::DeleteQueue { name } => {
+            db.execute("DELETE FROM queues WHERE name = ?1", [name])?;
+            db.execute("DELETE FROM sequences WHERE name = ?1", [name])?;
+            remove_messages(db, name)?;
+        }
+        // Messages between shards: a sharded group is Redis's alone.
+        Write::Outbox(_) | Write::Delivered(_) | Write::TakenIn(_) => {}
+        Write::Queue { name, changes } => {
+            for change in changes {
+                match change {
+                    Change::Meta(meta) => {
+                        let record = encode(&|out| codec::write_queue(meta, out));
+                        db.prepare_cached("INSERT OR REPLACE INTO queues VALUES (?1, ?2)")?
+                            .execute(params![name, record])?;
+                    }
+                    Change::Sent(message) => {
+                        let body = encode(&|out| codec::write_body(message, out));
+                        db.prepare_cached("INSERT OR REPLACE INTO bodies VALUES (?1, ?2, ?3)")?
+                            .execute(params![name, message.seq as i64, body])?;
+                        if !codec::state_implied_by_body(message) {
+                            let state = encode(&|out| codec::write_state(message, out));
+                            db.prepare_cached("INSERT OR REPLACE INTO states VALUES (?1, ?2, ?3)")?
+                                .execute(params![name, message.seq as i64, state])?;
+                        }
+                    }
+                    Change::State(message) => {
+                        let state = encode(&|out| codec::write_state(message, out));
+                        db.prepare_cached("INSERT OR REPLACE INTO states VALUES (?1, ?2, ?3)")?
+                            .execute(params![name, message.seq as i64, state])?;
+                    }
+                    Change::Removed(seq) => {
+                        db.prepare_cached("DELETE FROM bodies WHERE queue = ?1 AND seq = ?2")?
+                            .execute(params![name, *seq as i64])?;
+                        db.prepare_cached("DELETE FROM states WHERE queue = ?1 AND seq = ?2")?
+                            .execute(params![name, *seq as i64])?;
+                    }
+                    Change::Purged => remove_messages(db, name)?,
+                    Change::Deduplicated(key, entry) => {
+                        let record = encode(&|out| codec::write_dedup(entry, out));
+                        db.prepare_cached("INSERT OR REPLACE INTO dedup VALUES (?1, ?2, ?3)")?
+                            .execute(params![name, key, record])?;
+                    }
+                    Change::DedupExpired(key) => {
+                        db.prepare_cached("DELETE FROM dedup WHERE queue = ?1 AND key = ?2")?
+                            .execute(params![name, key])?;
+                    }
+                    Change::Attempt(id, attempt) => {
+                        let record = encode(&|out| codec::write_attempt(attempt, out));
+                        db.prepare_cached("INSERT OR REPLACE INTO attempts VALUES (?1, ?2, ?3)")?
+                            .execute(params![name, id, record])?;
+                    }
+                    Change::AttemptExpired(id) => {
+                        db.prepare_cached("DELETE FROM attempts WHERE queue = ?1 AND id = ?2")?
+                            .execute(params![name, id])?;
+                    }
+                    Change::SequencesReserved(ceiling) => {
+                        db.prepare_cached("INSERT OR REPLACE INTO sequences VALUES (?1, ?2)")?
+                            .execute(params![name, *ceiling as i64])?;
+                    }
+                }
+            }
+        }
+    }
+    Ok(())
+}
+
+/// Every message, deduplication id and receive attempt of a queue goes (a
+/// purge, or the queue deleted).
+fn remove_messages(db: &rusqlite::Transaction<'_>, name: &str) -> rusqlite::Result<()> {
+    for table in ["bodies", "states", "dedup", "attempts"] {
+        db.prepare_cached(&format!("DELETE FROM {table} WHERE queue = ?1"))?
+            .execute([name])?;
+    }
+    Ok(())
+}

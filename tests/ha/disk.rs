@@ -1,0 +1,359 @@
+//! `--data-dir`: one instance whose state is on local disk. Real processes,
+//! killed with SIGKILL and started again on the same directory.
+
+use std::collections::{BTreeSet, HashSet};
+use std::path::{Path, PathBuf};
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+use aws_sdk_sqs::types::QueueAttributeName;
+
+use crate::common::{Server, client_without_retries, create_queue_url, poll_once, wait_for};
+
+/// A fresh directory of the test's own, removed when dropped.
+struct DataDir(PathBuf);
+
+impl DataDir {
+    fn new(name: &str) -> DataDir {
+        let dir = std::env::temp_dir().join(format!("ssq-disk-{name}-{}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&dir);
+        DataDir(dir)
+    }
+
+    fn path(&self) -> &str {
+        self.0.to_str().expect("a UTF-8 temporary directory")
+    }
+}
+
+impl Drop for DataDir {
+    fn drop(&mut self) {
+        let _ = std::fs::remove_dir_all(&self.0);
+    }
+}
+
+/// ssq on `dir`, once it serves (its state is loaded).
+async fn start_on(dir: &DataDir, extra: &[&str]) -> Server {
+    let mut args = vec!["--data-dir", dir.path()];
+    args.extend_from_slice(extra);
+    let server = Server::start_with(&args);
+    let ready = wait_for(Duration::from_secs(20), || server.is_ready()).await;
+    assert!(ready.is_some(), "ssq on {} did not become ready", dir.path());
+    server
+}
+
+/// Kills the process with SIGKILL: no shutdown, nothing flushed.
+fn kill_9(server: &mut Server) {
+    server.signal("KILL");
+    assert!(
+        server.wait_exit(Duration::from_secs(5)),
+        "ssq did not die on SIGKILL"
+    );
+}
+
+fn attribute(attributes: &std::collections::HashMap<QueueAttributeName, String>, name: &str) -> String {
+    attributes
+        .get(&QueueAttributeName::from(name))
+        .cloned()
+        .unwrap_or_else(|| panic!("no {name} among {attributes:?}"))
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_restart_after_sigkill_restores_queues_messages_handles_and_fifo_state() {
+    let dir = DataDir::new("restore");
+    let mut server = start_on(&dir, &[]).await;
+    let sqs = server.client();
+    create_queue_url(&sqs, "orders-dlq", &[]).await;
+    let redrive =
+        r#"{"deadLetterTargetArn":"arn:aws:sqs:us-east-1:000000000000:orders-dlq","maxReceiveCount":"3"}"#;
+    let orders = create_queue_url(
+        &sqs,
+        "orders",
+        &[("VisibilityTimeout", "45"), ("RedrivePolicy", redrive)],
+    )
+    .await;
+    sqs.tag_queue()
+        .queue_url(&orders)
+        .tags("team", "payments")
+        .send()
+        .await
+        .unwrap();
+    let fifo = create_queue_url(&sqs, "jobs.fifo", &[("FifoQueue", "true")]).await;
+
+    for body in ["one", "two", "three"] {
+        sqs.send_message()
+            .queue_url(&orders)
+            .message_body(body)
+            .send()
+            .await
+            .unwrap();
+    }
+    sqs.send_message()
+        .queue_url(&orders)
+        .message_body("later")
+        .delay_seconds(600)
+        .send()
+        .await
+        .unwrap();
+    let received = sqs
+        .receive_message()
+        .queue_url(&orders)
+        .visibility_timeout(600)
+        .send()
+        .await
+        .unwrap()
+        .messages
+        .unwrap_or_default();
+    assert_eq!(received.len(), 1);
+    let handle = received[0].receipt_handle().unwrap().to_string();
+    let first_fifo = sqs
+        .send_message()
+        .queue_url(&fifo)
+        .message_body("job 1")
+        .message_group_id("g")
+        .message_deduplication_id("job-1")
+        .send()
+        .await
+        .unwrap();
+
+    kill_9(&mut server);
+    let server = start_on(&dir, &[]).await;
+    let sqs = server.client();
+
+    // Settings and tags.
+    let attributes = sqs
+        .get_queue_attributes()
+        .queue_url(&orders)
+        .attribute_names(QueueAttributeName::All)
+        .send()
+        .await
+        .unwrap()
+        .attributes
+        .unwrap_or_default();
+    assert_eq!(attribute(&attributes, "VisibilityTimeout"), "45");
+    assert!(attribute(&attributes, "RedrivePolicy").contains("orders-dlq"));
+    assert_eq!(attribute(&attributes, "ApproximateNumberOfMessages"), "2");
+    assert_eq!(
+        attribute(&attributes, "ApproximateNumberOfMessagesNotVisible"),
+        "1"
+    );
+    assert_eq!(attribute(&attributes, "ApproximateNumberOfMessagesDelayed"), "1");
+    let tags = sqs
+        .list_queue_tags()
+        .queue_url(&orders)
+        .send()
+        .await
+        .unwrap()
+        .tags
+        .unwrap_or_default();
+    assert_eq!(tags.get("team").map(String::as_str), Some("payments"));
+
+    // The handle received before the kill still deletes, and the message stays gone.
+    sqs.delete_message()
+        .queue_url(&orders)
+        .receipt_handle(&handle)
+        .send()
+        .await
+        .unwrap();
+    let mut left = BTreeSet::new();
+    for message in poll_once(&sqs, &orders).await.unwrap_or_default() {
+        left.insert(message.body().unwrap_or_default().to_string());
+    }
+    assert_eq!(
+        left.len(),
+        2,
+        "the two visible messages, not the deleted one: {left:?}"
+    );
+    assert!(!left.contains(received[0].body().unwrap()));
+
+    // FIFO: the deduplication id is remembered, sequence numbers go on.
+    let again = sqs
+        .send_message()
+        .queue_url(&fifo)
+        .message_body("job 1")
+        .message_group_id("g")
+        .message_deduplication_id("job-1")
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(
+        again.message_id(),
+        first_fifo.message_id(),
+        "a duplicate within 5 minutes is the same message"
+    );
+    let next = sqs
+        .send_message()
+        .queue_url(&fifo)
+        .message_body("job 2")
+        .message_group_id("g")
+        .message_deduplication_id("job-2")
+        .send()
+        .await
+        .unwrap();
+    let sequence = |n: Option<&str>| n.unwrap().parse::<u128>().unwrap();
+    assert!(sequence(next.sequence_number()) > sequence(first_fifo.sequence_number()));
+    let jobs = sqs
+        .receive_message()
+        .queue_url(&fifo)
+        .max_number_of_messages(10)
+        .send()
+        .await
+        .unwrap()
+        .messages
+        .unwrap_or_default();
+    let bodies: Vec<&str> = jobs.iter().filter_map(|m| m.body()).collect();
+    assert_eq!(bodies, ["job 1", "job 2"]);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_second_process_on_the_same_directory_refuses_to_start_naming_the_holder() {
+    let dir = DataDir::new("second");
+    let first = start_on(&dir, &[]).await;
+    let output = std::process::Command::new(crate::common::ssq_binary())
+        .args(["--listen", "127.0.0.1:0", "--data-dir", dir.path()])
+        .output()
+        .unwrap();
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert_eq!(output.status.code(), Some(1), "{stderr}");
+    assert!(stderr.contains(dir.path()), "names the directory: {stderr}");
+    assert!(
+        stderr.contains(&first.pid().to_string()),
+        "names the holder: {stderr}"
+    );
+    // The first one is unharmed.
+    let sqs = first.client();
+    create_queue_url(&sqs, "still-here", &[]).await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_damaged_data_file_is_refused_with_the_file_named() {
+    let dir = DataDir::new("damaged");
+    let mut server = start_on(&dir, &[]).await;
+    create_queue_url(&server.client(), "q", &[]).await;
+    kill_9(&mut server);
+    let file = Path::new(dir.path()).join("ssq.sqlite3");
+    let mut bytes = std::fs::read(&file).unwrap();
+    // SQLite's header and first page: what makes it a database.
+    for byte in bytes.iter_mut().take(100) {
+        *byte = 0x5a;
+    }
+    std::fs::write(&file, bytes).unwrap();
+    let _ = std::fs::remove_file(Path::new(dir.path()).join("ssq.sqlite3-wal"));
+    let output = std::process::Command::new(crate::common::ssq_binary())
+        .args(["--listen", "127.0.0.1:0", "--data-dir", dir.path()])
+        .output()
+        .unwrap();
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert_eq!(output.status.code(), Some(1), "{stderr}");
+    assert!(
+        stderr.contains(&file.display().to_string()),
+        "names the file: {stderr}"
+    );
+    assert!(stderr.contains("damaged"), "says what is wrong: {stderr}");
+}
+
+/// 16 senders and a consumer deleting what it receives; SIGKILL in the
+/// middle. After the restart every acknowledged send is there unless its
+/// delete was acknowledged, and no acknowledged delete comes back.
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn sigkill_under_16_senders_loses_nothing_acknowledged_and_brings_back_nothing_deleted() {
+    let dir = DataDir::new("kill");
+    let mut server = start_on(&dir, &[]).await;
+    // Received but not deleted before the kill: visible again a second after.
+    let url = create_queue_url(&server.client(), "load", &[("VisibilityTimeout", "1")]).await;
+    let sent = Arc::new(Mutex::new(HashSet::new()));
+    let deleted = Arc::new(Mutex::new(HashSet::new()));
+    let stop_at = Instant::now() + Duration::from_secs(3);
+    let mut tasks = Vec::new();
+    for sender in 0..16 {
+        let (sqs, url, sent) = (client_without_retries(&server.url), url.clone(), sent.clone());
+        tasks.push(tokio::spawn(async move {
+            let mut n = 0;
+            while Instant::now() < stop_at {
+                let body = format!("{sender}-{n}");
+                n += 1;
+                if sqs
+                    .send_message()
+                    .queue_url(&url)
+                    .message_body(&body)
+                    .send()
+                    .await
+                    .is_ok()
+                {
+                    sent.lock().unwrap().insert(body);
+                }
+            }
+        }));
+    }
+    {
+        let (sqs, url, deleted) = (client_without_retries(&server.url), url.clone(), deleted.clone());
+        tasks.push(tokio::spawn(async move {
+            while Instant::now() < stop_at {
+                let Some(messages) = poll_once(&sqs, &url).await else {
+                    continue;
+                };
+                for message in messages {
+                    let acknowledged = sqs
+                        .delete_message()
+                        .queue_url(&url)
+                        .receipt_handle(message.receipt_handle().unwrap_or_default())
+                        .send()
+                        .await
+                        .is_ok();
+                    if acknowledged {
+                        deleted
+                            .lock()
+                            .unwrap()
+                            .insert(message.body().unwrap_or_default().to_string());
+                    }
+                }
+            }
+        }));
+    }
+    tokio::time::sleep(Duration::from_millis(1500)).await;
+    kill_9(&mut server);
+    for task in tasks {
+        task.await.unwrap();
+    }
+    let (sent, deleted) = (sent.lock().unwrap().clone(), deleted.lock().unwrap().clone());
+    assert!(
+        sent.len() > 100,
+        "the senders got going: {} sends acknowledged",
+        sent.len()
+    );
+
+    let server = start_on(&dir, &[]).await;
+    let sqs = server.client();
+    let mut found = HashSet::new();
+    loop {
+        let messages = sqs
+            .receive_message()
+            .queue_url(&url)
+            .max_number_of_messages(10)
+            .visibility_timeout(600)
+            .wait_time_seconds(2)
+            .send()
+            .await
+            .unwrap()
+            .messages
+            .unwrap_or_default();
+        if messages.is_empty() {
+            break;
+        }
+        found.extend(messages.iter().map(|m| m.body().unwrap_or_default().to_string()));
+    }
+    let resurrected: Vec<&String> = found.intersection(&deleted).collect();
+    assert!(
+        resurrected.is_empty(),
+        "acknowledged deletes came back: {resurrected:?}"
+    );
+    let lost: Vec<&String> = sent
+        .difference(&deleted)
+        .filter(|body| !found.contains(*body))
+        .collect();
+    assert!(
+        lost.is_empty(),
+        "{} acknowledged sends lost, e.g. {:?}",
+        lost.len(),
+        lost.first()
+    );
+}
