@@ -357,3 +357,85 @@ async fn sigkill_under_16_senders_loses_nothing_acknowledged_and_brings_back_not
         lost.first()
     );
 }
+
+/// A small tmpfs mounted for one test, unmounted when dropped; `None`
+/// (and the test says so) where mounting is not allowed.
+struct SmallDisk(PathBuf);
+
+impl SmallDisk {
+    fn mount(name: &str, size: &str) -> Option<SmallDisk> {
+        let dir = std::env::temp_dir().join(format!("ssq-tmpfs-{name}-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).ok()?;
+        let mounted = std::process::Command::new("mount")
+            .args(["-t", "tmpfs", "-o", &format!("size={size}"), "tmpfs"])
+            .arg(&dir)
+            .status()
+            .is_ok_and(|status| status.success());
+        if !mounted {
+            eprintln!("skipped: cannot mount a tmpfs at {} (needs root)", dir.display());
+            let _ = std::fs::remove_dir(&dir);
+            return None;
+        }
+        Some(SmallDisk(dir))
+    }
+}
+
+impl Drop for SmallDisk {
+    fn drop(&mut self) {
+        let _ = std::process::Command::new("umount").arg(&self.0).status();
+        let _ = std::fs::remove_dir(&self.0);
+    }
+}
+
+/// A full disk: sends fail with a retryable 503, nothing acknowledged is
+/// lost, and once space comes back ssq serves again without a restart.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn on_a_full_disk_writes_fail_with_503_and_serve_again_when_space_returns() {
+    let Some(disk) = SmallDisk::mount("full", "3m") else { return };
+    let ballast = disk.0.join("ballast");
+    let dir = DataDir(disk.0.join("data"));
+    let mut server = start_on(&dir, &[]).await;
+    let sqs = client_without_retries(&server.url);
+    let url = create_queue_url(&sqs, "big", &[]).await;
+    // Most of the space taken by a file that is removed later.
+    std::fs::write(&ballast, vec![0u8; 1024 * 1024]).unwrap();
+    let body = "x".repeat(200 * 1024);
+    let mut acknowledged = Vec::new();
+    let mut refusal = None;
+    for n in 0..40 {
+        match sqs.send_message().queue_url(&url).message_body(format!("{n}:{body}")).send().await {
+            Ok(sent) => acknowledged.push(sent.message_id.unwrap_or_default()),
+            Err(error) => {
+                refusal = Some(error);
+                break;
+            }
+        }
+    }
+    let refusal = refusal.expect("a send fails once the disk is full");
+    let status = refusal.raw_response().map(|r| r.status().as_u16());
+    assert_eq!(status, Some(503), "a full disk is a retryable 503: {refusal:?}");
+    assert!(!acknowledged.is_empty(), "some sends fit before the disk filled");
+
+    std::fs::remove_file(&ballast).unwrap();
+    let served = wait_for(Duration::from_secs(10), || {
+        let (sqs, url, body) = (sqs.clone(), url.clone(), body.clone());
+        async move { sqs.send_message().queue_url(&url).message_body(body).send().await.is_ok() }
+    })
+    .await;
+    assert!(served.is_some(), "sends succeed again by themselves once space returns");
+
+    kill_9(&mut server);
+    let server = start_on(&dir, &[]).await;
+    let attributes = server
+        .client()
+        .get_queue_attributes()
+        .queue_url(&url)
+        .attribute_names(QueueAttributeName::ApproximateNumberOfMessages)
+        .send()
+        .await
+        .unwrap()
+        .attributes
+        .unwrap_or_default();
+    let held: usize = attribute(&attributes, "ApproximateNumberOfMessages").parse().unwrap();
+    assert_eq!(held, acknowledged.len() + 1, "every acknowledged send, and the one after space returned");
+}
