@@ -308,6 +308,8 @@ lines += ["", "## Targets", "", "| target | met | measured |", "|---|---|---|"]
 lines += [f"| {name} | {'yes' if ok else 'no'} | {value} |" for name, ok, value in targets]
 # Where the time goes: written by hand from profiles (loadtest/profile.md).
 lines += ["", (Path(__file__).parent / "profile.md").read_text().rstrip(), "",
+          # The disk engines, measured apart (loadtest/engines/): written by hand.
+          (Path(__file__).parent / "engines" / "results.md").read_text().rstrip(), "",
           "![Requests per second against concurrency](benchmarks.svg)", ""]
 markdown_path.write_text("\n".join(lines))
 

@@ -256,8 +256,19 @@ async fn a_damaged_data_file_is_refused_with_the_file_named() {
 /// delete was acknowledged, and no acknowledged delete comes back.
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
 async fn sigkill_under_16_senders_loses_nothing_acknowledged_and_brings_back_nothing_deleted() {
-    let dir = DataDir::new("kill");
-    let mut server = start_on(&dir, &[]).await;
+    sigkill_under_load("kill", &[]).await;
+}
+
+/// The same with a sync about once a second: a process crash still loses
+/// nothing, as the commits are written (to the OS) before their answers.
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn with_everysec_sync_sigkill_still_loses_nothing_acknowledged() {
+    sigkill_under_load("kill-everysec", &["--data-sync", "everysec"]).await;
+}
+
+async fn sigkill_under_load(name: &str, extra: &[&str]) {
+    let dir = DataDir::new(name);
+    let mut server = start_on(&dir, extra).await;
     // Received but not deleted before the kill: visible again a second after.
     let url = create_queue_url(&server.client(), "load", &[("VisibilityTimeout", "1")]).await;
     let sent = Arc::new(Mutex::new(HashSet::new()));
@@ -321,7 +332,7 @@ async fn sigkill_under_16_senders_loses_nothing_acknowledged_and_brings_back_not
         sent.len()
     );
 
-    let server = start_on(&dir, &[]).await;
+    let server = start_on(&dir, extra).await;
     let sqs = server.client();
     let mut found = HashSet::new();
     loop {
