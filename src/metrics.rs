@@ -32,6 +32,8 @@ pub struct Metrics {
     pub commit_failures: IntCounter,
     /// Shards this instance serves, set when scraped.
     pub shards_led: IntGauge,
+    /// With --data-dir: bytes the data files take on disk.
+    pub data_bytes: IntGauge,
     /// Requests this instance sent on to the leader of their queue's shard.
     pub forwarded: IntCounterVec,
     pub forward_seconds: Histogram,
@@ -139,17 +141,24 @@ impl Metrics {
         )
         .expect("valid metric");
         let commit_seconds = Histogram::with_opts(
-            HistogramOpts::new("ssq_commit_seconds", "Round trip of one group commit to Redis.").buckets(
-                vec![
-                    0.0001, 0.00025, 0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5,
-                ],
-            ),
+            HistogramOpts::new(
+                "ssq_commit_seconds",
+                "One group commit to the store: a round trip to Redis, or a transaction on disk.",
+            )
+            .buckets(vec![
+                0.0001, 0.00025, 0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5,
+            ]),
         )
         .expect("valid metric");
         let commit_failures = counter(
             "ssq_commit_failures_total",
             "Group commits that failed (not counting fenced ones).",
         );
+        let data_bytes = IntGauge::new(
+            "ssq_data_bytes",
+            "With --data-dir: bytes the data files (database, WAL) take on disk.",
+        )
+        .expect("valid metric");
         let shards_led = IntGauge::new(
             "ssq_shards_led",
             "Shards this instance leads and serves (--shards; 1 or 0 in an unsharded group).",
@@ -188,6 +197,7 @@ impl Metrics {
             Box::new(requests.clone()) as Box<dyn prometheus::core::Collector>,
             Box::new(transfers.clone()),
             Box::new(shards_led.clone()),
+            Box::new(data_bytes.clone()),
             Box::new(forwarded.clone()),
             Box::new(forward_seconds.clone()),
             Box::new(request_seconds.clone()),
@@ -227,6 +237,7 @@ impl Metrics {
             commit_seconds,
             commit_failures,
             shards_led,
+            data_bytes,
             forwarded,
             forward_seconds,
             transfers,

@@ -85,6 +85,15 @@ pub struct AppState {
     /// address (`--admin-listen`).
     pub admin_apart: bool,
     pub admin: admin::AdminState,
+    /// Where the state is kept (`/status`, `/metrics`).
+    pub storage: Storage,
+}
+
+/// Where an instance keeps its state.
+pub enum Storage {
+    Memory,
+    Disk { dir: std::path::PathBuf },
+    Redis,
 }
 
 impl AppState {

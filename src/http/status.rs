@@ -10,8 +10,8 @@ use axum::http::{StatusCode, header};
 use axum::response::{IntoResponse, Response};
 use axum::routing::get;
 
-use super::AppState;
 use super::shard_front::ShardFront;
+use super::{AppState, Storage};
 use crate::leader::Role;
 
 pub(super) fn admin_routes() -> Router<Arc<AppState>> {
@@ -114,6 +114,7 @@ async fn status(State(state): State<Arc<AppState>>) -> Response {
             "leader": status.leader.map(leader_json),
             "epoch": epoch,
             "ms_since_last_renew": status.since_last_renew.map(|d| d.as_millis() as u64),
+            "storage": storage_json(&state.storage),
         })
     };
     (
@@ -124,7 +125,26 @@ async fn status(State(state): State<Arc<AppState>>) -> Response {
         .into_response()
 }
 
+/// Where the state is kept, for `/status`.
+fn storage_json(storage: &Storage) -> serde_json::Value {
+    match storage {
+        Storage::Memory => serde_json::json!({"mode": "memory"}),
+        Storage::Redis => serde_json::json!({"mode": "redis"}),
+        Storage::Disk { dir } => serde_json::json!({
+            "mode": "disk",
+            "data_dir": dir.display().to_string(),
+            "bytes": crate::store::disk::bytes_on_disk(dir),
+        }),
+    }
+}
+
 async fn metrics(State(state): State<Arc<AppState>>) -> Response {
+    if let Storage::Disk { dir } = &state.storage {
+        state
+            .metrics
+            .data_bytes
+            .set(crate::store::disk::bytes_on_disk(dir) as i64);
+    }
     let counts: Vec<_> = state
         .shards
         .iter()

@@ -36,7 +36,7 @@ use crate::http::hosts::AllowedHosts;
 use crate::http::listener::{ConnectionTimeouts, LimitedListener};
 use crate::http::request_body::BodyBudget;
 use crate::http::sigv4::{Credentials, CredentialsError};
-use crate::http::{AppState, ShardFront, admin_router, router, sqs_router};
+use crate::http::{AppState, ShardFront, Storage, admin_router, router, sqs_router};
 use crate::leader::Leadership;
 use crate::metrics::Metrics;
 use crate::queue::clock::SystemClock;
@@ -362,6 +362,11 @@ fn app_state(
         body_budget: BodyBudget::new(config.max_body_buffer as usize),
         heavy: Default::default(),
         admin_apart,
+        storage: match (&config.data_dir, &config.redis_url) {
+            (_, Some(_)) => Storage::Redis,
+            (Some(dir), None) => Storage::Disk { dir: dir.clone() },
+            (None, None) => Storage::Memory,
+        },
         admin: AdminState::new(
             activity,
             match (admin_apart, &config.public_url) {

@@ -119,6 +119,22 @@ async fn a_restart_after_sigkill_restores_queues_messages_handles_and_fifo_state
     let server = start_on(&dir, &[]).await;
     let sqs = server.client();
 
+    // /status and /metrics say where the state is and what it takes.
+    let status = server.status().await;
+    assert_eq!(status["role"], "standalone", "{status}");
+    assert_eq!(status["storage"]["mode"], "disk", "{status}");
+    assert_eq!(status["storage"]["data_dir"], dir.path(), "{status}");
+    assert!(status["storage"]["bytes"].as_u64().unwrap_or(0) > 0, "{status}");
+    let (_, metrics) = server.get("/metrics").await.expect("/metrics answers");
+    let data_bytes = metrics
+        .lines()
+        .find(|line| line.starts_with("ssq_data_bytes"))
+        .and_then(|line| line.rsplit(' ').next()?.parse::<f64>().ok());
+    assert!(
+        data_bytes.is_some_and(|bytes| bytes > 0.0),
+        "ssq_data_bytes in {metrics}"
+    );
+
     // Settings and tags.
     let attributes = sqs
         .get_queue_attributes()
@@ -402,7 +418,9 @@ impl Drop for SmallDisk {
 /// lost, and once space comes back ssq serves again without a restart.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn on_a_full_disk_writes_fail_with_503_and_serve_again_when_space_returns() {
-    let Some(disk) = SmallDisk::mount("full", "3m") else { return };
+    let Some(disk) = SmallDisk::mount("full", "3m") else {
+        return;
+    };
     let ballast = disk.0.join("ballast");
     let dir = DataDir(disk.0.join("data"));
     let mut server = start_on(&dir, &[]).await;
@@ -414,7 +432,13 @@ async fn on_a_full_disk_writes_fail_with_503_and_serve_again_when_space_returns(
     let mut acknowledged = Vec::new();
     let mut refusal = None;
     for n in 0..40 {
-        match sqs.send_message().queue_url(&url).message_body(format!("{n}:{body}")).send().await {
+        match sqs
+            .send_message()
+            .queue_url(&url)
+            .message_body(format!("{n}:{body}"))
+            .send()
+            .await
+        {
             Ok(sent) => acknowledged.push(sent.message_id.unwrap_or_default()),
             Err(error) => {
                 refusal = Some(error);
@@ -430,10 +454,20 @@ async fn on_a_full_disk_writes_fail_with_503_and_serve_again_when_space_returns(
     std::fs::remove_file(&ballast).unwrap();
     let served = wait_for(Duration::from_secs(10), || {
         let (sqs, url, body) = (sqs.clone(), url.clone(), body.clone());
-        async move { sqs.send_message().queue_url(&url).message_body(body).send().await.is_ok() }
+        async move {
+            sqs.send_message()
+                .queue_url(&url)
+                .message_body(body)
+                .send()
+                .await
+                .is_ok()
+        }
     })
     .await;
-    assert!(served.is_some(), "sends succeed again by themselves once space returns");
+    assert!(
+        served.is_some(),
+        "sends succeed again by themselves once space returns"
+    );
 
     kill_9(&mut server);
     let server = start_on(&dir, &[]).await;
@@ -447,6 +481,12 @@ async fn on_a_full_disk_writes_fail_with_503_and_serve_again_when_space_returns(
         .unwrap()
         .attributes
         .unwrap_or_default();
-    let held: usize = attribute(&attributes, "ApproximateNumberOfMessages").parse().unwrap();
-    assert_eq!(held, acknowledged.len() + 1, "every acknowledged send, and the one after space returned");
+    let held: usize = attribute(&attributes, "ApproximateNumberOfMessages")
+        .parse()
+        .unwrap();
+    assert_eq!(
+        held,
+        acknowledged.len() + 1,
+        "every acknowledged send, and the one after space returned"
+    );
 }

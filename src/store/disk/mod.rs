@@ -67,6 +67,15 @@ pub enum DiskError {
     Sqlite { file: PathBuf, source: rusqlite::Error },
 }
 
+/// Bytes the data files in `dir` take (the database, its WAL and index).
+pub fn bytes_on_disk(dir: &Path) -> u64 {
+    ["", "-wal", "-shm"]
+        .iter()
+        .filter_map(|suffix| std::fs::metadata(dir.join(format!("{DATABASE}{suffix}"))).ok())
+        .map(|metadata| metadata.len())
+        .sum()
+}
+
 /// The state on disk: the database and the lock on its directory.
 pub struct DiskStore {
     connection: std::sync::Mutex<Connection>,
