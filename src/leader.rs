@@ -306,12 +306,15 @@ impl Leadership {
     /// and drop memory; the caller reloads it. Returns false if `term` is
     /// already over, or a reload is already under way.
     pub fn begin_resync(&self, term: u64) -> bool {
+        self.stop_and_drop_memory(|inner| inner.role == Role::Leader && inner.term == term)
+    }
+
+    /// Stops serving and drops memory, if `applies` to the state and
+    /// serving had not stopped already; returns whether it did.
+    fn stop_and_drop_memory(&self, applies: impl FnOnce(&Inner) -> bool) -> bool {
         {
             let inner = self.lock();
-            if inner.role != Role::Leader || inner.term != term {
-                return false;
-            }
-            if self.serve_until.swap(NOT_SERVING, Ordering::AcqRel) == NOT_SERVING {
+            if !applies(&inner) || self.serve_until.swap(NOT_SERVING, Ordering::AcqRel) == NOT_SERVING {
                 return false;
             }
         }
@@ -428,18 +431,7 @@ impl Leadership {
     /// not. Stops serving and drops memory; the caller loads it again.
     /// False if already stopped (loading, or shutting down).
     pub fn standalone_pause(&self) -> bool {
-        {
-            let inner = self.lock();
-            if inner.role != Role::Standalone {
-                return false;
-            }
-            if self.serve_until.swap(NOT_SERVING, Ordering::AcqRel) == NOT_SERVING {
-                return false;
-            }
-        }
-        self.leader_gauge.set(0);
-        self.memory.clear();
-        true
+        self.stop_and_drop_memory(|inner| inner.role == Role::Standalone)
     }
 
     /// The current term and token, while leading.

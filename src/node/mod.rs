@@ -162,9 +162,7 @@ impl Node {
             None => {
                 let shards = match &config.data_dir {
                     None => services
-                        .map(|service| {
-                            Shard::memory_only(service, &node_id, election.step_down_after, &metrics)
-                        })
+                        .map(|service| Shard::memory_only(service, &node_id, &metrics))
                         .collect(),
                     Some(dir) => {
                         // One shard: more need Redis (refused above).

@@ -80,26 +80,14 @@ impl RunningShard {
 
 impl Shard {
     /// No Redis: the only instance, leading from the start.
-    pub(super) fn memory_only(
-        service: Service,
-        node_id: &str,
-        step_down_after: Duration,
-        metrics: &Arc<Metrics>,
-    ) -> Shard {
-        let service = Arc::new(service);
-        let leadership = Arc::new(Leadership::new(
-            node_id.to_string(),
-            0,
+    pub(super) fn memory_only(service: Service, node_id: &str, metrics: &Arc<Metrics>) -> Shard {
+        Shard::alone(
+            Arc::new(service),
             Role::MemoryOnly,
-            step_down_after,
-            service.clone(),
-            metrics.clone(),
-        ));
-        Shard {
-            service,
-            leadership,
-            backing: Backing::Memory,
-        }
+            Backing::Memory,
+            node_id,
+            metrics,
+        )
     }
 
     /// On local disk: the only instance, serving once its state is loaded.
@@ -111,11 +99,22 @@ impl Shard {
     ) -> Shard {
         let (journal, journal_rx) = mpsc::unbounded_channel();
         let service = Arc::new(service.persisting_to(journal));
+        let backing = Backing::Disk(Arc::new(store), journal_rx);
+        Shard::alone(service, Role::Standalone, backing, node_id, metrics)
+    }
+
+    /// The only instance, with no lease: nothing to step down from.
+    fn alone(
+        service: Arc<Service>,
+        role: Role,
+        backing: Backing,
+        node_id: &str,
+        metrics: &Arc<Metrics>,
+    ) -> Shard {
         let leadership = Arc::new(Leadership::new(
             node_id.to_string(),
             0,
-            Role::Standalone,
-            // Never used: a standalone instance has no lease to step down from.
+            role,
             Duration::ZERO,
             service.clone(),
             metrics.clone(),
@@ -123,7 +122,7 @@ impl Shard {
         Shard {
             service,
             leadership,
-            backing: Backing::Disk(Arc::new(store), journal_rx),
+            backing,
         }
     }
 

@@ -57,6 +57,22 @@ fn attribute(attributes: &std::collections::HashMap<QueueAttributeName, String>,
         .unwrap_or_else(|| panic!("no {name} among {attributes:?}"))
 }
 
+/// Sends job `n` to the FIFO queue, deduplicated by its number.
+async fn send_job(
+    sqs: &aws_sdk_sqs::Client,
+    fifo: &str,
+    n: u32,
+) -> aws_sdk_sqs::operation::send_message::SendMessageOutput {
+    sqs.send_message()
+        .queue_url(fifo)
+        .message_body(format!("job {n}"))
+        .message_group_id("g")
+        .message_deduplication_id(format!("job-{n}"))
+        .send()
+        .await
+        .unwrap()
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_restart_after_sigkill_restores_queues_messages_handles_and_fifo_state() {
     let dir = DataDir::new("restore");
@@ -105,15 +121,7 @@ async fn a_restart_after_sigkill_restores_queues_messages_handles_and_fifo_state
         .unwrap_or_default();
     assert_eq!(received.len(), 1);
     let handle = received[0].receipt_handle().unwrap().to_string();
-    let first_fifo = sqs
-        .send_message()
-        .queue_url(&fifo)
-        .message_body("job 1")
-        .message_group_id("g")
-        .message_deduplication_id("job-1")
-        .send()
-        .await
-        .unwrap();
+    let first_fifo = send_job(&sqs, &fifo, 1).await;
 
     kill_9(&mut server);
     let server = start_on(&dir, &[]).await;
@@ -182,29 +190,13 @@ async fn a_restart_after_sigkill_restores_queues_messages_handles_and_fifo_state
     assert!(!left.contains(received[0].body().unwrap()));
 
     // FIFO: the deduplication id is remembered, sequence numbers go on.
-    let again = sqs
-        .send_message()
-        .queue_url(&fifo)
-        .message_body("job 1")
-        .message_group_id("g")
-        .message_deduplication_id("job-1")
-        .send()
-        .await
-        .unwrap();
+    let again = send_job(&sqs, &fifo, 1).await;
     assert_eq!(
         again.message_id(),
         first_fifo.message_id(),
         "a duplicate within 5 minutes is the same message"
     );
-    let next = sqs
-        .send_message()
-        .queue_url(&fifo)
-        .message_body("job 2")
-        .message_group_id("g")
-        .message_deduplication_id("job-2")
-        .send()
-        .await
-        .unwrap();
+    let next = send_job(&sqs, &fifo, 2).await;
     let sequence = |n: Option<&str>| n.unwrap().parse::<u128>().unwrap();
     assert!(sequence(next.sequence_number()) > sequence(first_fifo.sequence_number()));
     let jobs = sqs
