@@ -33,7 +33,7 @@ use tokio::sync::mpsc;
 use super::Store;
 use super::batch::{Batch, Call};
 use super::loader::Loader;
-use super::{answer, unavailable};
+use super::waiting::{answer, keep_current, next_batch, reload_delay, unavailable};
 use crate::journal::Pending;
 use crate::leader::StepDown;
 use crate::store::redis::RedisError;
@@ -88,28 +88,17 @@ impl Committer {
     }
 
     pub async fn run(self, mut queue: mpsc::UnboundedReceiver<Pending>) {
-        let mut batch = Vec::new();
-        while let Some(first) = queue.recv().await {
-            batch.push(first);
-            while batch.len() < MAX_BATCH_WRITES {
-                match queue.try_recv() {
-                    Ok(next) => batch.push(next),
-                    Err(_) => break,
-                }
-            }
-            self.commit(std::mem::take(&mut batch)).await;
+        while let Some(batch) = next_batch(&mut queue, MAX_BATCH_WRITES).await {
+            self.commit(batch).await;
         }
     }
 
     async fn commit(&self, batch: Vec<Pending>) {
         let (generation, load_id) = self.store.load_id.current(&*self.store.memory);
-        let (current, stale): (Vec<Pending>, Vec<Pending>) =
-            batch.into_iter().partition(|p| p.generation == generation);
-        answer(
-            stale,
-            Err(unavailable(
-                "the state it changed was dropped by a change of leadership",
-            )),
+        let current = keep_current(
+            batch,
+            generation,
+            "the state it changed was dropped by a change of leadership",
         );
         let Some(load_id) = load_id else {
             answer(current, Err(unavailable("the state is being loaded again")));
@@ -210,29 +199,4 @@ enum CommitError {
     Redis(RedisError),
     #[error("the write to Redis failed (no answer within {0:?})")]
     TimedOut(Duration),
-}
-
-/// How long to wait before reloading after the `failures`th failed write in
-/// a row: at once the first time, then 50 ms doubling up to `max`. A Redis
-/// that answers reads but refuses writes (say, with `min-replicas-to-write`
-/// unmet) otherwise costs a full reload for every write a client retries.
-fn reload_delay(failures: u32, max: Duration) -> Duration {
-    match failures {
-        0 | 1 => Duration::ZERO,
-        n => Duration::from_millis(50)
-            .saturating_mul(1 << (n - 2).min(16))
-            .min(max),
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn reloads_after_failed_writes_back_off_to_the_maximum() {
-        let ms = Duration::from_millis;
-        let delays = [1, 2, 3, 4, 10, 40].map(|failures| reload_delay(failures, ms(2_000)));
-        assert_eq!(delays, [ms(0), ms(50), ms(100), ms(200), ms(2_000), ms(2_000)]);
-    }
 }

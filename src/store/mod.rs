@@ -20,6 +20,7 @@ pub(crate) mod layout;
 pub(crate) mod loader;
 pub mod redis;
 pub(crate) mod replicas;
+pub(crate) mod waiting;
 
 use std::sync::Arc;
 
@@ -82,20 +83,5 @@ impl LoadId {
         let mut installed = self.lock();
         memory.install(queues);
         *installed = Some((memory.generation(), id));
-    }
-}
-
-/// The 503 of a change the store could not make durable.
-pub(crate) fn unavailable(why: impl std::fmt::Display) -> crate::error::SqsError {
-    crate::error::SqsError::new(
-        crate::error::ErrorCode::ServiceUnavailable,
-        format!("ssq could not make this change durable: {why}. Nothing was acknowledged; retry."),
-    )
-}
-
-/// Answers every waiter of a commit alike.
-pub(crate) fn answer(pendings: Vec<crate::journal::Pending>, result: Result<(), crate::error::SqsError>) {
-    for pending in pendings {
-        let _ = pending.done.send(result.clone());
     }
 }

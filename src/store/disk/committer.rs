@@ -15,7 +15,7 @@ use super::DiskStore;
 use crate::journal::{Memory, Pending};
 use crate::leader::Leadership;
 use crate::metrics::Metrics;
-use crate::store::{answer, unavailable};
+use crate::store::waiting::{answer, keep_current, next_batch, reload_delay, unavailable};
 
 /// The most requests one transaction carries.
 const MAX_BATCH: usize = 512;
@@ -36,22 +36,11 @@ impl DiskCommitter {
     pub async fn run(self, mut journal: mpsc::UnboundedReceiver<Pending>) {
         self.load_and_serve(Duration::ZERO).await;
         let mut failures = 0u32;
-        while let Some(first) = journal.recv().await {
-            let mut batch = vec![first];
-            while batch.len() < MAX_BATCH {
-                match journal.try_recv() {
-                    Ok(pending) => batch.push(pending),
-                    Err(_) => break,
-                }
-            }
-            let generation = self.memory.generation();
-            let (current, stale): (Vec<Pending>, Vec<Pending>) =
-                batch.into_iter().partition(|p| p.generation == generation);
-            answer(
-                stale,
-                Err(unavailable(
-                    "the state it changed was dropped when memory was loaded again",
-                )),
+        while let Some(batch) = next_batch(&mut journal, MAX_BATCH).await {
+            let current = keep_current(
+                batch,
+                self.memory.generation(),
+                "the state it changed was dropped when memory was loaded again",
             );
             if current.is_empty() {
                 continue;
@@ -82,10 +71,8 @@ impl DiskCommitter {
                     );
                     if self.leadership.standalone_pause() {
                         failures += 1;
-                        let delay = Duration::from_millis(50)
-                            .saturating_mul(1 << (failures - 1).min(5))
-                            .min(MAX_RELOAD_DELAY);
-                        self.load_and_serve(delay).await;
+                        self.load_and_serve(reload_delay(failures, MAX_RELOAD_DELAY))
+                            .await;
                     }
                 }
             }
