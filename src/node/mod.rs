@@ -146,7 +146,7 @@ impl Node {
         for queue in queues {
             queues_of[placement.shard_of(&queue.name)].push(queue);
         }
-        let services = queues_of.into_iter().enumerate().map(|(shard, queues)| {
+        let mut services = queues_of.into_iter().enumerate().map(|(shard, queues)| {
             let service = Service::new(Arc::new(SystemClock), metrics.clone())
                 .with_limits(config.limits())
                 .with_configured_queues(queues);
@@ -160,20 +160,18 @@ impl Node {
                 return Err(StartError::ShardsNeedRedis(count));
             }
             None => {
-                let shards = match &config.data_dir {
-                    None => services
-                        .map(|service| Shard::memory_only(service, &node_id, &metrics))
-                        .collect(),
-                    Some(dir) => {
-                        // One shard: more need Redis (refused above).
-                        let mut store = Some(DiskStore::open(dir, config.data_sync)?);
-                        services
-                            .filter_map(|service| {
-                                Some(Shard::on_disk(service, store.take()?, &node_id, &metrics))
-                            })
-                            .collect()
-                    }
+                // One shard: more need Redis (refused above).
+                let service = services.next().expect("one shard without Redis");
+                let shard = match &config.data_dir {
+                    None => Shard::memory_only(service, &node_id, &metrics),
+                    Some(dir) => Shard::on_disk(
+                        service,
+                        DiskStore::open(dir, config.data_sync)?,
+                        &node_id,
+                        &metrics,
+                    ),
                 };
+                let shards = vec![shard];
                 (shards, None)
             }
             Some(target) => {

@@ -221,36 +221,22 @@ impl DiskStore {
                     .map_err(|e| damaged(format!("queue {name}: {e}")))?;
                 messages.push(message);
             }
-            let dedup: HashMap<String, String> = rows(
+            let dedup = records(
                 &connection,
                 "SELECT key, record FROM dedup WHERE queue = ?1",
                 &name,
+                codec::decode_dedup,
             )
-            .map_err(sqlite)?;
-            let dedup = dedup
-                .into_iter()
-                .map(|(key, text)| match codec::decode_dedup(&text) {
-                    Some(entry) => Ok((key, entry)),
-                    None => Err(damaged(format!(
-                        "queue {name}: deduplication record {key} cannot be read"
-                    ))),
-                })
-                .collect::<Result<Vec<_>, _>>()?;
-            let attempts: HashMap<String, String> = rows(
+            .map_err(sqlite)?
+            .map_err(|key| damaged(format!("queue {name}: deduplication record {key} cannot be read")))?;
+            let attempts = records(
                 &connection,
                 "SELECT id, record FROM attempts WHERE queue = ?1",
                 &name,
+                codec::decode_attempt,
             )
-            .map_err(sqlite)?;
-            let attempts = attempts
-                .into_iter()
-                .map(|(id, text)| match codec::decode_attempt(&text) {
-                    Some(attempt) => Ok((id, attempt)),
-                    None => Err(damaged(format!(
-                        "queue {name}: receive attempt {id} cannot be read"
-                    ))),
-                })
-                .collect::<Result<Vec<_>, _>>()?;
+            .map_err(sqlite)?
+            .map_err(|id| damaged(format!("queue {name}: receive attempt {id} cannot be read")))?;
             let next_seq: Option<i64> = connection
                 .query_row("SELECT ceiling FROM sequences WHERE name = ?1", [&name], |row| {
                     row.get(0)
@@ -277,6 +263,24 @@ fn rows<K: rusqlite::types::FromSql + Eq + std::hash::Hash>(
     rows.collect()
 }
 
+/// One queue's `(key, record)` rows that `query` selects, each decoded;
+/// `Err(key)` names one that cannot be read.
+fn records<T>(
+    connection: &Connection,
+    query: &str,
+    queue: &str,
+    decode: fn(&str) -> Option<T>,
+) -> rusqlite::Result<Result<Vec<(String, T)>, String>> {
+    let rows: HashMap<String, String> = rows(connection, query, queue)?;
+    Ok(rows
+        .into_iter()
+        .map(|(key, text)| match decode(&text) {
+            Some(value) => Ok((key, value)),
+            None => Err(key),
+        })
+        .collect())
+}
+
 /// SQLite's own damage reports are told apart: they name the file and
 /// what to do, and ssq does not start.
 fn classify(file: &Path, source: rusqlite::Error) -> DiskError {
@@ -297,9 +301,9 @@ const SCHEMA: &str = "
     CREATE TABLE IF NOT EXISTS format (name TEXT PRIMARY KEY, value INTEGER) WITHOUT ROWID;
     CREATE TABLE IF NOT EXISTS queues (name TEXT PRIMARY KEY, record TEXT NOT NULL) WITHOUT ROWID;
     CREATE TABLE IF NOT EXISTS sequences (name TEXT PRIMARY KEY, ceiling INTEGER NOT NULL) WITHOUT ROWID;
-    -- Bodies of up to 256 KiB: a rowid table keeps a row of a few KiB on its
-    -- page, where a WITHOUT ROWID one spills whatever is over ~1/20 page
-    -- into overflow pages (4.7 KiB on disk per 1 KiB message, measured).
+    -- Bodies: a rowid table keeps a row of a few KiB on its page, where a
+    -- WITHOUT ROWID one spills whatever is over ~1/20 page into overflow
+    -- pages (4.7 KiB on disk per 1 KiB message, measured).
     CREATE TABLE IF NOT EXISTS bodies (queue TEXT, seq INTEGER, record TEXT NOT NULL, PRIMARY KEY (queue, seq));
     CREATE TABLE IF NOT EXISTS states (queue TEXT, seq INTEGER, record TEXT NOT NULL, PRIMARY KEY (queue, seq)) WITHOUT ROWID;
     CREATE TABLE IF NOT EXISTS dedup (queue TEXT, key TEXT, record TEXT NOT NULL, PRIMARY KEY (queue, key)) WITHOUT ROWID;
@@ -309,84 +313,120 @@ const SCHEMA: &str = "
 /// One write, as the rows it sets and removes: the same records the Redis
 /// store keeps (`batch.rs`).
 fn apply(db: &rusqlite::Transaction<'_>, write: &Write) -> rusqlite::Result<()> {
-    let encode = |fill: &dyn Fn(&mut bytes::BytesMut)| -> String {
-        let mut out = bytes::BytesMut::new();
-        fill(&mut out);
-        String::from_utf8(out.to_vec()).expect("records are JSON text")
-    };
     match write {
         Write::DeleteQueue { name } => {
-            db.execute("DELETE FROM queues WHERE name = ?1", [name])?;
-            db.execute("DELETE FROM sequences WHERE name = ?1", [name])?;
+            run(db, "DELETE FROM queues WHERE name = ?1", [name])?;
+            run(db, "DELETE FROM sequences WHERE name = ?1", [name])?;
             remove_messages(db, name)?;
         }
         // Messages between shards: a sharded group is Redis's alone.
         Write::Outbox(_) | Write::Delivered(_) | Write::TakenIn(_) => {}
         Write::Queue { name, changes } => {
             for change in changes {
-                match change {
-                    Change::Meta(meta) => {
-                        let record = encode(&|out| codec::write_queue(meta, out));
-                        db.prepare_cached("INSERT OR REPLACE INTO queues VALUES (?1, ?2)")?
-                            .execute(params![name, record])?;
-                    }
-                    Change::Sent(message) => {
-                        let body = encode(&|out| codec::write_body(message, out));
-                        db.prepare_cached("INSERT OR REPLACE INTO bodies VALUES (?1, ?2, ?3)")?
-                            .execute(params![name, message.seq as i64, body])?;
-                        if !codec::state_implied_by_body(message) {
-                            let state = encode(&|out| codec::write_state(message, out));
-                            db.prepare_cached("INSERT OR REPLACE INTO states VALUES (?1, ?2, ?3)")?
-                                .execute(params![name, message.seq as i64, state])?;
-                        }
-                    }
-                    Change::State(message) => {
-                        let state = encode(&|out| codec::write_state(message, out));
-                        db.prepare_cached("INSERT OR REPLACE INTO states VALUES (?1, ?2, ?3)")?
-                            .execute(params![name, message.seq as i64, state])?;
-                    }
-                    Change::Removed(seq) => {
-                        db.prepare_cached("DELETE FROM bodies WHERE queue = ?1 AND seq = ?2")?
-                            .execute(params![name, *seq as i64])?;
-                        db.prepare_cached("DELETE FROM states WHERE queue = ?1 AND seq = ?2")?
-                            .execute(params![name, *seq as i64])?;
-                    }
-                    Change::Purged => remove_messages(db, name)?,
-                    Change::Deduplicated(key, entry) => {
-                        let record = encode(&|out| codec::write_dedup(entry, out));
-                        db.prepare_cached("INSERT OR REPLACE INTO dedup VALUES (?1, ?2, ?3)")?
-                            .execute(params![name, key, record])?;
-                    }
-                    Change::DedupExpired(key) => {
-                        db.prepare_cached("DELETE FROM dedup WHERE queue = ?1 AND key = ?2")?
-                            .execute(params![name, key])?;
-                    }
-                    Change::Attempt(id, attempt) => {
-                        let record = encode(&|out| codec::write_attempt(attempt, out));
-                        db.prepare_cached("INSERT OR REPLACE INTO attempts VALUES (?1, ?2, ?3)")?
-                            .execute(params![name, id, record])?;
-                    }
-                    Change::AttemptExpired(id) => {
-                        db.prepare_cached("DELETE FROM attempts WHERE queue = ?1 AND id = ?2")?
-                            .execute(params![name, id])?;
-                    }
-                    Change::SequencesReserved(ceiling) => {
-                        db.prepare_cached("INSERT OR REPLACE INTO sequences VALUES (?1, ?2)")?
-                            .execute(params![name, *ceiling as i64])?;
-                    }
-                }
+                apply_change(db, name, change)?;
             }
         }
     }
     Ok(())
 }
 
+fn apply_change(db: &rusqlite::Transaction<'_>, name: &str, change: &Change) -> rusqlite::Result<()> {
+    let put_state = |message| {
+        let state = record(|out| codec::write_state(message, out));
+        run(
+            db,
+            "INSERT OR REPLACE INTO states VALUES (?1, ?2, ?3)",
+            params![name, message.seq as i64, state],
+        )
+    };
+    match change {
+        Change::Meta(meta) => {
+            let record = record(|out| codec::write_queue(meta, out));
+            run(
+                db,
+                "INSERT OR REPLACE INTO queues VALUES (?1, ?2)",
+                params![name, record],
+            )
+        }
+        Change::Sent(message) => {
+            let body = record(|out| codec::write_body(message, out));
+            run(
+                db,
+                "INSERT OR REPLACE INTO bodies VALUES (?1, ?2, ?3)",
+                params![name, message.seq as i64, body],
+            )?;
+            match codec::state_implied_by_body(message) {
+                true => Ok(()),
+                false => put_state(message),
+            }
+        }
+        Change::State(message) => put_state(message),
+        Change::Removed(seq) => {
+            let seq = *seq as i64;
+            run(
+                db,
+                "DELETE FROM bodies WHERE queue = ?1 AND seq = ?2",
+                params![name, seq],
+            )?;
+            run(
+                db,
+                "DELETE FROM states WHERE queue = ?1 AND seq = ?2",
+                params![name, seq],
+            )
+        }
+        Change::Purged => remove_messages(db, name),
+        Change::Deduplicated(key, entry) => {
+            let record = record(|out| codec::write_dedup(entry, out));
+            run(
+                db,
+                "INSERT OR REPLACE INTO dedup VALUES (?1, ?2, ?3)",
+                params![name, key, record],
+            )
+        }
+        Change::DedupExpired(key) => run(
+            db,
+            "DELETE FROM dedup WHERE queue = ?1 AND key = ?2",
+            params![name, key],
+        ),
+        Change::Attempt(id, attempt) => {
+            let record = record(|out| codec::write_attempt(attempt, out));
+            run(
+                db,
+                "INSERT OR REPLACE INTO attempts VALUES (?1, ?2, ?3)",
+                params![name, id, record],
+            )
+        }
+        Change::AttemptExpired(id) => run(
+            db,
+            "DELETE FROM attempts WHERE queue = ?1 AND id = ?2",
+            params![name, id],
+        ),
+        Change::SequencesReserved(ceiling) => run(
+            db,
+            "INSERT OR REPLACE INTO sequences VALUES (?1, ?2)",
+            params![name, *ceiling as i64],
+        ),
+    }
+}
+
+/// Runs one statement, prepared once per connection.
+fn run(db: &rusqlite::Transaction<'_>, sql: &str, params: impl rusqlite::Params) -> rusqlite::Result<()> {
+    db.prepare_cached(sql)?.execute(params)?;
+    Ok(())
+}
+
+/// A record as `codec.rs` writes it (JSON text), without a copy.
+fn record(fill: impl FnOnce(&mut bytes::BytesMut)) -> String {
+    let mut out = bytes::BytesMut::new();
+    fill(&mut out);
+    String::from_utf8(Vec::from(out)).expect("records are JSON text")
+}
+
 /// Every message, deduplication id and receive attempt of a queue goes (a
 /// purge, or the queue deleted).
 fn remove_messages(db: &rusqlite::Transaction<'_>, name: &str) -> rusqlite::Result<()> {
     for table in ["bodies", "states", "dedup", "attempts"] {
-        db.prepare_cached(&format!("DELETE FROM {table} WHERE queue = ?1"))?
-            .execute([name])?;
+        run(db, &format!("DELETE FROM {table} WHERE queue = ?1"), [name])?;
     }
     Ok(())
 }
