@@ -288,30 +288,23 @@ impl Node {
 /// Logs how the node started, and warns that memory-only keeps nothing.
 fn log_started(config: &Config, with_redis: bool, shards: usize, address: SocketAddr, node_id: &str) {
     let advertise = config.advertise_url();
-    match (with_redis, shards) {
-        (false, _) if config.data_dir.is_some() => {
-            let dir = config
-                .data_dir
-                .as_deref()
-                .unwrap_or(std::path::Path::new(""))
-                .display();
-            tracing::info!(
-                mode = "disk", listen = %address, node_id = %node_id, data_dir = %dir, sync = ?config.data_sync,
-                "ssq started; it serves once its state is loaded from disk"
-            );
-        }
-        (false, _) => {
+    match (with_redis, shards, &config.data_dir) {
+        (false, _, Some(dir)) => tracing::info!(
+            mode = "disk", listen = %address, node_id = %node_id, data_dir = %dir.display(), sync = ?config.data_sync,
+            "ssq started; it serves once its state is loaded from disk"
+        ),
+        (false, _, None) => {
             tracing::info!(mode = "memory-only", listen = %address, node_id = %node_id, "ssq started");
             tracing::warn!(
                 "memory-only mode: one instance, no failover; queues and messages are lost when it stops \
                  (--data-dir keeps them on disk)"
             );
         }
-        (true, 1) => tracing::info!(
+        (true, 1, _) => tracing::info!(
             mode = "redis", listen = %address, node_id = %node_id, advertise = %advertise,
             "ssq started as a passive; it serves once it holds the leader lock"
         ),
-        (true, shards) => tracing::info!(
+        (true, shards, _) => tracing::info!(
             mode = "redis", shards, listen = %address, node_id = %node_id, advertise = %advertise,
             "ssq started in a sharded group; it leads the shards the group's map gives it and forwards the others"
         ),
