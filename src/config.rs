@@ -58,6 +58,12 @@ pub struct Config {
     #[arg(long, env = "SSQ_DATA_SYNC", value_enum, default_value = "always")]
     pub data_sync: crate::store::disk::SyncPolicy,
 
+    /// A snapshot file to import at start (exported from
+    /// /admin/api/snapshot, or written by hand: docs/snapshots.md): each of
+    /// its queues that does not exist yet is created with its messages.
+    #[arg(long = "import", env = "SSQ_IMPORT", value_name = "FILE")]
+    pub import: Option<PathBuf>,
+
     /// Shards the queues are spread over, each led by one instance of the
     /// group: 1 (the default) is one leader for every queue and passives
     /// beside it. Every instance of a group must run with the same count;

@@ -77,6 +77,7 @@ pub(super) fn routes() -> Router<Arc<AppState>> {
         .route("/admin/api/overview", get(overview))
         .route("/admin/api/messages", get(messages))
         .route("/admin/api/sqs", post(call))
+        .route("/admin/api/snapshot", get(super::snapshot::export))
 }
 
 /// `GET /`: the page, with the instance's facts written in.
@@ -123,7 +124,7 @@ fn with_security_headers(mut response: Response) -> Response {
 
 /// With credentials configured: whether the request gives one of them, as
 /// HTTP Basic authentication.
-fn signed_in(state: &AppState, headers: &HeaderMap) -> bool {
+pub(super) fn signed_in(state: &AppState, headers: &HeaderMap) -> bool {
     let Some(credentials) = &state.credentials else {
         return true;
     };
@@ -144,7 +145,7 @@ fn signed_in(state: &AppState, headers: &HeaderMap) -> bool {
 }
 
 /// The answer that makes a browser ask for the credentials.
-fn sign_in() -> Response {
+pub(super) fn sign_in() -> Response {
     let mut response = (
         axum::http::StatusCode::UNAUTHORIZED,
         "Sign in with one of ssq's credentials (--credentials): the access key id as the user name, its secret as the password.\n",

@@ -34,10 +34,18 @@ pub const UNBUDGETED: usize = 64 * 1024;
 /// The piece of an answer handed to hyper at a time.
 const PIECE: usize = 64 * 1024;
 
+/// Marks an answer that holds its pieces under the budget itself, as it
+/// makes them (a snapshot: `snapshot.rs`), and is not to be taken whole.
+#[derive(Clone, Copy)]
+pub(super) struct InPieces;
+
 /// Puts every large answer under the budget.
 pub(super) async fn budgeted(State(state): State<Arc<AppState>>, request: Request, next: Next) -> Response {
     let wire = Wire::of(request.headers());
     let response = next.run(request).await;
+    if response.extensions().get::<InPieces>().is_some() {
+        return response;
+    }
     let size = http_body::Body::size_hint(response.body())
         .exact()
         .unwrap_or(u64::MAX);

@@ -19,6 +19,7 @@ mod peek;
 pub(crate) mod request_body;
 mod shard_front;
 pub mod sigv4;
+mod snapshot;
 mod sqs;
 mod status;
 

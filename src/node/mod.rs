@@ -16,7 +16,7 @@ mod shard;
 
 use std::future::Future;
 use std::net::SocketAddr;
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -41,9 +41,10 @@ use crate::leader::Leadership;
 use crate::metrics::Metrics;
 use crate::queue::clock::SystemClock;
 use crate::service::shards::Placement;
-use crate::service::{ConfiguredQueueError, QueueSpec, Service};
+use crate::service::{ConfiguredQueueError, ImportError, QueueSpec, SeedSource, Service};
 use crate::store::disk::{DiskError, DiskStore};
 use crate::store::redis::SetupError;
+use crate::store::snapshot::{self, SnapshotError};
 
 /// Why a node could not start; each says what to change.
 #[derive(Debug, thiserror::Error)]
@@ -67,6 +68,10 @@ pub enum StartError {
     WrongShardCount(#[from] WrongShardCount),
     #[error(transparent)]
     ConfiguredQueue(#[from] ConfiguredQueueError),
+    #[error("the snapshot {} cannot be imported: {source}; correct it or start without --import", path.display())]
+    Snapshot { path: PathBuf, source: SnapshotError },
+    #[error(transparent)]
+    Import(#[from] ImportError),
     /// An address that cannot be listened on.
     #[error(
         "cannot listen on {address}: {source}; is another server on that port? pick another with --listen"
@@ -90,6 +95,46 @@ impl StartError {
             _ => 2,
         }
     }
+}
+
+/// Reads the snapshot to import once at start, so that a file that
+/// cannot be imported stops ssq here, naming the line; each shard's
+/// service reads its own queues again when it imports (`service/import.rs`).
+fn seed_from(
+    path: &Path,
+    config: &Config,
+    placement: &Placement,
+) -> Result<impl Fn(usize) -> SeedSource + use<>, StartError> {
+    let file_path = path.to_path_buf();
+    let (region, account) = (config.region.clone(), config.account_id.clone());
+    let read = move || -> Result<Vec<crate::queue::Queue>, SnapshotError> {
+        let file = std::fs::File::open(&file_path).map_err(|error| SnapshotError {
+            line: 0,
+            problem: error.into(),
+        })?;
+        let defaults = snapshot::Defaults {
+            home_region: &region,
+            account_id: &account,
+            now: crate::queue::clock::Clock::now_millis(&SystemClock),
+        };
+        snapshot::read(std::io::BufReader::new(file), &defaults)
+    };
+    read().map_err(|source| StartError::Snapshot {
+        path: path.to_path_buf(),
+        source,
+    })?;
+    let read = Arc::new(read);
+    let placement = placement.clone();
+    Ok(move |shard: usize| -> SeedSource {
+        let (read, placement) = (read.clone(), placement.clone());
+        Arc::new(move || {
+            let queues = read().map_err(|error| error.to_string())?;
+            Ok(queues
+                .into_iter()
+                .filter(|queue| placement.shard_of(&queue.name) == shard)
+                .collect())
+        })
+    })
 }
 
 /// The sockets a node serves on: SQS (and, unless apart, everything else),
@@ -146,10 +191,18 @@ impl Node {
         for queue in queues {
             queues_of[placement.shard_of(&queue.name)].push(queue);
         }
+        let seed = config
+            .import
+            .as_ref()
+            .map(|path| seed_from(path, &config, &placement))
+            .transpose()?;
         let mut services = queues_of.into_iter().enumerate().map(|(shard, queues)| {
-            let service = Service::new(Arc::new(SystemClock), metrics.clone())
+            let mut service = Service::new(Arc::new(SystemClock), metrics.clone())
                 .with_limits(config.limits())
                 .with_configured_queues(queues);
+            if let Some(seed) = &seed {
+                service = service.with_seed(seed(shard));
+            }
             match count {
                 1 => service,
                 _ => service.in_shard(placement.clone(), shard),

@@ -183,6 +183,11 @@ impl Shard {
         };
         let (redis, store, journal_rx) = match backing {
             Backing::Memory => {
+                match service.import_seed().await {
+                    None => {}
+                    Some(Ok(imported)) => tracing::info!(?imported, "imported the snapshot"),
+                    Some(Err(why)) => return Err(why.into()),
+                }
                 match service.create_missing_queues().await {
                     Ok(0) => {}
                     Ok(created) => tracing::info!(created, "created the configured queues"),

@@ -4,6 +4,8 @@
 //! This module is the one place that turns one into the other, so the range
 //! checks of CreateQueue and SetQueueAttributes cannot drift apart.
 
+use std::collections::BTreeMap;
+
 use super::limits::{MAX_DELAY_SECONDS, MAX_MESSAGE_BYTES, MAX_VISIBILITY_TIMEOUT_SECONDS, MAX_WAIT_SECONDS};
 use crate::error::{ErrorCode, Result, SqsError};
 
@@ -222,6 +224,19 @@ impl QueueAttributes {
             "VisibilityTimeout" => self.visibility_timeout.to_string(),
             _ => return None,
         })
+    }
+
+    /// The attributes of a new queue named `queue_name`, from their text
+    /// (CreateQueue's, or a snapshot's): each checked as SetQueueAttributes
+    /// checks it, then the rules that tie them together.
+    pub fn for_new_queue(queue_name: &str, attributes: &BTreeMap<String, String>) -> Result<QueueAttributes> {
+        let mut parsed = QueueAttributes::default();
+        for (key, value) in attributes {
+            parsed.set(key, value)?;
+        }
+        let given: Vec<&str> = attributes.keys().map(String::as_str).collect();
+        parsed.check_consistency(queue_name, &given)?;
+        Ok(parsed)
     }
 
     /// Checks the rules that tie attributes to each other and to the queue's

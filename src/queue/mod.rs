@@ -21,6 +21,7 @@ pub(crate) mod random;
 pub(crate) mod receipt;
 mod receive;
 mod send;
+mod snapshot;
 
 pub use arn::QueueArn;
 pub use attributes::QueueAttributes;

@@ -19,6 +19,7 @@
 //! accounts for what the instance holds.
 
 mod commit;
+mod import;
 mod limits;
 pub(crate) mod move_tasks;
 mod queues;
@@ -37,6 +38,7 @@ use std::sync::{Arc, Mutex, RwLock};
 use tokio::sync::{Notify, mpsc};
 use tokio::time::Instant;
 
+pub use self::import::{ImportError, Imported, SeedSource};
 pub use self::limits::Limits;
 pub use self::queues::{ConfiguredQueueError, Created, QueueSpec, select_names};
 pub use self::receive::ReceiveRequest;
@@ -60,6 +62,8 @@ pub struct Service {
     limits: Limits,
     /// Queues the configuration file asks for, created wherever missing.
     configured_queues: Vec<QueueSpec>,
+    /// The snapshot to import at the first load, until imported (`import.rs`).
+    seed: Mutex<Option<SeedSource>>,
     /// Messages and payload bytes held over all queues, kept up to date by
     /// applying each operation's difference.
     held_messages: AtomicU64,
@@ -89,6 +93,7 @@ impl Service {
             generation: AtomicU64::new(0),
             limits: Limits::default(),
             configured_queues: Vec::new(),
+            seed: Mutex::new(None),
             held_messages: AtomicU64::new(0),
             held_bytes: AtomicU64::new(0),
             state_loaded: Notify::new(),
@@ -276,6 +281,13 @@ impl Memory for Service {
 
     fn create_configured_queues(&self) -> Pin<Box<dyn Future<Output = ()> + Send + '_>> {
         Box::pin(async move {
+            match self.import_seed().await {
+                None => {}
+                Some(Ok(imported)) => tracing::info!(?imported, "imported the snapshot"),
+                Some(Err(error)) => {
+                    tracing::error!(%error, "importing the snapshot stopped; it is tried again after the next load")
+                }
+            }
             match self.create_missing_queues().await {
                 Ok(0) => {}
                 Ok(created) => tracing::info!(created, "created the configured queues that were missing"),

@@ -102,12 +102,7 @@ impl Service {
                 "{name} is not a region and a queue name."
             )));
         }
-        let mut parsed = QueueAttributes::default();
-        for (key, value) in attributes {
-            parsed.set(key, value)?;
-        }
-        let given: Vec<&str> = attributes.keys().map(String::as_str).collect();
-        parsed.check_consistency(bare_name, &given)?;
+        let parsed = QueueAttributes::for_new_queue(bare_name, attributes)?;
         crate::queue::tags::validate(&tags)?;
         let now = self.now();
         let commit = {
@@ -126,15 +121,7 @@ impl Service {
                 }
                 return Ok(Created::Existing);
             }
-            if queues.len() >= self.limits.max_queues {
-                return Err(SqsError::new(
-                    ErrorCode::OverLimit,
-                    format!(
-                        "This server holds its maximum of {} queues (--max-queues); delete one first.",
-                        self.limits.max_queues
-                    ),
-                ));
-            }
+            self.check_queue_room(queues.len())?;
             let mut queue = Queue::new(name.to_string(), parsed, tags, now);
             let holding = queue.holding();
             self.check_room(0, holding.1)?;
@@ -156,6 +143,20 @@ impl Service {
         };
         self.committed(commit).await?;
         Ok(Created::New)
+    }
+
+    /// Refuses a queue beyond `--max-queues`, `held` being held now.
+    pub(super) fn check_queue_room(&self, held: usize) -> Result<()> {
+        if held >= self.limits.max_queues {
+            return Err(SqsError::new(
+                ErrorCode::OverLimit,
+                format!(
+                    "This server holds its maximum of {} queues (--max-queues); delete one first.",
+                    self.limits.max_queues
+                ),
+            ));
+        }
+        Ok(())
     }
 
     pub async fn delete_queue(&self, name: &str) -> Result<()> {

@@ -20,6 +20,7 @@ pub(crate) mod layout;
 pub(crate) mod loader;
 pub mod redis;
 pub(crate) mod replicas;
+pub mod snapshot;
 pub(crate) mod waiting;
 
 use std::sync::Arc;

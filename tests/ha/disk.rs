@@ -11,16 +11,16 @@ use aws_sdk_sqs::types::QueueAttributeName;
 use crate::common::{Server, client_without_retries, create_queue_url, poll_once, wait_for};
 
 /// A fresh directory of the test's own, removed when dropped.
-struct DataDir(PathBuf);
+pub(crate) struct DataDir(PathBuf);
 
 impl DataDir {
-    fn new(name: &str) -> DataDir {
+    pub(crate) fn new(name: &str) -> DataDir {
         let dir = std::env::temp_dir().join(format!("ssq-disk-{name}-{}", std::process::id()));
         let _ = std::fs::remove_dir_all(&dir);
         DataDir(dir)
     }
 
-    fn path(&self) -> &str {
+    pub(crate) fn path(&self) -> &str {
         self.0.to_str().expect("a UTF-8 temporary directory")
     }
 }
@@ -32,7 +32,7 @@ impl Drop for DataDir {
 }
 
 /// ssq on `dir`, once it serves (its state is loaded).
-async fn start_on(dir: &DataDir, extra: &[&str]) -> Server {
+pub(crate) async fn start_on(dir: &DataDir, extra: &[&str]) -> Server {
     let mut args = vec!["--data-dir", dir.path()];
     args.extend_from_slice(extra);
     let server = Server::start_with(&args);
@@ -42,7 +42,7 @@ async fn start_on(dir: &DataDir, extra: &[&str]) -> Server {
 }
 
 /// Kills the process with SIGKILL: no shutdown, nothing flushed.
-fn kill_9(server: &mut Server) {
+pub(crate) fn kill_9(server: &mut Server) {
     server.signal("KILL");
     assert!(
         server.wait_exit(Duration::from_secs(5)),

@@ -18,4 +18,5 @@ mod redis_outages;
 mod redis_tls;
 mod replicas;
 mod sentinel;
+mod snapshot;
 mod soak;

@@ -1,0 +1,816 @@
+//! Snapshots: the whole state of an instance in one portable, versioned
+//! file, whichever store keeps it (memory, disk, Redis). docs/snapshots.md
+//! describes the format for the people who write or read one.
+//!
+//! A snapshot is JSON Lines: a header naming the format's version, then
+//! each queue followed by its messages, then an end line that counts
+//! them, so that a file cut short (an export interrupted) is refused
+//! rather than imported in part. Fields are named for people, not for
+//! Redis (`codec.rs` keeps the store's own compact records, free to
+//! change), and everything but a queue's name and a message's body has a
+//! default, so that a test fixture can be written by hand.
+//!
+//! What is kept: queues with their attributes and tags, and messages with
+//! their state (delay, visibility deadline, receive count, the key of
+//! their receipt handles, so that a handle received before an export
+//! still deletes after the import). What is not: FIFO deduplication ids
+//! and receive attempt ids, which live five minutes, and message move
+//! tasks, which belong to the instance that runs them.
+
+use std::borrow::Cow;
+use std::collections::{BTreeMap, HashSet};
+use std::io::BufRead;
+use std::sync::Arc;
+
+use base64::Engine;
+use base64::engine::general_purpose::STANDARD as BASE64;
+use serde::{Deserialize, Serialize};
+
+use crate::queue::message::{self, MessageState};
+use crate::queue::{
+    AttributeValue, Message, MessageAttribute, MessageAttributes, Queue, QueueAttributes, QueueMeta, key,
+};
+
+/// The version this ssq writes and reads. A later version of the format
+/// is refused by name rather than misread.
+pub const VERSION: u32 = 1;
+
+/// The longest line read: a message of 1 MiB, every character escaped,
+/// with its attributes, fits several times over. A longer line is not
+/// read into memory.
+const MAX_LINE_BYTES: usize = 8 * 1024 * 1024;
+
+#[derive(Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+enum Line<'a> {
+    Snapshot(Header),
+    Queue(QueueLine),
+    #[serde(borrow)]
+    Message(MessageLine<'a>),
+    End(EndLine),
+}
+
+#[derive(Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct Header {
+    version: u32,
+    /// Wall-clock milliseconds.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    exported_at: Option<u64>,
+}
+
+#[derive(Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct QueueLine {
+    name: String,
+    /// The instance's own region when absent.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    region: Option<String>,
+    /// As CreateQueue takes them.
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    attributes: BTreeMap<String, String>,
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    tags: BTreeMap<String, String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    created_at: Option<u64>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    last_modified_at: Option<u64>,
+    /// FIFO sequence numbers continue from here.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    next_sequence_number: Option<u64>,
+}
+
+#[derive(Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct MessageLine<'a> {
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    message_id: Option<uuid::Uuid>,
+    /// Its place in the queue; the next one after the previous message's
+    /// when absent.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    sequence_number: Option<u64>,
+    #[serde(borrow)]
+    body: Cow<'a, str>,
+    /// As the SQS JSON protocol writes them: `DataType` and a
+    /// `StringValue` or a base64 `BinaryValue`.
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    attributes: BTreeMap<String, AttributeLine>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    sender_id: Option<String>,
+    /// The AWSTraceHeader system attribute.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    trace_header: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    group_id: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    deduplication_id: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    dead_letter_source_arn: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    sent_at: Option<u64>,
+    #[serde(default, skip_serializing_if = "is_zero")]
+    receive_count: u32,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    first_received_at: Option<u64>,
+    /// The key its receipt handles are made from (with the receive count).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    receipt_key: Option<u64>,
+    /// Visible since it was sent when absent.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    state: Option<StateLine>,
+}
+
+fn is_zero(count: &u32) -> bool {
+    *count == 0
+}
+
+#[derive(Serialize, Deserialize)]
+#[serde(rename_all = "snake_case", deny_unknown_fields)]
+enum StateLine {
+    Visible { since: u64 },
+    Delayed { until: u64 },
+    InFlight { until: u64, received_at: u64 },
+}
+
+#[derive(Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct AttributeLine {
+    #[serde(rename = "DataType")]
+    data_type: String,
+    #[serde(rename = "StringValue", default, skip_serializing_if = "Option::is_none")]
+    string_value: Option<String>,
+    #[serde(rename = "BinaryValue", default, skip_serializing_if = "Option::is_none")]
+    binary_value: Option<String>,
+}
+
+#[derive(Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct EndLine {
+    queues: u64,
+    messages: u64,
+}
+
+/// Writes a snapshot's lines, counting what the end line must say.
+pub struct Writer {
+    home_region: String,
+    queues: u64,
+    messages: u64,
+}
+
+impl Writer {
+    /// A snapshot of an instance in `home_region`, taken at `now`; its
+    /// header goes into `out`.
+    pub fn start(home_region: &str, now: u64, out: &mut Vec<u8>) -> Writer {
+        put(
+            out,
+            &Line::Snapshot(Header {
+                version: VERSION,
+                exported_at: Some(now),
+            }),
+        );
+        Writer {
+            home_region: home_region.to_string(),
+            queues: 0,
+            messages: 0,
+        }
+    }
+
+    /// A queue's line; its messages follow it.
+    pub fn queue(&mut self, meta: &QueueMeta, next_sequence_number: u64, out: &mut Vec<u8>) {
+        self.queues += 1;
+        let (region, name) = key::split(&meta.name);
+        let attributes = crate::queue::attributes::SETTABLE
+            .iter()
+            .filter_map(|name| meta.attributes.get(name).map(|value| (name.to_string(), value)))
+            .collect();
+        let line = QueueLine {
+            name: name.to_string(),
+            region: Some(region.unwrap_or(&self.home_region).to_string()),
+            attributes,
+            tags: meta.tags.clone(),
+            created_at: Some(meta.created_at),
+            last_modified_at: Some(meta.last_modified_at),
+            next_sequence_number: Some(next_sequence_number),
+        };
+        put(out, &Line::Queue(line));
+    }
+
+    pub fn message(&mut self, message: &Message, out: &mut Vec<u8>) {
+        self.messages += 1;
+        let attributes = message
+            .attributes
+            .iter()
+            .map(|(name, attribute)| {
+                let (string_value, binary_value) = match &attribute.value {
+                    AttributeValue::String(text) => (Some(text.clone()), None),
+                    AttributeValue::Binary(bytes) => (None, Some(BASE64.encode(bytes))),
+                };
+                let line = AttributeLine {
+                    data_type: attribute.data_type.clone(),
+                    string_value,
+                    binary_value,
+                };
+                (name.clone(), line)
+            })
+            .collect();
+        let text = |value: &Option<Arc<str>>| value.as_deref().map(str::to_string);
+        let line = MessageLine {
+            message_id: Some(message.id),
+            sequence_number: Some(message.seq),
+            body: Cow::Borrowed(&message.body),
+            attributes,
+            sender_id: Some(message.sender_id.to_string()),
+            trace_header: text(&message.trace_header),
+            group_id: text(&message.group_id),
+            deduplication_id: text(&message.dedup_id),
+            dead_letter_source_arn: text(&message.dead_letter_source),
+            sent_at: Some(message.sent_at),
+            receive_count: message.receive_count,
+            first_received_at: message.first_received_at,
+            receipt_key: message.receipt_key,
+            state: Some(match message.state {
+                MessageState::Visible { since } => StateLine::Visible { since },
+                MessageState::Delayed { until } => StateLine::Delayed { until },
+                MessageState::InFlight { until, received_at } => StateLine::InFlight { until, received_at },
+            }),
+        };
+        put(out, &Line::Message(line));
+    }
+
+    /// The end line, which tells a whole snapshot from one cut short.
+    pub fn end(self, out: &mut Vec<u8>) {
+        put(
+            out,
+            &Line::End(EndLine {
+                queues: self.queues,
+                messages: self.messages,
+            }),
+        );
+    }
+}
+
+fn put(out: &mut Vec<u8>, line: &Line<'_>) {
+    serde_json::to_writer(&mut *out, line).expect("a snapshot line serializes");
+    out.push(b'\n');
+}
+
+/// Why a snapshot cannot be imported: nothing of it is.
+#[derive(Debug, thiserror::Error)]
+#[error("line {line}: {problem}")]
+pub struct SnapshotError {
+    /// 1-based; 0 when the file could not be read at all.
+    pub line: usize,
+    pub problem: Problem,
+}
+
+#[derive(Debug, thiserror::Error)]
+pub enum Problem {
+    #[error("cannot read the file: {0}")]
+    Io(#[from] std::io::Error),
+    #[error("longer than {MAX_LINE_BYTES} bytes")]
+    TooLong,
+    #[error("not a snapshot line: {0}")]
+    Unreadable(#[from] serde_json::Error),
+    #[error("a snapshot starts with its header, {{\"snapshot\": {{\"version\": {VERSION}}}}}")]
+    NoHeader,
+    #[error(
+        "the snapshot is of version {0}, and this ssq reads version {VERSION}: import it with a later ssq"
+    )]
+    Version(u32),
+    #[error("a message comes before any queue: messages follow the line of their queue")]
+    MessageBeforeQueue,
+    #[error("queue {0} comes twice")]
+    QueueTwice(String),
+    #[error("queue {name}: {reason}")]
+    Queue { name: String, reason: String },
+    #[error("message of queue {queue}: {reason}")]
+    Message { queue: String, reason: String },
+    #[error(
+        "the end line counts {said} queues and {said_messages} messages, the snapshot holds {queues} and {messages}"
+    )]
+    Counts {
+        said: u64,
+        said_messages: u64,
+        queues: u64,
+        messages: u64,
+    },
+    #[error("a line follows the end line")]
+    AfterEnd,
+    #[error("the snapshot has no end line: it was cut short (an export interrupted?); export it again")]
+    Incomplete,
+}
+
+/// What the messages and queues a snapshot leaves out take by default.
+pub struct Defaults<'a> {
+    /// The region of a queue whose line names none.
+    pub home_region: &'a str,
+    /// The sender of a message whose line names none.
+    pub account_id: &'a str,
+    /// When a queue was created and a message sent, where its line does not say.
+    pub now: u64,
+}
+
+/// Reads a whole snapshot into queues, each checked as CreateQueue and
+/// SendMessage check theirs: a snapshot with any line wrong is refused
+/// whole, naming the line.
+pub fn read(input: impl BufRead, defaults: &Defaults<'_>) -> Result<Vec<Queue>, SnapshotError> {
+    let mut reader = Reader {
+        defaults,
+        queues: Vec::new(),
+        names: HashSet::new(),
+        current: None,
+        messages: 0,
+        ended: false,
+    };
+    let mut input = input.take(0);
+    let mut buffer = Vec::new();
+    let mut number = 0;
+    loop {
+        number += 1;
+        let at = |problem: Problem| SnapshotError {
+            line: number,
+            problem,
+        };
+        buffer.clear();
+        input.set_limit(MAX_LINE_BYTES as u64 + 1);
+        let read = input.read_until(b'\n', &mut buffer).map_err(|e| at(e.into()))?;
+        if read == 0 {
+            break;
+        }
+        if buffer.len() > MAX_LINE_BYTES {
+            return Err(at(Problem::TooLong));
+        }
+        if buffer.iter().all(u8::is_ascii_whitespace) {
+            continue;
+        }
+        let line: Line<'_> = serde_json::from_slice(&buffer).map_err(|e| at(e.into()))?;
+        reader.take(number, line).map_err(at)?;
+    }
+    if number == 1 && reader.queues.is_empty() && !reader.ended {
+        return Err(SnapshotError {
+            line: 1,
+            problem: Problem::NoHeader,
+        });
+    }
+    reader.finish().map_err(|problem| SnapshotError {
+        line: number,
+        problem,
+    })
+}
+
+struct Reader<'d, 'a> {
+    defaults: &'d Defaults<'a>,
+    queues: Vec<Queue>,
+    names: HashSet<String>,
+    /// The queue whose messages follow, and the messages read so far.
+    current: Option<(Queue, Vec<Message>, HashSet<u64>)>,
+    messages: u64,
+    ended: bool,
+}
+
+impl Reader<'_, '_> {
+    fn take(&mut self, number: usize, line: Line<'_>) -> Result<(), Problem> {
+        if self.ended {
+            return Err(Problem::AfterEnd);
+        }
+        match (number, line) {
+            (1, Line::Snapshot(header)) if header.version == VERSION => Ok(()),
+            (1, Line::Snapshot(header)) => Err(Problem::Version(header.version)),
+            (1, _) | (_, Line::Snapshot(_)) => Err(Problem::NoHeader),
+            (_, Line::Queue(line)) => {
+                self.close_queue();
+                let queue = self.queue(line)?;
+                if !self.names.insert(queue.name.clone()) {
+                    return Err(Problem::QueueTwice(queue.name));
+                }
+                self.current = Some((queue, Vec::new(), HashSet::new()));
+                Ok(())
+            }
+            (_, Line::Message(line)) => {
+                let defaults = self.defaults;
+                let Some((queue, messages, seqs)) = &mut self.current else {
+                    return Err(Problem::MessageBeforeQueue);
+                };
+                let after = messages.last().map_or(0, |message: &Message| message.seq);
+                let message = message(queue, line, after, defaults).map_err(|reason| Problem::Message {
+                    queue: queue.name.clone(),
+                    reason,
+                })?;
+                if !seqs.insert(message.seq) {
+                    return Err(Problem::Message {
+                        queue: queue.name.clone(),
+                        reason: format!("sequence number {} comes twice", message.seq),
+                    });
+                }
+                messages.push(message);
+                self.messages += 1;
+                Ok(())
+            }
+            (_, Line::End(end)) => {
+                self.close_queue();
+                let queues = self.queues.len() as u64;
+                if (end.queues, end.messages) != (queues, self.messages) {
+                    return Err(Problem::Counts {
+                        said: end.queues,
+                        said_messages: end.messages,
+                        queues,
+                        messages: self.messages,
+                    });
+                }
+                self.ended = true;
+                Ok(())
+            }
+        }
+    }
+
+    fn queue(&self, line: QueueLine) -> Result<Queue, Problem> {
+        let home = self.defaults.home_region;
+        let region = line.region.as_deref().unwrap_or(home);
+        let name = key::of(region, home, &line.name);
+        let invalid = |reason: String| Problem::Queue {
+            name: name.clone(),
+            reason,
+        };
+        if !key::is_region(region) {
+            return Err(invalid(format!("{region} is not a region")));
+        }
+        crate::queue::validate_name(&line.name).map_err(|e| invalid(e.message))?;
+        let attributes =
+            QueueAttributes::for_new_queue(&line.name, &line.attributes).map_err(|e| invalid(e.message))?;
+        crate::queue::tags::validate(&line.tags).map_err(|e| invalid(e.message))?;
+        let created_at = line.created_at.unwrap_or(self.defaults.now);
+        let meta = QueueMeta {
+            name: name.clone(),
+            dedup_scope: attributes.deduplication_scope,
+            attributes,
+            tags: line.tags,
+            created_at,
+            last_modified_at: line.last_modified_at.unwrap_or(created_at),
+            last_purge_at: None,
+            move_tasks: Vec::new(),
+        };
+        Ok(Queue::restore(
+            meta,
+            line.next_sequence_number.unwrap_or(1),
+            [],
+            [],
+        ))
+    }
+
+    /// The queue being read is complete: its messages go in.
+    fn close_queue(&mut self) {
+        if let Some((queue, messages, _)) = self.current.take() {
+            let next = queue.next_sequence_number();
+            self.queues.push(Queue::restore(queue.meta(), next, messages, []));
+        }
+    }
+
+    fn finish(self) -> Result<Vec<Queue>, Problem> {
+        match self.ended {
+            true => Ok(self.queues),
+            false => Err(Problem::Incomplete),
+        }
+    }
+}
+
+/// A message of `queue` from its line, checked as SendMessage checks one;
+/// `after` is the sequence number of the message before it.
+fn message(
+    queue: &Queue,
+    line: MessageLine<'_>,
+    after: u64,
+    defaults: &Defaults<'_>,
+) -> Result<Message, String> {
+    let reason = |error: crate::error::SqsError| error.message;
+    let body = line.body.into_owned();
+    message::validate_body(&body).map_err(reason)?;
+    let mut attributes = MessageAttributes::new();
+    for (name, attribute) in line.attributes {
+        let value = match (attribute.string_value, attribute.binary_value) {
+            (Some(text), None) => AttributeValue::String(text),
+            (None, Some(base64)) => AttributeValue::Binary(
+                BASE64
+                    .decode(base64)
+                    .map_err(|_| format!("attribute {name}: BinaryValue is not base64"))?,
+            ),
+            _ => {
+                return Err(format!(
+                    "attribute {name}: give one of StringValue and BinaryValue"
+                ));
+            }
+        };
+        attributes.insert(
+            name,
+            MessageAttribute {
+                data_type: attribute.data_type,
+                value,
+            },
+        );
+    }
+    message::validate_attributes(&attributes).map_err(reason)?;
+    let max = queue.attributes.maximum_message_size as usize;
+    if body.len() + message::attributes_size(&attributes) > max {
+        return Err(format!(
+            "body and attributes are longer than the queue's MaximumMessageSize, {max} bytes"
+        ));
+    }
+    match (queue.is_fifo(), &line.group_id, &line.deduplication_id) {
+        (true, None, _) => return Err("a message of a FIFO queue needs a group_id".into()),
+        (false, _, Some(_)) => return Err("only messages of FIFO queues have a deduplication_id".into()),
+        _ => {}
+    }
+    if let Some(group) = &line.group_id {
+        message::validate_fifo_id("MessageGroupId", group).map_err(reason)?;
+    }
+    if let Some(id) = &line.deduplication_id {
+        message::validate_fifo_id("MessageDeduplicationId", id).map_err(reason)?;
+    }
+    let sent_at = line.sent_at.unwrap_or(defaults.now);
+    let state = match line.state {
+        None => MessageState::Visible { since: sent_at },
+        Some(StateLine::Visible { since }) => MessageState::Visible { since },
+        Some(StateLine::Delayed { until }) => MessageState::Delayed { until },
+        Some(StateLine::InFlight { until, received_at }) => {
+            if line.receive_count == 0 {
+                return Err("a message in flight has been received: give its receive_count".into());
+            }
+            MessageState::InFlight { until, received_at }
+        }
+    };
+    let receipt_key = match (line.receipt_key, line.receive_count) {
+        (Some(key), _) => Some(key),
+        // A received message's handles need a key: a new one, so that no
+        // handle from before the snapshot matches.
+        (None, 1..) => Some(crate::queue::random::nonce()),
+        (None, 0) => None,
+    };
+    let arc = |text: Option<String>| text.map(Arc::<str>::from);
+    Ok(Message {
+        seq: line.sequence_number.unwrap_or(after + 1),
+        id: line.message_id.unwrap_or_else(crate::queue::random::uuid),
+        md5_of_body: message::md5_of_body(&body),
+        body: body.into(),
+        attributes: Arc::new(attributes),
+        sender_id: line.sender_id.as_deref().unwrap_or(defaults.account_id).into(),
+        trace_header: arc(line.trace_header),
+        group_id: arc(line.group_id),
+        dedup_id: arc(line.deduplication_id),
+        dead_letter_source: arc(line.dead_letter_source_arn),
+        sent_at,
+        receive_count: line.receive_count,
+        first_received_at: line.first_received_at,
+        receipt_key,
+        state,
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::queue::{NewMessage, ReceiptHandle};
+
+    const DEFAULTS: Defaults<'static> = Defaults {
+        home_region: "us-east-1",
+        account_id: "000000000000",
+        now: 5_000,
+    };
+
+    fn send(queue: &mut Queue, body: &str, group: Option<&str>, now: u64) {
+        let mut attributes = MessageAttributes::new();
+        attributes.insert(
+            "kind".into(),
+            MessageAttribute {
+                data_type: "String".into(),
+                value: AttributeValue::String("order".into()),
+            },
+        );
+        attributes.insert(
+            "blob".into(),
+            MessageAttribute {
+                data_type: "Binary".into(),
+                value: AttributeValue::Binary(vec![0, 1, 2, 255]),
+            },
+        );
+        let new = NewMessage {
+            body: body.into(),
+            attributes,
+            delay_seconds: None,
+            sender_id: "AIDAEXAMPLE".into(),
+            trace_header: Some("Root=1-5759e988-bd862e3fe1be46a994272793".into()),
+            group_id: group.map(str::to_string),
+            dedup_id: group.map(|_| format!("d-{body}")),
+        };
+        queue.send(new, now).unwrap();
+    }
+
+    fn export(queues: &[&Queue]) -> Vec<u8> {
+        let mut out = Vec::new();
+        let mut writer = Writer::start("us-east-1", 9_000, &mut out);
+        for queue in queues {
+            writer.queue(&queue.meta(), queue.next_sequence_number(), &mut out);
+            for message in queue.messages_after(0, usize::MAX, u64::MAX) {
+                writer.message(&message, &mut out);
+            }
+        }
+        writer.end(&mut out);
+        out
+    }
+
+    fn fields(message: &Message) -> impl PartialEq + std::fmt::Debug + use<> {
+        (
+            (
+                message.seq,
+                message.id,
+                message.body.clone(),
+                message.attributes.clone(),
+            ),
+            (
+                message.md5_of_body,
+                message.sender_id.clone(),
+                message.trace_header.clone(),
+            ),
+            (
+                message.group_id.clone(),
+                message.dedup_id.clone(),
+                message.sent_at,
+            ),
+            (
+                message.receive_count,
+                message.first_received_at,
+                message.receipt_key,
+                message.state,
+            ),
+        )
+    }
+
+    #[test]
+    fn an_exported_state_reads_back_the_same() {
+        let mut attributes = BTreeMap::new();
+        attributes.insert("VisibilityTimeout".to_string(), "45".to_string());
+        let mut standard = Queue::restore(
+            Queue::new(
+                "jobs".into(),
+                QueueAttributes::for_new_queue("jobs", &attributes).unwrap(),
+                BTreeMap::from([("team".into(), "a".into())]),
+                1_000,
+            )
+            .meta(),
+            1,
+            [],
+            [],
+        );
+        send(&mut standard, "one", None, 1_000);
+        send(&mut standard, "two", Some("tenant-a"), 1_001);
+        let received = standard.receive(1, None, None, None, 2_000);
+        assert_eq!(received.len(), 1);
+        let mut fifo_attributes = BTreeMap::new();
+        fifo_attributes.insert("FifoQueue".to_string(), "true".to_string());
+        let fifo_meta = Queue::new(
+            "eu-west-1/orders.fifo".into(),
+            QueueAttributes::for_new_queue("orders.fifo", &fifo_attributes).unwrap(),
+            BTreeMap::new(),
+            1_000,
+        )
+        .meta();
+        let mut fifo = Queue::restore(fifo_meta, 1, [], []);
+        send(&mut fifo, "a", Some("g1"), 1_000);
+        send(&mut fifo, "b", Some("g1"), 1_000);
+
+        let text = export(&[&standard, &fifo]);
+        let read = read(&text[..], &DEFAULTS).unwrap();
+        assert_eq!(read.len(), 2);
+        for (original, copy) in [&standard, &fifo].into_iter().zip(&read) {
+            assert_eq!(copy.meta(), original.meta());
+            assert_eq!(copy.next_sequence_number(), original.next_sequence_number());
+            let messages = |queue: &Queue| {
+                queue
+                    .messages_after(0, usize::MAX, u64::MAX)
+                    .iter()
+                    .map(fields)
+                    .collect::<Vec<_>>()
+            };
+            assert_eq!(messages(copy), messages(original));
+        }
+        // The handle received before the export deletes after the import.
+        let handle = ReceiptHandle::decode(&received[0].receipt_handle.encode()).unwrap();
+        let mut copy = read.into_iter().next().unwrap();
+        assert!(copy.delete(handle, 2_500).unwrap());
+    }
+
+    #[test]
+    fn a_hand_written_fixture_takes_defaults() {
+        let text = br#"{"snapshot":{"version":1}}
+{"queue":{"name":"orders"}}
+{"message":{"body":"first"}}
+{"message":{"body":"second","attributes":{"n":{"DataType":"Number","StringValue":"7"}}}}
+
+{"end":{"queues":1,"messages":2}}
+"#;
+        let queues = read(&text[..], &DEFAULTS).unwrap();
+        let queue = &queues[0];
+        assert_eq!(queue.name, "orders");
+        assert_eq!(queue.created_at, 5_000);
+        let messages = queue.messages_after(0, 10, u64::MAX);
+        let seqs: Vec<u64> = messages.iter().map(|message| message.seq).collect();
+        assert_eq!(seqs, vec![1, 2]);
+        assert_eq!(&*messages[0].body, "first");
+        assert_eq!(messages[0].state, MessageState::Visible { since: 5_000 });
+        assert_eq!(&*messages[1].sender_id, "000000000000");
+        assert_eq!(messages[0].md5_of_body, message::md5_of_body("first"));
+        assert_eq!(queue.next_sequence_number(), 3);
+    }
+
+    fn problem(text: &str) -> (usize, String) {
+        let Err(error) = read(text.as_bytes(), &DEFAULTS) else {
+            panic!("{text:?} was read");
+        };
+        (error.line, error.problem.to_string())
+    }
+
+    #[test]
+    fn a_bad_snapshot_is_refused_naming_its_line() {
+        let header = "{\"snapshot\":{\"version\":1}}\n";
+        let queue = "{\"queue\":{\"name\":\"q\"}}\n";
+        let end = |queues: u32, messages: u32| {
+            format!("{{\"end\":{{\"queues\":{queues},\"messages\":{messages}}}}}\n")
+        };
+        let cases = [
+            ("{\"queue\":{\"name\":\"q\"}}\n".to_string(), 1, "header"),
+            ("{\"snapshot\":{\"version\":2}}\n".to_string(), 1, "version 2"),
+            (
+                format!("{header}{{\"message\":{{\"body\":\"x\"}}}}\n"),
+                2,
+                "before any queue",
+            ),
+            (format!("{header}{queue}{queue}"), 3, "comes twice"),
+            (
+                format!("{header}{{\"queue\":{{\"name\":\"bad name\"}}}}\n"),
+                2,
+                "queue bad name",
+            ),
+            (
+                format!(
+                    "{header}{{\"queue\":{{\"name\":\"q\",\"attributes\":{{\"DelaySeconds\":\"901\"}}}}}}\n"
+                ),
+                2,
+                "DelaySeconds",
+            ),
+            (
+                format!("{header}{queue}{{\"message\":{{\"body\":\"\\u0000\"}}}}\n"),
+                3,
+                "message of queue q",
+            ),
+            (
+                format!(
+                    "{header}{{\"queue\":{{\"name\":\"q.fifo\",\"attributes\":{{\"FifoQueue\":\"true\"}}}}}}\n{{\"message\":{{\"body\":\"x\"}}}}\n"
+                ),
+                3,
+                "group_id",
+            ),
+            (
+                format!(
+                    "{header}{queue}{{\"message\":{{\"body\":\"x\",\"sequence_number\":4}}}}\n{{\"message\":{{\"body\":\"y\",\"sequence_number\":4}}}}\n"
+                ),
+                4,
+                "comes twice",
+            ),
+            (
+                format!("{header}{queue}{{\"message\":{{\"body\":\"x\",\"colour\":\"red\"}}}}\n"),
+                3,
+                "unknown field",
+            ),
+            (
+                format!("{header}{queue}{}", end(1, 1)),
+                3,
+                "counts 1 queues and 1 messages",
+            ),
+            (
+                format!("{header}{queue}{}{queue}", end(1, 0)),
+                4,
+                "follows the end",
+            ),
+            (
+                format!("{header}{queue}{{\"message\":{{\"body\":\"x\"}}}}\n"),
+                4,
+                "cut short",
+            ),
+            (String::new(), 1, "header"),
+        ];
+        for (text, line, words) in cases {
+            let (at, said) = problem(&text);
+            assert_eq!(at, line, "{text:?}: {said}");
+            assert!(said.contains(words), "{text:?}: {said:?} does not say {words:?}");
+        }
+    }
+
+    #[test]
+    fn a_line_past_the_limit_is_not_read_whole() {
+        let mut text = b"{\"snapshot\":{\"version\":1}}\n{\"queue\":{\"name\":\"".to_vec();
+        text.resize(text.len() + MAX_LINE_BYTES + 10, b'a');
+        let Err(error) = read(&text[..], &DEFAULTS) else {
+            panic!("a line past the limit was read");
+        };
+        assert_eq!(error.line, 2);
+        assert!(matches!(error.problem, Problem::TooLong));
+    }
+}

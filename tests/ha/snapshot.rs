@@ -1,0 +1,250 @@
+//! Snapshots: the state of a Redis-backed group exported over HTTP
+//! (`/admin/api/snapshot`) and imported into a `--data-dir` instance at
+//! start (`--import`), through real processes and the Rust SDK.
+
+use std::collections::HashMap;
+use std::time::Duration;
+
+use aws_sdk_sqs::primitives::Blob;
+use aws_sdk_sqs::types::{MessageAttributeValue, MessageSystemAttributeName, QueueAttributeName};
+
+use crate::common::{RedisServer, Server, create_queue_url, wait_for};
+use crate::disk::{DataDir, kill_9, start_on};
+
+fn attribute(kind: &str, text: &str) -> MessageAttributeValue {
+    let value = MessageAttributeValue::builder().data_type(kind);
+    match kind {
+        "Binary" => value.binary_value(Blob::new(text.as_bytes())),
+        _ => value.string_value(text),
+    }
+    .build()
+    .unwrap()
+}
+
+/// The queue's message counts: visible, in flight, delayed.
+async fn counts(sqs: &aws_sdk_sqs::Client, url: &str) -> (String, String, String) {
+    let attributes = sqs
+        .get_queue_attributes()
+        .queue_url(url)
+        .attribute_names(QueueAttributeName::All)
+        .send()
+        .await
+        .unwrap()
+        .attributes
+        .unwrap_or_default();
+    let get = |name: QueueAttributeName| attributes.get(&name).cloned().unwrap_or_default();
+    (
+        get(QueueAttributeName::ApproximateNumberOfMessages),
+        get(QueueAttributeName::ApproximateNumberOfMessagesNotVisible),
+        get(QueueAttributeName::ApproximateNumberOfMessagesDelayed),
+    )
+}
+
+/// The snapshot an instance exports, checked to be whole.
+async fn export(server: &Server) -> String {
+    let (status, text) = server
+        .get("/admin/api/snapshot")
+        .await
+        .expect("the snapshot is answered");
+    assert_eq!(status, 200, "{text}");
+    assert!(text.starts_with(r#"{"snapshot":{"version":1"#), "{text}");
+    let end = text.lines().last().unwrap_or_default();
+    assert!(
+        end.starts_with(r#"{"end":"#),
+        "the snapshot ends with its end line: {end}"
+    );
+    text
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_redis_backed_groups_snapshot_imports_into_a_data_dir_with_every_message_and_its_state() {
+    let redis = RedisServer::start();
+    let group = Server::start_node(&redis, "exporter");
+    let ready = wait_for(Duration::from_secs(20), || group.is_ready()).await;
+    assert!(ready.is_some(), "the Redis-backed instance leads");
+    let sqs = group.client();
+    let orders = create_queue_url(&sqs, "orders", &[("VisibilityTimeout", "45")]).await;
+    sqs.tag_queue()
+        .queue_url(&orders)
+        .tags("team", "payments")
+        .send()
+        .await
+        .unwrap();
+    let fifo = create_queue_url(&sqs, "jobs.fifo", &[("FifoQueue", "true")]).await;
+
+    let mut sent = HashMap::new();
+    for body in ["first", "second"] {
+        let out = sqs
+            .send_message()
+            .queue_url(&orders)
+            .message_body(body)
+            .message_attributes("kind", attribute("String", "order"))
+            .message_attributes("amount", attribute("Number", "12.50"))
+            .message_attributes("raw", attribute("Binary", "\u{1}\u{2}"))
+            .send()
+            .await
+            .unwrap();
+        sent.insert(body, out);
+    }
+    sqs.send_message()
+        .queue_url(&orders)
+        .message_body("later")
+        .delay_seconds(600)
+        .send()
+        .await
+        .unwrap();
+    // "first" is in flight, for 45 s, when the snapshot is taken.
+    let taken = sqs
+        .receive_message()
+        .queue_url(&orders)
+        .max_number_of_messages(1)
+        .send()
+        .await
+        .unwrap()
+        .messages
+        .unwrap_or_default();
+    assert_eq!(taken[0].body(), Some("first"));
+    let mut sequence_numbers = Vec::new();
+    for n in 1..=2 {
+        let out = sqs
+            .send_message()
+            .queue_url(&fifo)
+            .message_body(format!("job {n}"))
+            .message_group_id("g")
+            .message_deduplication_id(format!("job-{n}"))
+            .send()
+            .await
+            .unwrap();
+        sequence_numbers.push(out.sequence_number.unwrap());
+    }
+
+    let snapshot = export(&group).await;
+    drop(group);
+    let dir = DataDir::new("import");
+    let file = std::env::temp_dir().join(format!("ssq-snapshot-{}.jsonl", std::process::id()));
+    std::fs::write(&file, &snapshot).unwrap();
+    let file = file.to_str().unwrap().to_string();
+    let mut disk = start_on(&dir, &["--import", &file]).await;
+    let sqs = disk.client();
+
+    assert_eq!(counts(&sqs, &orders).await, ("1".into(), "1".into(), "1".into()));
+    let attributes = sqs
+        .get_queue_attributes()
+        .queue_url(&orders)
+        .attribute_names(QueueAttributeName::VisibilityTimeout)
+        .send()
+        .await
+        .unwrap()
+        .attributes
+        .unwrap_or_default();
+    assert_eq!(attributes[&QueueAttributeName::VisibilityTimeout], "45");
+    let tags = sqs
+        .list_queue_tags()
+        .queue_url(&orders)
+        .send()
+        .await
+        .unwrap()
+        .tags
+        .unwrap_or_default();
+    assert_eq!(tags.get("team").map(String::as_str), Some("payments"));
+
+    let second = sqs
+        .receive_message()
+        .queue_url(&orders)
+        .message_attribute_names("All")
+        .message_system_attribute_names(MessageSystemAttributeName::All)
+        .send()
+        .await
+        .unwrap()
+        .messages
+        .unwrap_or_default();
+    assert_eq!(second.len(), 1);
+    let original = &sent["second"];
+    assert_eq!(second[0].body(), Some("second"));
+    assert_eq!(second[0].message_id(), original.message_id());
+    assert_eq!(second[0].md5_of_body(), original.md5_of_message_body());
+    assert_eq!(
+        second[0].md5_of_message_attributes(),
+        original.md5_of_message_attributes()
+    );
+    let attributes = second[0].message_attributes().cloned().unwrap_or_default();
+    assert_eq!(attributes["kind"], attribute("String", "order"));
+    assert_eq!(attributes["amount"], attribute("Number", "12.50"));
+    assert_eq!(attributes["raw"], attribute("Binary", "\u{1}\u{2}"));
+
+    // The handle received from the Redis-backed group deletes here.
+    sqs.delete_message()
+        .queue_url(&orders)
+        .receipt_handle(taken[0].receipt_handle().unwrap())
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(counts(&sqs, &orders).await, ("0".into(), "1".into(), "1".into()));
+
+    let jobs = sqs
+        .receive_message()
+        .queue_url(&fifo)
+        .max_number_of_messages(10)
+        .message_system_attribute_names(MessageSystemAttributeName::SequenceNumber)
+        .send()
+        .await
+        .unwrap()
+        .messages
+        .unwrap_or_default();
+    let bodies: Vec<&str> = jobs.iter().filter_map(|m| m.body()).collect();
+    assert_eq!(bodies, ["job 1", "job 2"]);
+    let numbers: Vec<String> = jobs
+        .iter()
+        .map(|m| m.attributes().unwrap()[&MessageSystemAttributeName::SequenceNumber].clone())
+        .collect();
+    assert_eq!(numbers, sequence_numbers);
+
+    // The import is on disk: a restart with the same --import finds the
+    // queues there and imports nothing twice.
+    kill_9(&mut disk);
+    let disk = start_on(&dir, &["--import", &file]).await;
+    let sqs = disk.client();
+    assert_eq!(counts(&sqs, &orders).await, ("0".into(), "1".into(), "1".into()));
+    assert_eq!(counts(&sqs, &fifo).await, ("0".into(), "2".into(), "0".into()));
+    let _ = std::fs::remove_file(&file);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_snapshot_that_cannot_be_imported_stops_ssq_naming_the_file_and_line() {
+    let file = std::env::temp_dir().join(format!("ssq-bad-snapshot-{}.jsonl", std::process::id()));
+    std::fs::write(
+        &file,
+        "{\"snapshot\":{\"version\":1}}\n{\"queue\":{\"name\":\"q\"}}\n{\"message\":{\"body\":\"cut off here\"}}\n",
+    )
+    .unwrap();
+    let output = std::process::Command::new(crate::common::ssq_binary())
+        .args(["--listen", "127.0.0.1:0", "--import", file.to_str().unwrap()])
+        .output()
+        .unwrap();
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert_eq!(output.status.code(), Some(2), "{stderr}");
+    assert!(
+        stderr.contains(&file.display().to_string()),
+        "names the file: {stderr}"
+    );
+    assert!(
+        stderr.contains("line 4") && stderr.contains("cut short"),
+        "says where and what: {stderr}"
+    );
+    let _ = std::fs::remove_file(&file);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_passive_refuses_to_export_rather_than_answer_an_empty_state() {
+    let redis = RedisServer::start();
+    let leader = Server::start_node(&redis, "leader");
+    assert!(
+        wait_for(Duration::from_secs(20), || leader.is_ready())
+            .await
+            .is_some()
+    );
+    let passive = Server::start_node(&redis, "passive");
+    let (status, text) = passive.get("/admin/api/snapshot").await.expect("answered");
+    assert_eq!(status, 503, "{text}");
+    assert!(text.contains("leader"), "{text}");
+}
