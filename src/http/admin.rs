@@ -200,6 +200,8 @@ struct Overview {
     sharding: Option<serde_json::Value>,
     /// No credentials configured: anyone who reaches the page may act.
     open: bool,
+    /// Where the state is kept (as `/status` says).
+    storage: serde_json::Value,
     sample_seconds: u64,
     queues: Vec<QueueSummary>,
 }
@@ -286,6 +288,7 @@ async fn overview(State(state): State<Arc<AppState>>, uri: Uri, headers: HeaderM
         leader: leader.map(leader_json),
         sharding,
         open: state.credentials.is_none(),
+        storage: super::status::storage_json(&state.storage),
         sample_seconds: SAMPLE_EVERY.as_secs(),
         queues,
     };

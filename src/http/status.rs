@@ -125,8 +125,8 @@ async fn status(State(state): State<Arc<AppState>>) -> Response {
         .into_response()
 }
 
-/// Where the state is kept, for `/status`.
-fn storage_json(storage: &Storage) -> serde_json::Value {
+/// Where the state is kept, for `/status` and the admin page.
+pub(super) fn storage_json(storage: &Storage) -> serde_json::Value {
     match storage {
         Storage::Memory => serde_json::json!({"mode": "memory"}),
         Storage::Redis => serde_json::json!({"mode": "redis"}),

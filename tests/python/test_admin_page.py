@@ -102,6 +102,7 @@ def test_the_page_lists_browses_sends_purges_and_redrives(browser):
         expect(page.locator('#queues tr[data-queue="orders-dlq"] td.links')).to_contain_text("orders")
         expect(page.locator('#queues tr[data-queue="events.fifo"]')).to_contain_text("FIFO")
         expect(page.locator("#role")).to_have_text("memory-only")
+        expect(page.locator("#storage")).to_have_text("in memory only: lost on exit")
         expect(page.locator(".notice.open")).to_contain_text("This page is open")
         screenshot(page, "admin-queues.png")
 
@@ -227,6 +228,30 @@ def start_redis(directory):
     )
     wait_for_port(port, redis, "redis-server")
     return port, redis
+
+
+def test_on_disk_the_page_shows_the_directory_and_downloads_a_snapshot(browser, tmp_path):
+    data_dir = tmp_path / "data"
+    proc, endpoint = start_ssq("--data-dir", str(data_dir))
+    try:
+        sqs = client(endpoint)
+        wait_until(lambda: http(f"{endpoint}/ready")[0] == 200)
+        url = sqs.create_queue(QueueName="kept")["QueueUrl"]
+        sqs.send_message(QueueUrl=url, MessageBody="on disk")
+        page = browser.new_page()
+        page.goto(f"{endpoint}/")
+        expect(page.locator("#storage")).to_contain_text(f"on disk: {data_dir}")
+        expect(page.locator("#storage")).to_contain_text("MiB")
+        with page.expect_download() as download:
+            page.locator("#snapshot").click()
+        lines = Path(download.value.path()).read_text().splitlines()
+        assert json.loads(lines[0])["snapshot"]["version"] == 1
+        assert json.loads(lines[1])["queue"]["name"] == "kept"
+        assert json.loads(lines[2])["message"]["body"] == "on disk"
+        assert json.loads(lines[-1]) == {"end": {"queues": 1, "messages": 1}}
+        page.close()
+    finally:
+        stop(proc)
 
 
 def test_a_passive_says_who_leads_and_links_there(browser, tmp_path):

@@ -112,6 +112,18 @@ function queueLink(key) {
 
 // ---- the header and notices ---------------------------------------------------
 
+function storageText(storage) {
+  switch (storage.mode) {
+    case "disk": return `on disk: ${storage.data_dir} (${mebibytes(storage.bytes)})`;
+    case "redis": return "in Redis";
+    default: return "in memory only: lost on exit";
+  }
+}
+
+function mebibytes(bytes) {
+  return `${(bytes / 1048576).toFixed(1)} MiB`;
+}
+
 function showInstance(overview) {
   const role = document.getElementById("role");
   role.textContent = overview.role;
@@ -121,6 +133,7 @@ function showInstance(overview) {
   if (overview.leader) {
     leader.append("leader ", h("a", { href: `${overview.leader.url}/` }, overview.leader.node_id), ` (epoch ${overview.leader.epoch})`);
   }
+  document.getElementById("storage").textContent = storageText(overview.storage);
   if (overview.sharding) {
     const led = overview.sharding.shards.filter((s) => s.serving).length;
     leader.append(`leads ${led} of ${overview.sharding.count} shards (share ${overview.sharding.share ?? "unknown"})`);

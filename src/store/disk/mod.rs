@@ -34,6 +34,10 @@ const DATABASE: &str = "ssq.sqlite3";
 /// version is refused rather than misread.
 const FORMAT_VERSION: i64 = 1;
 
+/// What the WAL is cut back to after a checkpoint: its default
+/// checkpoint size (1,000 pages of 4 KiB).
+const WAL_LIMIT_BYTES: i64 = 4 * 1024 * 1024;
+
 /// When a commit is synced (`--data-sync`), as Redis's `appendfsync`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum, serde::Deserialize)]
 #[serde(rename_all = "lowercase")]
@@ -104,6 +108,12 @@ impl DiskStore {
         let connection = Connection::open(&file).map_err(sqlite)?;
         connection
             .pragma_update(None, "journal_mode", "WAL")
+            .map_err(sqlite)?;
+        // A large commit (an import, a burst) grows the WAL; once a
+        // checkpoint has copied it into the database, it is cut back to
+        // this, so its space comes back too.
+        connection
+            .pragma_update(None, "journal_size_limit", WAL_LIMIT_BYTES)
             .map_err(sqlite)?;
         let synchronous = match sync {
             SyncPolicy::Always => "FULL",
