@@ -5,8 +5,8 @@ import sys
 from pathlib import Path
 
 out_dir, markdown_path, svg_path = Path(sys.argv[1]), Path(sys.argv[2]), Path(sys.argv[3])
-TARGETS = ["floor", "memory", "redis", "moto"]
-NAMES = {"floor": "HTTP floor", "memory": "ssq memory-only", "redis": "ssq Redis-backed", "moto": "moto (server mode)"}
+TARGETS = ["floor", "memory", "redis", "disk", "moto"]
+NAMES = {"floor": "HTTP floor", "memory": "ssq memory-only", "redis": "ssq Redis-backed", "disk": "ssq on disk (--data-dir)", "moto": "moto (server mode)"}
 CONCURRENCY = [1, 8, 32, 64]
 
 
@@ -231,7 +231,7 @@ lines += ["", "## Send latency below capacity", "",
           "with. In the closed loops above, 64 clients always have 64 requests waiting, so each waits for the others:",
           "the mean latency is 64 / throughput whatever the server does (Little's law).", "",
           "| target | p50 ms | p90 ms | p99 ms | p99.9 ms |", "|---|---|---|---|---|"]
-for target in ["floor", "memory", "redis"]:
+for target in ["floor", "memory", "redis", "disk"]:
     paced = series(load(f"{target}-send-64-paced"), "send")
     lines.append(f"| {NAMES[target]} | {fmt(paced.get('p50_ms'), 2)} | {fmt(paced.get('p90_ms'), 2)} | "
                  f"{fmt(paced.get('p99_ms'), 2)} | {fmt(paced.get('p999_ms'), 2)} |")
@@ -242,6 +242,9 @@ many = load("many-roundtrip-64")
 scrape = load("many-queues-scrape")
 longpoll = load("memory-longpoll-1000")
 fill = load("fill-1m")
+disk_fill, disk_restart = load("disk-fill-1m"), load("disk-restart-1m")
+disk_per_message = disk_restart["bytes_on_disk"] / disk_restart["messages"] if disk_restart else 0
+disk_ready_s = disk_restart["ready_ms"] / 1000 if disk_restart else 0
 lines += ["", "## Scale checks (memory-only)", "",
           "| check | figure |", "|---|---|",
           f"| memory per queued 1 KiB message (RSS growth over 100,000 messages) | {per_message:,.0f} B |",
@@ -252,6 +255,11 @@ lines += ["", "## Scale checks (memory-only)", "",
           f"| /metrics scrape with 10,000 queues | {scrape['metrics_scrape_ms'] if scrape else '–'} ms |",
           f"| 1,000 concurrent long polls, one producer at 500 msgs/s: delivery p50 / p99 | {fmt(series(longpoll, 'delivery').get('p50_ms'), 2)} / {fmt(series(longpoll, 'delivery').get('p99_ms'), 2)} ms |",
           f"| same: messages delivered per second | {fmt(series(longpoll, 'delivery').get('messages_per_second'))} |"]
+lines += ["", "## On disk (`--data-dir`, `--data-sync always`)", "",
+          "| check | figure |", "|---|---|",
+          f"| filling 1,000,000 messages of 1 KiB (batches of 10, 32 clients) | {fmt(disk_fill and disk_fill['messages'] / disk_fill['seconds'])} msgs/s |",
+          f"| space on disk per queued 1 KiB message (the directory over 1,000,000 messages) | {fmt(disk_per_message)} B |",
+          f"| from a start after kill -9 until /ready, 1,000,000 messages queued | {disk_ready_s:.1f} s |"]
 
 targets = [
     ("memory-only round trip ≥ 60% of the HTTP floor (requests/s, 64 clients)",
@@ -279,6 +287,16 @@ targets += [
      0 < ratio(cpu["memory"][0], cpu["floor"][0]) <= 1.15, f"{ratio(cpu['memory'][0], cpu['floor'][0]):.2f}"),
     ("Redis-backed ≥ 0.8 of memory-only in requests/s (round trip, 64 clients)", ratio(rt["redis"], rt["memory"]) >= 0.8,
      f"{ratio(rt['redis'], rt['memory']):.2f}; by server CPU per request {ratio(cpu['memory'][0], cpu['redis'][0]):.2f}"),
+    ("on disk ≥ 0.8 of memory-only in requests/s (round trip, 64 clients), a sync per group commit",
+     ratio(rt["disk"], rt["memory"]) >= 0.8, f"{ratio(rt['disk'], rt['memory']):.2f}"),
+    ("on disk: SendMessage p99 no worse than Redis-backed (64 clients, sending only and paced)",
+     0 < series(load("disk-send-64"), "send").get("p99_ms", 0) <= redis_send_p99
+     and 0 < series(load("disk-send-64-paced"), "send").get("p99_ms", 0) <= series(load("redis-send-64-paced"), "send").get("p99_ms", 0),
+     f"{series(load('disk-send-64'), 'send').get('p99_ms', 0):.2f} against {redis_send_p99:.2f} ms sending only; "
+     f"{series(load('disk-send-64-paced'), 'send').get('p99_ms', 0):.2f} against "
+     f"{series(load('redis-send-64-paced'), 'send').get('p99_ms', 0):.2f} ms at 5,000 sends/s"),
+    ("on disk: ready < 3 s after a restart with 1,000,000 messages queued", 0 < disk_ready_s < 3, f"{disk_ready_s:.1f} s"),
+    ("on disk: ≤ 1.5 KiB per queued 1 KiB message", 0 < disk_per_message <= 1536, f"{fmt(disk_per_message)} B"),
     ("SendMessage p99 < 2 ms Redis-backed at 64 clients", 0 < redis_send_p99 < 2,
      f"{redis_send_p99:.2f} ms in a closed loop (the floor's: {series(load('floor-send-64'), 'send').get('p99_ms', 0):.2f} ms); "
      f"{series(load('redis-send-64-paced'), 'send').get('p99_ms', 0):.2f} ms at 5,000 sends/s"),
@@ -316,7 +334,7 @@ markdown_path.write_text("\n".join(lines))
 # The plot: requests/s of the round trip against concurrency.
 width, height, left, bottom, top, right = 640, 360, 70, 40, 20, 170
 peak = max(total_rps(load(f"{t}-roundtrip-{c}")) for t in TARGETS for c in CONCURRENCY) or 1
-colors = {"floor": "#888888", "memory": "#1f77b4", "redis": "#d62728", "moto": "#2ca02c"}
+colors = {"floor": "#888888", "memory": "#1f77b4", "redis": "#d62728", "disk": "#8e44ad", "moto": "#2ca02c"}
 x = lambda i: left + i * (width - left - right) / (len(CONCURRENCY) - 1)
 y = lambda v: height - bottom - v / peak * (height - bottom - top)
 svg = [f'<svg xmlns="http://www.w3.org/2000/svg" width="{width}" height="{height}" font-family="sans-serif" font-size="12">',

@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # `make bench`: measures, side by side in one run on this machine,
 #   (a) the HTTP floor (ssq-bench --serve-floor: fixed answers, no queue work),
-#   (b) ssq memory-only, (c) ssq Redis-backed, (d) moto's server mode,
+#   (b) ssq memory-only, (c) ssq Redis-backed, (c') ssq on disk (--data-dir), (d) moto's server mode,
 #   (e) ssq on a Redis primary with a replica, with and without --redis-min-replicas 1,
 #   (f) ssq against BullMQ and RSMQ on one Redis (loadtest/peers.sh), CPU per message,
 #   (g) sharded groups (loadtest/sharding.sh): forwarding cost, group throughput, memory,
@@ -27,18 +27,21 @@ SSQ=target/release/ssq
 source loadtest/lib.sh
 rss_kib() { awk '/VmRSS/ {print $2}' "/proc/$1/status"; }
 
-FLOOR=$(free_port); MEM=$(free_port); RED=$(free_port); MOTO=$(free_port)
+FLOOR=$(free_port); MEM=$(free_port); RED=$(free_port); DISK=$(free_port); MOTO=$(free_port)
 declare -A SERVER_PIDS
 $SRV $BENCH --serve-floor 127.0.0.1:$FLOOR 2>/dev/null & PIDS+=($!); SERVER_PIDS[floor]=$!
 RUST_LOG=warn $SRV $SSQ --listen 127.0.0.1:$MEM 2>/dev/null & PIDS+=($!); SERVER_PIDS[memory]=$!
 start_redis
 RUST_LOG=warn $SRV $SSQ --listen 127.0.0.1:$RED --redis-url redis://127.0.0.1:$REDIS 2>/dev/null & PIDS+=($!)
 SERVER_PIDS[redis]="$! $REDIS_PID"
+DISK_DIR=$(mktemp -d); TEMP_DIRS+=("$DISK_DIR")
+RUST_LOG=warn $SRV $SSQ --listen 127.0.0.1:$DISK --data-dir "$DISK_DIR" 2>/dev/null & PIDS+=($!); SERVER_PIDS[disk]=$!
 $SRV .venv-bench/bin/moto_server -p $MOTO >/dev/null 2>&1 & PIDS+=($!); SERVER_PIDS[moto]=$!
-for port in $FLOOR $MEM $RED $MOTO; do wait_port $port; done
+for port in $FLOOR $MEM $RED $DISK $MOTO; do wait_port $port; done
 sleep 1   # the Redis-backed instance takes the lock
 
-declare -A URL=([floor]=http://127.0.0.1:$FLOOR [memory]=http://127.0.0.1:$MEM [redis]=http://127.0.0.1:$RED [moto]=http://127.0.0.1:$MOTO)
+declare -A URL=([floor]=http://127.0.0.1:$FLOOR [memory]=http://127.0.0.1:$MEM [redis]=http://127.0.0.1:$RED
+              [disk]=http://127.0.0.1:$DISK [moto]=http://127.0.0.1:$MOTO)
 run() { # target scenario concurrency [extra args...]
   local target=$1 scenario=$2 concurrency=$3; shift 3
   echo ">> $target $scenario c=$concurrency" >&2
@@ -52,7 +55,7 @@ run() { # target scenario concurrency [extra args...]
 # alike (the order rotates each round). moto runs last and apart: it keeps
 # working through its backlog after a run ends, which would slow whatever
 # ran next.
-rotation=(floor memory redis)
+rotation=(floor memory redis disk)
 for concurrency in 1 8 32 64; do
   for target in "${rotation[@]}"; do
     run $target roundtrip $concurrency
@@ -60,7 +63,7 @@ for concurrency in 1 8 32 64; do
   rotation=("${rotation[@]:1}" "${rotation[0]}")
 done
 # Send only, and receive+delete of a filled queue, at 64 clients.
-for target in floor memory redis; do
+for target in floor memory redis disk; do
   run $target send 64
   # Enough that the queue outlasts warm-up and measurement (about 40,000
   # messages/s at most here); the floor always has a message to give.
@@ -68,7 +71,7 @@ for target in floor memory redis; do
   run $target receive 64 --prefill $prefill
 done
 # Send latency below capacity: sends paced at 5,000/s over 64 clients.
-for target in floor memory redis; do
+for target in floor memory redis disk; do
   SUFFIX=-paced run $target send 64 --send-rate 5000
 done
 # Replica-acknowledged commits: a primary (AOF everysec) with one replica, and
@@ -139,6 +142,22 @@ URL[many]=http://127.0.0.1:$MANY
 run many roundtrip 64 --queues 10000 --keep-queues
 scrape_started=$(date +%s%N); curl -s "${URL[many]}/metrics" >/dev/null
 echo "{\"metrics_scrape_ms\": $(( ($(date +%s%N) - scrape_started) / 1000000 ))}" > "$OUT/many-queues-scrape.json"
+
+# On disk: 1,000,000 messages of 1 KiB, the space they take, and the time
+# from a start after kill -9 until /ready.
+RESTART=$(free_port); RESTART_DIR=$(mktemp -d); TEMP_DIRS+=("$RESTART_DIR")
+RUST_LOG=warn $SRV $SSQ --listen 127.0.0.1:$RESTART --data-dir "$RESTART_DIR" 2>/dev/null & RESTART_PID=$!; PIDS+=($RESTART_PID)
+wait_port $RESTART
+$GEN $BENCH --endpoint http://127.0.0.1:$RESTART --scenario fill --prefill 1000000 --queues 1 --batch 10 --message-size 1024 \
+  --concurrency 32 --label disk-fill --quiet --json "$OUT/disk-fill-1m.json" >/dev/null
+kill -9 $RESTART_PID; wait $RESTART_PID 2>/dev/null || true
+disk_bytes=$(du -sb "$RESTART_DIR" | cut -f1)
+restart_started=$(date +%s%N)
+RUST_LOG=warn $SRV $SSQ --listen 127.0.0.1:$RESTART --data-dir "$RESTART_DIR" 2>/dev/null & PIDS+=($!)
+until curl -fs "http://127.0.0.1:$RESTART/ready" >/dev/null 2>&1; do sleep 0.05; done
+echo "{\"messages\": 1000000, \"body_bytes\": 1024, \"bytes_on_disk\": $disk_bytes, \"ready_ms\": $(( ($(date +%s%N) - restart_started) / 1000000 ))}" \
+  > "$OUT/disk-restart-1m.json"
+kill $! 2>/dev/null || true
 
 # 1,000 concurrent long-polling consumers, one producer at 500 messages/s.
 run memory longpoll 1000 --rate 500

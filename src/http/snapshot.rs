@@ -122,16 +122,19 @@ impl Export<'_> {
             };
             for name in service.queues_where(|_| true) {
                 let mut after = None;
+                // Until a piece comes back empty, or the queue is gone.
                 while let Some(piece) = read_piece(service, &name, after) {
                     still_serving()?;
-                    after = Some(piece.messages.last().map_or(0, |message| message.seq));
-                    let ended = piece.messages.len() < PIECE_MESSAGES;
+                    let last = match (piece.messages.last(), after) {
+                        (Some(message), _) => message.seq,
+                        // An empty queue: its line alone.
+                        (None, None) => 0,
+                        (None, Some(_)) => break,
+                    };
+                    after = Some(last);
                     writer = self.render(writer, piece).await?;
                     if self.out.len() >= PIECE_BYTES {
                         self.hand_on().await?;
-                    }
-                    if ended {
-                        break;
                     }
                 }
             }

@@ -196,6 +196,12 @@ impl Shard {
                 return Ok(alone(service, leadership));
             }
             Backing::Disk(store, journal_rx) => {
+                // Loaded (and checked) before ssq serves: a damaged file
+                // stops it here, with the file named.
+                let loading = store.clone();
+                let first = tokio::task::spawn_blocking(move || loading.load_checked())
+                    .await
+                    .expect("a load does not panic")?;
                 if store.sync_policy() == SyncPolicy::Everysec {
                     tokio::spawn(sync_every_second(store.clone()));
                 }
@@ -205,7 +211,7 @@ impl Shard {
                     leadership: leadership.clone(),
                     metrics: service.metrics.clone(),
                 };
-                tokio::spawn(committer.run(journal_rx));
+                tokio::spawn(committer.run(first, journal_rx));
                 return Ok(alone(service, leadership));
             }
             Backing::Redis(redis, store, journal_rx) => (redis, store, journal_rx),

@@ -248,3 +248,43 @@ async fn a_passive_refuses_to_export_rather_than_answer_an_empty_state() {
     assert_eq!(status, 503, "{text}");
     assert!(text.contains("leader"), "{text}");
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_queue_larger_than_a_piece_is_exported_whole_and_imports_into_memory() {
+    let source = Server::start();
+    let sqs = source.client();
+    let url = create_queue_url(&sqs, "big", &[]).await;
+    // 2,500 messages of 2 KiB: pieces cut by bytes and by count.
+    for batch in 0..250 {
+        let entries = (0..10).map(|n| {
+            aws_sdk_sqs::types::SendMessageBatchRequestEntry::builder()
+                .id(format!("m{n}"))
+                .message_body(format!("{:06}{}", batch * 10 + n, "b".repeat(2042)))
+                .build()
+                .unwrap()
+        });
+        sqs.send_message_batch()
+            .queue_url(&url)
+            .set_entries(Some(entries.collect()))
+            .send()
+            .await
+            .unwrap();
+    }
+    let snapshot = export(&source).await;
+    let lines: Vec<serde_json::Value> = snapshot.lines().map(|line| serde_json::from_str(line).unwrap()).collect();
+    let bodies: Vec<String> = lines
+        .iter()
+        .filter_map(|line| line["message"]["body"].as_str())
+        .map(|body| body[..6].to_string())
+        .collect();
+    let expected: Vec<String> = (0..2_500).map(|n| format!("{n:06}")).collect();
+    assert_eq!(bodies, expected, "every message once, in order");
+    assert_eq!(lines.last().unwrap()["end"], serde_json::json!({"queues": 1, "messages": 2_500}));
+
+    let file = std::env::temp_dir().join(format!("ssq-big-snapshot-{}.jsonl", std::process::id()));
+    std::fs::write(&file, &snapshot).unwrap();
+    let copy = Server::start_with(&["--import", file.to_str().unwrap()]);
+    let (visible, _, _) = counts(&copy.client(), &url).await;
+    assert_eq!(visible, "2500");
+    let _ = std::fs::remove_file(&file);
+}

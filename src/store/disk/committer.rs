@@ -11,7 +11,7 @@ use std::time::{Duration, Instant};
 
 use tokio::sync::mpsc;
 
-use super::DiskStore;
+use super::{DiskStore, Loaded};
 use crate::journal::{Memory, Pending};
 use crate::leader::Leadership;
 use crate::metrics::Metrics;
@@ -31,10 +31,10 @@ pub struct DiskCommitter {
 }
 
 impl DiskCommitter {
-    /// Loads the state, serves, and commits what the service submits until
-    /// the service's side of `journal` closes.
-    pub async fn run(self, mut journal: mpsc::UnboundedReceiver<Pending>) {
-        self.load_and_serve(Duration::ZERO).await;
+    /// Serves the state loaded at start, and commits what the service
+    /// submits until the service's side of `journal` closes.
+    pub async fn run(self, first: Loaded, mut journal: mpsc::UnboundedReceiver<Pending>) {
+        self.serve(first).await;
         let mut failures = 0u32;
         while let Some(batch) = next_batch(&mut journal, MAX_BATCH).await {
             let current = keep_current(
@@ -85,35 +85,38 @@ impl DiskCommitter {
         tokio::time::sleep(delay).await;
         let mut retry = Duration::from_millis(50);
         loop {
-            let started = Instant::now();
             let store = self.store.clone();
             match tokio::task::spawn_blocking(move || store.load())
                 .await
                 .expect("a load does not panic")
             {
-                Ok(loaded) => {
-                    let (queues, messages) = (loaded.queues.len(), loaded.messages);
-                    if self
-                        .leadership
-                        .standalone_loaded(|| self.memory.install(loaded.queues))
-                    {
-                        tracing::info!(
-                            queues,
-                            messages,
-                            millis = started.elapsed().as_millis() as u64,
-                            file = %self.store.file().display(),
-                            "state loaded from disk"
-                        );
-                        self.memory.create_configured_queues().await;
-                    }
-                    return;
-                }
+                Ok(loaded) => return self.serve(loaded).await,
                 Err(error) => {
                     tracing::error!(%error, "loading the state from disk failed; retrying");
                     tokio::time::sleep(retry).await;
                     retry = (retry * 2).min(MAX_RELOAD_DELAY);
                 }
             }
+        }
+    }
+}
+
+impl DiskCommitter {
+    /// Puts what a load read in memory and serves it.
+    async fn serve(&self, loaded: Loaded) {
+        let (queues, messages, took) = (loaded.queues.len(), loaded.messages, loaded.took);
+        if self
+            .leadership
+            .standalone_loaded(|| self.memory.install(loaded.queues))
+        {
+            tracing::info!(
+                queues,
+                messages,
+                millis = took.as_millis() as u64,
+                file = %self.store.file().display(),
+                "state loaded from disk"
+            );
+            self.memory.create_configured_queues().await;
         }
     }
 }
