@@ -47,8 +47,20 @@ async fn ready(State(state): State<Arc<AppState>>) -> Response {
                 && state.shards.iter().any(has_leader)
         }
     };
-    if ready {
+    // Ready once the snapshot's and the configuration file's queues are
+    // in place (`Service::preparing`).
+    let preparing = state
+        .shards
+        .iter()
+        .any(|shard| shard.leadership.is_serving() && shard.api.service.preparing());
+    if ready && !preparing {
         (StatusCode::OK, "ready\n").into_response()
+    } else if preparing {
+        (
+            StatusCode::SERVICE_UNAVAILABLE,
+            "not ready: creating the queues of the snapshot and the configuration file\n",
+        )
+            .into_response()
     } else if state.sharded() {
         let why = match first.role() {
             Role::ShuttingDown => "shutting down",

@@ -193,6 +193,7 @@ impl Shard {
                     Ok(created) => tracing::info!(created, "created the configured queues"),
                     Err(why) => return Err(why.into()),
                 }
+                service.prepared();
                 return Ok(alone(service, leadership));
             }
             Backing::Disk(store, journal_rx) => {

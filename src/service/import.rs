@@ -12,6 +12,7 @@
 //! rather than held in memory by an instance that may stay passive.
 
 use std::sync::Arc;
+use std::sync::atomic::Ordering;
 
 use super::Service;
 use super::slot::QueueSlot;
@@ -45,6 +46,7 @@ impl Service {
     /// comment).
     pub fn with_seed(self, seed: SeedSource) -> Service {
         *self.seed.lock().unwrap_or_else(|poisoned| poisoned.into_inner()) = Some(seed);
+        self.preparing.store(true, Ordering::Release);
         self
     }
 
@@ -156,6 +158,7 @@ mod tests {
             .await
             .unwrap();
 
+        assert!(service.preparing(), "not ready before the import");
         let imported = service.import_seed().await.unwrap().unwrap();
         assert_eq!(
             imported,

@@ -64,6 +64,8 @@ pub struct Service {
     configured_queues: Vec<QueueSpec>,
     /// The snapshot to import at the first load, until imported (`import.rs`).
     seed: Mutex<Option<SeedSource>>,
+    /// See [`Service::preparing`].
+    preparing: AtomicBool,
     /// Messages and payload bytes held over all queues, kept up to date by
     /// applying each operation's difference.
     held_messages: AtomicU64,
@@ -94,6 +96,7 @@ impl Service {
             limits: Limits::default(),
             configured_queues: Vec::new(),
             seed: Mutex::new(None),
+            preparing: AtomicBool::new(false),
             held_messages: AtomicU64::new(0),
             held_bytes: AtomicU64::new(0),
             state_loaded: Notify::new(),
@@ -293,6 +296,7 @@ impl Memory for Service {
                 Ok(created) => tracing::info!(created, "created the configured queues that were missing"),
                 Err(error) => tracing::error!(%error, "a configured queue could not be created"),
             }
+            self.prepared();
         })
     }
 }

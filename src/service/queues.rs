@@ -61,8 +61,24 @@ impl Service {
     /// Queues to create wherever they are missing: at startup in memory-only
     /// mode, after each restore from Redis.
     pub fn with_configured_queues(mut self, queues: Vec<QueueSpec>) -> Service {
+        if !queues.is_empty() {
+            self.preparing.store(true, Ordering::Release);
+        }
         self.configured_queues = queues;
         self
+    }
+
+    /// Whether the queues to be there from the start (a snapshot's, the
+    /// configuration file's) are not in place yet: `/ready` waits for them,
+    /// so that what a test suite seeds is there when its wait says go.
+    pub fn preparing(&self) -> bool {
+        self.preparing.load(Ordering::Acquire)
+    }
+
+    /// The first load's import and configured queues are done (or failed
+    /// and logged): the instance is ready.
+    pub fn prepared(&self) {
+        self.preparing.store(false, Ordering::Release);
     }
 
     /// Creates the configured queues that do not exist yet; existing queues

@@ -164,10 +164,12 @@ struct AttributeRecord<S> {
     b: Option<String>,
 }
 
+/// `B` is the body's type apart: read, it borrows from the record where
+/// it can ([`Text`]), so that a load copies each body once, into memory.
 #[derive(Serialize, Deserialize)]
-struct BodyRecord<S: Ord> {
+struct BodyRecord<S: Ord, B = S> {
     id: uuid::Uuid,
-    body: S,
+    body: B,
     #[serde(default = "BTreeMap::new", skip_serializing_if = "BTreeMap::is_empty")]
     attrs: BTreeMap<S, AttributeRecord<S>>,
     sender: S,
@@ -191,6 +193,32 @@ struct BodyRecord<S: Ord> {
     /// it has no state record.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     du: Option<u64>,
+}
+
+/// A string read from a record without a copy when it has no escapes
+/// (most bodies), and unescaped into a copy when it has.
+struct Text<'a>(std::borrow::Cow<'a, str>);
+
+impl<'de: 'a, 'a> Deserialize<'de> for Text<'a> {
+    fn deserialize<D: serde::Deserializer<'de>>(deserializer: D) -> Result<Text<'a>, D::Error> {
+        struct Visitor;
+        impl<'de> serde::de::Visitor<'de> for Visitor {
+            type Value = Text<'de>;
+            fn expecting(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+                f.write_str("a string")
+            }
+            fn visit_borrowed_str<E>(self, text: &'de str) -> Result<Text<'de>, E> {
+                Ok(Text(std::borrow::Cow::Borrowed(text)))
+            }
+            fn visit_str<E>(self, text: &str) -> Result<Text<'de>, E> {
+                Ok(Text(std::borrow::Cow::Owned(text.to_string())))
+            }
+            fn visit_string<E>(self, text: String) -> Result<Text<'de>, E> {
+                Ok(Text(std::borrow::Cow::Owned(text)))
+            }
+        }
+        deserializer.deserialize_str(Visitor)
+    }
 }
 
 /// The changing part of a message. `st`: `v` visible since `u`, `d`
@@ -326,10 +354,11 @@ pub fn decode_transfer(fields: &HashMap<String, String>) -> Result<Transfer, Dec
 /// Rebuilds a message from its body record and its state record, if it
 /// has one (see [`state_implied_by_body`]).
 pub fn decode_message(seq: u64, body: &str, state: Option<&str>) -> Result<Message, DecodeError> {
-    let body: BodyRecord<String> = serde_json::from_str(body).map_err(|error| DecodeError::Unreadable {
-        record: Record::Body(seq),
-        error,
-    })?;
+    let body: BodyRecord<String, Text<'_>> =
+        serde_json::from_str(body).map_err(|error| DecodeError::Unreadable {
+            record: Record::Body(seq),
+            error,
+        })?;
     let state: StateRecord = match state {
         Some(state) => serde_json::from_str(state).map_err(|error| DecodeError::Unreadable {
             record: Record::State(seq),
@@ -391,8 +420,11 @@ pub fn decode_message(seq: u64, body: &str, state: Option<&str>) -> Result<Messa
             .m
             .as_deref()
             .and_then(|hex| u128::from_str_radix(hex, 16).ok())
-            .map_or_else(|| crate::queue::message::md5_of_body(&body.body), u128::to_be_bytes),
-        body: body.body.into(),
+            .map_or_else(
+                || crate::queue::message::md5_of_body(&body.body.0),
+                u128::to_be_bytes,
+            ),
+        body: Arc::from(&*body.body.0),
         attributes: Arc::new(attributes),
         sender_id: body.sender.into(),
         trace_header: body.trace.map(Arc::from),
@@ -509,10 +541,18 @@ mod tests {
 
     #[test]
     fn the_stored_md5_is_read_and_a_record_without_one_is_hashed() {
-        let original = sample_message(3, MessageState::Visible { since: SAMPLE_SENT_AT });
+        let original = sample_message(
+            3,
+            MessageState::Visible {
+                since: SAMPLE_SENT_AT,
+            },
+        );
         let written = text(|out| write_body(&original, out));
         let mut record: serde_json::Value = serde_json::from_str(&written).unwrap();
-        assert_eq!(record["m"], format!("{:032x}", u128::from_be_bytes(original.md5_of_body)));
+        assert_eq!(
+            record["m"],
+            format!("{:032x}", u128::from_be_bytes(original.md5_of_body))
+        );
         // The stored digest is what a load takes, without hashing the body.
         record["m"] = serde_json::json!(format!("{:032x}", 1u128));
         let taken = decode_message(3, &record.to_string(), None).unwrap();

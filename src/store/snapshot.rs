@@ -598,7 +598,7 @@ mod tests {
             sender_id: "AIDAEXAMPLE".into(),
             trace_header: Some("Root=1-5759e988-bd862e3fe1be46a994272793".into()),
             group_id: group.map(str::to_string),
-            dedup_id: group.map(|_| format!("d-{body}")),
+            dedup_id: (group.is_some() && queue.is_fifo()).then(|| format!("d-{body}")),
         };
         queue.send(new, now).unwrap();
     }

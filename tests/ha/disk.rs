@@ -518,7 +518,11 @@ async fn a_torn_last_write_is_dropped_by_the_engine_and_nothing_acknowledged_is_
     kill_9(&mut server);
     let wal = Path::new(dir.path()).join("ssq.sqlite3-wal");
     let mut bytes = std::fs::read(&wal).expect("a WAL after a kill -9");
-    assert!(bytes.len() > 32 + 24, "the WAL holds frames: {} bytes", bytes.len());
+    assert!(
+        bytes.len() > 32 + 24,
+        "the WAL holds frames: {} bytes",
+        bytes.len()
+    );
     // Half of a copy of the first frame (its 24-byte header and page), at
     // the end: a frame whose write was cut off.
     let frame: Vec<u8> = bytes[32..].iter().take(24 + 2048).copied().collect();
@@ -579,7 +583,9 @@ async fn under_steady_sends_and_deletes_the_files_stay_near_the_live_data() {
             .unwrap();
     }
     let attributes = queue_attributes(&sqs, &url).await;
-    let held: usize = attribute(&attributes, "ApproximateNumberOfMessages").parse().unwrap();
+    let held: usize = attribute(&attributes, "ApproximateNumberOfMessages")
+        .parse()
+        .unwrap();
     assert_eq!(held, LIVE, "the live data stayed the same");
     let status = server.status().await;
     let on_disk = status["storage"]["bytes"].as_u64().unwrap();
@@ -596,4 +602,29 @@ async fn under_steady_sends_and_deletes_the_files_stay_near_the_live_data() {
         on_disk <= 2 * live + wal_allowance,
         "{on_disk} bytes on disk for {live} bytes of live messages"
     );
+}
+
+/// The queues of the configuration file are created on disk too, and the
+/// instance writes on afterwards (their commits once waited for the
+/// committer that was creating them).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn configured_queues_are_created_on_disk_and_writes_go_on() {
+    let dir = DataDir::new("configured");
+    let config = std::env::temp_dir().join(format!("ssq-disk-config-{}.toml", std::process::id()));
+    std::fs::write(&config, "[[queues]]\nname = \"configured\"\n").unwrap();
+    let config = config.to_str().unwrap().to_string();
+    let mut server = start_on(&dir, &["--config", &config]).await;
+    let sqs = server.client();
+    let url = crate::common::queue_url("configured");
+    let sent = tokio::time::timeout(
+        Duration::from_secs(10),
+        crate::common::send_body(&sqs, &url, "after the configured queues"),
+    )
+    .await;
+    assert!(sent.is_ok(), "a send to a configured queue was answered");
+    kill_9(&mut server);
+    let server = start_on(&dir, &["--config", &config]).await;
+    let attributes = queue_attributes(&server.client(), &url).await;
+    assert_eq!(attribute(&attributes, "ApproximateNumberOfMessages"), "1");
+    let _ = std::fs::remove_file(&config);
 }

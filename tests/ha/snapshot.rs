@@ -271,7 +271,10 @@ async fn a_queue_larger_than_a_piece_is_exported_whole_and_imports_into_memory()
             .unwrap();
     }
     let snapshot = export(&source).await;
-    let lines: Vec<serde_json::Value> = snapshot.lines().map(|line| serde_json::from_str(line).unwrap()).collect();
+    let lines: Vec<serde_json::Value> = snapshot
+        .lines()
+        .map(|line| serde_json::from_str(line).unwrap())
+        .collect();
     let bodies: Vec<String> = lines
         .iter()
         .filter_map(|line| line["message"]["body"].as_str())
@@ -279,7 +282,10 @@ async fn a_queue_larger_than_a_piece_is_exported_whole_and_imports_into_memory()
         .collect();
     let expected: Vec<String> = (0..2_500).map(|n| format!("{n:06}")).collect();
     assert_eq!(bodies, expected, "every message once, in order");
-    assert_eq!(lines.last().unwrap()["end"], serde_json::json!({"queues": 1, "messages": 2_500}));
+    assert_eq!(
+        lines.last().unwrap()["end"],
+        serde_json::json!({"queues": 1, "messages": 2_500})
+    );
 
     let file = std::env::temp_dir().join(format!("ssq-big-snapshot-{}.jsonl", std::process::id()));
     std::fs::write(&file, &snapshot).unwrap();

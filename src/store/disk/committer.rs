@@ -34,7 +34,7 @@ impl DiskCommitter {
     /// Serves the state loaded at start, and commits what the service
     /// submits until the service's side of `journal` closes.
     pub async fn run(self, first: Loaded, mut journal: mpsc::UnboundedReceiver<Pending>) {
-        self.serve(first).await;
+        self.serve(first);
         let mut failures = 0u32;
         while let Some(batch) = next_batch(&mut journal, MAX_BATCH).await {
             let current = keep_current(
@@ -90,7 +90,7 @@ impl DiskCommitter {
                 .await
                 .expect("a load does not panic")
             {
-                Ok(loaded) => return self.serve(loaded).await,
+                Ok(loaded) => return self.serve(loaded),
                 Err(error) => {
                     tracing::error!(%error, "loading the state from disk failed; retrying");
                     tokio::time::sleep(retry).await;
@@ -103,7 +103,7 @@ impl DiskCommitter {
 
 impl DiskCommitter {
     /// Puts what a load read in memory and serves it.
-    async fn serve(&self, loaded: Loaded) {
+    fn serve(&self, loaded: Loaded) {
         let (queues, messages, took) = (loaded.queues.len(), loaded.messages, loaded.took);
         if self
             .leadership
@@ -116,7 +116,10 @@ impl DiskCommitter {
                 file = %self.store.file().display(),
                 "state loaded from disk"
             );
-            self.memory.create_configured_queues().await;
+            // In a task of its own: their commits come through this
+            // committer, which must be running to make them.
+            let memory = self.memory.clone();
+            tokio::spawn(async move { memory.create_configured_queues().await });
         }
     }
 }
