@@ -259,7 +259,8 @@ lines += ["", "## On disk (`--data-dir`, `--data-sync always`)", "",
           "| check | figure |", "|---|---|",
           f"| filling 1,000,000 messages of 1 KiB (batches of 10, 32 clients) | {fmt(disk_fill and disk_fill['messages'] / disk_fill['seconds'])} msgs/s |",
           f"| space on disk per queued 1 KiB message (the directory over 1,000,000 messages) | {fmt(disk_per_message)} B |",
-          f"| from a start after kill -9 until /ready, 1,000,000 messages queued | {disk_ready_s:.1f} s |"]
+          f"| from a start after kill -9 until /ready, 1,000,000 messages queued (every core) | {disk_ready_s:.1f} s |",
+          f"| messages there after that restart | {fmt(disk_restart and disk_restart.get('messages_back'))} |"]
 
 targets = [
     ("memory-only round trip ≥ 60% of the HTTP floor (requests/s, 64 clients)",
@@ -295,7 +296,9 @@ targets += [
      f"{series(load('disk-send-64'), 'send').get('p99_ms', 0):.2f} against {redis_send_p99:.2f} ms sending only; "
      f"{series(load('disk-send-64-paced'), 'send').get('p99_ms', 0):.2f} against "
      f"{series(load('redis-send-64-paced'), 'send').get('p99_ms', 0):.2f} ms at 5,000 sends/s"),
-    ("on disk: ready < 3 s after a restart with 1,000,000 messages queued", 0 < disk_ready_s < 3, f"{disk_ready_s:.1f} s"),
+    ("on disk: ready < 3 s after a restart with 1,000,000 messages queued, every one back",
+     0 < disk_ready_s < 3 and (disk_restart or {}).get("messages_back") == 1_000_000,
+     f"{disk_ready_s:.1f} s, {fmt((disk_restart or {}).get('messages_back'))} messages back"),
     ("on disk: ≤ 1.5 KiB per queued 1 KiB message", 0 < disk_per_message <= 1536, f"{fmt(disk_per_message)} B"),
     ("SendMessage p99 < 2 ms Redis-backed at 64 clients", 0 < redis_send_p99 < 2,
      f"{redis_send_p99:.2f} ms in a closed loop (the floor's: {series(load('floor-send-64'), 'send').get('p99_ms', 0):.2f} ms); "
