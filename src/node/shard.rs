@@ -19,8 +19,8 @@ use crate::metrics::Metrics;
 use crate::service::Service;
 use crate::service::shards::Catalog;
 use crate::store::committer::Committer;
-use crate::store::disk::DiskStore;
-use crate::store::disk::committer::{DiskCommitter, checkpoint_every_second};
+use crate::store::disk::committer::{DiskCommitter, sync_every_second};
+use crate::store::disk::{DiskStore, SyncPolicy};
 use crate::store::loader::Loader;
 use crate::store::redis::Link;
 use crate::store::replicas::ReplicaAcks;
@@ -203,7 +203,9 @@ impl Shard {
                 let first = tokio::task::spawn_blocking(move || loading.load_checked())
                     .await
                     .expect("a load does not panic")?;
-                tokio::spawn(checkpoint_every_second(store.clone()));
+                if store.sync_policy() == SyncPolicy::Everysec {
+                    tokio::spawn(sync_every_second(store.clone()));
+                }
                 let committer = DiskCommitter {
                     store,
                     memory: service.clone(),

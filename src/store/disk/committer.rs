@@ -124,17 +124,16 @@ impl DiskCommitter {
     }
 }
 
-/// Checkpoints the WAL about once a second, beside the commits; with
-/// `--data-sync everysec` this is also when what was written is synced.
-pub async fn checkpoint_every_second(store: Arc<DiskStore>) {
+/// With `--data-sync everysec`: syncs what was written about once a second.
+pub async fn sync_every_second(store: Arc<DiskStore>) {
     let mut every = tokio::time::interval(Duration::from_secs(1));
     every.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
     loop {
         every.tick().await;
         let store = store.clone();
-        let checkpointed = tokio::task::spawn_blocking(move || store.checkpoint()).await;
-        if let Ok(Err(error)) = checkpointed {
-            tracing::warn!(%error, "checkpointing the data file failed; retrying in a second");
+        let synced = tokio::task::spawn_blocking(move || store.sync()).await;
+        if let Ok(Err(error)) = synced {
+            tracing::warn!(%error, "syncing the data file failed; retrying in a second");
         }
     }
 }

@@ -87,10 +87,8 @@ pub fn bytes_on_disk(dir: &Path) -> u64 {
 /// The state on disk: the database and the lock on its directory.
 pub struct DiskStore {
     connection: std::sync::Mutex<Connection>,
-    /// Copies the WAL into the database, apart from the commits
-    /// ([`DiskStore::checkpoint`]).
-    checkpointer: std::sync::Mutex<Connection>,
     file: PathBuf,
+    sync: SyncPolicy,
     _lock: DirectoryLock,
 }
 
@@ -147,28 +145,20 @@ impl DiskStore {
             Some(FORMAT_VERSION) => {}
             Some(found) => return Err(DiskError::Format { file, found }),
         }
-        // Checkpoints run on a connection of their own, every second
-        // (`checkpoint_every_second`), never inside a commit: SQLite's own,
-        // after every 4 MiB of WAL, copied and synced the database in the
-        // middle of whichever commit crossed the mark, and made the p99 of
-        // sends 8 ms at 5,000 a second.
-        connection
-            .pragma_update(None, "wal_autocheckpoint", 0)
-            .map_err(sqlite)?;
-        let checkpointer = Connection::open(&file).map_err(sqlite)?;
-        checkpointer
-            .pragma_update(None, "journal_size_limit", WAL_LIMIT_BYTES)
-            .map_err(sqlite)?;
         Ok(DiskStore {
             connection: std::sync::Mutex::new(connection),
-            checkpointer: std::sync::Mutex::new(checkpointer),
             file,
+            sync,
             _lock: lock,
         })
     }
 
     pub fn file(&self) -> &Path {
         &self.file
+    }
+
+    pub fn sync_policy(&self) -> SyncPolicy {
+        self.sync
     }
 
     fn connection(&self) -> std::sync::MutexGuard<'_, Connection> {
@@ -192,13 +182,10 @@ impl DiskStore {
         transaction.commit().map_err(|e| self.sqlite(e))
     }
 
-    /// Copies what the WAL holds into the database, as far as no reader
-    /// needs it (a passive checkpoint never waits for the committer). It
-    /// syncs the WAL first: with `--data-sync everysec`, this is the sync.
-    pub fn checkpoint(&self) -> Result<(), DiskError> {
-        self.checkpointer
-            .lock()
-            .unwrap_or_else(|poisoned| poisoned.into_inner())
+    /// With `--data-sync everysec`: syncs what was written since the last
+    /// sync (a checkpoint syncs the log, then copies it into the database).
+    pub fn sync(&self) -> Result<(), DiskError> {
+        self.connection()
             .query_row("PRAGMA wal_checkpoint(PASSIVE)", [], |_| Ok(()))
             .map_err(|e| self.sqlite(e))
     }
