@@ -98,8 +98,10 @@ impl StartError {
 }
 
 /// Reads the snapshot to import once at start, so that a file that
-/// cannot be imported stops ssq here, naming the line; each shard's
-/// service reads its own queues again when it imports (`service/import.rs`).
+/// cannot be imported stops ssq here, naming the line. Without Redis the
+/// one instance imports at once, and takes what this read; in a group,
+/// each shard's service reads its own queues again when it leads and
+/// imports (`service/import.rs`), rather than a passive holding them.
 fn seed_from(
     path: &Path,
     config: &Config,
@@ -119,16 +121,25 @@ fn seed_from(
         };
         snapshot::read(std::io::BufReader::new(file), &defaults)
     };
-    read().map_err(|source| StartError::Snapshot {
+    let queues = read().map_err(|source| StartError::Snapshot {
         path: path.to_path_buf(),
         source,
     })?;
+    // Without Redis there is one shard, so one service takes these.
+    let first = Arc::new(std::sync::Mutex::new(config.redis().is_none().then_some(queues)));
     let read = Arc::new(read);
     let placement = placement.clone();
     Ok(move |shard: usize| -> SeedSource {
-        let (read, placement) = (read.clone(), placement.clone());
+        let (read, first, placement) = (read.clone(), first.clone(), placement.clone());
         Arc::new(move || {
-            let queues = read().map_err(|error| error.to_string())?;
+            let kept = first
+                .lock()
+                .unwrap_or_else(|poisoned| poisoned.into_inner())
+                .take();
+            let queues = match kept {
+                Some(queues) => queues,
+                None => read().map_err(|error| error.to_string())?,
+            };
             Ok(queues
                 .into_iter()
                 .filter(|queue| placement.shard_of(&queue.name) == shard)

@@ -45,9 +45,8 @@ impl Queue {
         self.record_meta();
         let ceiling = self.next_seq;
         self.record(|_| Change::SequencesReserved(ceiling));
-        let messages: Vec<Message> = self.messages.values().cloned().collect();
-        for message in messages {
-            self.record(|_| Change::Sent(message));
+        if let Some(journal) = &mut self.journal {
+            journal.extend(self.messages.values().cloned().map(Change::Sent));
         }
     }
 }
@@ -62,16 +61,9 @@ mod tests {
     fn queue_of(count: usize, body_len: usize) -> Queue {
         let mut queue = Queue::new("q".into(), QueueAttributes::default(), BTreeMap::new(), 1_000);
         for _ in 0..count {
-            let new = NewMessage {
-                body: "x".repeat(body_len),
-                attributes: Default::default(),
-                delay_seconds: None,
-                sender_id: "000000000000".into(),
-                trace_header: None,
-                group_id: None,
-                dedup_id: None,
-            };
-            queue.send(new, 1_000).unwrap();
+            queue
+                .send(NewMessage::plain(&"x".repeat(body_len)), 1_000)
+                .unwrap();
         }
         queue
     }

@@ -8,8 +8,10 @@
 //! or not at all. A queue that exists is left as it is, so a restart with
 //! the same `--import` changes nothing. If a commit fails, the import runs
 //! again after the next load, skipping the queues already imported.
-//! The snapshot is read again each time it runs (on the blocking threads),
-//! rather than held in memory by an instance that may stay passive.
+//! What the seed gives is read on the blocking threads: the queues read
+//! at start when the instance imports at once, or the file read again, in
+//! a group, rather than held in memory by an instance that may stay
+//! passive (see `node::seed_from`).
 
 use std::sync::Arc;
 use std::sync::atomic::Ordering;
@@ -125,21 +127,12 @@ mod tests {
     use super::*;
     use crate::metrics::Metrics;
     use crate::queue::clock::SystemClock;
-    use crate::queue::{MessageAttributes, NewMessage, QueueAttributes};
+    use crate::queue::{NewMessage, QueueAttributes};
 
     fn queue_with(name: &str, bodies: &[&str]) -> Queue {
         let mut queue = Queue::new(name.into(), QueueAttributes::default(), BTreeMap::new(), 1_000);
         for body in bodies {
-            let new = NewMessage {
-                body: body.to_string(),
-                attributes: MessageAttributes::new(),
-                delay_seconds: None,
-                sender_id: "000000000000".into(),
-                trace_header: None,
-                group_id: None,
-                dedup_id: None,
-            };
-            queue.send(new, 1_000).unwrap();
+            queue.send(NewMessage::plain(body), 1_000).unwrap();
         }
         queue
     }

@@ -99,9 +99,7 @@ impl DiskCommitter {
             }
         }
     }
-}
 
-impl DiskCommitter {
     /// Puts what a load read in memory and serves it.
     fn serve(&self, loaded: Loaded) {
         let (queues, messages, took) = (loaded.queues.len(), loaded.messages, loaded.took);
