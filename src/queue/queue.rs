@@ -692,7 +692,7 @@ pub fn validate_name(name: &str) -> Result<()> {
 mod tests {
     use super::*;
     use crate::queue::limits::DEDUP_WINDOW_MS;
-    use crate::queue::message::{AttributeValue, MessageAttribute, MessageAttributes};
+    use crate::queue::message::{AttributeValue, MessageAttribute};
     use crate::queue::{DeadLetter, DeadLetterQueue, NewMessage, Received};
 
     const T0: u64 = 1_700_000_000_000;
@@ -702,15 +702,7 @@ mod tests {
     }
 
     fn msg(body: &str) -> NewMessage {
-        NewMessage {
-            body: body.into(),
-            attributes: MessageAttributes::new(),
-            delay_seconds: None,
-            sender_id: "tester".into(),
-            trace_header: None,
-            group_id: None,
-            dedup_id: None,
-        }
+        NewMessage::plain(body)
     }
 
     fn delayed(body: &str, seconds: u32) -> NewMessage {

@@ -27,6 +27,22 @@ pub struct NewMessage {
     pub dedup_id: Option<String>,
 }
 
+#[cfg(test)]
+impl NewMessage {
+    /// A message of `body` alone, as tests send them.
+    pub(crate) fn plain(body: &str) -> NewMessage {
+        NewMessage {
+            body: body.into(),
+            attributes: MessageAttributes::new(),
+            delay_seconds: None,
+            sender_id: "000000000000".into(),
+            trace_header: None,
+            group_id: None,
+            dedup_id: None,
+        }
+    }
+}
+
 /// The answer to a send.
 #[derive(Debug, Clone)]
 pub struct Sent {

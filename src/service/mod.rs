@@ -307,8 +307,8 @@ mod tests {
     use std::time::Duration;
 
     use crate::error::ErrorCode;
+    use crate::queue::NewMessage;
     use crate::queue::clock::TokioClock;
-    use crate::queue::{MessageAttributes, NewMessage};
 
     const T0: u64 = 1_700_000_000_000;
 
@@ -326,13 +326,8 @@ mod tests {
 
     fn message(body: &str, delay: Option<u32>) -> NewMessage {
         NewMessage {
-            body: body.into(),
-            attributes: MessageAttributes::new(),
             delay_seconds: delay,
-            sender_id: "t".into(),
-            trace_header: None,
-            group_id: None,
-            dedup_id: None,
+            ..NewMessage::plain(body)
         }
     }
 

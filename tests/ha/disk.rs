@@ -51,7 +51,7 @@ pub(crate) fn kill_9(server: &mut Server) {
 }
 
 /// Every attribute of the queue at `url`.
-async fn queue_attributes(
+pub(crate) async fn queue_attributes(
     sqs: &aws_sdk_sqs::Client,
     url: &str,
 ) -> std::collections::HashMap<QueueAttributeName, String> {
@@ -65,7 +65,10 @@ async fn queue_attributes(
         .unwrap_or_default()
 }
 
-fn attribute(attributes: &std::collections::HashMap<QueueAttributeName, String>, name: &str) -> String {
+pub(crate) fn attribute(
+    attributes: &std::collections::HashMap<QueueAttributeName, String>,
+    name: &str,
+) -> String {
     attributes
         .get(&QueueAttributeName::from(name))
         .cloned()
@@ -73,7 +76,7 @@ fn attribute(attributes: &std::collections::HashMap<QueueAttributeName, String>,
 }
 
 /// Sends job `n` to the FIFO queue, deduplicated by its number.
-async fn send_job(
+pub(crate) async fn send_job(
     sqs: &aws_sdk_sqs::Client,
     fifo: &str,
     n: u32,
@@ -484,23 +487,12 @@ async fn on_a_full_disk_writes_fail_with_503_and_serve_again_when_space_returns(
     );
 }
 
-/// Messages of `size` bytes sent in batches of ten; their message ids.
+/// Ten messages of `size` bytes, numbered from `first`, in one batch.
 async fn send_batch_of_ten(sqs: &aws_sdk_sqs::Client, url: &str, size: usize, first: usize) {
-    let entries = (first..first + 10).map(|n| {
-        aws_sdk_sqs::types::SendMessageBatchRequestEntry::builder()
-            .id(format!("e{n}"))
-            .message_body(format!("{n:08}{}", "x".repeat(size - 8)))
-            .build()
-            .unwrap()
-    });
-    let out = sqs
-        .send_message_batch()
-        .queue_url(url)
-        .set_entries(Some(entries.collect()))
-        .send()
-        .await
-        .unwrap();
-    assert!(out.failed.is_empty(), "{:?}", out.failed);
+    let bodies: Vec<String> = (first..first + 10)
+        .map(|n| format!("{n:08}{}", "x".repeat(size - 8)))
+        .collect();
+    crate::common::send_batches(sqs, url, &bodies).await;
 }
 
 /// A write torn by a crash (a power cut in the middle of a commit that was
@@ -559,15 +551,7 @@ async fn under_steady_sends_and_deletes_the_files_stay_near_the_live_data() {
     while sent < 10 * LIVE {
         send_batch_of_ten(&sqs, &url, SIZE, sent).await;
         sent += 10;
-        let received = sqs
-            .receive_message()
-            .queue_url(&url)
-            .max_number_of_messages(10)
-            .send()
-            .await
-            .unwrap()
-            .messages
-            .unwrap_or_default();
+        let received = crate::common::receive_up_to(&sqs, &url, 10).await;
         let entries = received.iter().enumerate().map(|(n, message)| {
             aws_sdk_sqs::types::DeleteMessageBatchRequestEntry::builder()
                 .id(format!("d{n}"))

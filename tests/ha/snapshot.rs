@@ -6,12 +6,12 @@ use std::collections::HashMap;
 use std::time::Duration;
 
 use aws_sdk_sqs::primitives::Blob;
-use aws_sdk_sqs::types::{MessageAttributeValue, MessageSystemAttributeName, QueueAttributeName};
+use aws_sdk_sqs::types::{MessageAttributeValue, MessageSystemAttributeName};
 
 use crate::common::{RedisServer, Server, create_queue_url, wait_for};
-use crate::disk::{DataDir, kill_9, start_on};
+use crate::disk::{DataDir, attribute, kill_9, queue_attributes, send_job, start_on};
 
-fn attribute(kind: &str, text: &str) -> MessageAttributeValue {
+fn message_attribute(kind: &str, text: &str) -> MessageAttributeValue {
     let value = MessageAttributeValue::builder().data_type(kind);
     match kind {
         "Binary" => value.binary_value(Blob::new(text.as_bytes())),
@@ -23,20 +23,11 @@ fn attribute(kind: &str, text: &str) -> MessageAttributeValue {
 
 /// The queue's message counts: visible, in flight, delayed.
 async fn counts(sqs: &aws_sdk_sqs::Client, url: &str) -> (String, String, String) {
-    let attributes = sqs
-        .get_queue_attributes()
-        .queue_url(url)
-        .attribute_names(QueueAttributeName::All)
-        .send()
-        .await
-        .unwrap()
-        .attributes
-        .unwrap_or_default();
-    let get = |name: QueueAttributeName| attributes.get(&name).cloned().unwrap_or_default();
+    let attributes = queue_attributes(sqs, url).await;
     (
-        get(QueueAttributeName::ApproximateNumberOfMessages),
-        get(QueueAttributeName::ApproximateNumberOfMessagesNotVisible),
-        get(QueueAttributeName::ApproximateNumberOfMessagesDelayed),
+        attribute(&attributes, "ApproximateNumberOfMessages"),
+        attribute(&attributes, "ApproximateNumberOfMessagesNotVisible"),
+        attribute(&attributes, "ApproximateNumberOfMessagesDelayed"),
     )
 }
 
@@ -78,9 +69,9 @@ async fn a_redis_backed_groups_snapshot_imports_into_a_data_dir_with_every_messa
             .send_message()
             .queue_url(&orders)
             .message_body(body)
-            .message_attributes("kind", attribute("String", "order"))
-            .message_attributes("amount", attribute("Number", "12.50"))
-            .message_attributes("raw", attribute("Binary", "\u{1}\u{2}"))
+            .message_attributes("kind", message_attribute("String", "order"))
+            .message_attributes("amount", message_attribute("Number", "12.50"))
+            .message_attributes("raw", message_attribute("Binary", "\u{1}\u{2}"))
             .send()
             .await
             .unwrap();
@@ -106,16 +97,7 @@ async fn a_redis_backed_groups_snapshot_imports_into_a_data_dir_with_every_messa
     assert_eq!(taken[0].body(), Some("first"));
     let mut sequence_numbers = Vec::new();
     for n in 1..=2 {
-        let out = sqs
-            .send_message()
-            .queue_url(&fifo)
-            .message_body(format!("job {n}"))
-            .message_group_id("g")
-            .message_deduplication_id(format!("job-{n}"))
-            .send()
-            .await
-            .unwrap();
-        sequence_numbers.push(out.sequence_number.unwrap());
+        sequence_numbers.push(send_job(&sqs, &fifo, n).await.sequence_number.unwrap());
     }
 
     let snapshot = export(&group).await;
@@ -128,16 +110,8 @@ async fn a_redis_backed_groups_snapshot_imports_into_a_data_dir_with_every_messa
     let sqs = disk.client();
 
     assert_eq!(counts(&sqs, &orders).await, ("1".into(), "1".into(), "1".into()));
-    let attributes = sqs
-        .get_queue_attributes()
-        .queue_url(&orders)
-        .attribute_names(QueueAttributeName::VisibilityTimeout)
-        .send()
-        .await
-        .unwrap()
-        .attributes
-        .unwrap_or_default();
-    assert_eq!(attributes[&QueueAttributeName::VisibilityTimeout], "45");
+    let attributes = queue_attributes(&sqs, &orders).await;
+    assert_eq!(attribute(&attributes, "VisibilityTimeout"), "45");
     let tags = sqs
         .list_queue_tags()
         .queue_url(&orders)
@@ -168,9 +142,9 @@ async fn a_redis_backed_groups_snapshot_imports_into_a_data_dir_with_every_messa
         original.md5_of_message_attributes()
     );
     let attributes = second[0].message_attributes().cloned().unwrap_or_default();
-    assert_eq!(attributes["kind"], attribute("String", "order"));
-    assert_eq!(attributes["amount"], attribute("Number", "12.50"));
-    assert_eq!(attributes["raw"], attribute("Binary", "\u{1}\u{2}"));
+    assert_eq!(attributes["kind"], message_attribute("String", "order"));
+    assert_eq!(attributes["amount"], message_attribute("Number", "12.50"));
+    assert_eq!(attributes["raw"], message_attribute("Binary", "\u{1}\u{2}"));
 
     // The handle received from the Redis-backed group deletes here.
     sqs.delete_message()
@@ -255,21 +229,10 @@ async fn a_queue_larger_than_a_piece_is_exported_whole_and_imports_into_memory()
     let sqs = source.client();
     let url = create_queue_url(&sqs, "big", &[]).await;
     // 2,500 messages of 2 KiB: pieces cut by bytes and by count.
-    for batch in 0..250 {
-        let entries = (0..10).map(|n| {
-            aws_sdk_sqs::types::SendMessageBatchRequestEntry::builder()
-                .id(format!("m{n}"))
-                .message_body(format!("{:06}{}", batch * 10 + n, "b".repeat(2042)))
-                .build()
-                .unwrap()
-        });
-        sqs.send_message_batch()
-            .queue_url(&url)
-            .set_entries(Some(entries.collect()))
-            .send()
-            .await
-            .unwrap();
-    }
+    let bodies: Vec<String> = (0..2_500)
+        .map(|n| format!("{n:06}{}", "b".repeat(2042)))
+        .collect();
+    crate::common::send_batches(&sqs, &url, &bodies).await;
     let snapshot = export(&source).await;
     let lines: Vec<serde_json::Value> = snapshot
         .lines()

@@ -622,16 +622,12 @@ mod tests {
 
     fn send(queue: &mut Queue, body: &str) {
         let new = NewMessage {
-            body: body.into(),
-            attributes: Default::default(),
-            delay_seconds: None,
-            sender_id: "000000000000".into(),
-            trace_header: None,
             group_id: Some("g".into()),
             dedup_id: Some(format!(
                 "{:032x}",
                 u128::from_be_bytes(crate::queue::message::md5_of_body(body))
             )),
+            ..NewMessage::plain(body)
         };
         queue.send(new, T0).unwrap();
     }

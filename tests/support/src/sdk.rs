@@ -144,16 +144,26 @@ pub async fn receive_plain(sqs: &aws_sdk_sqs::Client, url: &str) -> Vec<aws_sdk_
     messages_of(sqs.receive_message().queue_url(url), url).await
 }
 
-/// The bodies of one ReceiveMessage of up to `max` messages, in order.
-pub async fn receive_bodies(sqs: &aws_sdk_sqs::Client, url: &str, max: i32) -> Vec<String> {
+/// One ReceiveMessage of up to `max` messages, which must succeed.
+pub async fn receive_up_to(
+    sqs: &aws_sdk_sqs::Client,
+    url: &str,
+    max: i32,
+) -> Vec<aws_sdk_sqs::types::Message> {
     messages_of(
         sqs.receive_message().queue_url(url).max_number_of_messages(max),
         url,
     )
     .await
-    .iter()
-    .map(|m| m.body().unwrap_or_default().to_string())
-    .collect()
+}
+
+/// The bodies of one ReceiveMessage of up to `max` messages, in order.
+pub async fn receive_bodies(sqs: &aws_sdk_sqs::Client, url: &str, max: i32) -> Vec<String> {
+    receive_up_to(sqs, url, max)
+        .await
+        .iter()
+        .map(|m| m.body().unwrap_or_default().to_string())
+        .collect()
 }
 
 /// Sends a ReceiveMessage that must succeed; returns what it received.
