@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Two builds of ssq side by side in one run: `make bench-compare OLD=path/to/ssq`
-# (NEW defaults to target/release/ssq). Each build runs memory-only and
-# Redis-backed: both builds on one redis-server (AOF everysec as in `make
+# (NEW defaults to target/release/ssq). Each build runs memory-only,
+# Redis-backed and on disk (--data-dir, a directory of its own): both
+# Redis-backed builds on one redis-server (AOF everysec as in `make
 # bench`), each under a key prefix of its own, so that Redis's AOF rewrites,
 # which run on the same cores, cost both alike;
 # the round trip (send, receive, delete) at 8 and 64 clients and sends at
@@ -13,7 +14,8 @@
 # request (ssq plus its redis-server) of each build, and the median of the
 # per-round new/old ratios; for the pipeline, messages/s and the CPU of the
 # load generator, ssq and Redis together per message (µs, as ms per 1,000).
-# BENCH_DURATION (seconds per run, default 5) lengthens or shortens it.
+# BENCH_DURATION (seconds per run, default 5) lengthens or shortens it;
+# TARGETS (default "memory redis disk") picks which run.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -33,12 +35,14 @@ declare -A URL SERVER_PIDS
 start_redis
 for build in old new; do
   binary=$OLD; [ $build = new ] && binary=$NEW
-  memory=$(free_port); redis=$(free_port)
+  memory=$(free_port); redis=$(free_port); disk=$(free_port)
   RUST_LOG=warn $SRV "$binary" --listen 127.0.0.1:$memory 2>/dev/null & PIDS+=($!); SERVER_PIDS[$build-memory]=$!
   RUST_LOG=warn $SRV "$binary" --listen 127.0.0.1:$redis --redis-url redis://127.0.0.1:$REDIS --redis-prefix "$build" 2>/dev/null & PIDS+=($!)
   SERVER_PIDS[$build-redis]="$! $REDIS_PID"
-  wait_port $memory; wait_port $redis
-  URL[$build-memory]=http://127.0.0.1:$memory; URL[$build-redis]=http://127.0.0.1:$redis
+  dir=$(mktemp -d); TEMP_DIRS+=("$dir")
+  RUST_LOG=warn $SRV "$binary" --listen 127.0.0.1:$disk --data-dir "$dir" 2>/dev/null & PIDS+=($!); SERVER_PIDS[$build-disk]=$!
+  wait_port $memory; wait_port $redis; wait_port $disk
+  URL[$build-memory]=http://127.0.0.1:$memory; URL[$build-redis]=http://127.0.0.1:$redis; URL[$build-disk]=http://127.0.0.1:$disk
 done
 sleep 1   # the Redis-backed instances take their locks
 
@@ -46,7 +50,7 @@ order=(old new)
 for round in $(seq 1 "$ROUNDS"); do
   for case in "roundtrip 64" "roundtrip 8" "send 64" "pipeline 1" "pipeline 8" "pipeline 64"; do
     set -- $case
-    for target in memory redis; do
+    for target in ${TARGETS:-memory redis disk}; do
       for build in "${order[@]}"; do
         pids=(); for pid in ${SERVER_PIDS[$build-$target]}; do pids+=(--server-pid "$pid"); done
         echo ">> round $round: $build $target $1 c=$2" >&2

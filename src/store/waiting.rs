@@ -12,19 +12,39 @@ use crate::journal::Pending;
 
 /// Waits for a write, then takes whatever else waits, up to `max`: one
 /// group commit. `None` once the service's side has closed.
+///
+/// Before the commit closes, the committer steps aside while the requests
+/// that are ready to run reach their writes (at most [`MAX_YIELDS`]
+/// times, and only while each step brought more): a commit costs about the
+/// same whether it carries one write or thirty, so under load the writes
+/// of every request the runtime could serve at once share it, and a lone
+/// request waits for one turn of the scheduler only.
 pub(crate) async fn next_batch(
     queue: &mut mpsc::UnboundedReceiver<Pending>,
     max: usize,
 ) -> Option<Vec<Pending>> {
     let mut batch = vec![queue.recv().await?];
-    while batch.len() < max {
-        match queue.try_recv() {
-            Ok(next) => batch.push(next),
-            Err(_) => break,
+    let mut yields = 0;
+    loop {
+        let before = batch.len();
+        while batch.len() < max {
+            match queue.try_recv() {
+                Ok(next) => batch.push(next),
+                Err(_) => break,
+            }
         }
+        let brought_nothing = yields > 0 && batch.len() == before;
+        if batch.len() >= max || brought_nothing || yields == MAX_YIELDS {
+            return Some(batch);
+        }
+        tokio::task::yield_now().await;
+        yields += 1;
     }
-    Some(batch)
 }
+
+/// How many turns of the scheduler a group commit waits at most for more
+/// writes to join it.
+const MAX_YIELDS: usize = 4;
 
 /// The writes made in memory generation `generation`; the others (made on
 /// memory since dropped, `why`) are answered with a 503.
@@ -67,6 +87,75 @@ pub(crate) fn reload_delay(failures: u32, max: Duration) -> Duration {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    fn pending() -> Pending {
+        Pending {
+            generation: 0,
+            writes: Vec::new(),
+            done: tokio::sync::oneshot::channel().0,
+        }
+    }
+
+    #[tokio::test]
+    async fn a_group_commit_takes_the_writes_of_requests_ready_in_the_same_turn() {
+        let (journal, mut queue) = mpsc::unbounded_channel();
+        journal.send(pending()).unwrap();
+        // Requests the runtime could run now, which have not reached their
+        // writes yet.
+        for _ in 0..10 {
+            let journal = journal.clone();
+            tokio::spawn(async move { journal.send(pending()).unwrap() });
+        }
+        let batch = next_batch(&mut queue, 512).await.unwrap();
+        assert_eq!(batch.len(), 11);
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn a_lone_write_does_not_wait_for_writes_to_come() {
+        let (journal, mut queue) = mpsc::unbounded_channel();
+        journal.send(pending()).unwrap();
+        let later = journal.clone();
+        tokio::spawn(async move {
+            tokio::time::sleep(Duration::from_millis(1)).await;
+            later.send(pending()).unwrap();
+        });
+        let started = tokio::time::Instant::now();
+        let batch = next_batch(&mut queue, 512).await.unwrap();
+        assert_eq!(batch.len(), 1);
+        assert_eq!(started.elapsed(), Duration::ZERO);
+    }
+
+    #[tokio::test]
+    async fn a_steady_trickle_does_not_hold_a_group_commit_open() {
+        let (journal, mut queue) = mpsc::unbounded_channel();
+        journal.send(pending()).unwrap();
+        let trickle = journal.clone();
+        tokio::spawn(async move {
+            for _ in 0..1_000 {
+                trickle.send(pending()).unwrap();
+                tokio::task::yield_now().await;
+            }
+        });
+        let batch = next_batch(&mut queue, 512).await.unwrap();
+        assert!(
+            (2..=1 + MAX_YIELDS).contains(&batch.len()),
+            "{} writes",
+            batch.len()
+        );
+    }
+
+    #[tokio::test]
+    async fn a_group_commit_stops_at_its_size_cap() {
+        let (journal, mut queue) = mpsc::unbounded_channel();
+        for _ in 0..10 {
+            journal.send(pending()).unwrap();
+        }
+        assert_eq!(next_batch(&mut queue, 4).await.unwrap().len(), 4);
+        assert_eq!(next_batch(&mut queue, 4).await.unwrap().len(), 4);
+        assert_eq!(next_batch(&mut queue, 4).await.unwrap().len(), 2);
+        drop(journal);
+        assert!(next_batch(&mut queue, 4).await.is_none());
+    }
 
     #[test]
     fn reloads_after_failed_writes_back_off_to_the_maximum() {
