@@ -2,7 +2,8 @@
 //!
 //! Writes arrive in the order memory applied them (the service submits a
 //! queue's writes while it holds that queue's lock). The committer takes the
-//! first, then everything else already waiting, up to a size cap, and sends
+//! first, then everything else waiting once the requests ready to run have
+//! reached their writes (`waiting.rs`), up to a size cap, and sends
 //! them in a single `EVALSHA` round trip; only one batch is in flight, so
 //! batches apply in order. Under load the batches grow by themselves, which is
 //! how durability costs little throughput.
