@@ -21,18 +21,14 @@ use std::time::{Duration, Instant};
 use rand::rngs::StdRng;
 use rand::{Rng, SeedableRng};
 
-/// One group commit: messages sent (seq, body size), state records written
-/// (a message received) and messages deleted (body and state).
+/// One group commit: the requests it carries, messages sent (seq, body
+/// size), state records written and messages deleted (body and state).
 struct Commit {
+    /// A send in the mixed pattern writes a body and a state: one request.
+    requests: usize,
     sends: Vec<(u64, usize)>,
     states: Vec<u64>,
     deletes: Vec<u64>,
-}
-
-impl Commit {
-    fn writes(&self) -> usize {
-        self.sends.len() + self.states.len() + self.deletes.len()
-    }
 }
 
 #[derive(Clone, Copy, PartialEq)]
@@ -79,6 +75,7 @@ impl Pattern {
     fn next(&mut self) -> Commit {
         let writes = self.rng.gen_range(1..=30);
         let mut commit = Commit {
+            requests: writes,
             sends: Vec::new(),
             states: Vec::new(),
             deletes: Vec::new(),
@@ -95,10 +92,8 @@ impl Pattern {
                 let (seq, _) = self.live.pop_front().expect("not empty");
                 commit.deletes.push(seq);
             } else {
-                let (seq, size) = (self.next_seq, self.body_size());
-                self.next_seq += 1;
-                self.live.push_back((seq, size));
-                commit.sends.push((seq, size));
+                let size = self.body_size();
+                let seq = self.send(size, &mut commit);
                 commit.states.push(seq);
             }
         }
@@ -110,10 +105,7 @@ impl Pattern {
     fn round_trip_step(&mut self, commit: &mut Commit) {
         match self.rng.gen_range(0..3) {
             0 if self.live.len() < 2_000 => {
-                let seq = self.next_seq;
-                self.next_seq += 1;
-                self.live.push_back((seq, ROUND_TRIP_BODY));
-                commit.sends.push((seq, ROUND_TRIP_BODY));
+                self.send(ROUND_TRIP_BODY, commit);
             }
             1 if !self.live.is_empty() && self.received.len() < 2_000 => {
                 let message = self.live.pop_front().expect("not empty");
@@ -124,13 +116,20 @@ impl Pattern {
                 let (seq, _) = self.received.pop_front().expect("not empty");
                 commit.deletes.push(seq);
             }
+            // Nothing received to delete: a send.
             _ => {
-                let seq = self.next_seq;
-                self.next_seq += 1;
-                self.live.push_back((seq, ROUND_TRIP_BODY));
-                commit.sends.push((seq, ROUND_TRIP_BODY));
+                self.send(ROUND_TRIP_BODY, commit);
             }
         }
+    }
+
+    /// A new message of `size` bytes, sent in `commit`: its sequence number.
+    fn send(&mut self, size: usize, commit: &mut Commit) -> u64 {
+        let seq = self.next_seq;
+        self.next_seq += 1;
+        self.live.push_back((seq, size));
+        commit.sends.push((seq, size));
+        seq
     }
 
     fn live_bytes(&self) -> u64 {
@@ -353,7 +352,7 @@ fn run(engine: &mut dyn Engine, seconds: u64, kind: Kind) {
     let started = Instant::now();
     while started.elapsed() < Duration::from_secs(seconds) {
         let commit = pattern.next();
-        writes += commit.writes() as u64;
+        writes += commit.requests as u64;
         bytes += commit.sends.iter().map(|(_, size)| *size as u64).sum::<u64>();
         let at = Instant::now();
         engine.commit(&commit, &body);
@@ -430,7 +429,10 @@ fn main() {
             seconds,
             kind,
         );
-        for (sync, label) in [(true, "fjall 3.1, fsync per commit"), (false, "fjall 3.1, no sync")] {
+        for (sync, label) in [
+            (true, "fjall 3.1, fsync per commit"),
+            (false, "fjall 3.1, no sync"),
+        ] {
             let path = dir.join("engines.fjall");
             let _ = std::fs::remove_dir_all(&path);
             run(&mut Fjall::open(path, sync, label), seconds, kind);
