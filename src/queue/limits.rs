@@ -22,3 +22,8 @@ pub const DEDUP_WINDOW_MS: u64 = 300_000;
 
 /// AWS allows one purge per queue every 60 seconds.
 pub const PURGE_INTERVAL_MS: u64 = 60_000;
+
+/// Messages a queue may have in flight: AWS's quota for standard queues
+/// (a receive past it answers OverLimit) and for FIFO queues (where a
+/// receive past it finds nothing).
+pub const MAX_IN_FLIGHT: usize = 120_000;

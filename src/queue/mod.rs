@@ -9,6 +9,7 @@
 pub(crate) mod arn;
 pub(crate) mod attributes;
 pub mod clock;
+mod fair;
 mod fifo;
 pub(crate) mod key;
 pub(crate) mod limits;
@@ -28,6 +29,7 @@ pub use attributes::QueueAttributes;
 pub use message::{AttributeValue, Message, MessageAttribute, MessageAttributes};
 pub(crate) mod tags;
 
+pub use fair::{FairCounts, NoisyTenant};
 pub use fifo::DedupEntry;
 pub use peek::{PeekRequest, Peeked, Seen};
 pub use queue::{Activity, Change, Counts, Queue, QueueMeta, SEQUENCE_BLOCK, validate_name};

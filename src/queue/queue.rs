@@ -24,6 +24,7 @@ use std::collections::{BTreeMap, BTreeSet, HashMap};
 use std::sync::Arc;
 
 use super::attributes::{DeduplicationScope, QueueAttributes};
+use super::fair::{FairCounts, NoisyTenant, Tenants};
 use super::fifo::{Dedup, DedupEntry, Groups};
 use super::limits::{MAX_VISIBILITY_TIMEOUT_SECONDS, PURGE_INTERVAL_MS};
 use super::message::{Message, MessageState};
@@ -72,6 +73,8 @@ pub struct Queue {
     /// Sum of the payload sizes of the messages held.
     pub(super) payload_bytes: u64,
     pub(super) groups: Groups,
+    /// A standard queue's tenants (fair queues): see `fair.rs`.
+    pub(super) tenants: Tenants,
     pub(super) dedup: Dedup,
     /// FIFO ReceiveRequestAttemptId → when it expires and what it returned.
     pub(super) attempts: HashMap<String, Attempt>,
@@ -165,6 +168,7 @@ impl Queue {
             by_sent: BTreeSet::new(),
             payload_bytes: 0,
             groups: Groups::default(),
+            tenants: Tenants::default(),
             dedup: Dedup::default(),
             attempts: HashMap::new(),
             activity: Activity::default(),
@@ -192,11 +196,19 @@ impl Queue {
         queue.next_seq = next_seq.max(last + 1).max(1);
         queue.payload_bytes = messages.values().map(Message::payload_size).sum();
         queue.by_sent = messages.values().map(|m| (m.sent_at, m.seq)).collect();
+        if !queue.is_fifo() {
+            for message in messages.values() {
+                queue
+                    .tenants
+                    .add(message.group_id.as_ref(), message.seq, message.sent_at);
+            }
+        }
         let seqs: Vec<u64> = messages.keys().copied().collect();
         queue.messages = messages;
         for seq in seqs {
             queue.place(seq);
         }
+        queue.tenants.settle_after_restore(queue.in_flight.len());
         for (key, entry) in dedup {
             queue.dedup.insert(key, entry);
         }
@@ -328,6 +340,7 @@ impl Queue {
             if until > now {
                 break;
             }
+            self.processed(seq, until);
             self.set_state(seq, MessageState::Visible { since: until });
         }
         let retention_ms = u64::from(self.attributes.message_retention_period) * 1000;
@@ -340,6 +353,23 @@ impl Queue {
         }
         for key in self.dedup.expire(now) {
             self.record(|_| Change::DedupExpired(key));
+        }
+        self.tenants.advance(now);
+    }
+
+    /// A standard queue's message in flight is done with at `at` (deleted,
+    /// made visible, or its visibility timeout ran out): its tenant is
+    /// charged the processing time.
+    fn processed(&mut self, seq: u64, at: u64) {
+        if self.is_fifo() {
+            return;
+        }
+        if let Some(message) = self.messages.get(&seq)
+            && let MessageState::InFlight { received_at, .. } = message.state
+        {
+            let group = message.group_id.clone();
+            self.tenants
+                .processed(group.as_ref(), at.saturating_sub(received_at), at);
         }
     }
 
@@ -380,6 +410,24 @@ impl Queue {
             delayed: self.delayed.len(),
             oldest_sent_at: self.by_sent.first().map(|&(sent_at, _)| sent_at),
         }
+    }
+
+    /// CloudWatch's fair queue counts (see `fair.rs`); on a FIFO queue,
+    /// where fairness does not apply, every message counts as quiet. Costs
+    /// O(tenants): for scrapes and the admin page.
+    pub fn fair_counts(&mut self, now: u64) -> FairCounts {
+        let counts = self.counts(now);
+        self.tenants.counts(
+            counts.visible as u64,
+            counts.in_flight as u64,
+            counts.delayed as u64,
+        )
+    }
+
+    /// The noisy tenants of a standard queue, most in flight first.
+    pub fn noisy_tenants(&mut self, now: u64) -> Vec<NoisyTenant> {
+        self.advance(now);
+        self.tenants.noisy()
     }
 
     /// The messages from sequence number `from` on, in order, as they are
@@ -472,6 +520,7 @@ impl Queue {
                 handle.encode()
             )));
         }
+        self.processed(handle.seq, now);
         self.remove(handle.seq);
         self.record(|_| Change::Removed(handle.seq));
         self.activity.deleted += 1;
@@ -527,6 +576,7 @@ impl Queue {
             )));
         }
         let state = if timeout_seconds == 0 {
+            self.processed(handle.seq, now);
             MessageState::Visible { since: now }
         } else {
             MessageState::InFlight {
@@ -561,6 +611,7 @@ impl Queue {
         self.in_flight.clear();
         self.by_sent.clear();
         self.groups = Groups::default();
+        self.tenants = Tenants::default();
         self.attempts.clear();
         // AWS forgets the deduplication ids too: the same id sent again
         // after a purge is a new message.
@@ -574,6 +625,9 @@ impl Queue {
         let seq = message.seq;
         self.payload_bytes += message.payload_size();
         self.by_sent.insert((message.sent_at, seq));
+        if !self.is_fifo() {
+            self.tenants.add(message.group_id.as_ref(), seq, message.sent_at);
+        }
         self.messages.insert(seq, message);
         self.place(seq);
     }
@@ -586,6 +640,10 @@ impl Queue {
         let message = self.messages.remove(&seq)?;
         self.payload_bytes -= message.payload_size();
         self.by_sent.remove(&(message.sent_at, seq));
+        if !self.is_fifo() {
+            self.tenants
+                .remove(message.group_id.as_ref(), seq, message.sent_at);
+        }
         Some(message)
     }
 
@@ -597,21 +655,27 @@ impl Queue {
         self.place(seq);
     }
 
-    /// The message's FIFO group, if ordering applies to it.
-    fn fifo_group(&self, seq: u64) -> Option<Arc<str>> {
+    /// The message's state and, on a FIFO queue, its group, as it enters
+    /// (or leaves) the index of its state; on a standard queue its tenant
+    /// is told.
+    fn reindex(&mut self, seq: u64, entering: bool) -> Option<(MessageState, Option<Arc<str>>)> {
+        let message = self.messages.get(&seq)?;
+        let (state, group) = (message.state, message.group_id.clone());
         if self.is_fifo() {
-            self.messages.get(&seq)?.group_id.clone()
-        } else {
-            None
+            return Some((state, group));
         }
+        match entering {
+            true => self.tenants.place(group.as_ref(), seq, state),
+            false => self.tenants.unplace(group.as_ref(), seq, state),
+        }
+        Some((state, None))
     }
 
     /// Adds the message to the index of its state.
     fn place(&mut self, seq: u64) {
-        let Some(state) = self.messages.get(&seq).map(|m| m.state) else {
+        let Some((state, group)) = self.reindex(seq, true) else {
             return;
         };
-        let group = self.fifo_group(seq);
         match state {
             MessageState::Visible { since } => {
                 self.visible.insert(seq);
@@ -637,10 +701,9 @@ impl Queue {
 
     /// Removes the message from the index of its state.
     fn unplace(&mut self, seq: u64) {
-        let Some(state) = self.messages.get(&seq).map(|m| m.state) else {
+        let Some((state, group)) = self.reindex(seq, false) else {
             return;
         };
-        let group = self.fifo_group(seq);
         match state {
             MessageState::Visible { .. } => {
                 self.visible.remove(&seq);
@@ -1083,6 +1146,46 @@ mod tests {
         let mut attributes = QueueAttributes::default();
         attributes.set("FifoQueue", "true").unwrap();
         Queue::new("q.fifo".into(), attributes, BTreeMap::new(), T0)
+    }
+
+    /// Fills `q` with `MAX_IN_FLIGHT` messages in flight and one more
+    /// visible.
+    fn fill_in_flight(q: &mut Queue, message: impl Fn(usize) -> NewMessage) {
+        use crate::queue::limits::MAX_IN_FLIGHT;
+        for i in 0..=MAX_IN_FLIGHT {
+            q.send(message(i), T0).unwrap();
+        }
+        let mut received = 0;
+        while received < MAX_IN_FLIGHT {
+            received += q.receive(10, Some(600), None, None, T0).len();
+        }
+        assert_eq!(q.counts(T0).in_flight, MAX_IN_FLIGHT);
+    }
+
+    #[test]
+    fn a_standard_queue_at_the_in_flight_quota_refuses_receives() {
+        let mut q = queue();
+        fill_in_flight(&mut q, |i| msg(&i.to_string()));
+        let refused = q.check_in_flight_room(T0 + 1).unwrap_err();
+        assert_eq!(refused.code, ErrorCode::OverLimit);
+        assert!(
+            q.receive(10, None, None, None, T0 + 1).is_empty(),
+            "never past the quota"
+        );
+        // One message back by its timeout makes room for one receive.
+        let first = q.in_flight.first().map(|&(_, seq)| seq).unwrap();
+        q.set_state(first, MessageState::Visible { since: T0 + 1 });
+        assert!(q.check_in_flight_room(T0 + 2).is_ok());
+        assert_eq!(q.receive(10, None, None, None, T0 + 2).len(), 1);
+    }
+
+    #[test]
+    fn a_fifo_queue_at_the_in_flight_quota_receives_nothing_without_an_error() {
+        let mut q = fifo_queue();
+        // Ten messages a group: a FIFO receive takes one group's run of ten.
+        fill_in_flight(&mut q, |i| grouped(&i.to_string(), &(i / 10).to_string()));
+        assert!(q.check_in_flight_room(T0 + 1).is_ok());
+        assert!(q.receive(10, None, None, None, T0 + 1).is_empty());
     }
 
     fn grouped(body: &str, group: &str) -> NewMessage {

@@ -6,11 +6,12 @@
 use std::sync::Arc;
 
 use super::fifo::Run;
-use super::limits::DEDUP_WINDOW_MS;
+use super::limits::{DEDUP_WINDOW_MS, MAX_IN_FLIGHT};
 use super::message::{Message, MessageState};
 use super::queue::issued;
 use super::receipt::{Issued, ReceiptHandle};
 use super::{Change, Queue};
+use crate::error::{ErrorCode, Result, SqsError};
 
 /// What a FIFO receive with a ReceiveRequestAttemptId gave, kept for five
 /// minutes so that a retry of it (on this leader or the next) gets the same
@@ -50,7 +51,8 @@ impl Queue {
     /// the oldest visible messages; FIFO queues give, group by group, runs of
     /// consecutive messages from groups with nothing in flight. A message
     /// already received as often as the redrive policy allows moves to
-    /// `dead_letter` instead.
+    /// `dead_letter` instead. No receive takes a queue past
+    /// [`MAX_IN_FLIGHT`] messages in flight.
     pub fn receive(
         &mut self,
         max: usize,
@@ -71,7 +73,7 @@ impl Queue {
             .map(|p| p.max_receive_count);
         let mut received = Vec::new();
         let mut run: Option<Run> = None;
-        while received.len() < max {
+        while received.len() < max && self.in_flight.len() < MAX_IN_FLIGHT {
             let Some(seq) = self.next_receivable(&mut run) else {
                 break;
             };
@@ -94,6 +96,10 @@ impl Queue {
                     received_at: now,
                 },
             );
+            if !self.is_fifo() {
+                let group = self.messages[&seq].group_id.clone();
+                self.tenants.received(group.as_ref(), self.in_flight.len());
+            }
             let message = self.messages.get_mut(&seq).expect("just placed");
             message.receive_count = message.receive_count.saturating_add(1);
             message.first_received_at.get_or_insert(now);
@@ -115,12 +121,26 @@ impl Queue {
         received
     }
 
+    /// A standard queue with [`MAX_IN_FLIGHT`] messages in flight refuses
+    /// receives, with AWS's answer; a FIFO queue's receive just finds
+    /// nothing (see [`Queue::receive`]), as AWS's does.
+    pub fn check_in_flight_room(&mut self, now: u64) -> Result<()> {
+        self.advance(now);
+        if self.is_fifo() || self.in_flight.len() < MAX_IN_FLIGHT {
+            return Ok(());
+        }
+        Err(SqsError::new(
+            ErrorCode::OverLimit,
+            "Too many messages have been received without being deleted.\nPlease delete your received messages or let them timeout before receiving more.",
+        ))
+    }
+
     /// The next message a receive may take. For FIFO queues, keeps taking
     /// from the current run while it goes on, then starts one from the
     /// ready group whose turn it is.
     fn next_receivable(&self, run: &mut Option<Run>) -> Option<u64> {
         if !self.is_fifo() {
-            return self.visible.first().copied();
+            return self.tenants.next(self.visible.first().copied());
         }
         if let Some(seq) = run.as_ref().and_then(|run| self.groups.next_in(run)) {
             return Some(seq);

@@ -132,13 +132,16 @@ impl Service {
             }),
             _ => None,
         };
-        let received = queue.receive(
-            request.max,
-            request.visibility_timeout,
-            request.attempt_id,
-            dead_letter,
-            now,
-        );
+        // Refused or not, what time changed is accounted and committed alike.
+        let received = queue.check_in_flight_room(now).map(|()| {
+            queue.receive(
+                request.max,
+                request.visibility_timeout,
+                request.attempt_id,
+                dead_letter,
+                now,
+            )
+        });
         self.account(held_before.0, queue.holding());
         if let (Some(before), Some(dlq)) = (held_before.1, dead_letters.as_deref()) {
             self.account(before, dlq.holding());
@@ -167,7 +170,7 @@ impl Service {
             dlq_slot.ready.notify_waiters();
         }
         Ok(Look {
-            received,
+            received: received?,
             wait_seconds: queue.attributes.receive_message_wait_time_seconds,
             next_wakeup,
             commit,

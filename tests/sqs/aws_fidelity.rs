@@ -1191,3 +1191,83 @@ async fn message_move_task_errors_are_aws_s() {
     let (status, body, _) = json_call(&server, "CancelMessageMoveTask", json!({"TaskHandle": handle})).await;
     assert_eq!(status, 200, "the running task is cancelled: {body}");
 }
+
+/// A snapshot holding, in `queue`, `in_flight` messages in flight (groups
+/// of ten on a FIFO queue) and one visible message in a group of its own.
+fn in_flight_snapshot(queue: &str, in_flight: usize) -> String {
+    let fifo = queue.ends_with(".fifo");
+    let now = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .unwrap()
+        .as_millis() as u64;
+    let attributes = match fifo {
+        true => json!({"FifoQueue": "true"}),
+        false => json!({}),
+    };
+    let mut lines = vec![
+        json!({"snapshot": {"version": 1}}).to_string(),
+        json!({"queue": {"name": queue, "attributes": attributes}}).to_string(),
+    ];
+    for i in 0..in_flight {
+        let mut message = json!({"body": format!("m{i}"), "receive_count": 1,
+            "state": {"in_flight": {"until": now + 600_000, "received_at": now}}});
+        if fifo {
+            message["group_id"] = json!(format!("g{}", i / 10));
+        }
+        lines.push(json!({ "message": message }).to_string());
+    }
+    let mut visible = json!({"body": "free"});
+    if fifo {
+        visible["group_id"] = json!("free");
+    }
+    lines.push(json!({ "message": visible }).to_string());
+    lines.push(json!({"end": {"queues": 1, "messages": in_flight + 1}}).to_string());
+    lines.join("\n")
+}
+
+/// AWS's in-flight quota (120,000 on both kinds of queue): a standard
+/// queue's ReceiveMessage answers OverLimit, with the message AWS answered
+/// it with; a FIFO queue's finds nothing and answers no error.
+#[tokio::test]
+async fn receives_past_the_in_flight_quota() {
+    const QUOTA: usize = 120_000;
+    let dir = std::env::temp_dir().join(format!("ssq-in-flight-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    for (queue, over_limit) in [("busy", true), ("busy.fifo", false)] {
+        let file = dir.join(format!("{queue}.jsonl"));
+        std::fs::write(&file, in_flight_snapshot(queue, QUOTA)).unwrap();
+        let server = Server::start_with(&["--import", file.to_str().unwrap()]);
+        let url = format!("{}/000000000000/{queue}", server.url);
+        let (status, body, query_error) = json_call(
+            &server,
+            "ReceiveMessage",
+            json!({"QueueUrl": url, "MaxNumberOfMessages": 10}),
+        )
+        .await;
+        let (query_status, xml) = query_call(
+            &server,
+            &[
+                ("Action", "ReceiveMessage"),
+                ("QueueUrl", &url),
+                ("MaxNumberOfMessages", "10"),
+            ],
+        )
+        .await;
+        if over_limit {
+            assert_eq!((status, query_status), (403, 403), "{body} {xml}");
+            assert_eq!(body["__type"], "com.amazonaws.sqs#OverLimit");
+            assert_eq!(
+                body["message"],
+                "Too many messages have been received without being deleted.\nPlease delete your received messages or let them timeout before receiving more."
+            );
+            assert_eq!(query_error.as_deref(), Some("OverLimit;Sender"));
+            assert!(xml.contains("<Code>OverLimit</Code>"), "{xml}");
+            assert!(xml.contains("<Type>Sender</Type>"), "{xml}");
+        } else {
+            assert_eq!((status, query_status), (200, 200), "{body} {xml}");
+            assert_eq!(body, json!({}), "nothing past the quota, and no error");
+            assert!(!xml.contains("<Message>"), "{xml}");
+        }
+    }
+    std::fs::remove_dir_all(&dir).unwrap();
+}
