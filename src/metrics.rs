@@ -9,7 +9,7 @@ use prometheus::{
     Registry, TextEncoder,
 };
 
-use crate::queue::Counts;
+use crate::queue::{Counts, FairCounts};
 
 pub struct Metrics {
     registry: Registry,
@@ -20,6 +20,9 @@ pub struct Metrics {
     pub messages_deleted: IntCounter,
     queue_messages: IntGaugeVec,
     oldest_message_age: IntGaugeVec,
+    noisy_groups: IntGaugeVec,
+    quiet_group_messages: IntGaugeVec,
+    quiet_group_oldest_age: IntGaugeVec,
     /// 1 while this instance leads a shard and serves its queue calls, by shard.
     pub leader: IntGaugeVec,
     pub leader_transitions: IntCounter,
@@ -89,6 +92,30 @@ impl Metrics {
             Opts::new(
                 "ssq_queue_oldest_message_age_seconds",
                 "Age of the oldest message a queue holds, in any state (CloudWatch's ApproximateAgeOfOldestMessage); 0 when it holds none.",
+            ),
+            &["queue"],
+        )
+        .expect("valid metric");
+        let noisy_groups = IntGaugeVec::new(
+            Opts::new(
+                "ssq_queue_noisy_groups",
+                "Tenants (message groups) of a standard queue that fair delivery holds back (CloudWatch's ApproximateNumberOfNoisyGroups).",
+            ),
+            &["queue"],
+        )
+        .expect("valid metric");
+        let quiet_group_messages = IntGaugeVec::new(
+            Opts::new(
+                "ssq_queue_quiet_group_messages",
+                "Messages of quiet tenants (and without a group) by state: visible, in_flight or delayed (CloudWatch's ApproximateNumberOfMessages{Visible,NotVisible,Delayed}InQuietGroups).",
+            ),
+            &["queue", "state"],
+        )
+        .expect("valid metric");
+        let quiet_group_oldest_age = IntGaugeVec::new(
+            Opts::new(
+                "ssq_queue_quiet_group_oldest_message_age_seconds",
+                "Age of the oldest message of a quiet tenant or without a group (CloudWatch's ApproximateAgeOfOldestMessageInQuietGroups); 0 when there is none.",
             ),
             &["queue"],
         )
@@ -206,6 +233,9 @@ impl Metrics {
             Box::new(messages_deleted.clone()),
             Box::new(queue_messages.clone()),
             Box::new(oldest_message_age.clone()),
+            Box::new(noisy_groups.clone()),
+            Box::new(quiet_group_messages.clone()),
+            Box::new(quiet_group_oldest_age.clone()),
             Box::new(leader.clone()),
             Box::new(leader_transitions.clone()),
             Box::new(step_downs.clone()),
@@ -227,6 +257,9 @@ impl Metrics {
             messages_deleted,
             queue_messages,
             oldest_message_age,
+            noisy_groups,
+            quiet_group_messages,
+            quiet_group_oldest_age,
             leader,
             leader_transitions,
             step_downs,
@@ -246,24 +279,40 @@ impl Metrics {
 
     /// The text exposition format, with queue gauges set from `counts`
     /// (`now` in wall-clock milliseconds, for the messages' ages).
-    pub fn render(&self, counts: &[(String, Counts)], now: u64) -> String {
-        self.queue_messages.reset();
-        self.oldest_message_age.reset();
-        for (queue, counts) in counts {
-            let age_ms = counts
-                .oldest_sent_at
-                .map_or(0, |sent_at| now.saturating_sub(sent_at));
+    pub fn render(&self, counts: &[(String, Counts, FairCounts)], now: u64) -> String {
+        for gauge in [
+            &self.queue_messages,
+            &self.oldest_message_age,
+            &self.noisy_groups,
+            &self.quiet_group_messages,
+            &self.quiet_group_oldest_age,
+        ] {
+            gauge.reset();
+        }
+        let age_seconds =
+            |sent_at: Option<u64>| (sent_at.map_or(0, |sent_at| now.saturating_sub(sent_at)) / 1000) as i64;
+        for (queue, counts, fair) in counts {
+            let queue = queue.as_str();
             self.oldest_message_age
-                .with_label_values(&[queue.as_str()])
-                .set((age_ms / 1000) as i64);
-            for (state, value) in [
-                ("visible", counts.visible),
-                ("in_flight", counts.in_flight),
-                ("delayed", counts.delayed),
+                .with_label_values(&[queue])
+                .set(age_seconds(counts.oldest_sent_at));
+            self.quiet_group_oldest_age
+                .with_label_values(&[queue])
+                .set(age_seconds(fair.oldest_in_quiet_groups_sent_at));
+            self.noisy_groups
+                .with_label_values(&[queue])
+                .set(fair.noisy_groups as i64);
+            for (state, all, quiet) in [
+                ("visible", counts.visible, fair.visible_in_quiet_groups),
+                ("in_flight", counts.in_flight, fair.not_visible_in_quiet_groups),
+                ("delayed", counts.delayed, fair.delayed_in_quiet_groups),
             ] {
                 self.queue_messages
-                    .with_label_values(&[queue.as_str(), state])
-                    .set(value as i64);
+                    .with_label_values(&[queue, state])
+                    .set(all as i64);
+                self.quiet_group_messages
+                    .with_label_values(&[queue, state])
+                    .set(quiet as i64);
             }
         }
         let mut out = Vec::new();
@@ -288,8 +337,18 @@ mod tests {
             delayed: 0,
             oldest_sent_at: Some(now - 90_500),
         };
+        let fair = FairCounts {
+            noisy_groups: 1,
+            visible_in_quiet_groups: 1,
+            not_visible_in_quiet_groups: 0,
+            delayed_in_quiet_groups: 0,
+            oldest_in_quiet_groups_sent_at: Some(now - 20_000),
+        };
         let text = metrics.render(
-            &[("orders".into(), held), ("empty".into(), Counts::default())],
+            &[
+                ("orders".into(), held, fair),
+                ("empty".into(), Counts::default(), FairCounts::default()),
+            ],
             now,
         );
         assert!(
@@ -304,5 +363,14 @@ mod tests {
             text.contains("ssq_queue_messages{queue=\"orders\",state=\"in_flight\"} 1"),
             "{text}"
         );
+        for line in [
+            "ssq_queue_noisy_groups{queue=\"orders\"} 1",
+            "ssq_queue_quiet_group_messages{queue=\"orders\",state=\"in_flight\"} 0",
+            "ssq_queue_quiet_group_messages{queue=\"orders\",state=\"visible\"} 1",
+            "ssq_queue_quiet_group_oldest_message_age_seconds{queue=\"orders\"} 20",
+            "ssq_queue_quiet_group_oldest_message_age_seconds{queue=\"empty\"} 0",
+        ] {
+            assert!(text.contains(line), "{line} in {text}");
+        }
     }
 }

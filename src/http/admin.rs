@@ -217,11 +217,21 @@ struct QueueSummary {
     in_flight: usize,
     delayed: usize,
     oldest_age_seconds: Option<u64>,
+    /// A standard queue's noisy tenants (fair queues), most in flight first.
+    noisy_groups: Vec<NoisyGroup>,
     rates: crate::http::activity::Rates,
     /// The key of its dead-letter queue, if it has one that exists.
     dead_letter_queue: Option<String>,
     /// The keys of the queues whose dead-letter queue it is.
     sources: Vec<String>,
+}
+
+#[derive(serde::Serialize)]
+struct NoisyGroup {
+    group: String,
+    messages: u64,
+    in_flight: u64,
+    last_send_age_seconds: u64,
 }
 
 /// `GET /admin/api/overview`: the instance and every queue.
@@ -247,6 +257,16 @@ async fn overview(State(state): State<Arc<AppState>>, uri: Uri, headers: HeaderM
                 in_flight: counts.in_flight,
                 delayed: counts.delayed,
                 oldest_age_seconds: counts.oldest_sent_at.map(|sent| now.saturating_sub(sent) / 1000),
+                noisy_groups: queue
+                    .noisy_tenants(now)
+                    .into_iter()
+                    .map(|tenant| NoisyGroup {
+                        group: tenant.group.to_string(),
+                        messages: tenant.held,
+                        in_flight: tenant.in_flight,
+                        last_send_age_seconds: now.saturating_sub(tenant.last_send) / 1000,
+                    })
+                    .collect(),
                 rates: Default::default(),
                 dead_letter_queue: queue
                     .attributes

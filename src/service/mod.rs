@@ -47,7 +47,7 @@ use crate::error::{Result, SqsError};
 use crate::journal::{Memory, Pending, Transfer, Write};
 use crate::metrics::Metrics;
 use crate::queue::clock::Clock;
-use crate::queue::{Activity, Counts, Queue};
+use crate::queue::{Activity, Counts, FairCounts, Queue};
 use crate::service::shards::Placement;
 
 pub struct Service {
@@ -259,9 +259,10 @@ impl Service {
         self.each_queue(|name, queue, _| (name.to_string(), queue.activity()))
     }
 
-    /// Message counts of every queue, for the metrics scrape.
-    pub fn counts_by_queue(&self) -> Vec<(String, Counts)> {
-        self.each_queue(|name, queue, now| (name.to_string(), queue.counts(now)))
+    /// Message counts of every queue, all and of quiet tenants (fair
+    /// queues), for the metrics scrape.
+    pub fn counts_by_queue(&self) -> Vec<(String, Counts, FairCounts)> {
+        self.each_queue(|name, queue, now| (name.to_string(), queue.counts(now), queue.fair_counts(now)))
     }
 }
 

@@ -1,6 +1,6 @@
 //! One ssq instance, memory-only, driven as clients drive it: every action
 //! through the AWS SDK and raw HTTP, AWS's recorded answers, bad input,
-//! limits, the developer endpoint, both protocols, SigV4, FIFO dead-letter
+//! limits, fair queues, the developer endpoint, both protocols, SigV4, FIFO dead-letter
 //! queues. Tests here run side by side.
 
 use ssq_test_support as common;
@@ -8,6 +8,7 @@ use ssq_test_support as common;
 mod api;
 mod aws_fidelity;
 mod bad_input;
+mod fair;
 mod fifo_dlq;
 mod limits;
 mod peek;

@@ -385,6 +385,19 @@ function counts(queue) {
     h("div", {}, h("strong", {}, rate(queue.rates.deleted, "deletes")), "deletes"));
 }
 
+// Fair queues: the tenants whose backlog waits behind quiet tenants' messages.
+function noisyPanel(queue) {
+  if (!queue.noisy_groups.length) return null;
+  return h("section", { class: "panel", id: "noisy-groups" }, h("h3", {}, "Noisy message groups"),
+    h("p", { class: "muted" }, "Receives take quiet groups' messages first while these groups' backlogs wait (fair queues)."),
+    h("table", {},
+      h("thead", {}, h("tr", {}, h("th", {}, "group"), h("th", { class: "num" }, "messages"),
+        h("th", { class: "num" }, "in flight"), h("th", { class: "num" }, "last send"))),
+      h("tbody", {}, queue.noisy_groups.map((g) => h("tr", {},
+        h("td", {}, g.group), h("td", { class: "num" }, g.messages),
+        h("td", { class: "num" }, g.in_flight), h("td", { class: "num" }, age(g.last_send_age_seconds)))))));
+}
+
 async function showQueue(key) {
   const overview = await getJson("/admin/api/overview");
   showInstance(overview);
@@ -411,6 +424,7 @@ async function showQueue(key) {
     h("h2", { id: "queue-name" }, queue.name),
     h("p", { class: "muted" }, queue.url),
     counts(queue),
+    noisyPanel(queue),
     queue.dead_letter_queue ? h("p", {}, "Dead-letter queue: ", queueLink(queue.dead_letter_queue)) : null,
     queue.sources.length ? redrivePanel(queue, refresh) : null,
     messages,
