@@ -281,11 +281,13 @@ macro_rules! on_queue_flag {
 }
 
 /// One arm of [`dispatch`]: decode, resolve the queue if the action acts on
-/// one, run, render.
+/// one (a queue that does not exist is the first thing reported, before any
+/// parameter's error, as AWS reports it), run, render.
 macro_rules! run {
     ($render:ident, $api:ident, $ctx:ident, $input:ident: $in:ty => $out:ty, on_queue $handler:path) => {{
         let input: $in = $input.decode()?;
         let name = $ctx.queue_name(model::OnQueue::queue_url(&input))?;
+        $api.service.ensure_exists(&name)?;
         $render::render::<$out>($handler($api, $ctx, &name, input).await?)
     }};
     ($render:ident, $api:ident, $ctx:ident, $input:ident: $in:ty => $out:ty, $handler:path) => {{

@@ -136,6 +136,12 @@ impl Service {
             .collect()
     }
 
+    /// NonExistentQueue unless the queue exists: AWS reports a missing
+    /// queue before anything else wrong with a request on it.
+    pub fn ensure_exists(&self, name: &str) -> Result<()> {
+        self.slot(name).map(drop)
+    }
+
     fn slot(&self, name: &str) -> Result<Arc<QueueSlot>> {
         self.read_queues()
             .get(name)

@@ -715,3 +715,82 @@ async fn query_parameters_that_are_not_utf8_are_refused() {
         .unwrap();
     assert_eq!(sent.status(), 200);
 }
+
+/// AWS reports a queue that does not exist before anything else wrong
+/// with a request on it: each queue action, sent to a queue URL of ours
+/// naming no queue and with a bad parameter, answers NonExistentQueue.
+async fn a_missing_queue_is_reported_first(wire: Wire) {
+    let server = Server::start();
+    let sqs = Sqs {
+        endpoint: server.url.clone(),
+        wire,
+        http: reqwest::Client::new(),
+    };
+    let url = format!("{}/000000000000/nowhere", server.url);
+    let bad_handle = json!({"QueueUrl": url, "ReceiptHandle": "not a handle", "VisibilityTimeout": 99_999});
+    let cases = [
+        ("DeleteMessage", bad_handle.clone()),
+        ("DeleteMessage", json!({"QueueUrl": url})),
+        ("ChangeMessageVisibility", bad_handle),
+        (
+            "ReceiveMessage",
+            json!({"QueueUrl": url, "MaxNumberOfMessages": 50, "WaitTimeSeconds": 99}),
+        ),
+        (
+            "SendMessage",
+            json!({"QueueUrl": url, "MessageBody": "", "DelaySeconds": 5_000}),
+        ),
+        ("SendMessageBatch", json!({"QueueUrl": url, "Entries": []})),
+        (
+            "DeleteMessageBatch",
+            json!({"QueueUrl": url, "Entries": [{"Id": "a.b", "ReceiptHandle": "x"}]}),
+        ),
+        (
+            "ChangeMessageVisibilityBatch",
+            json!({"QueueUrl": url, "Entries": [{"Id": "a", "ReceiptHandle": "x"}]}),
+        ),
+        (
+            "GetQueueAttributes",
+            json!({"QueueUrl": url, "AttributeNames": ["NoSuchAttribute"]}),
+        ),
+        (
+            "SetQueueAttributes",
+            json!({"QueueUrl": url, "Attributes": {"NoSuchAttribute": "1"}}),
+        ),
+        ("TagQueue", json!({"QueueUrl": url, "Tags": {}})),
+        ("UntagQueue", json!({"QueueUrl": url, "TagKeys": []})),
+        (
+            "AddPermission",
+            json!({"QueueUrl": url, "Label": "", "AWSAccountIds": [], "Actions": []}),
+        ),
+        (
+            "RemovePermission",
+            json!({"QueueUrl": url, "Label": "no such label"}),
+        ),
+        (
+            "ListDeadLetterSourceQueues",
+            json!({"QueueUrl": url, "MaxResults": 5_000}),
+        ),
+        ("ListQueueTags", json!({"QueueUrl": url})),
+        ("PurgeQueue", json!({"QueueUrl": url})),
+        ("DeleteQueue", json!({"QueueUrl": url})),
+    ];
+    for (action, input) in cases {
+        let failure = sqs.fails(action, input.clone()).await;
+        assert_eq!(
+            (failure.status, failure.code.as_str()),
+            (400, "AWS.SimpleQueueService.NonExistentQueue"),
+            "{wire:?} {action} {input}"
+        );
+    }
+}
+
+#[tokio::test]
+async fn a_missing_queue_is_reported_first_over_json() {
+    a_missing_queue_is_reported_first(Wire::Json).await;
+}
+
+#[tokio::test]
+async fn a_missing_queue_is_reported_first_over_query() {
+    a_missing_queue_is_reported_first(Wire::Query).await;
+}
