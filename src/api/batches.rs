@@ -4,7 +4,7 @@
 use std::collections::HashSet;
 
 use super::model::*;
-use super::params::{in_range, required};
+use super::params::in_range;
 use super::wire::{new_message, sent_output};
 use super::{Api, RequestContext};
 use crate::error::{ErrorCode, Result, SqsError};
@@ -18,10 +18,14 @@ pub(super) const MAX_BATCH_ENTRIES: usize = 10;
 pub(super) const MAX_BATCH_PAYLOAD: usize = MAX_MESSAGE_BYTES as usize;
 
 /// Checks the batch rules common to every batch action and returns the
-/// entries with their ids.
+/// entries with their ids. An entry without a member the action requires
+/// (its Id, or what `missing` names) fails the whole request, naming the
+/// entry as the Query protocol does (`DeleteMessageBatchRequestEntry.2.Id`),
+/// as AWS answers it.
 pub(super) fn check_batch<E>(
     entries: Option<Vec<E>>,
     id: impl Fn(&E) -> Option<&String>,
+    missing: impl Fn(&E) -> Option<&'static str>,
     entry_kind: &str,
 ) -> Result<Vec<(String, E)>> {
     let entries = entries.unwrap_or_default();
@@ -40,11 +44,23 @@ pub(super) fn check_batch<E>(
             ),
         ));
     }
+    let missing_member =
+        |at: usize, member: &str| SqsError::missing_parameter(&format!("{entry_kind}.{}.{member}", at + 1));
+    if let Some((at, member)) = entries.iter().enumerate().find_map(|(at, entry)| {
+        let member = if id(entry).is_none() {
+            Some("Id")
+        } else {
+            missing(entry)
+        };
+        member.map(|member| (at, member))
+    }) {
+        return Err(missing_member(at, member));
+    }
     let mut seen = HashSet::new();
     entries
         .into_iter()
         .map(|entry| {
-            let entry_id = id(&entry).cloned().ok_or_else(|| SqsError::missing_parameter("Id"))?;
+            let entry_id = id(&entry).cloned().unwrap_or_default();
             let valid = (1..=80).contains(&entry_id.len())
                 && entry_id.bytes().all(|b| b.is_ascii_alphanumeric() || b == b'-' || b == b'_');
             if !valid {
@@ -90,7 +106,12 @@ pub(super) async fn send_message_batch(
     name: &str,
     input: BatchInput<SendMessageBatchEntry>,
 ) -> Result<BatchOutput<SendMessageBatchResultEntry>> {
-    let entries = check_batch(input.entries, |e| e.id.as_ref(), "SendMessageBatchRequestEntry")?;
+    let entries = check_batch(
+        input.entries,
+        |e| e.id.as_ref(),
+        |e| e.message.message_body.is_none().then_some("MessageBody"),
+        "SendMessageBatchRequestEntry",
+    )?;
     let mut payload = 0;
     let mut results = Vec::with_capacity(entries.len());
     let mut to_send = Vec::new();
@@ -129,15 +150,20 @@ pub(super) async fn delete_message_batch(
     name: &str,
     input: BatchInput<DeleteMessageBatchEntry>,
 ) -> Result<BatchOutput<DeleteMessageBatchResultEntry>> {
-    let entries = check_batch(input.entries, |e| e.id.as_ref(), "DeleteMessageBatchRequestEntry")?;
+    let entries = check_batch(
+        input.entries,
+        |e| e.id.as_ref(),
+        |e| e.receipt_handle.is_none().then_some("ReceiptHandle"),
+        "DeleteMessageBatchRequestEntry",
+    )?;
     let results = api
         .service
         .with_queue(name, |queue, now| {
             entries
                 .into_iter()
                 .map(|(id, entry)| {
-                    let result = required(entry.receipt_handle, "ReceiptHandle")
-                        .and_then(|text| ReceiptHandle::decode(&text))
+                    // Present: check_batch refused entries without one.
+                    let result = ReceiptHandle::decode(&entry.receipt_handle.unwrap_or_default())
                         .and_then(|handle| queue.delete(handle, now))
                         .map(|deleted| {
                             if deleted {
@@ -162,6 +188,11 @@ pub(super) async fn change_message_visibility_batch(
     let entries = check_batch(
         input.entries,
         |e| e.id.as_ref(),
+        |e| match (&e.receipt_handle, e.visibility_timeout) {
+            (None, _) => Some("ReceiptHandle"),
+            (_, None) => Some("VisibilityTimeout"),
+            _ => None,
+        },
         "ChangeMessageVisibilityBatchRequestEntry",
     )?;
     let results = api
@@ -170,11 +201,11 @@ pub(super) async fn change_message_visibility_batch(
             entries
                 .into_iter()
                 .map(|(id, entry)| {
+                    // Both present: check_batch refused entries without them.
                     let result = (|| {
-                        let handle =
-                            ReceiptHandle::decode(&required(entry.receipt_handle, "ReceiptHandle")?)?;
+                        let handle = ReceiptHandle::decode(&entry.receipt_handle.unwrap_or_default())?;
                         let timeout = in_range(
-                            required(entry.visibility_timeout, "VisibilityTimeout")?,
+                            entry.visibility_timeout.unwrap_or_default(),
                             "VisibilityTimeout",
                             0,
                             MAX_VISIBILITY_TIMEOUT_SECONDS.into(),
@@ -197,7 +228,9 @@ mod tests {
     #[test]
     fn batches_are_checked_for_size_ids_and_emptiness() {
         let ids = |ids: &[&str]| Some(ids.iter().map(|s| Some(s.to_string())).collect::<Vec<_>>());
-        let check = |entries| check_batch(entries, |e: &Option<String>| e.as_ref(), "Entry").map(|v| v.len());
+        let check = |entries| {
+            check_batch(entries, |e: &Option<String>| e.as_ref(), |_| None, "Entry").map(|v| v.len())
+        };
         assert_eq!(check(ids(&["a", "b"])).unwrap(), 2);
         assert_eq!(check(ids(&[])).unwrap_err().code, ErrorCode::EmptyBatchRequest);
         assert_eq!(check(None).unwrap_err().code, ErrorCode::EmptyBatchRequest);
@@ -218,6 +251,47 @@ mod tests {
         assert_eq!(
             check(ids(&[&"x".repeat(81)])).unwrap_err().code,
             ErrorCode::InvalidBatchEntryId
+        );
+    }
+
+    #[test]
+    fn an_entry_without_a_required_member_fails_the_batch_naming_the_entry() {
+        /// An entry: its id and one more member.
+        type Entry = (Option<String>, Option<u32>);
+        let entry = |id: Option<&str>, member: Option<u32>| (id.map(String::from), member);
+        let check = |entries: Vec<Entry>, missing: fn(&Entry) -> Option<&'static str>| {
+            check_batch(
+                Some(entries),
+                |e: &Entry| e.0.as_ref(),
+                missing,
+                "KindRequestEntry",
+            )
+            .unwrap_err()
+        };
+        let mixed = || {
+            vec![
+                entry(Some("a"), Some(1)),
+                entry(None, Some(2)),
+                entry(Some("c"), None),
+            ]
+        };
+        let no_id = check(mixed(), |_| None);
+        assert_eq!(no_id.code, ErrorCode::MissingParameter);
+        assert_eq!(
+            no_id.message,
+            "The request must contain the parameter KindRequestEntry.2.Id."
+        );
+        let first = check(mixed(), |e| e.1.is_none().then_some("Timeout"));
+        assert_eq!(
+            first.message, "The request must contain the parameter KindRequestEntry.2.Id.",
+            "the first entry that lacks a member is named"
+        );
+        let member = check(vec![entry(Some("a"), Some(1)), entry(Some("b"), None)], |e| {
+            e.1.is_none().then_some("Timeout")
+        });
+        assert_eq!(
+            member.message,
+            "The request must contain the parameter KindRequestEntry.2.Timeout."
         );
     }
 }

@@ -6,7 +6,7 @@ use super::redrive::check_redrive_target;
 use super::{Api, RequestContext};
 use crate::error::{Result, SqsError};
 use crate::queue::attributes::{self, READ_ONLY, SETTABLE};
-use crate::queue::validate_name;
+use crate::queue::{QueueAttributes, validate_name};
 
 pub(super) async fn create_queue(
     api: &Api,
@@ -14,22 +14,13 @@ pub(super) async fn create_queue(
     input: CreateQueueInput,
 ) -> Result<QueueUrlOutput> {
     let name = required(input.queue_name, "QueueName")?;
+    let attributes = input.attributes.unwrap_or_default();
     // Checked before it is keyed, so that a name cannot choose a region.
-    validate_name(&name)?;
+    validate_name(&name, QueueAttributes::request_fifo(&attributes))?;
     let name = ctx.queue_key(&name);
-    check_redrive_target(
-        api,
-        ctx,
-        &name,
-        input.attributes.as_ref().unwrap_or(&StringMap::new()),
-    )
-    .await?;
+    check_redrive_target(api, ctx, &name, &attributes).await?;
     api.service
-        .create_queue(
-            &name,
-            &input.attributes.unwrap_or_default(),
-            input.tags.unwrap_or_default(),
-        )
+        .create_queue(&name, &attributes, input.tags.unwrap_or_default())
         .await?;
     Ok(QueueUrlOutput {
         queue_url: ctx.queue_url(&name),
@@ -55,7 +46,7 @@ pub(super) async fn get_queue_url(
     let ours = input
         .queue_owner_aws_account_id
         .is_none_or(|account| account == ctx.account_id)
-        && validate_name(&name).is_ok();
+        && validate_name(&name, name.ends_with(".fifo")).is_ok();
     let name = ctx.queue_key(&name);
     if !ours || !api.service.queue_exists(&name) {
         return Err(SqsError::queue_does_not_exist());

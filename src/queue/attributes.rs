@@ -239,17 +239,18 @@ impl QueueAttributes {
         Ok(parsed)
     }
 
+    /// Whether CreateQueue's `attributes` ask for a FIFO queue: the name
+    /// rules to check a queue's name by, before the attributes are read.
+    pub fn request_fifo(attributes: &BTreeMap<String, String>) -> bool {
+        attributes
+            .get("FifoQueue")
+            .is_some_and(|value| value.eq_ignore_ascii_case("true"))
+    }
+
     /// Checks the rules that tie attributes to each other and to the queue's
     /// name: FIFO queues end in `.fifo` and only they have FIFO attributes.
     pub fn check_consistency(&self, queue_name: &str, given: &[&str]) -> Result<()> {
-        let fifo_name = queue_name.ends_with(".fifo");
-        if self.fifo_queue != fifo_name {
-            return Err(SqsError::invalid_parameter(if fifo_name {
-                "The name of a FIFO queue can only include alphanumeric characters, hyphens, or underscores, must end with .fifo suffix, and FifoQueue must be true."
-            } else {
-                "Queues with FifoQueue=true must have a name that ends with .fifo."
-            }));
-        }
+        super::queue::validate_name(queue_name, self.fifo_queue)?;
         if !self.fifo_queue
             && let Some(name) = given.iter().find(|n| FIFO_ONLY.contains(n) || **n == "FifoQueue")
         {

@@ -112,7 +112,7 @@ impl Service {
         // `name` is a queue key: the region it may carry came from a
         // request's signature, the name from the request.
         let (region, bare_name) = key::split(name);
-        validate_name(bare_name)?;
+        validate_name(bare_name, QueueAttributes::request_fifo(attributes))?;
         if region.is_some_and(|region| !key::is_region(region)) {
             return Err(SqsError::invalid_parameter(format!(
                 "{name} is not a region and a queue name."

@@ -434,7 +434,8 @@ impl Reader<'_, '_> {
         if !key::is_region(region) {
             return Err(invalid(format!("{region} is not a region")));
         }
-        crate::queue::validate_name(&line.name).map_err(|e| invalid(e.message))?;
+        crate::queue::validate_name(&line.name, QueueAttributes::request_fifo(&line.attributes))
+            .map_err(|e| invalid(e.message))?;
         let attributes =
             QueueAttributes::for_new_queue(&line.name, &line.attributes).map_err(|e| invalid(e.message))?;
         crate::queue::tags::validate(&line.tags).map_err(|e| invalid(e.message))?;

@@ -21,6 +21,7 @@ enum Wire {
 struct Failure {
     status: u16,
     code: String,
+    message: String,
 }
 
 struct Sqs {
@@ -64,7 +65,11 @@ impl Sqs {
             .map(|v| v.to_str().unwrap().split(';').next().unwrap().to_string());
         let body: Value = serde_json::from_slice(&response.bytes().await.unwrap()).unwrap();
         match code {
-            Some(code) => Err(Failure { status, code }),
+            Some(code) => Err(Failure {
+                status,
+                code,
+                message: body["message"].as_str().unwrap_or_default().to_string(),
+            }),
             None => Ok(body),
         }
     }
@@ -87,12 +92,13 @@ impl Sqs {
         let text = response.text().await.unwrap();
         let root = parse_xml(&text);
         if root.name == "ErrorResponse" {
-            let code = root
-                .child("Error")
-                .and_then(|e| e.child("Code"))
-                .map(|c| c.text.clone())
-                .unwrap();
-            return Err(Failure { status, code });
+            let error = root.child("Error").unwrap();
+            let field = |name: &str| error.child(name).map(|c| c.text.clone()).unwrap_or_default();
+            return Err(Failure {
+                status,
+                code: field("Code"),
+                message: field("Message"),
+            });
         }
         assert_eq!(root.name, format!("{action}Response"));
         assert_eq!(
@@ -793,4 +799,86 @@ async fn a_missing_queue_is_reported_first_over_json() {
 #[tokio::test]
 async fn a_missing_queue_is_reported_first_over_query() {
     a_missing_queue_is_reported_first(Wire::Query).await;
+}
+
+/// AWS's words for what a batch entry or a queue name lacks: a batch entry
+/// without a member its action requires fails the whole request and is
+/// named as the Query protocol names it; a queue name that does not fit
+/// its kind of queue gets that kind's message.
+async fn entries_and_names_are_named_as_aws_names_them(wire: Wire) {
+    let server = Server::start();
+    let sqs = Sqs {
+        endpoint: server.url.clone(),
+        wire,
+        http: reqwest::Client::new(),
+    };
+    let url = text(&sqs.ok("CreateQueue", json!({"QueueName": "named"})).await["QueueUrl"]);
+    let missing = [
+        (
+            "SendMessageBatch",
+            json!([{"Id": "a", "MessageBody": "x"}, {"MessageBody": "y"}]),
+            "SendMessageBatchRequestEntry.2.Id",
+        ),
+        (
+            "SendMessageBatch",
+            json!([{"Id": "a", "MessageBody": "x"}, {"Id": "b"}]),
+            "SendMessageBatchRequestEntry.2.MessageBody",
+        ),
+        (
+            "DeleteMessageBatch",
+            json!([{"Id": "a"}]),
+            "DeleteMessageBatchRequestEntry.1.ReceiptHandle",
+        ),
+        (
+            "ChangeMessageVisibilityBatch",
+            json!([{"Id": "a", "ReceiptHandle": "h", "VisibilityTimeout": 5}, {"Id": "b", "ReceiptHandle": "h"}]),
+            "ChangeMessageVisibilityBatchRequestEntry.2.VisibilityTimeout",
+        ),
+    ];
+    for (action, entries, member) in missing {
+        let failure = sqs
+            .fails(action, json!({"QueueUrl": url, "Entries": entries}))
+            .await;
+        assert_eq!(
+            (failure.status, failure.code.as_str(), failure.message.as_str()),
+            (
+                400,
+                "MissingParameter",
+                format!("The request must contain the parameter {member}.").as_str()
+            ),
+            "{wire:?} {action}"
+        );
+    }
+    let names = [
+        (
+            json!({"QueueName": "jobs.fifo"}),
+            "Can only include alphanumeric characters, hyphens, or underscores. 1 to 80 in length",
+        ),
+        (
+            json!({"QueueName": "a b"}),
+            "Can only include alphanumeric characters, hyphens, or underscores. 1 to 80 in length",
+        ),
+        (
+            json!({"QueueName": "jobs", "Attributes": {"FifoQueue": "true"}}),
+            "The name of a FIFO queue can only include alphanumeric characters, hyphens, or underscores, must end with .fifo suffix and be 1 to 80 in length.",
+        ),
+    ];
+    for (input, message) in names {
+        let failure = sqs.fails("CreateQueue", input.clone()).await;
+        assert_eq!(
+            (failure.status, failure.code.as_str(), failure.message.as_str()),
+            (400, "InvalidParameterValue", message),
+            "{wire:?} {input}"
+        );
+    }
+}
+
+#[tokio::test]
+async fn entries_and_names_are_named_as_aws_names_them_over_json() {
+    entries_and_names_are_named_as_aws_names_them(Wire::Json).await;
+}
+
+#[tokio::test]
+async fn entries_and_names_are_named_as_aws_names_them_over_query() {
+    entries_and_names_are_named_as_aws_names_them(Wire::Query).await;
 }
