@@ -3,7 +3,7 @@
 VENV := .venv
 PYTHON_DEPS := $(VENV)/.installed
 
-.PHONY: build run bench-compare test test-deps test-quick test-rust test-python chaos screenshots fuzz bench cluster cluster-stop docker fmt lint clean
+.PHONY: build run bench-compare bench-fair test test-deps test-quick test-rust test-python chaos screenshots fuzz bench cluster cluster-stop docker fmt lint clean
 
 build:
 	cargo build --release
@@ -71,6 +71,10 @@ bench:
 # Another build against this one, side by side: make bench-compare OLD=/path/to/old/ssq
 bench-compare: build
 	bash loadtest/compare.sh $(OLD) target/release/ssq
+
+# Fair queues: quiet tenants' dwell time with and without group ids, side by side.
+bench-fair:
+	bash loadtest/fair.sh
 
 # Redis, three ssq instances and HAProxy on loopback (docker/compose.yaml without Docker).
 cluster:

@@ -331,6 +331,8 @@ lines += [f"| {name} | {'yes' if ok else 'no'} | {value} |" for name, ok, value 
 lines += ["", (Path(__file__).parent / "profile.md").read_text().rstrip(), "",
           # The disk engines, measured apart (loadtest/engines/): written by hand.
           (Path(__file__).parent / "engines" / "results.md").read_text().rstrip(), "",
+          # Fair queues, measured apart (make bench-fair): written by hand.
+          (Path(__file__).parent / "fair.md").read_text().rstrip(), "",
           "![Requests per second against concurrency](benchmarks.svg)", ""]
 markdown_path.write_text("\n".join(lines))
 

@@ -13,7 +13,10 @@
 //!   polling, then deleting) on one queue; producers stop after the duration
 //!   and the run ends when every message sent is consumed. It reports the CPU
 //!   time of this process and the servers per message sent and consumed: the
-//!   figure `make bench` compares with BullMQ and RSMQ (loadtest/peers).
+//!   figure `make bench` compares with BullMQ and RSMQ (loadtest/peers);
+//! - `fair`: one tenant's backlog against quiet tenants sending steadily,
+//!   consumers that take a while over each message: the quiet tenants'
+//!   dwell time (fair queues; see `fair.rs`).
 //!
 //! Figures: messages per second and latency percentiles per request kind
 //! (HdrHistogram), as a table and, with `--json`, as JSON.
@@ -32,6 +35,8 @@ use bytes::Bytes;
 use clap::{Parser, ValueEnum};
 use hdrhistogram::Histogram;
 use serde_json::{Value, json};
+
+mod fair;
 
 #[derive(Parser, Debug, Clone)]
 #[command(
@@ -96,6 +101,21 @@ struct Options {
     /// it filled), so that every run starts from nothing.
     #[arg(long)]
     keep_queues: bool,
+    /// `fair`: the noisy tenant's backlog, sent before the run.
+    #[arg(long, default_value_t = 5_000)]
+    noisy_backlog: usize,
+    /// `fair`: quiet tenants sending steadily.
+    #[arg(long, default_value_t = 20)]
+    tenants: usize,
+    /// `fair`: messages per second the quiet tenants send together.
+    #[arg(long, default_value_t = 40.0)]
+    quiet_rate: f64,
+    /// `fair`: milliseconds a consumer takes over each message.
+    #[arg(long, default_value_t = 150)]
+    processing_ms: u64,
+    /// `fair`: send without MessageGroupId (the baseline: no tenants).
+    #[arg(long)]
+    ignore_groups: bool,
     /// Serve the HTTP floor on this address instead of generating load.
     #[arg(long)]
     serve_floor: Option<std::net::SocketAddr>,
@@ -109,6 +129,7 @@ enum Scenario {
     Longpoll,
     Fill,
     Pipeline,
+    Fair,
 }
 
 /// Latencies and counts of one request kind.
@@ -406,6 +427,14 @@ async fn main() {
         }
     }
 
+    if options.scenario == Scenario::Fair {
+        fair::run(&sqs, &queues[0], &options).await;
+        if !options.keep_queues {
+            let _ = sqs.call("DeleteQueue", json!({"QueueUrl": queues[0]})).await;
+        }
+        return;
+    }
+
     if options.scenario == Scenario::Pipeline {
         let queue = Arc::new(Requests::new(&queues[0], &body, options.batch));
         pipeline(&sqs, &queue, &options).await;
@@ -439,7 +468,7 @@ async fn main() {
             Scenario::Roundtrip => Role::Consumer,
             Scenario::Longpoll if w == 0 => Role::PacedProducer,
             Scenario::Longpoll => Role::LongPoller,
-            Scenario::Pipeline => unreachable!("the pipeline runs apart"),
+            Scenario::Pipeline | Scenario::Fair => unreachable!("these scenarios run apart"),
         };
         let queue = requests[w % requests.len()].clone();
         let (sqs, recorder, stop, options) = (sqs.clone(), recorder.clone(), stop.clone(), options.clone());
