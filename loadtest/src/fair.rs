@@ -34,7 +34,10 @@ pub(crate) async fn run(sqs: &Arc<Sqs>, url: &str, options: &Options) {
         let entries: Vec<Value> = (first..options.noisy_backlog.min(first + 10))
             .map(|i| json!({"Id": i.to_string(), "MessageBody": stamped("noisy"), "MessageGroupId": group("noisy")}))
             .collect();
-        if let Err(error) = sqs.call("SendMessageBatch", json!({"QueueUrl": url, "Entries": entries})).await {
+        if let Err(error) = sqs
+            .call("SendMessageBatch", json!({"QueueUrl": url, "Entries": entries}))
+            .await
+        {
             eprintln!("ssq-bench: the backlog could not be sent: {error}");
             std::process::exit(1);
         }
@@ -85,16 +88,26 @@ pub(crate) async fn run(sqs: &Arc<Sqs>, url: &str, options: &Options) {
                 let received_at = now_micros();
                 for message in out["Messages"].as_array().into_iter().flatten() {
                     let body = message["Body"].as_str().unwrap_or_default();
-                    let Some((tenant, sent_at)) = body.split_once(' ') else { continue };
-                    let millis = (received_at.saturating_sub(sent_at.parse().unwrap_or(received_at)) / 1000) as u64;
+                    let Some((tenant, sent_at)) = body.split_once(' ') else {
+                        continue;
+                    };
+                    let millis =
+                        (received_at.saturating_sub(sent_at.parse().unwrap_or(received_at)) / 1000) as u64;
                     {
                         let mut dwell = dwell.lock().expect("no consumer panics");
-                        let histogram = if tenant == "noisy" { &mut dwell.noisy } else { &mut dwell.quiet };
+                        let histogram = if tenant == "noisy" {
+                            &mut dwell.noisy
+                        } else {
+                            &mut dwell.quiet
+                        };
                         let _ = histogram.record(millis);
                     }
                     tokio::time::sleep(processing_time()).await;
                     let _ = sqs
-                        .call("DeleteMessage", json!({"QueueUrl": url, "ReceiptHandle": message["ReceiptHandle"]}))
+                        .call(
+                            "DeleteMessage",
+                            json!({"QueueUrl": url, "ReceiptHandle": message["ReceiptHandle"]}),
+                        )
                         .await;
                 }
             }

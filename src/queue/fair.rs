@@ -94,7 +94,9 @@ impl Tenant {
     }
 
     fn delayed(&self) -> u64 {
-        (self.held.len() - self.visible.len()) as u64 - u64::from(self.in_flight)
+        (self.held.len() as u64)
+            .saturating_sub(self.visible.len() as u64)
+            .saturating_sub(u64::from(self.in_flight))
     }
 }
 
@@ -321,25 +323,25 @@ impl Tenants {
     /// The fair queue counts, given the whole queue's. Costs O(tenants):
     /// for scrapes and the admin page, not for requests.
     pub(super) fn counts(&self, visible: u64, in_flight: u64, delayed: u64) -> FairCounts {
-        let mut counts = FairCounts {
-            visible_in_quiet_groups: visible,
-            not_visible_in_quiet_groups: in_flight,
-            delayed_in_quiet_groups: delayed,
-            oldest_in_quiet_groups_sent_at: self.lone_sent.first().map(|&(sent_at, _)| sent_at),
-            ..FairCounts::default()
-        };
+        let (mut noisy_groups, mut noisy_visible, mut noisy_in_flight, mut noisy_delayed) = (0, 0, 0, 0);
+        let mut oldest_quiet = self.lone_sent.first().map(|&(sent_at, _)| sent_at);
         for tenant in self.by_name.values() {
             if tenant.noisy {
-                counts.noisy_groups += 1;
-                counts.visible_in_quiet_groups -= tenant.visible.len() as u64;
-                counts.not_visible_in_quiet_groups -= u64::from(tenant.in_flight);
-                counts.delayed_in_quiet_groups -= tenant.delayed();
+                noisy_groups += 1;
+                noisy_visible += tenant.visible.len() as u64;
+                noisy_in_flight += u64::from(tenant.in_flight);
+                noisy_delayed += tenant.delayed();
             } else if let Some(&(sent_at, _)) = tenant.held.first() {
-                let oldest = counts.oldest_in_quiet_groups_sent_at.get_or_insert(sent_at);
-                *oldest = (*oldest).min(sent_at);
+                oldest_quiet = Some(oldest_quiet.map_or(sent_at, |oldest| oldest.min(sent_at)));
             }
         }
-        counts
+        FairCounts {
+            noisy_groups,
+            visible_in_quiet_groups: visible.saturating_sub(noisy_visible),
+            not_visible_in_quiet_groups: in_flight.saturating_sub(noisy_in_flight),
+            delayed_in_quiet_groups: delayed.saturating_sub(noisy_delayed),
+            oldest_in_quiet_groups_sent_at: oldest_quiet,
+        }
     }
 
     /// The noisy tenants, most in flight first, at most [`NOISY_LISTED`].

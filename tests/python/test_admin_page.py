@@ -254,6 +254,34 @@ def test_on_disk_the_page_shows_the_directory_and_downloads_a_snapshot(browser, 
         stop(proc)
 
 
+def test_a_queue_page_lists_its_noisy_message_groups(browser):
+    proc, endpoint = start_ssq()
+    try:
+        sqs = client(endpoint)
+        url = sqs.create_queue(QueueName="tenants", Attributes={"VisibilityTimeout": "600"})["QueueUrl"]
+        for first in range(0, 40, 10):
+            entries = [{"Id": str(i), "MessageBody": f"big {first + i}", "MessageGroupId": "big"} for i in range(10)]
+            sqs.send_message_batch(QueueUrl=url, Entries=entries)
+        sqs.send_message(QueueUrl=url, MessageBody="small", MessageGroupId="small")
+        page = browser.new_page()
+        page.goto(f"{endpoint}/#/queue/tenants")
+        expect(page.locator("#queue-name")).to_have_text("tenants")
+        expect(page.locator("#noisy-groups")).to_have_count(0)
+        for _ in range(3):
+            sqs.receive_message(QueueUrl=url, MaxNumberOfMessages=10)
+        page.reload()
+        panel = page.locator("#noisy-groups")
+        expect(panel).to_contain_text("Noisy message groups")
+        rows = panel.locator("tbody tr")
+        expect(rows).to_have_count(1)
+        expect(rows.first.locator("td").nth(0)).to_have_text("big")
+        expect(rows.first.locator("td").nth(2)).to_have_text("30")
+        screenshot(page, "admin-noisy-groups.png")
+        page.close()
+    finally:
+        stop(proc)
+
+
 def test_a_passive_says_who_leads_and_links_there(browser, tmp_path):
     port, redis = start_redis(tmp_path)
     try:
