@@ -6,7 +6,8 @@
 //!
 //! - A message without a group id is a tenant of its own. It can never hold
 //!   30 messages in flight, and it is gone once processed, so it is always
-//!   quiet; such messages are kept apart (`lone_*`) rather than as tenants.
+//!   quiet; such messages stay in the queue's own indexes, at no cost to a
+//!   queue whose messages have no group ids.
 //! - A tenant turns noisy when it holds more than 10% of the queue's
 //!   in-flight messages and at least 30 of its own (checked when one of its
 //!   messages is received), or more than 10% of the consumers' recent
@@ -20,10 +21,12 @@
 //!   fewest messages in flight goes first. Noisy messages are never dropped or
 //!   held back when nothing quiet waits.
 //!
-//! Every index here is ordered, so that choosing, counting and turning
-//! quiet or noisy cost O(log n) in messages and tenants: a tenant's visible
-//! messages never move when its state flips; only its one entry in
-//! `quiet_ready` or `noisy_ready` does. What a new leader needs is derived
+//! A tenant's visible messages and sent order live here only (the queue's
+//! `visible` and `by_sent` hold the messages without a group). Every index
+//! is ordered, so that choosing, counting and turning quiet or noisy cost
+//! O(log n) in messages and tenants: a tenant's visible messages never move
+//! when its state flips; only its one entry in `quiet_ready` or
+//! `noisy_ready` does. What a new leader needs is derived
 //! from the messages it loads (see [`Tenants::settle_after_restore`]).
 
 use std::collections::{BTreeSet, HashMap};
@@ -50,10 +53,11 @@ pub const NOISY_LISTED: usize = 50;
 #[derive(Default)]
 pub(super) struct Tenants {
     by_name: HashMap<Arc<str>, Tenant>,
-    /// Visible messages without a group id.
-    lone_visible: BTreeSet<u64>,
-    /// (sent at, sequence number) of every message without a group id.
-    lone_sent: BTreeSet<(u64, u64)>,
+    /// The tenants' visible messages, all together.
+    visible: usize,
+    /// (sent at, sequence number, tenant) of each tenant's oldest message:
+    /// retention and the oldest message's age.
+    oldest: BTreeSet<(u64, u64, Arc<str>)>,
     /// (first visible message, tenant) of the quiet tenants with one.
     quiet_ready: BTreeSet<(u64, Arc<str>)>,
     /// (messages in flight, first visible message, tenant) of the noisy
@@ -76,6 +80,8 @@ struct Tenant {
     processing: Decaying,
     /// Where the tenant sits in `quiet_ready` or `noisy_ready`, if it does.
     ready_at: Option<Ready>,
+    /// Where the tenant sits in `oldest`.
+    oldest_at: Option<(u64, u64)>,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -114,8 +120,13 @@ impl Decaying {
     }
 
     fn add(&mut self, amount: f64, now: u64) {
-        self.value = self.at(now) + amount;
-        self.at = self.at.max(now);
+        // Within the same millisecond nothing decays (and busy queues see
+        // many events a millisecond): no exponential to compute.
+        if now > self.at {
+            self.value = self.at(now);
+            self.at = now;
+        }
+        self.value += amount;
     }
 }
 
@@ -141,12 +152,8 @@ pub struct NoisyTenant {
 }
 
 impl Tenants {
-    /// A message arrived (sent, moved in, restored).
-    pub(super) fn add(&mut self, group: Option<&Arc<str>>, seq: u64, sent_at: u64) {
-        let Some(group) = group else {
-            self.lone_sent.insert((sent_at, seq));
-            return;
-        };
+    /// A message of `group` arrived (sent, moved in, restored).
+    pub(super) fn add(&mut self, group: &Arc<str>, seq: u64, sent_at: u64) {
         let tenant = self.by_name.entry(group.clone()).or_default();
         tenant.held.insert((sent_at, seq));
         if sent_at > tenant.last_send {
@@ -156,20 +163,20 @@ impl Tenants {
             }
             tenant.last_send = sent_at;
         }
+        self.keep_oldest(group);
     }
 
-    /// A message left (after [`Tenants::unplace`]): a tenant left with
-    /// nothing has drained its backlog, and is forgotten.
-    pub(super) fn remove(&mut self, group: Option<&Arc<str>>, seq: u64, sent_at: u64) {
-        let Some(group) = group else {
-            self.lone_sent.remove(&(sent_at, seq));
-            return;
-        };
+    /// A message of `group` left (after [`Tenants::unplace`]): a tenant left
+    /// with nothing has drained its backlog, and is forgotten.
+    pub(super) fn remove(&mut self, group: &Arc<str>, seq: u64, sent_at: u64) {
         let Some(tenant) = self.by_name.get_mut(group) else {
             return;
         };
         tenant.held.remove(&(sent_at, seq));
-        if tenant.held.is_empty() {
+        self.keep_oldest(group);
+        if let Some(tenant) = self.by_name.get(group)
+            && tenant.held.is_empty()
+        {
             if tenant.noisy {
                 self.noisy_by_last_send.remove(&(tenant.last_send, group.clone()));
             }
@@ -177,37 +184,58 @@ impl Tenants {
         }
     }
 
-    /// A message entered the index of `state`.
-    pub(super) fn place(&mut self, group: Option<&Arc<str>>, seq: u64, state: MessageState) {
+    /// Keeps the tenant's entry in `oldest` on its oldest message.
+    fn keep_oldest(&mut self, group: &Arc<str>) {
+        let Some(tenant) = self.by_name.get_mut(group) else {
+            return;
+        };
+        let oldest = tenant.held.first().copied();
+        if tenant.oldest_at == oldest {
+            return;
+        }
+        if let Some((sent_at, seq)) = tenant.oldest_at {
+            self.oldest.remove(&(sent_at, seq, group.clone()));
+        }
+        if let Some((sent_at, seq)) = oldest {
+            self.oldest.insert((sent_at, seq, group.clone()));
+        }
+        tenant.oldest_at = oldest;
+    }
+
+    /// (sent at, sequence number) of the tenants' oldest message.
+    pub(super) fn oldest_held(&self) -> Option<(u64, u64)> {
+        self.oldest.first().map(|&(sent_at, seq, _)| (sent_at, seq))
+    }
+
+    /// The tenants' visible messages, all together.
+    pub(super) fn visible(&self) -> usize {
+        self.visible
+    }
+
+    /// A message of `group` entered the index of `state`.
+    pub(super) fn place(&mut self, group: &Arc<str>, seq: u64, state: MessageState) {
         self.moved(group, seq, state, true);
     }
 
-    /// A message left the index of `state`.
-    pub(super) fn unplace(&mut self, group: Option<&Arc<str>>, seq: u64, state: MessageState) {
+    /// A message of `group` left the index of `state`.
+    pub(super) fn unplace(&mut self, group: &Arc<str>, seq: u64, state: MessageState) {
         self.moved(group, seq, state, false);
     }
 
-    fn moved(&mut self, group: Option<&Arc<str>>, seq: u64, state: MessageState, entered: bool) {
-        let Some(group) = group else {
-            if let MessageState::Visible { .. } = state {
-                match entered {
-                    true => self.lone_visible.insert(seq),
-                    false => self.lone_visible.remove(&seq),
-                };
-            }
-            return;
-        };
+    fn moved(&mut self, group: &Arc<str>, seq: u64, state: MessageState, entered: bool) {
+        let mut visible = self.visible;
         self.update(group, |tenant| match (state, entered) {
             (MessageState::Visible { .. }, true) => {
-                tenant.visible.insert(seq);
+                visible += usize::from(tenant.visible.insert(seq));
             }
             (MessageState::Visible { .. }, false) => {
-                tenant.visible.remove(&seq);
+                visible -= usize::from(tenant.visible.remove(&seq));
             }
             (MessageState::InFlight { .. }, true) => tenant.in_flight += 1,
             (MessageState::InFlight { .. }, false) => tenant.in_flight -= 1,
             (MessageState::Delayed { .. }, _) => {}
         });
+        self.visible = visible;
     }
 
     /// Changes a tenant and keeps its place in the ready indexes.
@@ -253,16 +281,16 @@ impl Tenants {
     }
 
     /// The next message a receive takes, given the oldest visible message
-    /// of the whole queue: that one while no noisy tenant has a visible
-    /// message (the usual case, and no cost), else the oldest quiet one, else
-    /// the first of the noisy tenant with the fewest messages in flight.
-    pub(super) fn next(&self, oldest_visible: Option<u64>) -> Option<u64> {
-        let Some(&(_, noisy_first, _)) = self.noisy_ready.first() else {
-            return oldest_visible;
-        };
-        let lone = self.lone_visible.first().copied();
+    /// without a group: the oldest quiet message (that one, or a quiet
+    /// tenant's first), else the first of the noisy tenant with the fewest
+    /// messages in flight.
+    pub(super) fn next(&self, oldest_without_group: Option<u64>) -> Option<u64> {
         let quiet = self.quiet_ready.first().map(|&(first, _)| first);
-        Some(lone.into_iter().chain(quiet).min().unwrap_or(noisy_first))
+        oldest_without_group
+            .into_iter()
+            .chain(quiet)
+            .min()
+            .or_else(|| self.noisy_ready.first().map(|&(_, first, _)| first))
     }
 
     /// A message of `group` was received: is the tenant now noisy by its
@@ -320,11 +348,18 @@ impl Tenants {
         }
     }
 
-    /// The fair queue counts, given the whole queue's. Costs O(tenants):
-    /// for scrapes and the admin page, not for requests.
-    pub(super) fn counts(&self, visible: u64, in_flight: u64, delayed: u64) -> FairCounts {
+    /// The fair queue counts, given the whole queue's and when its oldest
+    /// message without a group was sent. Costs O(tenants): for scrapes and
+    /// the admin page, not for requests.
+    pub(super) fn counts(
+        &self,
+        visible: u64,
+        in_flight: u64,
+        delayed: u64,
+        oldest_without_group: Option<u64>,
+    ) -> FairCounts {
         let (mut noisy_groups, mut noisy_visible, mut noisy_in_flight, mut noisy_delayed) = (0, 0, 0, 0);
-        let mut oldest_quiet = self.lone_sent.first().map(|&(sent_at, _)| sent_at);
+        let mut oldest_quiet = oldest_without_group;
         for tenant in self.by_name.values() {
             if tenant.noisy {
                 noisy_groups += 1;
@@ -603,6 +638,31 @@ mod tests {
                 oldest_in_quiet_groups_sent_at: Some(T0 + 5_000),
             }
         );
+    }
+
+    #[test]
+    fn tenants_messages_count_expire_and_report_their_age_with_the_others() {
+        let mut q = standard();
+        q.set_attributes(
+            &BTreeMap::from([("MessageRetentionPeriod".into(), "60".into())]),
+            T0,
+        )
+        .unwrap();
+        send(&mut q, Some("a"), 1, T0);
+        send(&mut q, None, 1, T0 + 1_000);
+        send(&mut q, Some("b"), 1, T0 + 2_000);
+        let counts = q.counts(T0 + 2_000);
+        assert_eq!((counts.visible, counts.oldest_sent_at), (3, Some(T0)));
+        let counts = q.counts(T0 + 60_000);
+        assert_eq!(
+            (counts.visible, counts.oldest_sent_at),
+            (2, Some(T0 + 1_000)),
+            "a's expired first"
+        );
+        let counts = q.counts(T0 + 61_000);
+        assert_eq!((counts.visible, counts.oldest_sent_at), (1, Some(T0 + 2_000)));
+        let got = receive(&mut q, 10, T0 + 61_000);
+        assert_eq!(got.iter().map(tenant_of).collect::<Vec<_>>(), ["b"]);
     }
 
     #[test]

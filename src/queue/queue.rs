@@ -2,8 +2,10 @@
 //! cheap.
 //!
 //! A message is in exactly one of three indexes, matching its
-//! [`MessageState`]: `visible` (ordered by sequence number), `delayed` or
-//! `in_flight` (ordered by the deadline at which they turn visible). Time moves
+//! [`MessageState`]: `visible` (ordered by sequence number; on a standard
+//! queue a message with a group id is in its tenant's, see `fair.rs`),
+//! `delayed` or `in_flight` (ordered by the deadline at which they turn
+//! visible). Time moves
 //! messages between them lazily: every operation first calls [`Queue::advance`],
 //! which pops only the entries whose deadline has passed. Receive, delete and
 //! visibility changes therefore cost O(log n) in the number of messages, and a
@@ -65,10 +67,13 @@ pub struct Queue {
     /// and the hot path (the oldest messages, the newest sends) stays in
     /// cache (`cargo bench --bench queue_scale`).
     pub(super) messages: BTreeMap<u64, Message>,
+    /// On a standard queue, only the messages without a group id: a
+    /// tenant keeps its own (`fair.rs`), as it keeps its sent order.
     pub(super) visible: BTreeSet<u64>,
     pub(super) delayed: BTreeSet<(u64, u64)>,
     pub(super) in_flight: BTreeSet<(u64, u64)>,
-    /// (sent_at, seq): retention expires the oldest first.
+    /// (sent_at, seq): retention expires the oldest first (with the
+    /// tenants' oldest, see [`Queue::oldest_held`]).
     pub(super) by_sent: BTreeSet<(u64, u64)>,
     /// Sum of the payload sizes of the messages held.
     pub(super) payload_bytes: u64,
@@ -195,12 +200,14 @@ impl Queue {
         let last = messages.last_key_value().map_or(0, |(seq, _)| *seq);
         queue.next_seq = next_seq.max(last + 1).max(1);
         queue.payload_bytes = messages.values().map(Message::payload_size).sum();
-        queue.by_sent = messages.values().map(|m| (m.sent_at, m.seq)).collect();
-        if !queue.is_fifo() {
-            for message in messages.values() {
-                queue
-                    .tenants
-                    .add(message.group_id.as_ref(), message.seq, message.sent_at);
+        queue.by_sent = messages
+            .values()
+            .filter(|m| !queue.in_tenant(m))
+            .map(|m| (m.sent_at, m.seq))
+            .collect();
+        for message in messages.values() {
+            if let (true, Some(tenant)) = (queue.in_tenant(message), &message.group_id) {
+                queue.tenants.add(tenant, message.seq, message.sent_at);
             }
         }
         let seqs: Vec<u64> = messages.keys().copied().collect();
@@ -340,11 +347,13 @@ impl Queue {
             if until > now {
                 break;
             }
-            self.processed(seq, until);
+            if let Some(message) = self.messages.get(&seq) {
+                charge_processing(&mut self.tenants, self.attributes.fifo_queue, message, until);
+            }
             self.set_state(seq, MessageState::Visible { since: until });
         }
         let retention_ms = u64::from(self.attributes.message_retention_period) * 1000;
-        while let Some(&(sent_at, seq)) = self.by_sent.first() {
+        while let Some((sent_at, seq)) = self.oldest_held() {
             if sent_at.saturating_add(retention_ms) > now {
                 break;
             }
@@ -355,22 +364,6 @@ impl Queue {
             self.record(|_| Change::DedupExpired(key));
         }
         self.tenants.advance(now);
-    }
-
-    /// A standard queue's message in flight is done with at `at` (deleted,
-    /// made visible, or its visibility timeout ran out): its tenant is
-    /// charged the processing time.
-    fn processed(&mut self, seq: u64, at: u64) {
-        if self.is_fifo() {
-            return;
-        }
-        if let Some(message) = self.messages.get(&seq)
-            && let MessageState::InFlight { received_at, .. } = message.state
-        {
-            let group = message.group_id.clone();
-            self.tenants
-                .processed(group.as_ref(), at.saturating_sub(received_at), at);
-        }
     }
 
     /// The earliest time at which a message will turn visible by itself, so
@@ -405,10 +398,10 @@ impl Queue {
     pub fn counts(&mut self, now: u64) -> Counts {
         self.advance(now);
         Counts {
-            visible: self.visible.len(),
+            visible: self.visible.len() + self.tenants.visible(),
             in_flight: self.in_flight.len(),
             delayed: self.delayed.len(),
-            oldest_sent_at: self.by_sent.first().map(|&(sent_at, _)| sent_at),
+            oldest_sent_at: self.oldest_held().map(|(sent_at, _)| sent_at),
         }
     }
 
@@ -417,10 +410,12 @@ impl Queue {
     /// O(tenants): for scrapes and the admin page.
     pub fn fair_counts(&mut self, now: u64) -> FairCounts {
         let counts = self.counts(now);
+        let own_oldest = self.by_sent.first().map(|&(sent_at, _)| sent_at);
         self.tenants.counts(
             counts.visible as u64,
             counts.in_flight as u64,
             counts.delayed as u64,
+            own_oldest,
         )
     }
 
@@ -478,20 +473,20 @@ impl Queue {
         self.insert(message);
     }
 
-    /// The oldest visible message.
+    /// The visible message a receive would take next.
     pub fn peek_visible(&mut self, now: u64) -> Option<&Message> {
         self.advance(now);
-        let seq = self.visible.first()?;
-        self.messages.get(seq)
+        let seq = self.next_visible()?;
+        self.messages.get(&seq)
     }
 
-    /// Removes up to `max` visible messages, oldest first, while `select`
-    /// accepts them, to move them to another queue.
+    /// Removes up to `max` visible messages, in the order receives take
+    /// them, while `select` accepts them, to move them to another queue.
     pub fn take_visible(&mut self, max: usize, now: u64, select: impl Fn(&Message) -> bool) -> Vec<Message> {
         self.advance(now);
         let mut taken = Vec::new();
         while taken.len() < max
-            && let Some(&seq) = self.visible.first()
+            && let Some(seq) = self.next_visible()
             && select(&self.messages[&seq])
         {
             taken.extend(self.remove(seq));
@@ -520,8 +515,10 @@ impl Queue {
                 handle.encode()
             )));
         }
-        self.processed(handle.seq, now);
-        self.remove(handle.seq);
+        let fifo = self.is_fifo();
+        if let Some(removed) = self.remove(handle.seq) {
+            charge_processing(&mut self.tenants, fifo, &removed, now);
+        }
         self.record(|_| Change::Removed(handle.seq));
         self.activity.deleted += 1;
         Ok(true)
@@ -576,7 +573,7 @@ impl Queue {
             )));
         }
         let state = if timeout_seconds == 0 {
-            self.processed(handle.seq, now);
+            charge_processing(&mut self.tenants, is_fifo, message, now);
             MessageState::Visible { since: now }
         } else {
             MessageState::InFlight {
@@ -624,9 +621,11 @@ impl Queue {
     pub(super) fn insert(&mut self, message: Message) {
         let seq = message.seq;
         self.payload_bytes += message.payload_size();
-        self.by_sent.insert((message.sent_at, seq));
-        if !self.is_fifo() {
-            self.tenants.add(message.group_id.as_ref(), seq, message.sent_at);
+        match (self.in_tenant(&message), &message.group_id) {
+            (true, Some(tenant)) => self.tenants.add(tenant, seq, message.sent_at),
+            _ => {
+                self.by_sent.insert((message.sent_at, seq));
+            }
         }
         self.messages.insert(seq, message);
         self.place(seq);
@@ -639,10 +638,11 @@ impl Queue {
         self.unplace(seq);
         let message = self.messages.remove(&seq)?;
         self.payload_bytes -= message.payload_size();
-        self.by_sent.remove(&(message.sent_at, seq));
-        if !self.is_fifo() {
-            self.tenants
-                .remove(message.group_id.as_ref(), seq, message.sent_at);
+        match (self.in_tenant(&message), &message.group_id) {
+            (true, Some(tenant)) => self.tenants.remove(tenant, seq, message.sent_at),
+            _ => {
+                self.by_sent.remove(&(message.sent_at, seq));
+            }
         }
         Some(message)
     }
@@ -655,29 +655,34 @@ impl Queue {
         self.place(seq);
     }
 
-    /// The message's state and, on a FIFO queue, its group, as it enters
-    /// (or leaves) the index of its state; on a standard queue its tenant
-    /// is told.
-    fn reindex(&mut self, seq: u64, entering: bool) -> Option<(MessageState, Option<Arc<str>>)> {
+    /// The message's state and where its visible index is, as it enters (or
+    /// leaves) the index of its state. A standard queue's tenant is told
+    /// here, and keeps its visible messages itself.
+    fn reindex(&mut self, seq: u64, entering: bool) -> Option<(MessageState, Index)> {
         let message = self.messages.get(&seq)?;
         let (state, group) = (message.state, message.group_id.clone());
-        if self.is_fifo() {
-            return Some((state, group));
-        }
-        match entering {
-            true => self.tenants.place(group.as_ref(), seq, state),
-            false => self.tenants.unplace(group.as_ref(), seq, state),
-        }
-        Some((state, None))
+        let index = match (self.is_fifo(), group) {
+            (true, group) => Index::Queue(group),
+            (false, None) => Index::Queue(None),
+            (false, Some(tenant)) => {
+                match entering {
+                    true => self.tenants.place(&tenant, seq, state),
+                    false => self.tenants.unplace(&tenant, seq, state),
+                }
+                Index::Tenant
+            }
+        };
+        Some((state, index))
     }
 
     /// Adds the message to the index of its state.
     fn place(&mut self, seq: u64) {
-        let Some((state, group)) = self.reindex(seq, true) else {
+        let Some((state, index)) = self.reindex(seq, true) else {
             return;
         };
-        match state {
-            MessageState::Visible { since } => {
+        match (state, index) {
+            (MessageState::Visible { .. }, Index::Tenant) => {}
+            (MessageState::Visible { since }, Index::Queue(group)) => {
                 self.visible.insert(seq);
                 if let Some(group) = group {
                     self.groups.update(&group, |g| {
@@ -685,12 +690,12 @@ impl Queue {
                     });
                 }
             }
-            MessageState::Delayed { until } => {
+            (MessageState::Delayed { until }, _) => {
                 self.delayed.insert((until, seq));
             }
-            MessageState::InFlight { until, .. } => {
+            (MessageState::InFlight { until, .. }, index) => {
                 self.in_flight.insert((until, seq));
-                if let Some(group) = group {
+                if let Index::Queue(Some(group)) = index {
                     self.groups.update(&group, |g| {
                         g.in_flight.insert(seq);
                     });
@@ -701,11 +706,12 @@ impl Queue {
 
     /// Removes the message from the index of its state.
     fn unplace(&mut self, seq: u64) {
-        let Some((state, group)) = self.reindex(seq, false) else {
+        let Some((state, index)) = self.reindex(seq, false) else {
             return;
         };
-        match state {
-            MessageState::Visible { .. } => {
+        match (state, index) {
+            (MessageState::Visible { .. }, Index::Tenant) => {}
+            (MessageState::Visible { .. }, Index::Queue(group)) => {
                 self.visible.remove(&seq);
                 if let Some(group) = group {
                     self.groups.update(&group, |g| {
@@ -713,18 +719,57 @@ impl Queue {
                     });
                 }
             }
-            MessageState::Delayed { until } => {
+            (MessageState::Delayed { until }, _) => {
                 self.delayed.remove(&(until, seq));
             }
-            MessageState::InFlight { until, .. } => {
+            (MessageState::InFlight { until, .. }, index) => {
                 self.in_flight.remove(&(until, seq));
-                if let Some(group) = group {
+                if let Index::Queue(Some(group)) = index {
                     self.groups.update(&group, |g| {
                         g.in_flight.remove(&seq);
                     });
                 }
             }
         }
+    }
+
+    /// Whether the message's visible index and sent order are its tenant's
+    /// (a standard queue's message with a group id) or the queue's own.
+    fn in_tenant(&self, message: &Message) -> bool {
+        !self.is_fifo() && message.group_id.is_some()
+    }
+
+    /// The visible message a receive would take next (on a FIFO queue, the
+    /// oldest visible, whatever its group).
+    pub(super) fn next_visible(&self) -> Option<u64> {
+        let own = self.visible.first().copied();
+        match self.is_fifo() {
+            true => own,
+            false => self.tenants.next(own),
+        }
+    }
+
+    /// (sent at, sequence number) of the oldest message held, in any state.
+    fn oldest_held(&self) -> Option<(u64, u64)> {
+        let own = self.by_sent.first().copied();
+        own.into_iter().chain(self.tenants.oldest_held()).min()
+    }
+}
+
+/// Where a message's visible index is.
+enum Index {
+    /// The queue's own `visible` (with its FIFO group, if any).
+    Queue(Option<Arc<str>>),
+    /// Its tenant's (fair queues).
+    Tenant,
+}
+
+/// A standard queue's message in flight is done with at `at` (deleted, made
+/// visible, or its visibility timeout ran out): its tenant is charged the
+/// processing time (fair queues).
+fn charge_processing(tenants: &mut Tenants, fifo: bool, message: &Message, at: u64) {
+    if let (false, MessageState::InFlight { received_at, .. }) = (fifo, message.state) {
+        tenants.processed(message.group_id.as_ref(), at.saturating_sub(received_at), at);
     }
 }
 

@@ -96,11 +96,11 @@ impl Queue {
                     received_at: now,
                 },
             );
-            if !self.is_fifo() {
-                let group = self.messages[&seq].group_id.clone();
-                self.tenants.received(group.as_ref(), self.in_flight.len());
-            }
             let message = self.messages.get_mut(&seq).expect("just placed");
+            if !self.attributes.fifo_queue {
+                self.tenants
+                    .received(message.group_id.as_ref(), self.in_flight.len());
+            }
             message.receive_count = message.receive_count.saturating_add(1);
             message.first_received_at.get_or_insert(now);
             let key = *message
@@ -140,7 +140,7 @@ impl Queue {
     /// ready group whose turn it is.
     fn next_receivable(&self, run: &mut Option<Run>) -> Option<u64> {
         if !self.is_fifo() {
-            return self.tenants.next(self.visible.first().copied());
+            return self.next_visible();
         }
         if let Some(seq) = run.as_ref().and_then(|run| self.groups.next_in(run)) {
             return Some(seq);
