@@ -31,6 +31,15 @@ struct Sqs {
 }
 
 impl Sqs {
+    /// A client of `server` in `wire`'s format.
+    fn on(server: &Server, wire: Wire) -> Sqs {
+        Sqs {
+            endpoint: server.url.clone(),
+            wire,
+            http: reqwest::Client::new(),
+        }
+    }
+
     async fn call(&self, action: &str, input: Value) -> Result<Value, Failure> {
         match self.wire {
             Wire::Json => self.call_json(action, input).await,
@@ -312,11 +321,7 @@ fn arn(name: &str) -> String {
 
 async fn every_action(wire: Wire) {
     let server = Server::start();
-    let sqs = Sqs {
-        endpoint: server.url.clone(),
-        wire,
-        http: reqwest::Client::new(),
-    };
+    let sqs = Sqs::on(&server, wire);
 
     // Queues, attributes, tags.
     let created = sqs.ok("CreateQueue", json!({"QueueName": "proto", "Attributes": {"VisibilityTimeout": "40"}, "tags": {"team": "core"}})).await;
@@ -598,11 +603,7 @@ async fn query_requests_may_name_the_queue_in_the_path_and_get_xml_errors() {
 /// ones reached the dead-letter queue. Queue attributes had no size limit.
 async fn unstorable_texts_and_oversized_attributes(wire: Wire) {
     let server = Server::start();
-    let sqs = Sqs {
-        endpoint: server.url.clone(),
-        wire,
-        http: reqwest::Client::new(),
-    };
+    let sqs = Sqs::on(&server, wire);
     let created = sqs.ok("CreateQueue", json!({"QueueName": "texts"})).await;
     let url = text(&created["QueueUrl"]);
     let refusals = [
@@ -727,11 +728,7 @@ async fn query_parameters_that_are_not_utf8_are_refused() {
 /// naming no queue and with a bad parameter, answers NonExistentQueue.
 async fn a_missing_queue_is_reported_first(wire: Wire) {
     let server = Server::start();
-    let sqs = Sqs {
-        endpoint: server.url.clone(),
-        wire,
-        http: reqwest::Client::new(),
-    };
+    let sqs = Sqs::on(&server, wire);
     let url = format!("{}/000000000000/nowhere", server.url);
     let bad_handle = json!({"QueueUrl": url, "ReceiptHandle": "not a handle", "VisibilityTimeout": 99_999});
     let cases = [
@@ -807,11 +804,7 @@ async fn a_missing_queue_is_reported_first_over_query() {
 /// its kind of queue gets that kind's message.
 async fn entries_and_names_are_named_as_aws_names_them(wire: Wire) {
     let server = Server::start();
-    let sqs = Sqs {
-        endpoint: server.url.clone(),
-        wire,
-        http: reqwest::Client::new(),
-    };
+    let sqs = Sqs::on(&server, wire);
     let url = text(&sqs.ok("CreateQueue", json!({"QueueName": "named"})).await["QueueUrl"]);
     let missing = [
         (
