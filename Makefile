@@ -3,7 +3,7 @@
 VENV := .venv
 PYTHON_DEPS := $(VENV)/.installed
 
-.PHONY: build run bench-compare bench-fair test test-deps test-quick test-rust test-python chaos screenshots fuzz bench cluster cluster-stop docker fmt lint clean
+.PHONY: build run bench-compare bench-fair rules test test-deps test-quick test-rust test-python chaos screenshots fuzz bench cluster cluster-stop docker fmt lint clean
 
 build:
 	cargo build --release
@@ -16,7 +16,7 @@ FUZZ_MAX_LEN ?= 262144
 
 # What CI runs. test-quick leaves out the fuzzing (about 7 minutes the first time).
 # Both first install the system tools the tests start (tools/test-deps.sh).
-test: test-deps lint fuzz test-rust test-python
+test: test-deps lint rules fuzz test-rust test-python
 
 test-quick: test-deps test-rust test-python
 
@@ -27,6 +27,11 @@ test-deps:
 
 test-rust:
 	cargo test
+
+# The Prometheus alert rules ssq ships (docker/prometheus/): promtool comes
+# with Debian's prometheus package (tools/test-deps.sh installs it).
+rules:
+	promtool check rules docker/prometheus/ssq-alerts.yml
 
 # Faults under load, then a history check (tests/ha/chaos.rs): two to three
 # minutes; CHAOS_SECONDS=N for longer, CHAOS_SEED=S to replay a run.

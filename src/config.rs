@@ -155,6 +155,12 @@ pub struct Config {
     #[arg(long, env = "SSQ_CREDENTIALS")]
     pub credentials: Option<PathBuf>,
 
+    /// Serve the control API for test suites under /_ssq/ (docs/testing.md):
+    /// `POST /_ssq/reset` deletes every queue. For test instances only; not
+    /// with --credentials (its requests are not signed) nor --shards.
+    #[arg(long, env = "SSQ_CONTROL_API")]
+    pub control_api: bool,
+
     /// Queues this instance holds at most (CreateQueue answers OverLimit beyond).
     #[arg(long, env = "SSQ_MAX_QUEUES", default_value_t = 100_000)]
     pub max_queues: usize,

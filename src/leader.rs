@@ -131,6 +131,13 @@ pub enum StepDown {
 }
 
 impl StepDown {
+    const ALL: [StepDown; 4] = [
+        StepDown::RenewLost,
+        StepDown::DeadlinePassed,
+        StepDown::Fenced,
+        StepDown::HandedOff,
+    ];
+
     fn label(self) -> &'static str {
         match self {
             StepDown::RenewLost => "renew_lost",
@@ -166,6 +173,11 @@ impl Leadership {
         };
         let leader_gauge = metrics.leader.with_label_values(&[&shard.to_string()]);
         leader_gauge.set(i64::from(role == Role::MemoryOnly));
+        // Every reason counted from zero, so that `increase()` sees the
+        // first step-down and alert rules find the series before it.
+        for why in StepDown::ALL {
+            metrics.step_downs.with_label_values(&[why.label()]);
+        }
         Leadership {
             node_id,
             step_down_after,

@@ -220,8 +220,26 @@ impl Metrics {
             &["step"],
         )
         .expect("valid metric");
+        let build_info = IntGaugeVec::new(
+            Opts::new(
+                "ssq_build_info",
+                "1, labelled with the version of ssq this instance runs (join on it to see what runs where).",
+            ),
+            &["version"],
+        )
+        .expect("valid metric");
+        build_info.with_label_values(&[env!("CARGO_PKG_VERSION")]).set(1);
+        // The process_* metrics every Prometheus client exports: CPU time,
+        // resident memory, open and maximum file descriptors, start time.
+        #[cfg(target_os = "linux")]
+        registry
+            .register(Box::new(
+                prometheus::process_collector::ProcessCollector::for_self(),
+            ))
+            .expect("metric names are unique");
         for collector in [
             Box::new(requests.clone()) as Box<dyn prometheus::core::Collector>,
+            Box::new(build_info),
             Box::new(transfers.clone()),
             Box::new(shards_led.clone()),
             Box::new(data_bytes.clone()),
@@ -326,6 +344,25 @@ impl Metrics {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn the_process_and_the_build_are_reported() {
+        let text = Metrics::new("test").render(&[], 1_700_000_000_000);
+        for name in [
+            "process_cpu_seconds_total ",
+            "process_resident_memory_bytes ",
+            "process_open_fds ",
+            "process_max_fds ",
+            "process_start_time_seconds ",
+        ] {
+            assert!(
+                text.lines().any(|line| line.starts_with(name)),
+                "{name} in {text}"
+            );
+        }
+        let build = format!("ssq_build_info{{version=\"{}\"}} 1", env!("CARGO_PKG_VERSION"));
+        assert!(text.contains(&build), "{build} in {text}");
+    }
 
     #[test]
     fn queues_report_the_age_of_their_oldest_message() {

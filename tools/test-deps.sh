@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # Installs the system tools the tests run, as real processes, when they are
 # missing: redis-server (with redis-cli), haproxy, chromium, openssl, curl,
+# promtool (Debian's prometheus package, for the alert rules),
 # and Python's venv for the boto3 and AWS CLI tests. `make test` runs this
 # first, so a fresh clone on a fresh Debian or Ubuntu machine needs only the
 # Rust toolchain and make. Elsewhere it says what to install and stops.
@@ -19,6 +20,7 @@ need haproxy haproxy
 need chromium chromium
 need openssl openssl
 need curl curl
+need promtool prometheus
 need cc gcc
 if ! python3 -c 'import venv, ensurepip' >/dev/null 2>&1; then
   missing_tools+=("python3 with venv")

@@ -11,10 +11,12 @@ pub(crate) mod activity;
 pub(crate) mod admin;
 mod admission;
 mod answers;
+mod control;
 pub(crate) mod forward;
 mod heavy;
 pub(crate) mod hosts;
 pub(crate) mod listener;
+mod localstack;
 mod peek;
 pub(crate) mod request_body;
 mod shard_front;
@@ -32,6 +34,7 @@ use axum::response::{IntoResponse, Response};
 use axum::routing::get;
 
 use self::admission::{authenticate_and_read, read_request};
+pub use self::localstack::announce_ready;
 pub use self::shard_front::ShardFront;
 use self::sqs::{
     Output, Wire, accepts_json, answer, answer_error, error_response, not_serving, record, run, serving, sqs,
@@ -88,6 +91,8 @@ pub struct AppState {
     pub admin: admin::AdminState,
     /// Where the state is kept (`/status`, `/metrics`).
     pub storage: Storage,
+    /// `--control-api`: `/_ssq/` is served (`control.rs`).
+    pub control_api: bool,
 }
 
 /// Where an instance keeps its state.
@@ -197,8 +202,18 @@ pub fn router(state: Arc<AppState>) -> Router {
     let routes = admin_routes()
         .merge(admin::routes())
         .route("/", get(home).post(sqs))
-        .merge(queue_path_routes());
+        .merge(sqs_address_routes(&state));
     guarded(routes, state)
+}
+
+/// What the SQS address serves besides the API's own paths: queue URLs,
+/// the LocalStack drop-in and, when on, the control API.
+fn sqs_address_routes(state: &AppState) -> Router<Arc<AppState>> {
+    let routes = queue_path_routes().merge(localstack::routes());
+    match state.control_api {
+        true => routes.merge(control::routes()),
+        false => routes,
+    }
 }
 
 /// What every address serves its routes behind: the host and origin guard
@@ -218,7 +233,7 @@ fn guarded(routes: Router<Arc<AppState>>, state: Arc<AppState>) -> Router {
 pub fn sqs_router(state: Arc<AppState>) -> Router {
     let routes = Router::new()
         .route("/", get(home).post(sqs))
-        .merge(queue_path_routes());
+        .merge(sqs_address_routes(&state));
     guarded(routes, state)
 }
 

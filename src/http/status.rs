@@ -22,13 +22,23 @@ pub(super) fn admin_routes() -> Router<Arc<AppState>> {
         .route("/metrics", get(metrics))
 }
 
-/// Unsharded: ready while this instance is the leader and serves. Sharded:
-/// ready while it can serve or forward, that is while it is not shutting
-/// down and some shard has a leader, here or elsewhere, once every shard has
-/// had one: an instance that said ready as soon as one shard had a leader
-/// answered 503 for the others right after starting. (After that a shard
-/// moving does not make it unready: its requests wait for the new leader.)
+/// `GET /ready`: 200 while [`readiness`] says so, else 503 with the reason.
 async fn ready(State(state): State<Arc<AppState>>) -> Response {
+    match readiness(&state) {
+        Ok(()) => (StatusCode::OK, "ready\n").into_response(),
+        Err(why) => (StatusCode::SERVICE_UNAVAILABLE, format!("not ready: {why}\n")).into_response(),
+    }
+}
+
+/// Whether this instance serves, or why not. Unsharded: while it is the
+/// leader and serves. Sharded: while it can serve or forward, that is while
+/// it is not shutting down and some shard has a leader, here or elsewhere,
+/// once every shard has had one: an instance that said ready as soon as one
+/// shard had a leader answered 503 for the others right after starting.
+/// (After that a shard moving does not make it unready: its requests wait
+/// for the new leader.) Either way not before the snapshot's and the
+/// configuration file's queues are in place (`Service::preparing`).
+pub(super) fn readiness(state: &AppState) -> Result<(), String> {
     let first = &state.first_shard().leadership;
     let has_leader =
         |shard: &ShardFront| shard.leadership.is_serving() || shard.leadership.leader_url().is_some();
@@ -47,32 +57,25 @@ async fn ready(State(state): State<Arc<AppState>>) -> Response {
                 && state.shards.iter().any(has_leader)
         }
     };
-    // Ready once the snapshot's and the configuration file's queues are
-    // in place (`Service::preparing`).
     let preparing = state
         .shards
         .iter()
         .any(|shard| shard.leadership.is_serving() && shard.api.service.preparing());
     if ready && !preparing {
-        (StatusCode::OK, "ready\n").into_response()
+        Ok(())
     } else if preparing {
-        (
-            StatusCode::SERVICE_UNAVAILABLE,
-            "not ready: creating the queues of the snapshot and the configuration file\n",
-        )
-            .into_response()
+        Err("creating the queues of the snapshot and the configuration file".into())
     } else if state.sharded() {
-        let why = match first.role() {
+        Err(match first.role() {
             Role::ShuttingDown => "shutting down",
             _ if !state.every_shard_led.load(std::sync::atomic::Ordering::Acquire) => {
                 "not every shard has had a leader this instance knows of yet"
             }
             _ => "no shard has a leader this instance knows of",
-        };
-        (StatusCode::SERVICE_UNAVAILABLE, format!("not ready: {why}\n")).into_response()
+        }
+        .into())
     } else {
-        let role = first.role().name();
-        (StatusCode::SERVICE_UNAVAILABLE, format!("not ready: {role}\n")).into_response()
+        Err(first.role().name().into())
     }
 }
 

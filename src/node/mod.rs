@@ -64,6 +64,16 @@ pub enum StartError {
          sharing one Redis; memory-only mode is one instance"
     )]
     ShardsNeedRedis(usize),
+    #[error(
+        "--control-api with --credentials: the control API's requests are not signed, so anyone who reaches \
+         ssq could reset it; use one or the other (the control API is for test instances)"
+    )]
+    ControlApiWithCredentials,
+    #[error(
+        "--control-api with --shards {0}: a reset would reach only the shards this instance leads; \
+         run test instances with one shard"
+    )]
+    ControlApiWithShards(usize),
     #[error(transparent)]
     WrongShardCount(#[from] WrongShardCount),
     #[error(transparent)]
@@ -194,6 +204,12 @@ impl Node {
         election.validate()?;
         let acks = config.replica_acks()?;
         let credentials = config.credentials.as_ref().map(read_credentials).transpose()?;
+        if config.control_api && credentials.is_some() {
+            return Err(StartError::ControlApiWithCredentials);
+        }
+        if config.control_api && config.shards > 1 {
+            return Err(StartError::ControlApiWithShards(config.shards.into()));
+        }
         let node_id = config.node_id();
         let metrics = Arc::new(Metrics::new(&node_id));
         let count = usize::from(config.shards);
@@ -321,6 +337,7 @@ impl Node {
             activity,
             admin_apart,
         );
+        tokio::spawn(crate::http::announce_ready(state.clone(), stop_tasks.subscribe()));
         let (app, admin) = match listeners.admin {
             None => (router(state), None),
             Some(admin) => {
@@ -420,6 +437,7 @@ fn app_state(
             (Some(dir), None) => Storage::Disk { dir: dir.clone() },
             (None, None) => Storage::Memory,
         },
+        control_api: config.control_api,
         admin: AdminState::new(
             activity,
             match (admin_apart, &config.public_url) {

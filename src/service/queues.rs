@@ -195,6 +195,23 @@ impl Service {
         self.committed(commit).await
     }
 
+    /// Deletes every queue, each as DeleteQueue does (durable, fenced), with
+    /// its messages, move tasks and deduplication records: the control
+    /// API's reset. Returns how many were deleted.
+    pub async fn delete_all_queues(&self) -> Result<usize> {
+        let names: Vec<String> = self.read_queues().keys().cloned().collect();
+        let mut deleted = 0;
+        for name in names {
+            match self.delete_queue(&name).await {
+                Ok(()) => deleted += 1,
+                // Deleted meanwhile by a client: as good.
+                Err(error) if error.code == ErrorCode::QueueDoesNotExist => {}
+                Err(error) => return Err(error),
+            }
+        }
+        Ok(deleted)
+    }
+
     /// Drops every queue and starts a new memory generation: on a change of
     /// leadership, or before a reload, memory can no longer be trusted. Long
     /// polls on the dropped queues return at once.

@@ -972,3 +972,38 @@ async fn a_load_that_redis_restarts_under_still_reads_every_message() {
     }
     assert!(mismatches.is_empty(), "{mismatches:?}");
 }
+
+/// The control API's reset is a write like any other: stored in Redis
+/// before its answer, so that the next leader starts from nothing too.
+#[tokio::test]
+async fn a_reset_through_the_control_api_is_durable() {
+    let redis = RedisServer::start();
+    let mut first = Server::start_node_with(&redis.url(), "r1", &["--control-api"]);
+    single_leader(std::slice::from_ref(&first), Duration::from_secs(8)).await;
+    let sqs = client_without_retries(&first.url);
+    let url = create_queue_url(&sqs, "orders", &[]).await;
+    sqs.send_message()
+        .queue_url(&url)
+        .message_body("before")
+        .send()
+        .await
+        .unwrap();
+    let answer = reqwest::Client::new()
+        .post(format!("{}/_ssq/reset", first.url))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(answer.status(), 200);
+    assert_eq!(answer.text().await.unwrap(), r#"{"queues_deleted":1}"#);
+    first.signal("KILL");
+    assert!(first.wait_exit(Duration::from_secs(5)));
+
+    let second = Server::start_node_with(&redis.url(), "r2", &["--control-api"]);
+    single_leader(std::slice::from_ref(&second), Duration::from_secs(15)).await;
+    let listed = client_without_retries(&second.url)
+        .list_queues()
+        .send()
+        .await
+        .unwrap();
+    assert!(listed.queue_urls().is_empty(), "the reset was stored: {listed:?}");
+}

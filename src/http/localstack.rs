@@ -1,0 +1,54 @@
+//! What LocalStack-based setups look for, so that switching to ssq is a
+//! change of image: `GET /_localstack/health` answered as LocalStack
+//! answers it for SQS, and the `Ready.` line LocalStack logs once it
+//! serves, which wait strategies (testcontainers' LocalStack module,
+//! `localstack wait`) watch for. docs/localstack.md says what else to change.
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use axum::Router;
+use axum::extract::State;
+use axum::http::header;
+use axum::response::{IntoResponse, Response};
+use axum::routing::get;
+use tokio::sync::watch;
+
+use super::AppState;
+use super::status::readiness;
+
+/// How often an instance that does not serve yet looks again before it
+/// logs `Ready.`.
+const READY_CHECK: Duration = Duration::from_millis(100);
+
+pub(super) fn routes() -> Router<Arc<AppState>> {
+    Router::new().route("/_localstack/health", get(health))
+}
+
+/// LocalStack's health document with the one service ssq runs: `running`
+/// while it serves (what `/ready` answers 200 to), else `available`, as
+/// LocalStack says of a service that has not started.
+async fn health(State(state): State<Arc<AppState>>) -> Response {
+    let sqs = match readiness(&state) {
+        Ok(()) => "running",
+        Err(_) => "available",
+    };
+    let body = serde_json::json!({
+        "services": {"sqs": sqs},
+        "edition": "community",
+        "version": env!("CARGO_PKG_VERSION"),
+    });
+    ([(header::CONTENT_TYPE, "application/json")], body.to_string()).into_response()
+}
+
+/// Logs `Ready.` (and nothing else on the line) the first time this
+/// instance serves; gives up when the node stops first.
+pub async fn announce_ready(state: Arc<AppState>, mut stopped: watch::Receiver<bool>) {
+    while readiness(&state).is_err() {
+        tokio::select! {
+            _ = tokio::time::sleep(READY_CHECK) => {}
+            _ = stopped.changed() => return,
+        }
+    }
+    tracing::info!("Ready.");
+}
