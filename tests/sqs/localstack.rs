@@ -1,6 +1,5 @@
 //! The LocalStack drop-in: what LocalStack-based setups look for when they
-//! wait for it (its health document, its `Ready.` line) and the metrics an
-//! operator's Prometheus expects of any process.
+//! wait for it, its health document and its `Ready.` line.
 
 use std::io::{BufRead, BufReader};
 use std::process::{Command, Stdio};
@@ -8,7 +7,7 @@ use std::time::{Duration, Instant};
 
 use serde_json::{Value, json};
 
-use crate::common::{Server, free_port, get_text, ssq_binary};
+use crate::common::{Server, free_port, ssq_binary};
 
 #[tokio::test]
 async fn the_health_document_is_localstacks() {
@@ -73,22 +72,4 @@ async fn the_log_says_ready_once_it_serves_as_localstack_does() {
     assert!(!ready.contains('{'), "the text log, as LocalStack's: {ready}");
     assert_eq!(answer.unwrap(), 200, "Ready. is said once /ready answers 200");
     assert!(seen.iter().all(|line| !line.contains("Ready.")), "said once");
-}
-
-#[tokio::test]
-async fn metrics_have_the_process_and_the_build() {
-    let server = Server::start();
-    let metrics = get_text(&format!("{}/metrics", server.url)).await;
-    for name in [
-        "process_cpu_seconds_total",
-        "process_resident_memory_bytes",
-        "process_open_fds",
-        "process_start_time_seconds",
-        "ssq_build_info{version=",
-    ] {
-        assert!(
-            metrics.lines().any(|line| line.starts_with(name)),
-            "{name} in\n{metrics}"
-        );
-    }
 }
