@@ -156,10 +156,16 @@ pub struct Config {
     pub credentials: Option<PathBuf>,
 
     /// Serve the control API for test suites under /_ssq/ (docs/testing.md):
-    /// `POST /_ssq/reset` deletes every queue. For test instances only; not
-    /// with --credentials (its requests are not signed) nor --shards.
+    /// `POST /_ssq/reset` deletes every queue, `/_ssq/clock` moves a
+    /// virtual clock. For test instances only; not with --credentials (its
+    /// requests are not signed) nor --shards.
     #[arg(long, env = "SSQ_CONTROL_API")]
     pub control_api: bool,
+
+    /// `system`, or `virtual`: time stands still until `POST /_ssq/clock`
+    /// moves it (docs/testing.md); needs --control-api, not with --redis-url.
+    #[arg(long, env = "SSQ_CLOCK", value_enum, default_value_t = ClockKind::System)]
+    pub clock: ClockKind,
 
     /// Queues this instance holds at most (CreateQueue answers OverLimit beyond).
     #[arg(long, env = "SSQ_MAX_QUEUES", default_value_t = 100_000)]
@@ -216,6 +222,15 @@ pub enum Regions {
 pub enum LogFormat {
     Text,
     Json,
+}
+
+/// Which clock the queues' time comes from (`--clock`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum ClockKind {
+    /// The machine's wall clock.
+    System,
+    /// A clock the control API moves (`POST /_ssq/clock`).
+    Virtual,
 }
 
 /// A queue as the configuration file writes it.

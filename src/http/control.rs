@@ -3,24 +3,80 @@
 //! restarting it. `POST /_ssq/reset` deletes every queue with its
 //! messages, move tasks and deduplication records, each as DeleteQueue does
 //! (durable and, with Redis, fenced), so that the instance is as after a
-//! fresh start. Off by default; refused at start with `--credentials`
-//! (these requests are not signed) and with `--shards` (`node/mod.rs`).
+//! fresh start. With `--clock virtual`, `POST /_ssq/clock` moves time
+//! (`{"advance_seconds": N}`) and wakes every long poll to look again;
+//! `GET /_ssq/clock` says what time the queues see. Off by default; refused
+//! at start with `--credentials` (these requests are not signed) and with
+//! `--shards` (`node/mod.rs`).
 //! The host and origin guard (`hosts.rs`) keeps web pages away from it.
 
 use std::sync::Arc;
 
 use axum::Router;
+use axum::body::Bytes;
 use axum::extract::State;
 use axum::http::{StatusCode, header};
 use axum::response::{IntoResponse, Response};
-use axum::routing::post;
+use axum::routing::{get, post};
+use serde::Deserialize;
 
 use super::AppState;
 use super::sqs::serving;
 use crate::error::SqsError;
 
 pub(super) fn routes() -> Router<Arc<AppState>> {
-    Router::new().route("/_ssq/reset", post(reset))
+    Router::new()
+        .route("/_ssq/reset", post(reset))
+        .route("/_ssq/clock", get(clock).post(move_clock))
+}
+
+/// The furthest one call moves the clock: ten years.
+const MAX_ADVANCE_SECONDS: f64 = 10.0 * 365.0 * 86_400.0;
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct Advance {
+    advance_seconds: f64,
+}
+
+/// `GET /_ssq/clock`: `{"virtual": bool, "now_millis": N}`, the time the
+/// queues see (the one in SentTimestamp and the other timestamps).
+async fn clock(State(state): State<Arc<AppState>>) -> Response {
+    clock_json(&state)
+}
+
+fn clock_json(state: &AppState) -> Response {
+    let now = state.first_shard().api.service.now();
+    json(
+        StatusCode::OK,
+        serde_json::json!({ "virtual": state.virtual_clock.is_some(), "now_millis": now }),
+    )
+}
+
+/// `POST /_ssq/clock` with `{"advance_seconds": N}`: moves the virtual clock
+/// N seconds (a fraction allowed) and wakes every long poll, so that one
+/// waiting on a message that turned visible returns at once.
+async fn move_clock(State(state): State<Arc<AppState>>, body: Bytes) -> Response {
+    let Some(virtual_clock) = &state.virtual_clock else {
+        return error_json(&SqsError::invalid_parameter(
+            "The clock is the system's: start ssq with --clock virtual to move it.",
+        ));
+    };
+    let advance = match serde_json::from_slice::<Advance>(&body) {
+        Ok(Advance { advance_seconds }) if (0.0..=MAX_ADVANCE_SECONDS).contains(&advance_seconds) => {
+            advance_seconds
+        }
+        _ => {
+            return error_json(&SqsError::invalid_parameter(format!(
+                "The body must be {{\"advance_seconds\": N}}, N from 0 to {MAX_ADVANCE_SECONDS}."
+            )));
+        }
+    };
+    virtual_clock.advance((advance * 1000.0).round() as u64);
+    for shard in &state.shards {
+        shard.api.service.wake_long_polls();
+    }
+    clock_json(&state)
 }
 
 /// `POST /_ssq/reset`: `{"queues_deleted": N}`.

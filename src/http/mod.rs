@@ -93,6 +93,8 @@ pub struct AppState {
     pub storage: Storage,
     /// `--control-api`: `/_ssq/` is served (`control.rs`).
     pub control_api: bool,
+    /// `--clock virtual`: the clock `POST /_ssq/clock` moves.
+    pub virtual_clock: Option<Arc<crate::queue::clock::VirtualClock>>,
 }
 
 /// Where an instance keeps its state.

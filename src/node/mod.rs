@@ -28,7 +28,7 @@ use self::shard::{RunningShard, Shard, release};
 use crate::cluster::election::TimingError;
 use crate::cluster::group::Membership;
 use crate::cluster::group::WrongShardCount;
-use crate::config::Config;
+use crate::config::{ClockKind, Config};
 use crate::http::activity::ActivityHistory;
 use crate::http::admin::AdminState;
 use crate::http::forward::Forwarder;
@@ -39,7 +39,7 @@ use crate::http::sigv4::{Credentials, CredentialsError};
 use crate::http::{AppState, ShardFront, Storage, admin_router, router, sqs_router};
 use crate::leader::Leadership;
 use crate::metrics::Metrics;
-use crate::queue::clock::SystemClock;
+use crate::queue::clock::{Clock, SystemClock, VirtualClock};
 use crate::service::shards::Placement;
 use crate::service::{ConfiguredQueueError, ImportError, QueueSpec, SeedSource, Service};
 use crate::store::disk::{DiskError, DiskStore};
@@ -74,6 +74,13 @@ pub enum StartError {
          run test instances with one shard"
     )]
     ControlApiWithShards(usize),
+    #[error("--clock virtual needs --control-api: POST /_ssq/clock is what moves it")]
+    VirtualClockNeedsControlApi,
+    #[error(
+        "--clock virtual with --redis-url: each instance of a group would keep a time of its own; \
+         run test instances memory-only or with --data-dir"
+    )]
+    VirtualClockWithRedis,
     #[error(transparent)]
     WrongShardCount(#[from] WrongShardCount),
     #[error(transparent)]
@@ -195,6 +202,8 @@ pub struct Node {
     shards: Vec<Shard>,
     /// With Redis: what the shards share.
     group: Option<RedisGroup>,
+    /// `--clock virtual`: the clock the control API moves.
+    virtual_clock: Option<Arc<VirtualClock>>,
 }
 
 impl Node {
@@ -210,6 +219,16 @@ impl Node {
         if config.control_api && config.shards > 1 {
             return Err(StartError::ControlApiWithShards(config.shards.into()));
         }
+        let virtual_clock = match (config.clock, config.control_api, &config.redis_url) {
+            (ClockKind::System, _, _) => None,
+            (ClockKind::Virtual, false, _) => return Err(StartError::VirtualClockNeedsControlApi),
+            (ClockKind::Virtual, true, Some(_)) => return Err(StartError::VirtualClockWithRedis),
+            (ClockKind::Virtual, true, None) => Some(Arc::new(VirtualClock::starting_now())),
+        };
+        let clock: Arc<dyn Clock> = match &virtual_clock {
+            Some(clock) => clock.clone(),
+            None => Arc::new(SystemClock),
+        };
         let node_id = config.node_id();
         let metrics = Arc::new(Metrics::new(&node_id));
         let count = usize::from(config.shards);
@@ -224,7 +243,7 @@ impl Node {
             .map(|path| seed_from(path, &config, &placement))
             .transpose()?;
         let mut services = queues_of.into_iter().enumerate().map(|(shard, queues)| {
-            let mut service = Service::new(Arc::new(SystemClock), metrics.clone())
+            let mut service = Service::new(clock.clone(), metrics.clone())
                 .with_limits(config.limits())
                 .with_configured_queues(queues);
             if let Some(seed) = &seed {
@@ -268,6 +287,7 @@ impl Node {
             placement,
             shards,
             group,
+            virtual_clock,
         })
     }
 
@@ -302,6 +322,7 @@ impl Node {
             placement,
             shards,
             group,
+            virtual_clock,
         } = self;
         let address = listeners.sqs.local_addr().unwrap_or(config.listen);
         let (stop_tasks, stopped) = watch::channel(false);
@@ -336,6 +357,7 @@ impl Node {
             credentials,
             activity,
             admin_apart,
+            virtual_clock,
         );
         tokio::spawn(crate::http::announce_ready(state.clone(), stop_tasks.subscribe()));
         let (app, admin) = match listeners.admin {
@@ -404,6 +426,7 @@ fn app_state(
     credentials: Option<Credentials>,
     activity: Arc<ActivityHistory>,
     admin_apart: bool,
+    virtual_clock: Option<Arc<VirtualClock>>,
 ) -> Arc<AppState> {
     Arc::new(AppState {
         node_id: node_id.to_string(),
@@ -438,6 +461,7 @@ fn app_state(
             (None, None) => Storage::Memory,
         },
         control_api: config.control_api,
+        virtual_clock,
         admin: AdminState::new(
             activity,
             match (admin_apart, &config.public_url) {

@@ -212,6 +212,14 @@ impl Service {
         Ok(deleted)
     }
 
+    /// Wakes every long poll to look again: the virtual clock moved, and
+    /// messages may have turned visible.
+    pub fn wake_long_polls(&self) {
+        for slot in self.read_queues().values() {
+            slot.ready.notify_waiters();
+        }
+    }
+
     /// Drops every queue and starts a new memory generation: on a change of
     /// leadership, or before a reload, memory can no longer be trusted. Long
     /// polls on the dropped queues return at once.

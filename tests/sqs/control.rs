@@ -1,6 +1,6 @@
 //! The control API for test suites (`--control-api`): a reset between
-//! tests, through the SDK as a suite would use it, and the limits on who
-//! may call it.
+//! tests and a virtual clock (`--clock virtual`), through the SDK as a
+//! suite would use them, and the limits on who may call it.
 
 use std::process::{Command, Stdio};
 
@@ -89,21 +89,27 @@ async fn the_control_api_is_off_by_default_and_closed_to_web_pages() {
 }
 
 #[test]
-fn the_control_api_is_refused_with_credentials_or_shards() {
+fn the_control_api_and_the_virtual_clock_are_refused_where_they_cannot_work() {
     let credentials = std::env::temp_dir().join(format!("ssq-control-credentials-{}", std::process::id()));
     std::fs::write(&credentials, "key:secret\n").unwrap();
+    let no_redis = "redis://127.0.0.1:1";
     for (args, says) in [
         (
-            vec!["--credentials", credentials.to_str().unwrap()],
+            vec!["--control-api", "--credentials", credentials.to_str().unwrap()],
             "--control-api with --credentials",
         ),
         (
-            vec!["--shards", "2", "--redis-url", "redis://127.0.0.1:1"],
+            vec!["--control-api", "--shards", "2", "--redis-url", no_redis],
             "--control-api with --shards 2",
+        ),
+        (vec!["--clock", "virtual"], "--clock virtual needs --control-api"),
+        (
+            vec!["--control-api", "--clock", "virtual", "--redis-url", no_redis],
+            "--clock virtual with --redis-url",
         ),
     ] {
         let output = Command::new(ssq_binary())
-            .args(["--listen", "127.0.0.1:0", "--control-api"])
+            .args(["--listen", "127.0.0.1:0"])
             .args(&args)
             .stdin(Stdio::null())
             .output()
@@ -113,4 +119,104 @@ fn the_control_api_is_refused_with_credentials_or_shards() {
         assert!(stderr.contains(says), "{args:?}: {stderr}");
     }
     std::fs::remove_file(credentials).unwrap();
+}
+
+async fn clock(server: &Server, advance_seconds: Option<f64>) -> (u16, Value) {
+    let http = reqwest::Client::new();
+    let url = format!("{}/_ssq/clock", server.url);
+    let request = match advance_seconds {
+        None => http.get(url),
+        Some(seconds) => http
+            .post(url)
+            .body(serde_json::json!({ "advance_seconds": seconds }).to_string()),
+    };
+    let answer = request.send().await.unwrap();
+    let status = answer.status().as_u16();
+    (
+        status,
+        serde_json::from_str(&answer.text().await.unwrap()).unwrap_or(Value::Null),
+    )
+}
+
+#[tokio::test]
+async fn a_virtual_clock_moves_a_fifteen_minute_delay_in_a_blink() {
+    let server = Server::start_with(&["--control-api", "--clock", "virtual"]);
+    let sqs = server.client();
+    let (_, started) = clock(&server, None).await;
+    assert_eq!(started["virtual"], true);
+    let t0 = started["now_millis"].as_u64().unwrap();
+    let url = create_queue_url(&sqs, "later", &[]).await;
+    sqs.send_message()
+        .queue_url(&url)
+        .message_body("in 15 minutes")
+        .delay_seconds(900)
+        .send()
+        .await
+        .unwrap();
+    assert!(receive_bodies(&sqs, &url, 10).await.is_empty(), "delayed");
+
+    // A long poll waiting on it returns as soon as the clock passes the delay.
+    let waiting = {
+        let (sqs, url) = (sqs.clone(), url.clone());
+        tokio::spawn(async move {
+            let asked = std::time::Instant::now();
+            let out = sqs
+                .receive_message()
+                .queue_url(&url)
+                .wait_time_seconds(20)
+                .message_system_attribute_names(aws_sdk_sqs::types::MessageSystemAttributeName::All)
+                .send()
+                .await
+                .unwrap();
+            (out, asked.elapsed())
+        })
+    };
+    tokio::time::sleep(std::time::Duration::from_millis(300)).await;
+    let (status, moved) = clock(&server, Some(899.0)).await;
+    assert_eq!((status, moved["now_millis"].as_u64()), (200, Some(t0 + 899_000)));
+    assert!(receive_bodies(&sqs, &url, 10).await.is_empty(), "a second early");
+    clock(&server, Some(1.0)).await;
+    let (out, waited) = waiting.await.unwrap();
+    assert!(
+        waited < std::time::Duration::from_secs(5),
+        "woke at once, not after 20 s: {waited:?}"
+    );
+    let message = &out.messages()[0];
+    assert_eq!(message.body(), Some("in 15 minutes"));
+    let sent = message
+        .attributes()
+        .unwrap()
+        .get(&aws_sdk_sqs::types::MessageSystemAttributeName::SentTimestamp);
+    assert_eq!(
+        sent.map(String::as_str),
+        Some(t0.to_string().as_str()),
+        "timestamps are the clock's"
+    );
+
+    // Its visibility timeout (30 s) passes by the clock too, and only by it.
+    tokio::time::sleep(std::time::Duration::from_millis(1_100)).await;
+    assert!(
+        receive_bodies(&sqs, &url, 10).await.is_empty(),
+        "time stands still"
+    );
+    clock(&server, Some(30.0)).await;
+    assert_eq!(receive_bodies(&sqs, &url, 10).await, ["in 15 minutes"]);
+}
+
+#[tokio::test]
+async fn the_system_clock_cannot_be_moved() {
+    let server = Server::start_with(&["--control-api"]);
+    let (status, answer) = clock(&server, Some(60.0)).await;
+    assert_eq!(
+        (status, answer["error"].as_str()),
+        (400, Some("InvalidParameterValue")),
+        "{answer}"
+    );
+    assert_eq!(clock(&server, None).await.1["virtual"], false);
+    let virtual_server = Server::start_with(&["--control-api", "--clock", "virtual"]);
+    assert_eq!(
+        clock(&virtual_server, Some(-1.0)).await.0,
+        400,
+        "time only goes forward"
+    );
 }
