@@ -3,7 +3,9 @@
 //! restarting it. `POST /_ssq/reset` deletes every queue with its
 //! messages, move tasks and deduplication records, each as DeleteQueue does
 //! (durable and, with Redis, fenced), so that the instance is as after a
-//! fresh start. With `--clock virtual`, `POST /_ssq/clock` moves time
+//! fresh start. `/_ssq/faults` injects errors, latency and duplicate
+//! deliveries into SQS calls (`faults.rs`). With `--clock virtual`,
+//! `POST /_ssq/clock` moves time
 //! (`{"advance_seconds": N}`) and wakes every long poll to look again;
 //! `GET /_ssq/clock` says what time the queues see. Off by default; refused
 //! at start with `--credentials` (these requests are not signed) and with
@@ -21,13 +23,106 @@ use axum::routing::{get, post};
 use serde::Deserialize;
 
 use super::AppState;
-use super::sqs::serving;
+use super::faults::Rule;
+use super::sqs::{Output, Wire, run, serving};
+use crate::api::{Action, Api, Input, RequestContext, Route};
 use crate::error::SqsError;
+use crate::queue::ReceiptHandle;
 
 pub(super) fn routes() -> Router<Arc<AppState>> {
     Router::new()
         .route("/_ssq/reset", post(reset))
         .route("/_ssq/clock", get(clock).post(move_clock))
+        .route(
+            "/_ssq/faults",
+            get(list_faults).post(add_faults).delete(clear_faults),
+        )
+}
+
+/// `POST /_ssq/faults` with a rule or a list of rules: all added, or none
+/// (400 naming what is wrong); answers `{"rules": N}`, the rules in force.
+async fn add_faults(State(state): State<Arc<AppState>>, body: Bytes) -> Response {
+    #[derive(Deserialize)]
+    #[serde(untagged)]
+    enum Rules {
+        One(Rule),
+        Many(Vec<Rule>),
+    }
+    let rules = match serde_json::from_slice::<Rules>(&body) {
+        Ok(Rules::One(rule)) => vec![rule],
+        Ok(Rules::Many(rules)) => rules,
+        Err(error) => {
+            return error_json(&SqsError::invalid_parameter(format!(
+                "The body is no fault rule: {error}."
+            )));
+        }
+    };
+    match state.faults.add(rules) {
+        Ok(in_force) => json(StatusCode::OK, serde_json::json!({ "rules": in_force })),
+        Err(error) => error_json(&error),
+    }
+}
+
+/// `GET /_ssq/faults`: the rules in force, with the counts they have left.
+async fn list_faults(State(state): State<Arc<AppState>>) -> Response {
+    json(
+        StatusCode::OK,
+        serde_json::json!({ "rules": state.faults.list() }),
+    )
+}
+
+/// `DELETE /_ssq/faults`: no rule left.
+async fn clear_faults(State(state): State<Arc<AppState>>) -> Response {
+    state.faults.clear();
+    json(StatusCode::OK, serde_json::json!({ "rules": 0 }))
+}
+
+/// Runs an SQS call as `run` does, with the fault a rule injects into it:
+/// its latency first, then its error instead of the call, or the call and
+/// then its first received message made visible again (a duplicate).
+pub(super) async fn run_with_faults(
+    state: &AppState,
+    api: &Api,
+    ctx: &RequestContext,
+    wire: Wire,
+    action: Action,
+    input: Input,
+) -> Result<Output, SqsError> {
+    let queue = match crate::api::route(ctx, action, &input) {
+        Route::Queue(key) => Some(key),
+        Route::Here => None,
+    };
+    let Some(fault) = state.faults.take(action, queue.as_deref()) else {
+        return run(api, ctx, wire, action, input).await;
+    };
+    tokio::time::sleep(fault.latency).await;
+    if let Some(error) = fault.error {
+        return Err(error);
+    }
+    let output = run(api, ctx, wire, action, input).await?;
+    if let (true, Some(queue), Some(handle)) = (fault.duplicate, &queue, first_receipt_handle(&output)) {
+        // Visible again at once: the next receive delivers it again. A
+        // message already deleted or received again meanwhile is left be.
+        let _ = api
+            .service
+            .with_queue(queue, |q, now| q.change_visibility(handle, 0, now))
+            .await;
+    }
+    Ok(output)
+}
+
+/// The receipt handle of a ReceiveMessage answer's first message.
+fn first_receipt_handle(output: &Output) -> Option<ReceiptHandle> {
+    let parsed;
+    let tree = match output {
+        Output::Json(body) => {
+            parsed = serde_json::from_slice::<serde_json::Value>(body).ok()?;
+            &parsed
+        }
+        Output::Tree(tree) => tree,
+    };
+    let text = tree.get("Messages")?.get(0)?.get("ReceiptHandle")?.as_str()?;
+    ReceiptHandle::decode(text).ok()
 }
 
 /// The furthest one call moves the clock: ten years.

@@ -12,6 +12,7 @@ pub(crate) mod admin;
 mod admission;
 mod answers;
 mod control;
+mod faults;
 pub(crate) mod forward;
 mod heavy;
 pub(crate) mod hosts;
@@ -93,6 +94,8 @@ pub struct AppState {
     pub storage: Storage,
     /// `--control-api`: `/_ssq/` is served (`control.rs`).
     pub control_api: bool,
+    /// The faults the control API injects (`faults.rs`); none without it.
+    pub faults: faults::Faults,
     /// `--clock virtual`: the clock `POST /_ssq/clock` moves.
     pub virtual_clock: Option<Arc<crate::queue::clock::VirtualClock>>,
 }

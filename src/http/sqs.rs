@@ -60,7 +60,11 @@ pub(super) async fn sqs(State(state): State<Arc<AppState>>, request: Request) ->
         ),
         Ok(Admitted { action, input, .. }) => {
             let ctx = state.context(uri, headers);
-            let result = run(&state.first_shard().api, &ctx, wire, action, input).await;
+            let api = &state.first_shard().api;
+            let result = match state.control_api {
+                true => super::control::run_with_faults(&state, api, &ctx, wire, action, input).await,
+                false => run(api, &ctx, wire, action, input).await,
+            };
             (Some(action), result.map(|output| (action, output)))
         }
     };

@@ -461,6 +461,7 @@ fn app_state(
             (None, None) => Storage::Memory,
         },
         control_api: config.control_api,
+        faults: Default::default(),
         virtual_clock,
         admin: AdminState::new(
             activity,

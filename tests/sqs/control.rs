@@ -6,7 +6,9 @@ use std::process::{Command, Stdio};
 
 use serde_json::Value;
 
-use crate::common::{Server, create_queue_url, receive_bodies, send_body, ssq_binary};
+use crate::common::{
+    Server, client_without_retries, create_queue_url, receive_bodies, send_body, ssq_binary,
+};
 
 async fn reset(server: &Server) -> (u16, Value) {
     let answer = reqwest::Client::new()
@@ -218,5 +220,115 @@ async fn the_system_clock_cannot_be_moved() {
         clock(&virtual_server, Some(-1.0)).await.0,
         400,
         "time only goes forward"
+    );
+}
+
+async fn faults(server: &Server, method: reqwest::Method, body: Option<Value>) -> (u16, Value) {
+    let mut request = reqwest::Client::new().request(method, format!("{}/_ssq/faults", server.url));
+    if let Some(body) = body {
+        request = request.body(body.to_string());
+    }
+    let answer = request.send().await.unwrap();
+    let status = answer.status().as_u16();
+    (
+        status,
+        serde_json::from_str(&answer.text().await.unwrap()).unwrap_or(Value::Null),
+    )
+}
+
+#[tokio::test]
+async fn injected_errors_are_answered_as_aws_answers_them_and_sdks_retry_them() {
+    let server = Server::start_with(&["--control-api"]);
+    let sqs = server.client();
+    let url = create_queue_url(&sqs, "orders", &[]).await;
+    let rule = serde_json::json!({"action": "SendMessage", "queue": "orders", "error": "ServiceUnavailable", "count": 2});
+    assert_eq!(
+        faults(&server, reqwest::Method::POST, Some(rule)).await,
+        (200, serde_json::json!({"rules": 1}))
+    );
+    // The SDK's standard retries (three attempts) get through the two.
+    send_body(&sqs, &url, "retried").await;
+    assert_eq!(
+        faults(&server, reqwest::Method::GET, None).await.1,
+        serde_json::json!({"rules": []})
+    );
+
+    let rule = serde_json::json!({"action": "ReceiveMessage", "error": "InternalError", "count": 2});
+    faults(&server, reqwest::Method::POST, Some(rule)).await;
+    let refused = client_without_retries(&server.url)
+        .receive_message()
+        .queue_url(&url)
+        .send()
+        .await
+        .unwrap_err();
+    assert_eq!(refused.raw_response().unwrap().status().as_u16(), 500);
+    assert_eq!(refused.into_service_error().meta().code(), Some("InternalError"));
+    let query = reqwest::Client::new()
+        .post(&server.url)
+        .header("content-type", "application/x-www-form-urlencoded")
+        .body(format!("Action=ReceiveMessage&QueueUrl={url}"))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(query.status(), 500);
+    let xml = query.text().await.unwrap();
+    assert!(
+        xml.contains("<Code>InternalError</Code>") && xml.contains("<Type>Receiver</Type>"),
+        "{xml}"
+    );
+    assert_eq!(
+        receive_bodies(&sqs, &url, 10).await,
+        ["retried"],
+        "the rule is used up"
+    );
+
+    let (status, refused) = faults(
+        &server,
+        reqwest::Method::POST,
+        Some(serde_json::json!({"error": "QueueDoesNotExist"})),
+    )
+    .await;
+    assert_eq!(
+        (status, refused["error"].as_str()),
+        (400, Some("InvalidParameterValue")),
+        "{refused}"
+    );
+}
+
+#[tokio::test]
+async fn latency_and_duplicate_deliveries_are_injected() {
+    let server = Server::start_with(&["--control-api"]);
+    let sqs = server.client();
+    let url = create_queue_url(&sqs, "orders", &[]).await;
+    let rules = serde_json::json!([
+        {"action": "SendMessage", "latency_ms": 300, "count": 1},
+        {"action": "ReceiveMessage", "queue": "orders", "duplicate": true, "count": 1},
+    ]);
+    assert_eq!(
+        faults(&server, reqwest::Method::POST, Some(rules)).await.1,
+        serde_json::json!({"rules": 2})
+    );
+    let started = std::time::Instant::now();
+    send_body(&sqs, &url, "once").await;
+    assert!(
+        started.elapsed() >= std::time::Duration::from_millis(300),
+        "{:?}",
+        started.elapsed()
+    );
+
+    let first = sqs.receive_message().queue_url(&url).send().await.unwrap();
+    let again = sqs.receive_message().queue_url(&url).send().await.unwrap();
+    assert_eq!(
+        first.messages()[0].message_id(),
+        again.messages()[0].message_id(),
+        "delivered twice"
+    );
+    assert!(
+        receive_bodies(&sqs, &url, 10).await.is_empty(),
+        "and not a third time"
+    );
+    assert_eq!(
+        faults(&server, reqwest::Method::DELETE, None).await,
+        (200, serde_json::json!({"rules": 0}))
     );
 }
