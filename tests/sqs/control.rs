@@ -10,17 +10,35 @@ use crate::common::{
     Server, client_without_retries, create_queue_url, receive_bodies, send_body, ssq_binary,
 };
 
-async fn reset(server: &Server) -> (u16, Value) {
-    let answer = reqwest::Client::new()
-        .post(format!("{}/_ssq/reset", server.url))
-        .send()
-        .await
-        .unwrap();
+/// A call to the control API: its status and its JSON answer.
+async fn control(server: &Server, method: reqwest::Method, path: &str, body: Option<Value>) -> (u16, Value) {
+    let mut request = reqwest::Client::new().request(method, format!("{}/_ssq/{path}", server.url));
+    if let Some(body) = body {
+        request = request.body(body.to_string());
+    }
+    let answer = request.send().await.unwrap();
     let status = answer.status().as_u16();
-    (
-        status,
-        serde_json::from_str(&answer.text().await.unwrap()).unwrap_or(Value::Null),
-    )
+    let text = answer.text().await.unwrap();
+    (status, serde_json::from_str(&text).unwrap_or(Value::Null))
+}
+
+async fn reset(server: &Server) -> (u16, Value) {
+    control(server, reqwest::Method::POST, "reset", None).await
+}
+
+/// The clock's time, or moved `advance_seconds` forward.
+async fn clock(server: &Server, advance_seconds: Option<f64>) -> (u16, Value) {
+    match advance_seconds {
+        None => control(server, reqwest::Method::GET, "clock", None).await,
+        Some(seconds) => {
+            let body = serde_json::json!({ "advance_seconds": seconds });
+            control(server, reqwest::Method::POST, "clock", Some(body)).await
+        }
+    }
+}
+
+async fn faults(server: &Server, method: reqwest::Method, body: Option<Value>) -> (u16, Value) {
+    control(server, method, "faults", body).await
 }
 
 #[tokio::test]
@@ -123,23 +141,6 @@ fn the_control_api_and_the_virtual_clock_are_refused_where_they_cannot_work() {
     std::fs::remove_file(credentials).unwrap();
 }
 
-async fn clock(server: &Server, advance_seconds: Option<f64>) -> (u16, Value) {
-    let http = reqwest::Client::new();
-    let url = format!("{}/_ssq/clock", server.url);
-    let request = match advance_seconds {
-        None => http.get(url),
-        Some(seconds) => http
-            .post(url)
-            .body(serde_json::json!({ "advance_seconds": seconds }).to_string()),
-    };
-    let answer = request.send().await.unwrap();
-    let status = answer.status().as_u16();
-    (
-        status,
-        serde_json::from_str(&answer.text().await.unwrap()).unwrap_or(Value::Null),
-    )
-}
-
 #[tokio::test]
 async fn a_virtual_clock_moves_a_fifteen_minute_delay_in_a_blink() {
     let server = Server::start_with(&["--control-api", "--clock", "virtual"]);
@@ -221,19 +222,6 @@ async fn the_system_clock_cannot_be_moved() {
         400,
         "time only goes forward"
     );
-}
-
-async fn faults(server: &Server, method: reqwest::Method, body: Option<Value>) -> (u16, Value) {
-    let mut request = reqwest::Client::new().request(method, format!("{}/_ssq/faults", server.url));
-    if let Some(body) = body {
-        request = request.body(body.to_string());
-    }
-    let answer = request.send().await.unwrap();
-    let status = answer.status().as_u16();
-    (
-        status,
-        serde_json::from_str(&answer.text().await.unwrap()).unwrap_or(Value::Null),
-    )
 }
 
 #[tokio::test]
