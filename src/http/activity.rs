@@ -1,8 +1,11 @@
-//! Recent activity per queue, for the admin page's rates and sparklines.
+//! Recent activity per queue, for the admin page's rates and sparklines,
+//! and its depth over the last hour, for the queue page's chart.
 //!
 //! Every [`SAMPLE_EVERY`], a background task reads each queue's counters of
 //! sends, receives and deletes (kept by the core, an add each on the
 //! request path) and keeps the last [`SAMPLES_KEPT`] readings: five minutes.
+//! Every [`DEPTH_EVERY`] it reads each queue's counts by state and the age
+//! of its oldest message, and keeps [`DEPTHS_KEPT`] of those: an hour.
 //! Rates are the differences between readings. Nothing is kept for a queue
 //! that is gone, and a counter that went down (memory was loaded again on a
 //! leadership change) counts as a fresh start, not as a negative rate.
@@ -13,16 +16,61 @@ use std::time::Duration;
 
 use tokio::sync::watch;
 
-use crate::queue::Activity;
+use crate::queue::{Activity, Counts};
 use crate::service::Service;
 
 pub const SAMPLE_EVERY: Duration = Duration::from_secs(5);
 pub const SAMPLES_KEPT: usize = 60;
+pub const DEPTH_EVERY: Duration = Duration::from_secs(30);
+pub const DEPTHS_KEPT: usize = 120;
 
 #[derive(Default)]
 pub struct ActivityHistory {
     /// Queue key → its readings, oldest first.
     queues: Mutex<BTreeMap<String, VecDeque<Activity>>>,
+    /// Queue key → its depths, oldest first.
+    depths: Mutex<BTreeMap<String, VecDeque<Depth>>>,
+}
+
+/// A queue's messages by state and the age of its oldest, at `at` (the
+/// queues' clock, milliseconds).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize)]
+pub struct Depth {
+    pub at: u64,
+    pub visible: usize,
+    pub in_flight: usize,
+    pub delayed: usize,
+    pub oldest_age_seconds: u64,
+}
+
+impl Depth {
+    pub fn of(counts: &Counts, now: u64) -> Depth {
+        Depth {
+            at: now,
+            visible: counts.visible,
+            in_flight: counts.in_flight,
+            delayed: counts.delayed,
+            oldest_age_seconds: counts
+                .oldest_sent_at
+                .map_or(0, |sent| now.saturating_sub(sent) / 1000),
+        }
+    }
+}
+
+/// Adds `reading` to each queue's history, at most `kept` long; forgets the
+/// queues not in `readings`.
+fn keep<T>(histories: &Mutex<BTreeMap<String, VecDeque<T>>>, readings: Vec<(String, T)>, kept: usize) {
+    let mut histories = histories.lock().unwrap_or_else(|poisoned| poisoned.into_inner());
+    let mut still = BTreeMap::new();
+    for (key, reading) in readings {
+        let mut history = histories.remove(&key).unwrap_or_default();
+        if history.len() == kept {
+            history.pop_front();
+        }
+        history.push_back(reading);
+        still.insert(key, history);
+    }
+    *histories = still;
 }
 
 /// Per-second rates over the kept readings, oldest first.
@@ -36,20 +84,24 @@ pub struct Rates {
 impl ActivityHistory {
     /// Adds one reading of every queue; forgets the queues not in it.
     pub fn record(&self, readings: Vec<(String, Activity)>) {
-        let mut queues = self
-            .queues
+        keep(&self.queues, readings, SAMPLES_KEPT);
+    }
+
+    /// Adds one depth of every queue; forgets the queues not in it.
+    pub fn record_depths(&self, depths: Vec<(String, Depth)>) {
+        keep(&self.depths, depths, DEPTHS_KEPT);
+    }
+
+    /// A queue's depths over the last hour, oldest first.
+    pub fn depths(&self, key: &str) -> Vec<Depth> {
+        let depths = self
+            .depths
             .lock()
             .unwrap_or_else(|poisoned| poisoned.into_inner());
-        let mut kept = BTreeMap::new();
-        for (key, reading) in readings {
-            let mut history = queues.remove(&key).unwrap_or_default();
-            if history.len() == SAMPLES_KEPT {
-                history.pop_front();
-            }
-            history.push_back(reading);
-            kept.insert(key, history);
-        }
-        *queues = kept;
+        depths
+            .get(key)
+            .map(|history| history.iter().copied().collect())
+            .unwrap_or_default()
     }
 
     pub fn rates(&self, key: &str) -> Rates {
@@ -77,9 +129,19 @@ impl ActivityHistory {
     pub async fn run(self: Arc<Self>, services: Vec<Arc<Service>>, mut stopped: watch::Receiver<bool>) {
         let mut every = tokio::time::interval(SAMPLE_EVERY);
         every.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+        let mut depth_every = tokio::time::interval(DEPTH_EVERY);
+        depth_every.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+        let depths = |service: &Arc<Service>| {
+            let now = service.now();
+            service
+                .counts_by_queue()
+                .into_iter()
+                .map(move |(key, counts, _)| (key, Depth::of(&counts, now)))
+        };
         loop {
             tokio::select! {
                 _ = every.tick() => self.record(services.iter().flat_map(|s| s.activity_by_queue()).collect()),
+                _ = depth_every.tick() => self.record_depths(services.iter().flat_map(depths).collect()),
                 _ = stopped.changed() => return,
             }
         }
@@ -128,6 +190,24 @@ mod tests {
         );
     }
 
+    #[test]
+    fn depths_are_kept_for_an_hour() {
+        let history = ActivityHistory::default();
+        let counts = Counts {
+            visible: 3,
+            in_flight: 1,
+            delayed: 0,
+            oldest_sent_at: Some(1_000),
+        };
+        for n in 0..DEPTHS_KEPT as u64 + 5 {
+            history.record_depths(vec![("q".into(), Depth::of(&counts, 61_000 + n))]);
+        }
+        let depths = history.depths("q");
+        assert_eq!(depths.len(), DEPTHS_KEPT, "an hour");
+        assert_eq!(depths[0].at, 61_005, "the oldest dropped first");
+        assert_eq!((depths[0].visible, depths[0].oldest_age_seconds), (3, 60));
+    }
+
     #[tokio::test(start_paused = true)]
     async fn samples_every_interval_until_stopped() {
         let metrics = Arc::new(crate::metrics::Metrics::new("test"));
@@ -141,6 +221,7 @@ mod tests {
         let task = tokio::spawn(history.clone().run(vec![service], stopped));
         tokio::time::sleep(SAMPLE_EVERY * 3 + Duration::from_millis(1)).await;
         assert_eq!(history.rates("q").sent.len(), 3, "four readings");
+        assert_eq!(history.depths("q").len(), 1, "a depth at once, the next in 30 s");
         stop.send(true).unwrap();
         task.await.unwrap();
     }

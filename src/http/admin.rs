@@ -76,6 +76,7 @@ pub(super) fn routes() -> Router<Arc<AppState>> {
         )
         .route("/admin/api/overview", get(overview))
         .route("/admin/api/messages", get(messages))
+        .route("/admin/api/depth", get(depth))
         .route("/admin/api/sqs", post(call))
         .route("/admin/api/snapshot", get(super::snapshot::export))
 }
@@ -232,6 +233,28 @@ struct NoisyGroup {
     messages: u64,
     in_flight: u64,
     last_send_age_seconds: u64,
+}
+
+/// `GET /admin/api/depth?queue=KEY`: the queue's messages by state and the
+/// age of its oldest, every 30 seconds over the last hour.
+async fn depth(State(state): State<Arc<AppState>>, uri: Uri, headers: HeaderMap) -> Response {
+    if !signed_in(&state, &headers) {
+        return sign_in();
+    }
+    #[derive(Deserialize)]
+    struct DepthQuery {
+        queue: String,
+    }
+    match serde_urlencoded::from_str::<DepthQuery>(uri.query().unwrap_or_default()) {
+        Ok(query) => json_response(&state.admin.activity.depths(&query.queue)),
+        Err(error) => answer_error(
+            &state,
+            Wire::Json,
+            &crate::queue::random::uuid().to_string(),
+            "AdminDepth",
+            &SqsError::invalid_parameter(format!("The parameters could not be read: {error}.")),
+        ),
+    }
 }
 
 /// `GET /admin/api/overview`: the instance and every queue.

@@ -254,7 +254,7 @@ def test_on_disk_the_page_shows_the_directory_and_downloads_a_snapshot(browser, 
         stop(proc)
 
 
-def test_a_queue_page_lists_its_noisy_message_groups(browser):
+def test_a_queue_page_lists_its_noisy_message_groups_and_charts_the_last_hour(browser):
     proc, endpoint = start_ssq()
     try:
         sqs = client(endpoint)
@@ -276,6 +276,12 @@ def test_a_queue_page_lists_its_noisy_message_groups(browser):
         expect(rows).to_have_count(1)
         expect(rows.first.locator("td").nth(0)).to_have_text("big")
         expect(rows.first.locator("td").nth(2)).to_have_text("30")
+        # The last hour's depth and age, ending with the counts shown now.
+        history = page.locator("#depth-history")
+        expect(history).to_contain_text("Messages")
+        expect(history).to_contain_text("Age of the oldest message")
+        expect(history.locator("svg.history")).to_have_count(2)
+        expect(history.locator("svg.history .visible")).to_have_count(1)
         screenshot(page, "admin-noisy-groups.png")
         page.close()
     finally:

@@ -385,6 +385,53 @@ function counts(queue) {
     h("div", {}, h("strong", {}, rate(queue.rates.deleted, "deletes")), "deletes"));
 }
 
+// A line chart of series over time: [{label, cls, values}], times in ms.
+function lineChart(title, times, series, format) {
+  const width = 560, height = 140, left = 56, bottom = 18, top = 8;
+  const chart = svg("svg", { class: "history", width, height, viewBox: `0 0 ${width} ${height}`, role: "img", "aria-label": title });
+  const peak = Math.max(1, ...series.flatMap((s) => s.values));
+  const first = times[0], span = Math.max(1, times[times.length - 1] - first);
+  const x = (t) => left + ((t - first) / span) * (width - left - 4);
+  const y = (v) => height - bottom - (v / peak) * (height - bottom - top);
+  chart.append(svg("line", { class: "axis", x1: left, y1: height - bottom, x2: width - 4, y2: height - bottom }));
+  for (const [value, label] of [[peak, format(peak)], [0, format(0)]]) {
+    const text = svg("text", { class: "tick", x: left - 6, y: y(value) + 4, "text-anchor": "end" });
+    text.textContent = label;
+    chart.append(text);
+  }
+  const since = svg("text", { class: "tick", x: left, y: height - 3 });
+  since.textContent = `${Math.round(span / 60000)} min ago`;
+  chart.append(since);
+  for (const s of series) {
+    const points = s.values.map((v, i) => `${x(times[i]).toFixed(1)},${y(v).toFixed(1)}`).join(" ");
+    chart.append(svg(times.length > 1 ? "polyline" : "circle", times.length > 1
+      ? { class: `line ${s.cls}`, points }
+      : { class: `line ${s.cls}`, cx: x(times[0]), cy: y(s.values[0]), r: 2 }));
+  }
+  const legend = h("p", { class: "legend" }, series.map((s) => h("span", { class: s.cls }, `■ ${s.label} `)));
+  return h("div", {}, h("h4", {}, title), chart, legend);
+}
+
+// The queue's depth and its oldest message's age over the last hour (sampled
+// every 30 s), ending with the counts shown now.
+function depthPanel(queue, depths) {
+  const now = [...depths, {
+    at: depths.length ? Math.max(Date.now(), depths[depths.length - 1].at) : Date.now(),
+    visible: queue.visible, in_flight: queue.in_flight, delayed: queue.delayed,
+    oldest_age_seconds: queue.oldest_age_seconds || 0,
+  }];
+  const times = now.map((d) => d.at);
+  return h("section", { class: "panel", id: "depth-history" }, h("h3", {}, "Last hour"),
+    lineChart("Messages", times, [
+      { label: "visible", cls: "visible", values: now.map((d) => d.visible) },
+      { label: "in flight", cls: "in-flight", values: now.map((d) => d.in_flight) },
+      { label: "delayed", cls: "delayed", values: now.map((d) => d.delayed) },
+    ], (v) => String(Math.round(v))),
+    lineChart("Age of the oldest message", times, [
+      { label: "oldest message", cls: "age", values: now.map((d) => d.oldest_age_seconds) },
+    ], (v) => age(v)));
+}
+
 // Fair queues: the tenants whose backlog waits behind quiet tenants' messages.
 function noisyPanel(queue) {
   if (!queue.noisy_groups.length) return null;
@@ -406,9 +453,10 @@ async function showQueue(key) {
     show(main, h("p", {}, h("a", { href: "#/" }, "← Queues")), notice("error", `No queue ${key} on this instance.`));
     return;
   }
-  const [attributes, tags] = await Promise.all([
+  const [attributes, tags, depths] = await Promise.all([
     sqs("GetQueueAttributes", { QueueUrl: queue.url, AttributeNames: ["All"] }),
     sqs("ListQueueTags", { QueueUrl: queue.url }),
+    getJson(`/admin/api/depth?queue=${encodeURIComponent(key)}`),
   ]);
   const messages = browser(queue);
   const refresh = async () => {
@@ -424,6 +472,7 @@ async function showQueue(key) {
     h("h2", { id: "queue-name" }, queue.name),
     h("p", { class: "muted" }, queue.url),
     counts(queue),
+    depthPanel(queue, depths),
     noisyPanel(queue),
     queue.dead_letter_queue ? h("p", {}, "Dead-letter queue: ", queueLink(queue.dead_letter_queue)) : null,
     queue.sources.length ? redrivePanel(queue, refresh) : null,
