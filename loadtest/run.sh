@@ -42,13 +42,23 @@ sleep 1   # the Redis-backed instance takes the lock
 
 declare -A URL=([floor]=http://127.0.0.1:$FLOOR [memory]=http://127.0.0.1:$MEM [redis]=http://127.0.0.1:$RED
               [disk]=http://127.0.0.1:$DISK [moto]=http://127.0.0.1:$MOTO)
+# Progress: each load run says which of the planned ones it is, how long the
+# bench has run and about how long the load runs still take; on a terminal
+# ssq-bench also shows each second of the run.
+RUNS_PLANNED=$(( 4 * 4 + 4 * 2 + 4 + 2 * 2 * 2 + 4 + 2 ))   # the loops below
+RUNS_DONE=0
+STARTED=$SECONDS
+LIVE=--quiet; [ -t 2 ] && LIVE=
+minutes() { printf '%d:%02d' $(( $1 / 60 )) $(( $1 % 60 )); }
 run() { # target scenario concurrency [extra args...]
   local target=$1 scenario=$2 concurrency=$3; shift 3
-  echo ">> $target $scenario c=$concurrency" >&2
+  RUNS_DONE=$(( RUNS_DONE + 1 ))
+  local left=$(( (RUNS_PLANNED - RUNS_DONE + 1) * (DURATION + 2) ))
+  echo ">> [$RUNS_DONE/$RUNS_PLANNED, $(minutes $(( SECONDS - STARTED ))) in, load runs ~$(minutes $left) left] $target $scenario c=$concurrency" >&2
   local pid pids=()
   for pid in ${SERVER_PIDS[$target]:-}; do pids+=(--server-pid "$pid"); done
   $GEN $BENCH --endpoint "${URL[$target]}" --scenario "$scenario" --concurrency "$concurrency" --duration "$DURATION" \
-    --quiet --label "$target" --json "$OUT/$target-$scenario-$concurrency${SUFFIX:-}.json" "${pids[@]}" "$@" >/dev/null
+    $LIVE --label "$target" --json "$OUT/$target-$scenario-$concurrency${SUFFIX:-}.json" "${pids[@]}" "$@" >/dev/null
 }
 
 # Round trip against concurrency, interleaved so that machine noise hits all
