@@ -198,7 +198,9 @@ async fn resume_after_loads(service: Arc<Service>, catalog: Option<Arc<dyn Catal
 }
 
 /// Moves messages, a few per tick at the task's rate (a rate below ten a
-/// second moves one message per tick, the ticks further apart), until the
+/// second moves one message per tick, the ticks further apart), no more
+/// than the rate allows for the time the queues' clock says has passed
+/// (so a virtual clock paces it too), until the
 /// source is empty, `to_move` messages have moved, the task is cancelled,
 /// or a move fails. An error
 /// returned is one of leadership or of Redis (the task stays running in
@@ -213,7 +215,13 @@ async fn run(handle: &str, source: &str, service: &Service, catalog: Option<&dyn
     let Some(task) = record()? else {
         return Ok(());
     };
-    let (per_tick, every) = pace(task.rate.unwrap_or(MAX_RATE));
+    let rate = task.rate.unwrap_or(MAX_RATE);
+    let (per_tick, every) = pace(rate);
+    // The queues' clock sets how many may have moved by now: with the
+    // system clock that is `per_tick` a tick; with `--clock virtual` the
+    // task moves as the clock is moved, catching up at once when it jumps.
+    let started_at = service.now();
+    let mut moved_here = 0_u64;
     let mut tick = tokio::time::interval(every);
     loop {
         tick.tick().await;
@@ -227,11 +235,22 @@ async fn run(handle: &str, source: &str, service: &Service, catalog: Option<&dyn
             MoveStatus::Running => None,
             _ => return Ok(()),
         };
+        let elapsed = service.now().saturating_sub(started_at);
+        let due = per_tick as u64 + u64::from(rate) * elapsed / 1000;
+        let allowed = due
+            .saturating_sub(moved_here)
+            .min(CATCH_UP_TICKS * per_tick as u64) as usize;
+        if finished.is_none() && allowed == 0 {
+            continue;
+        }
         let finished = match finished {
             Some(status) => status,
-            None => match step(&task, source, service, catalog, per_tick.min(remaining)).await {
+            None => match step(&task, source, service, catalog, allowed.min(remaining)).await {
                 Ok(0) => MoveStatus::Completed,
-                Ok(_) => continue,
+                Ok(moved) => {
+                    moved_here += moved as u64;
+                    continue;
+                }
                 Err(error) if error.code == ErrorCode::ServiceUnavailable => return Err(error),
                 Err(error) => {
                     tracing::warn!(task = %handle, %error, "message move task failed");
@@ -250,6 +269,10 @@ async fn run(handle: &str, source: &str, service: &Service, catalog: Option<&dyn
         return Ok(());
     }
 }
+
+/// At most this many ticks' worth move in one step when a task is behind
+/// its clock (after a stall, or the virtual clock moved): one second's.
+const CATCH_UP_TICKS: u64 = 10;
 
 /// Messages per tick and the time between ticks that make `rate` messages
 /// a second: ten ticks a second when the rate allows, fewer below ten.

@@ -320,3 +320,66 @@ async fn latency_and_duplicate_deliveries_are_injected() {
         (200, serde_json::json!({"rules": 0}))
     );
 }
+
+/// A message move task's rate follows the virtual clock: it moves what
+/// the clock's time allows, and catches up at once when the clock jumps.
+#[tokio::test]
+async fn a_move_task_moves_as_the_virtual_clock_moves() {
+    let server = Server::start_with(&["--control-api", "--clock", "virtual"]);
+    let sqs = server.client();
+    let arn = |name: &str| format!("arn:aws:sqs:us-east-1:000000000000:{name}");
+    create_queue_url(&sqs, "dlq", &[]).await;
+    let redrive = serde_json::json!({"deadLetterTargetArn": arn("dlq"), "maxReceiveCount": 1}).to_string();
+    let source = create_queue_url(&sqs, "source", &[("RedrivePolicy", &redrive)]).await;
+    for n in 0..5 {
+        send_body(&sqs, &source, format!("m{n}")).await;
+    }
+    for _ in 0..2 {
+        // Received once and back at once; the next receive moves them on.
+        sqs.receive_message()
+            .queue_url(&source)
+            .max_number_of_messages(10)
+            .visibility_timeout(0)
+            .send()
+            .await
+            .unwrap();
+    }
+    sqs.start_message_move_task()
+        .source_arn(arn("dlq"))
+        .max_number_of_messages_per_second(1)
+        .send()
+        .await
+        .unwrap();
+    let moved = || async {
+        let tasks = sqs
+            .list_message_move_tasks()
+            .source_arn(arn("dlq"))
+            .send()
+            .await
+            .unwrap();
+        let task = &tasks.results()[0];
+        (
+            task.approximate_number_of_messages_moved(),
+            task.status().map(str::to_string),
+        )
+    };
+    let until = |want: i64| async move {
+        let deadline = std::time::Instant::now() + std::time::Duration::from_secs(5);
+        while moved().await.0 != want && std::time::Instant::now() < deadline {
+            tokio::time::sleep(std::time::Duration::from_millis(50)).await;
+        }
+        moved().await
+    };
+    assert_eq!(until(1).await.0, 1, "the first second's one");
+    tokio::time::sleep(std::time::Duration::from_millis(1_500)).await;
+    assert_eq!(moved().await.0, 1, "time stands still, and so does the task");
+    clock(&server, Some(2.0)).await;
+    assert_eq!(until(3).await.0, 3, "two seconds more: two more");
+    clock(&server, Some(100.0)).await;
+    assert_eq!(until(5).await.0, 5, "the rest at once");
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(5);
+    while moved().await.1.as_deref() != Some("COMPLETED") && std::time::Instant::now() < deadline {
+        tokio::time::sleep(std::time::Duration::from_millis(50)).await;
+    }
+    assert_eq!(moved().await, (5, Some("COMPLETED".to_string())));
+}
