@@ -270,6 +270,17 @@ async fn injected_errors_are_answered_as_aws_answers_them_and_sdks_retry_them() 
         "the rule is used up"
     );
 
+    let rule =
+        serde_json::json!({"action": "ReceiveMessage", "queue": "orders", "error": "OverLimit", "count": 1});
+    faults(&server, reqwest::Method::POST, Some(rule)).await;
+    let over = sqs.receive_message().queue_url(&url).send().await.unwrap_err();
+    assert_eq!(
+        over.raw_response().unwrap().status().as_u16(),
+        403,
+        "not retried: a sender's fault"
+    );
+    assert_eq!(over.into_service_error().meta().code(), Some("OverLimit"));
+
     let (status, refused) = faults(
         &server,
         reqwest::Method::POST,
