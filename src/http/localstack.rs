@@ -25,13 +25,15 @@ pub(super) fn routes() -> Router<Arc<AppState>> {
     Router::new().route("/_localstack/health", get(health))
 }
 
-/// LocalStack's health document with the one service ssq runs: `running`
-/// while it serves (what `/ready` answers 200 to), else `available`, as
-/// LocalStack says of a service that has not started.
+/// LocalStack's health document with the one service ssq runs, in
+/// LocalStack's words (as its SQS answered in host mode): `available` once
+/// ssq serves (what `/ready` answers 200 to), `running` once it has served
+/// an SQS call, and before it serves `starting`.
 async fn health(State(state): State<Arc<AppState>>) -> Response {
     let sqs = match readiness(&state) {
-        Ok(()) => "running",
-        Err(_) => "available",
+        Err(_) => "starting",
+        Ok(()) if served_a_call(&state) => "running",
+        Ok(()) => "available",
     };
     let body = serde_json::json!({
         "services": {"sqs": sqs},
@@ -39,6 +41,19 @@ async fn health(State(state): State<Arc<AppState>>) -> Response {
         "version": env!("CARGO_PKG_VERSION"),
     });
     ([(header::CONTENT_TYPE, "application/json")], body.to_string()).into_response()
+}
+
+/// Whether any SQS call was answered: read off the requests counter, so
+/// that the request path keeps no flag of its own for this.
+fn served_a_call(state: &AppState) -> bool {
+    use prometheus::core::Collector;
+    state
+        .metrics
+        .requests
+        .collect()
+        .iter()
+        .flat_map(|family| family.get_metric())
+        .any(|metric| metric.get_counter().get_value() > 0.0)
 }
 
 /// Logs `Ready.` (and nothing else on the line) the first time this

@@ -21,9 +21,22 @@ async fn the_health_document_is_localstacks() {
         .unwrap();
     assert_eq!(health.status(), 200);
     let body: Value = serde_json::from_str(&health.text().await.unwrap()).unwrap();
-    assert_eq!(body["services"], json!({"sqs": "running"}), "{body}");
+    assert_eq!(
+        body["services"],
+        json!({"sqs": "available"}),
+        "serving, not used yet: {body}"
+    );
     assert_eq!(body["edition"], "community");
     assert!(body["version"].is_string(), "{body}");
+    server.client().list_queues().send().await.unwrap();
+    let body: Value =
+        serde_json::from_str(&crate::common::get_text(&format!("{}/_localstack/health", server.url)).await)
+            .unwrap();
+    assert_eq!(
+        body["services"],
+        json!({"sqs": "running"}),
+        "after a call, as LocalStack says: {body}"
+    );
 }
 
 /// testcontainers' LocalStack module waits for a line matching
