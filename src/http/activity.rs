@@ -132,11 +132,7 @@ impl ActivityHistory {
         let mut depth_every = tokio::time::interval(DEPTH_EVERY);
         depth_every.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
         let depths = |service: &Arc<Service>| {
-            let now = service.now();
-            service
-                .counts_by_queue()
-                .into_iter()
-                .map(move |(key, counts, _)| (key, Depth::of(&counts, now)))
+            service.each_queue(|key, queue, now| (key.to_string(), Depth::of(&queue.counts(now), now)))
         };
         loop {
             tokio::select! {

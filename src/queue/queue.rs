@@ -405,11 +405,10 @@ impl Queue {
         }
     }
 
-    /// CloudWatch's fair queue counts (see `fair.rs`); on a FIFO queue,
-    /// where fairness does not apply, every message counts as quiet. Costs
-    /// O(tenants): for scrapes and the admin page.
-    pub fn fair_counts(&mut self, now: u64) -> FairCounts {
-        let counts = self.counts(now);
+    /// CloudWatch's fair queue counts (see `fair.rs`), given the queue's
+    /// `counts` just taken; on a FIFO queue, where fairness does not apply,
+    /// every message counts as quiet. Costs O(tenants): for scrapes.
+    pub fn fair_counts(&self, counts: &Counts) -> FairCounts {
         let own_oldest = self.by_sent.first().map(|&(sent_at, _)| sent_at);
         self.tenants.counts(
             counts.visible as u64,

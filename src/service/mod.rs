@@ -268,7 +268,10 @@ impl Service {
     /// Message counts of every queue, all and of quiet tenants (fair
     /// queues), for the metrics scrape.
     pub fn counts_by_queue(&self) -> Vec<(String, Counts, FairCounts)> {
-        self.each_queue(|name, queue, now| (name.to_string(), queue.counts(now), queue.fair_counts(now)))
+        self.each_queue(|name, queue, now| {
+            let counts = queue.counts(now);
+            (name.to_string(), counts, queue.fair_counts(&counts))
+        })
     }
 }
 
