@@ -202,11 +202,11 @@ impl Queue {
         queue.payload_bytes = messages.values().map(Message::payload_size).sum();
         queue.by_sent = messages
             .values()
-            .filter(|m| !queue.in_tenant(m))
+            .filter(|m| queue.tenant_of(m).is_none())
             .map(|m| (m.sent_at, m.seq))
             .collect();
         for message in messages.values() {
-            if let (true, Some(tenant)) = (queue.in_tenant(message), &message.group_id) {
+            if let Some(tenant) = queue.tenant_of(message) {
                 queue.tenants.add(tenant, message.seq, message.sent_at);
             }
         }
@@ -620,9 +620,9 @@ impl Queue {
     pub(super) fn insert(&mut self, message: Message) {
         let seq = message.seq;
         self.payload_bytes += message.payload_size();
-        match (self.in_tenant(&message), &message.group_id) {
-            (true, Some(tenant)) => self.tenants.add(tenant, seq, message.sent_at),
-            _ => {
+        match self.tenant_of(&message) {
+            Some(tenant) => self.tenants.add(tenant, seq, message.sent_at),
+            None => {
                 self.by_sent.insert((message.sent_at, seq));
             }
         }
@@ -637,9 +637,9 @@ impl Queue {
         self.unplace(seq);
         let message = self.messages.remove(&seq)?;
         self.payload_bytes -= message.payload_size();
-        match (self.in_tenant(&message), &message.group_id) {
-            (true, Some(tenant)) => self.tenants.remove(tenant, seq, message.sent_at),
-            _ => {
+        match self.tenant_of(&message) {
+            Some(tenant) => self.tenants.remove(tenant, seq, message.sent_at),
+            None => {
                 self.by_sent.remove(&(message.sent_at, seq));
             }
         }
@@ -732,10 +732,13 @@ impl Queue {
         }
     }
 
-    /// Whether the message's visible index and sent order are its tenant's
-    /// (a standard queue's message with a group id) or the queue's own.
-    fn in_tenant(&self, message: &Message) -> bool {
-        !self.is_fifo() && message.group_id.is_some()
+    /// The message's tenant, which keeps its visible index and sent order:
+    /// its group on a standard queue. None: the queue's own keep them.
+    fn tenant_of<'m>(&self, message: &'m Message) -> Option<&'m Arc<str>> {
+        match self.is_fifo() {
+            true => None,
+            false => message.group_id.as_ref(),
+        }
     }
 
     /// The visible message a receive would take next (on a FIFO queue, the
