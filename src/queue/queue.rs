@@ -1233,6 +1233,9 @@ mod tests {
         q.set_state(first, MessageState::Visible { since: T0 + 1 });
         assert!(q.check_in_flight_room(T0 + 2).is_ok());
         assert_eq!(q.receive(10, None, None, None, T0 + 2).len(), 1);
+        assert!(q.check_in_flight_room(T0 + 3).is_err());
+        // That one's 30 s visibility timeout running out makes room too.
+        assert!(q.check_in_flight_room(T0 + 2 + 30_000).is_ok());
     }
 
     #[test]

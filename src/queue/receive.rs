@@ -125,8 +125,13 @@ impl Queue {
     /// receives, with AWS's answer; a FIFO queue's receive just finds
     /// nothing (see [`Queue::receive`]), as AWS's does.
     pub fn check_in_flight_room(&mut self, now: u64) -> Result<()> {
-        self.advance(now);
         if self.is_fifo() || self.in_flight.len() < MAX_IN_FLIGHT {
+            return Ok(());
+        }
+        // Time only brings messages back from flight: at the quota it may
+        // have made room (the receive that follows advances time anyway).
+        self.advance(now);
+        if self.in_flight.len() < MAX_IN_FLIGHT {
             return Ok(());
         }
         Err(SqsError::new(
