@@ -83,6 +83,10 @@ impl Faults {
         Ok(in_force.len())
     }
 
+    pub fn is_empty(&self) -> bool {
+        self.lock().is_empty()
+    }
+
     pub fn clear(&self) {
         self.lock().clear();
     }
