@@ -806,13 +806,7 @@ async fn dead_letters_and_moved_messages_cross_shards_exactly_once() {
         .expect("StartMessageMoveTask");
     let started = Instant::now();
     loop {
-        let tasks = sqs
-            .list_message_move_tasks()
-            .source_arn(arn(dlq))
-            .send()
-            .await
-            .unwrap();
-        let task = &tasks.results()[0];
+        let task = latest_move_task(&sqs, &arn(dlq)).await;
         if task.status() == Some("COMPLETED") {
             assert_eq!(task.approximate_number_of_messages_moved(), MESSAGES as i64);
             break;

@@ -7,7 +7,7 @@ use std::process::{Command, Stdio};
 use serde_json::Value;
 
 use crate::common::{
-    Server, client_without_retries, create_queue_url, receive_bodies, send_body, ssq_binary,
+    Server, client_without_retries, create_queue_url, latest_move_task, receive_bodies, send_body, ssq_binary,
 };
 
 /// A call to the control API: its status and its JSON answer.
@@ -362,35 +362,33 @@ async fn a_move_task_moves_as_the_virtual_clock_moves() {
         .await
         .unwrap();
     let moved = || async {
-        let tasks = sqs
-            .list_message_move_tasks()
-            .source_arn(arn("dlq"))
-            .send()
-            .await
-            .unwrap();
-        let task = &tasks.results()[0];
+        let task = latest_move_task(&sqs, &arn("dlq")).await;
         (
             task.approximate_number_of_messages_moved(),
             task.status().map(str::to_string),
         )
     };
-    let until = |want: i64| async move {
+    // Up to 5 s for the task to have moved `want` (and to be `status`).
+    let until = |want: i64, status: Option<&'static str>| async move {
         let deadline = std::time::Instant::now() + std::time::Duration::from_secs(5);
-        while moved().await.0 != want && std::time::Instant::now() < deadline {
+        loop {
+            let now = moved().await;
+            let there = now.0 == want && status.is_none_or(|s| now.1.as_deref() == Some(s));
+            if there || std::time::Instant::now() >= deadline {
+                return now;
+            }
             tokio::time::sleep(std::time::Duration::from_millis(50)).await;
         }
-        moved().await
     };
-    assert_eq!(until(1).await.0, 1, "the first second's one");
+    assert_eq!(until(1, None).await.0, 1, "the first second's one");
     tokio::time::sleep(std::time::Duration::from_millis(1_500)).await;
     assert_eq!(moved().await.0, 1, "time stands still, and so does the task");
     clock(&server, Some(2.0)).await;
-    assert_eq!(until(3).await.0, 3, "two seconds more: two more");
+    assert_eq!(until(3, None).await.0, 3, "two seconds more: two more");
     clock(&server, Some(100.0)).await;
-    assert_eq!(until(5).await.0, 5, "the rest at once");
-    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(5);
-    while moved().await.1.as_deref() != Some("COMPLETED") && std::time::Instant::now() < deadline {
-        tokio::time::sleep(std::time::Duration::from_millis(50)).await;
-    }
-    assert_eq!(moved().await, (5, Some("COMPLETED".to_string())));
+    assert_eq!(until(5, None).await.0, 5, "the rest at once");
+    assert_eq!(
+        until(5, Some("COMPLETED")).await,
+        (5, Some("COMPLETED".to_string()))
+    );
 }

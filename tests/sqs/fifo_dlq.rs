@@ -5,7 +5,7 @@ use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
-use crate::common::{Server, create_queue_url, error_code, receive_plain};
+use crate::common::{Server, create_queue_url, error_code, latest_move_task, receive_plain};
 use aws_sdk_sqs::types::{MessageSystemAttributeName, QueueAttributeName};
 
 fn arn(name: &str) -> String {
@@ -246,15 +246,10 @@ async fn over_received_messages_go_to_the_dead_letter_queue_and_move_back() {
         .unwrap();
     let mut status = String::new();
     for _ in 0..50 {
-        let tasks = sqs
-            .list_message_move_tasks()
-            .source_arn(arn("dlq"))
-            .send()
-            .await
-            .unwrap();
-        status = tasks.results()[0].status().unwrap().to_string();
+        let task = latest_move_task(&sqs, &arn("dlq")).await;
+        status = task.status().unwrap().to_string();
         if status == "COMPLETED" {
-            assert_eq!(tasks.results()[0].approximate_number_of_messages_moved(), 1);
+            assert_eq!(task.approximate_number_of_messages_moved(), 1);
             break;
         }
         tokio::time::sleep(Duration::from_millis(100)).await;

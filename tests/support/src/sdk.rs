@@ -176,6 +176,25 @@ async fn messages_of(request: ReceiveMessageFluentBuilder, url: &str) -> Vec<aws
         .unwrap_or_default()
 }
 
+/// The newest message move task from the queue `source_arn` names
+/// (ListMessageMoveTasks' first result), which must exist.
+pub async fn latest_move_task(
+    sqs: &aws_sdk_sqs::Client,
+    source_arn: &str,
+) -> aws_sdk_sqs::types::ListMessageMoveTasksResultEntry {
+    let listed = sqs
+        .list_message_move_tasks()
+        .source_arn(source_arn)
+        .send()
+        .await
+        .unwrap_or_else(|e| panic!("ListMessageMoveTasks for {source_arn}: {e:?}"));
+    listed
+        .results()
+        .first()
+        .cloned()
+        .expect("a move task from this queue")
+}
+
 /// Sends `bodies` in batches of ten; each batch must be accepted whole.
 pub async fn send_batches(sqs: &aws_sdk_sqs::Client, url: &str, bodies: &[String]) {
     for chunk in bodies.chunks(10) {
