@@ -157,8 +157,9 @@ pub struct Config {
 
     /// Serve the control API for test suites under /_ssq/ (docs/testing.md):
     /// `POST /_ssq/reset` deletes every queue, `/_ssq/clock` moves a
-    /// virtual clock, `/_ssq/faults` injects faults. For test instances only; not with --credentials (its
-    /// requests are not signed) nor --shards.
+    /// virtual clock, `/_ssq/faults` injects faults. For test instances
+    /// only; not with --credentials (its requests are not signed) nor
+    /// --shards.
     #[arg(long, env = "SSQ_CONTROL_API")]
     pub control_api: bool,
 
