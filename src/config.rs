@@ -38,7 +38,8 @@ pub struct Config {
     #[arg(long, env = "SSQ_ADMIN_LISTEN")]
     pub admin_listen: Option<SocketAddr>,
 
-    /// Redis URL, e.g. redis://127.0.0.1:6379, or
+    /// Redis URL, e.g. redis://127.0.0.1:6379, unix:///run/redis.sock for
+    /// a Redis on the same host (less CPU per commit than TCP), or
     /// redis-cluster://host:port[,host:port...] for Redis Cluster. Unset
     /// (and no --data-dir): memory-only mode, one instance, no failover,
     /// state lost on exit.

@@ -16,6 +16,7 @@ mod haproxy;
 mod redis_auth;
 mod redis_outages;
 mod redis_tls;
+mod redis_unix;
 mod replicas;
 mod sentinel;
 mod snapshot;

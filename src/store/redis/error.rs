@@ -12,7 +12,8 @@ use std::time::Duration;
 pub enum SetupError {
     #[error(
         "--redis-url {url:?} is not a valid Redis URL ({source}); expected redis://[user:password@]host:port, \
-         rediss:// for TLS, or redis-cluster://[user:password@]host:port[,host:port...] for Redis Cluster"
+         rediss:// for TLS, unix:///path/to/redis.sock for a Unix socket, \
+         or redis-cluster://[user:password@]host:port[,host:port...] for Redis Cluster"
     )]
     BadUrl { url: String, source: fred::error::Error },
     #[error("a Redis Cluster URL names no node: give at least one host:port after redis-cluster://")]

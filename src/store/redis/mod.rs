@@ -22,7 +22,8 @@ pub use error::{RedisError, SetupError};
 pub use routing::{Link, Redis};
 
 /// How to reach Redis: the URL (`redis://` or `rediss://` for TLS, with an
-/// optional user and password), and for TLS the CA to trust.
+/// optional user and password; `unix://` or `redis+unix://` and a path for
+/// a Unix socket), and for TLS the CA to trust.
 #[derive(Debug, Clone)]
 pub struct Target {
     pub url: String,
@@ -86,7 +87,7 @@ fn config(target: &Target) -> Result<Config, SetupError> {
     // twice is harmless.
     let _ = rustls::crypto::ring::default_provider().install_default();
     let url = target.url.as_str();
-    let mut config = Config::from_url(&cluster_nodes_as_query(url)).map_err(|source| SetupError::BadUrl {
+    let mut config = Config::from_url(&fred_url(url)).map_err(|source| SetupError::BadUrl {
         url: url.to_string(),
         source,
     })?;
@@ -119,6 +120,16 @@ fn builder(config: Config, target: &Target) -> Builder {
         })
         .set_policy(reconnect_policy(target.reconnect_every));
     builder
+}
+
+/// `url` as fred reads it: Unix sockets spelled `unix://` (redis-rs's and
+/// most clients' form) as fred's `redis+unix://`, cluster seed lists as
+/// fred's node parameters.
+fn fred_url(url: &str) -> String {
+    match url.strip_prefix("unix://") {
+        Some(path) => format!("redis+unix://{path}"),
+        None => cluster_nodes_as_query(url),
+    }
 }
 
 /// `redis-cluster://a:1,b:2,c:3` (the seed nodes listed, as operators
@@ -188,7 +199,24 @@ pub fn log_connection_errors(client: &impl EventInterface, name: impl Into<Strin
 
 #[cfg(test)]
 mod tests {
-    use super::cluster_nodes_as_query;
+    use super::{cluster_nodes_as_query, fred_url};
+
+    #[test]
+    fn unix_socket_urls_take_either_spelling() {
+        assert_eq!(fred_url("unix:///run/redis.sock"), "redis+unix:///run/redis.sock");
+        assert_eq!(
+            fred_url("redis+unix:///run/redis.sock"),
+            "redis+unix:///run/redis.sock"
+        );
+        assert_eq!(fred_url("redis://a:6379"), "redis://a:6379");
+        for url in [
+            "unix:///run/redis.sock",
+            "redis+unix://u:p@localhost/run/redis.sock",
+        ] {
+            let config = fred::prelude::Config::from_url(&fred_url(url)).unwrap();
+            assert!(config.server.is_unix_socket(), "{url}");
+        }
+    }
 
     #[test]
     fn cluster_seed_lists_become_fred_node_parameters() {
