@@ -5,8 +5,9 @@ import sys
 from pathlib import Path
 
 out_dir, markdown_path, svg_path = Path(sys.argv[1]), Path(sys.argv[2]), Path(sys.argv[3])
-TARGETS = ["floor", "memory", "redis", "disk", "moto"]
-NAMES = {"floor": "HTTP floor", "memory": "ssq memory-only", "redis": "ssq Redis-backed", "disk": "ssq on disk (--data-dir)", "moto": "moto (server mode)"}
+TARGETS = ["floor", "memory", "redis", "disk", "moto", "localstack"]
+NAMES = {"floor": "HTTP floor", "memory": "ssq memory-only", "redis": "ssq Redis-backed", "disk": "ssq on disk (--data-dir)",
+         "moto": "moto (server mode)", "localstack": "LocalStack 4.14 (SQS, host mode)"}
 CONCURRENCY = [1, 8, 32, 64]
 
 
@@ -42,7 +43,10 @@ lines = [
     f"{machine['server_cpus']}. {machine['duration']} s per run after 1 s of warm-up, every run on fresh queues, {machine['date']}.",
     "",
     "Targets: the **HTTP floor** is an axum endpoint that does no queue work and answers each action with a fixed",
-    "response (ssq-bench --serve-floor); **moto** is moto's server mode (PyPI moto[server] 5.2.5), a peer that speaks the same protocol.",
+    "response (ssq-bench --serve-floor). The peers that speak the same protocol, the servers SQS users choose between for",
+    "development and tests: **moto** is moto's server mode (PyPI moto[server] 5.2.5); **LocalStack** is LocalStack's",
+    "own SQS server (localstack-core 4.14.0, loadtest/localstack/requirements.txt) run in host mode with `SERVICES=sqs`,",
+    "in memory as its image runs it by default.",
     "",
     "On two cores the load generator (one core) drives at most about 70,000 requests/s, so the floor and ssq",
     "memory-only both reach that ceiling and their requests/s say little about the servers; the server CPU time",
@@ -112,7 +116,9 @@ lines += ["", "## Ratios (64 clients)", "",
           f"| ssq memory-only / HTTP floor | {ratio(rt['memory'], rt['floor']):.2f} | {ratio(send['memory'], send['floor']):.2f} | {ratio(recv['memory'], recv['floor']):.2f} |",
           f"| ssq Redis-backed / memory-only | {ratio(rt['redis'], rt['memory']):.2f} | {ratio(send['redis'], send['memory']):.2f} | {ratio(recv['redis'], recv['memory']):.2f} |",
           f"| ssq memory-only / moto | {ratio(rt['memory'], rt['moto']):.1f} | {ratio(send['memory'], send['moto']):.1f} | {ratio(recv['memory'], recv['moto']):.1f} |",
-          f"| ssq Redis-backed / moto | {ratio(rt['redis'], rt['moto']):.1f} | {ratio(send['redis'], send['moto']):.1f} | {ratio(recv['redis'], recv['moto']):.1f} |"]
+          f"| ssq Redis-backed / moto | {ratio(rt['redis'], rt['moto']):.1f} | {ratio(send['redis'], send['moto']):.1f} | {ratio(recv['redis'], recv['moto']):.1f} |",
+          f"| ssq memory-only / LocalStack | {ratio(rt['memory'], rt['localstack']):.1f} | {ratio(send['memory'], send['localstack']):.1f} | {ratio(recv['memory'], recv['localstack']):.1f} |",
+          f"| ssq Redis-backed / LocalStack | {ratio(rt['redis'], rt['localstack']):.1f} | {ratio(send['redis'], send['localstack']):.1f} | {ratio(recv['redis'], recv['localstack']):.1f} |"]
 
 # Against BullMQ and RSMQ: the median of the rounds of loadtest/peers.sh.
 PEER_CONCURRENCY = [1, 8, 64]
@@ -339,7 +345,8 @@ markdown_path.write_text("\n".join(lines))
 # The plot: requests/s of the round trip against concurrency.
 width, height, left, bottom, top, right = 640, 360, 70, 40, 20, 170
 peak = max(total_rps(load(f"{t}-roundtrip-{c}")) for t in TARGETS for c in CONCURRENCY) or 1
-colors = {"floor": "#888888", "memory": "#1f77b4", "redis": "#d62728", "disk": "#8e44ad", "moto": "#2ca02c"}
+colors = {"floor": "#888888", "memory": "#1f77b4", "redis": "#d62728", "disk": "#8e44ad", "moto": "#2ca02c",
+          "localstack": "#ff7f0e"}
 x = lambda i: left + i * (width - left - right) / (len(CONCURRENCY) - 1)
 y = lambda v: height - bottom - v / peak * (height - bottom - top)
 svg = [f'<svg xmlns="http://www.w3.org/2000/svg" width="{width}" height="{height}" font-family="sans-serif" font-size="12">',

@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # `make bench`: measures, side by side in one run on this machine,
 #   (a) the HTTP floor (ssq-bench --serve-floor: fixed answers, no queue work),
-#   (b) ssq memory-only, (c) ssq Redis-backed, (c') ssq on disk (--data-dir), (d) moto's server mode,
+#   (b) ssq memory-only, (c) ssq Redis-backed, (c') ssq on disk (--data-dir), (d) moto's server mode
+#   and LocalStack's SQS server in host mode (Python >= 3.12; skipped, and said, without one),
 #   (e) ssq on a Redis primary with a replica, with and without --redis-min-replicas 1,
 #   (f) ssq against BullMQ and RSMQ on one Redis (loadtest/peers.sh), CPU per message,
 #   (g) sharded groups (loadtest/sharding.sh): forwarding cost, group throughput, memory,
@@ -21,6 +22,16 @@ if [ ! -x .venv-bench/bin/moto_server ]; then
   python3 -m venv .venv-bench
   .venv-bench/bin/pip install -q 'moto[server]==5.2.5'
 fi
+# LocalStack 4.14 needs Python 3.12 or newer: the first found on PATH or in pyenv.
+if [ ! -x .venv-localstack/bin/python ]; then
+  for python in python3.13 python3.12 "$HOME"/.pyenv/versions/3.1[3-9]*/bin/python3 "$HOME"/.pyenv/versions/3.12*/bin/python3; do
+    if command -v "$python" >/dev/null && "$python" -c 'import sys; sys.exit(sys.version_info < (3, 12))' 2>/dev/null; then
+      "$python" -m venv .venv-localstack && .venv-localstack/bin/pip install -q -r loadtest/localstack/requirements.txt
+      break
+    fi
+  done
+fi
+[ -x .venv-localstack/bin/python ] || echo "LocalStack is left out: it needs Python 3.12 or newer (python3.12 on PATH)" >&2
 
 BENCH=target/release/ssq-bench
 SSQ=target/release/ssq
@@ -29,6 +40,8 @@ rss_kib() { awk '/VmRSS/ {print $2}' "/proc/$1/status"; }
 
 FLOOR=$(free_port); MEM=$(free_port); RED=$(free_port); DISK=$(free_port); MOTO=$(free_port)
 declare -A SERVER_PIDS
+declare -A URL=([floor]=http://127.0.0.1:$FLOOR [memory]=http://127.0.0.1:$MEM [redis]=http://127.0.0.1:$RED
+              [disk]=http://127.0.0.1:$DISK [moto]=http://127.0.0.1:$MOTO)
 $SRV $BENCH --serve-floor 127.0.0.1:$FLOOR 2>/dev/null & PIDS+=($!); SERVER_PIDS[floor]=$!
 RUST_LOG=warn $SRV $SSQ --listen 127.0.0.1:$MEM 2>/dev/null & PIDS+=($!); SERVER_PIDS[memory]=$!
 start_redis
@@ -38,14 +51,22 @@ DISK_DIR=$(mktemp -d); TEMP_DIRS+=("$DISK_DIR")
 RUST_LOG=warn $SRV $SSQ --listen 127.0.0.1:$DISK --data-dir "$DISK_DIR" 2>/dev/null & PIDS+=($!); SERVER_PIDS[disk]=$!
 $SRV .venv-bench/bin/moto_server -p $MOTO >/dev/null 2>&1 & PIDS+=($!); SERVER_PIDS[moto]=$!
 for port in $FLOOR $MEM $RED $DISK $MOTO; do wait_port $port; done
+if [ -x .venv-localstack/bin/python ]; then
+  LOCALSTACK=$(free_port); LOCALSTACK_DIR=$(mktemp -d); TEMP_DIRS+=("$LOCALSTACK_DIR")
+  # Host mode, SQS alone, no DNS server; its files in a directory of its own.
+  (cd "$LOCALSTACK_DIR" && GATEWAY_LISTEN=127.0.0.1:$LOCALSTACK SERVICES=sqs DNS_ADDRESS=0 FILESYSTEM_ROOT="$LOCALSTACK_DIR" \
+    TMPDIR="$LOCALSTACK_DIR" exec $SRV "$OLDPWD/.venv-localstack/bin/python" -m localstack.runtime.main >localstack.log 2>&1) & PIDS+=($!)
+  SERVER_PIDS[localstack]=$!
+  WAIT_PORT_TRIES=1200 wait_port $LOCALSTACK   # it takes seconds to start
+  URL[localstack]=http://127.0.0.1:$LOCALSTACK
+fi
 sleep 1   # the Redis-backed instance takes the lock
 
-declare -A URL=([floor]=http://127.0.0.1:$FLOOR [memory]=http://127.0.0.1:$MEM [redis]=http://127.0.0.1:$RED
-              [disk]=http://127.0.0.1:$DISK [moto]=http://127.0.0.1:$MOTO)
 # Progress: each load run says which of the planned ones it is, how long the
 # bench has run and about how long the load runs still take; on a terminal
 # ssq-bench also shows each second of the run.
-RUNS_PLANNED=$(( 4 * 4 + 4 * 2 + 4 + 2 * 2 * 2 + 4 + 2 ))   # the loops below
+PYTHON_PEERS=moto; [ -n "${URL[localstack]:-}" ] && PYTHON_PEERS="moto localstack"
+RUNS_PLANNED=$(( 4 * 4 + 4 * 2 + 4 + 2 * 2 * 2 + $(wc -w <<<"$PYTHON_PEERS") * 6 + 4 + 2 ))   # the loops below
 RUNS_DONE=0
 STARTED=$SECONDS
 LIVE=--quiet; [ -t 2 ] && LIVE=
@@ -62,9 +83,9 @@ run() { # target scenario concurrency [extra args...]
 }
 
 # Round trip against concurrency, interleaved so that machine noise hits all
-# alike (the order rotates each round). moto runs last and apart: it keeps
-# working through its backlog after a run ends, which would slow whatever
-# ran next.
+# alike (the order rotates each round). moto and LocalStack run last and apart:
+# each keeps working through its backlog after a run ends, which would slow
+# whatever ran next.
 rotation=(floor memory redis disk)
 for concurrency in 1 8 32 64; do
   for target in "${rotation[@]}"; do
@@ -113,11 +134,15 @@ for concurrency in 1 64; do
   rotation=("${rotation[@]:1}" "${rotation[0]}")
 done
 
-for concurrency in 1 8 32 64; do
-  run moto roundtrip $concurrency
+for peer in $PYTHON_PEERS; do
+  for concurrency in 1 8 32 64; do
+    run $peer roundtrip $concurrency
+  done
+  run $peer send 64
+  run $peer receive 64 --prefill 1000
+  # It works through its backlog after a run: stopped before what follows.
+  kill ${SERVER_PIDS[$peer]} 2>/dev/null || true
 done
-run moto send 64
-run moto receive 64 --prefill 1000
 
 # Scale checks on fresh memory-only instances.
 SCALE=$(free_port)
