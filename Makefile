@@ -101,4 +101,4 @@ lint:
 
 clean:
 	cargo clean
-	rm -rf $(VENV) .venv-bench
+	rm -rf $(VENV) .venv-bench .venv-localstack
