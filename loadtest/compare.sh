@@ -15,7 +15,9 @@
 # per-round new/old ratios; for the pipeline, messages/s and the CPU of the
 # load generator, ssq and Redis together per message (µs, as ms per 1,000).
 # BENCH_DURATION (seconds per run, default 5) lengthens or shortens it;
-# TARGETS (default "memory redis disk") picks which run.
+# TARGETS (default "memory redis disk") picks which run; NEW_REDIS=unix
+# connects the new build to Redis through its Unix socket (the old one
+# stays on TCP), so that OLD=NEW measures the socket alone.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -37,7 +39,8 @@ for build in old new; do
   binary=$OLD; [ $build = new ] && binary=$NEW
   memory=$(free_port); redis=$(free_port); disk=$(free_port)
   RUST_LOG=warn $SRV "$binary" --listen 127.0.0.1:$memory 2>/dev/null & PIDS+=($!); SERVER_PIDS[$build-memory]=$!
-  RUST_LOG=warn $SRV "$binary" --listen 127.0.0.1:$redis --redis-url redis://127.0.0.1:$REDIS --redis-prefix "$build" 2>/dev/null & PIDS+=($!)
+  redis_url=redis://127.0.0.1:$REDIS; [ $build = new ] && [ "${NEW_REDIS:-tcp}" = unix ] && redis_url=unix://$REDIS_SOCKET
+  RUST_LOG=warn $SRV "$binary" --listen 127.0.0.1:$redis --redis-url "$redis_url" --redis-prefix "$build" 2>/dev/null & PIDS+=($!)
   SERVER_PIDS[$build-redis]="$! $REDIS_PID"
   dir=$(mktemp -d); TEMP_DIRS+=("$dir")
   RUST_LOG=warn $SRV "$binary" --listen 127.0.0.1:$disk --data-dir "$dir" 2>/dev/null & PIDS+=($!); SERVER_PIDS[$build-disk]=$!

@@ -34,11 +34,14 @@ trap cleanup EXIT
 
 # Starts a redis-server as the benchmarks run it: AOF everysec (so that its
 # default AOF rewrites run too), in a directory of its own, on a free port and
-# the servers' CPUs. Sets REDIS (its port) and REDIS_PID.
+# a Unix socket, on the servers' CPUs. Sets REDIS (its port), REDIS_SOCKET
+# and REDIS_PID.
 start_redis() {
   REDIS=$(free_port)
   local dir; dir=$(mktemp -d); TEMP_DIRS+=("$dir")
-  $SRV redis-server --port "$REDIS" --bind 127.0.0.1 --save "" --appendonly yes --appendfsync everysec --dir "$dir" >/dev/null &
+  REDIS_SOCKET=$dir/redis.sock
+  $SRV redis-server --port "$REDIS" --bind 127.0.0.1 --unixsocket "$REDIS_SOCKET" --unixsocketperm 700 \
+    --save "" --appendonly yes --appendfsync everysec --dir "$dir" >/dev/null &
   REDIS_PID=$!; PIDS+=($!)
   wait_port "$REDIS"
 }
