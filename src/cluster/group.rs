@@ -202,6 +202,10 @@ pub async fn check_shard_count(
     retry_every: Duration,
 ) -> Result<(), WrongShardCount> {
     let script = Script::from_lua(include_str!("lua/shard_count.lua"));
+    // Said once per distinct error: a Redis that answers but refuses (an
+    // ACL user without a command the scripts run) otherwise keeps the
+    // instance passive without a word above debug.
+    let mut last_error = None;
     loop {
         let answer: Result<String, _> = script
             .evalsha_with_reload(
@@ -214,7 +218,11 @@ pub async fn check_shard_count(
             Ok(stored) if stored == shards.to_string() => return Ok(()),
             Ok(stored) => return Err(WrongShardCount { stored, ours: shards }),
             Err(error) => {
-                tracing::debug!(%error, "cannot read the group's shard count yet; retrying");
+                let text = error.to_string();
+                if last_error.as_ref() != Some(&text) {
+                    tracing::warn!(error = %text, "cannot read the group's shard count: not leading until Redis answers; retrying");
+                    last_error = Some(text);
+                }
                 sleep(retry_every).await;
             }
         }
