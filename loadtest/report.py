@@ -105,6 +105,13 @@ send = {t: series(load(f"{t}-send-64"), "send").get("messages_per_second", 0) fo
 recv = {t: series(load(f"{t}-receive-64"), "delete").get("messages_per_second", 0) for t in TARGETS}
 redis_send_p99 = series(load("redis-send-64"), "send").get("p99_ms", 0)
 redis_roundtrip_send_p99 = series(load("redis-roundtrip-64"), "send").get("p99_ms", 0)
+floor_roundtrip_send_p99 = series(load("floor-roundtrip-64"), "send").get("p99_ms", 0)
+
+
+def paced_p99(target):
+    return series(load(f"{target}-send-64-paced"), "send").get("p99_ms", 0)
+
+
 memory = load("memory-per-message")
 per_message = (memory["rss_after_kib"] - memory["rss_before_kib"]) * 1024 / memory["messages"] if memory else 0
 cpu = {t: (cpu_us(load(f"{t}-roundtrip-64")), cpu_us(load(f"{t}-send-64")), cpu_us(load(f"{t}-receive-64"))) for t in TARGETS}
@@ -294,6 +301,17 @@ targets += [
      0 < ratio(cpu["memory"][0], cpu["floor"][0]) <= 1.15, f"{ratio(cpu['memory'][0], cpu['floor'][0]):.2f}"),
     ("Redis-backed ≥ 0.8 of memory-only in requests/s (round trip, 64 clients)", ratio(rt["redis"], rt["memory"]) >= 0.8,
      f"{ratio(rt['redis'], rt['memory']):.2f}; by server CPU per request {ratio(cpu['memory'][0], cpu['redis'][0]):.2f}"),
+    *[(f"Redis-backed server CPU per request ≤ 1.5 × memory-only's (round trip, {c} clients; ssq and Redis together)",
+       0 < ratio(cpu_us(load(f"redis-roundtrip-{c}")), cpu_us(load(f"memory-roundtrip-{c}"))) <= 1.5,
+       f"{ratio(cpu_us(load(f'redis-roundtrip-{c}')), cpu_us(load(f'memory-roundtrip-{c}'))):.2f} "
+       f"({cpu_us(load(f'redis-roundtrip-{c}')):.1f} against {cpu_us(load(f'memory-roundtrip-{c}')):.1f} µs)")
+      for c in (8, 64)],
+    ("Redis-backed SendMessage p99 ≤ 1.5 × the HTTP floor's (round trip, 64 clients)",
+     0 < ratio(redis_roundtrip_send_p99, floor_roundtrip_send_p99) <= 1.5,
+     f"{redis_roundtrip_send_p99:.2f} against {floor_roundtrip_send_p99:.2f} ms"),
+    ("Redis-backed SendMessage p99 ≤ 2 × the HTTP floor's at 5,000 sends/s",
+     0 < ratio(paced_p99("redis"), paced_p99("floor")) <= 2,
+     f"{paced_p99('redis'):.2f} against {paced_p99('floor'):.2f} ms"),
     ("on disk ≥ 0.8 of memory-only in requests/s (round trip, 64 clients), a sync per group commit",
      ratio(rt["disk"], rt["memory"]) >= 0.8, f"{ratio(rt['disk'], rt['memory']):.2f}"),
     ("on disk: SendMessage p99 no worse than Redis-backed (64 clients, sending only and paced)",
