@@ -5,7 +5,9 @@
 
 use std::time::Duration;
 
-use crate::common::{FAST_LOCK, RedisServer, Server, receive_plain, single_leader};
+use crate::common::{
+    FAST_LOCK, RedisServer, Server, create_queue_url, receive_plain, send_body, single_leader,
+};
 
 #[tokio::test]
 async fn unix_socket_urls_lead_commit_and_fail_over() {
@@ -22,20 +24,8 @@ async fn unix_socket_urls_lead_commit_and_fail_over() {
     let mut first = start(&urls[0], "unix");
     single_leader(std::slice::from_ref(&first), Duration::from_secs(5)).await;
     let sqs = first.client();
-    let queue = sqs
-        .create_queue()
-        .queue_name("over-a-socket")
-        .send()
-        .await
-        .unwrap()
-        .queue_url
-        .unwrap();
-    sqs.send_message()
-        .queue_url(&queue)
-        .message_body("acknowledged")
-        .send()
-        .await
-        .unwrap();
+    let queue = create_queue_url(&sqs, "over-a-socket", &[]).await;
+    send_body(&sqs, &queue, "acknowledged").await;
     first.signal("KILL");
     assert!(first.wait_exit(Duration::from_secs(5)));
 
