@@ -39,7 +39,7 @@ pub struct Config {
     pub admin_listen: Option<SocketAddr>,
 
     /// Redis URL, e.g. redis://127.0.0.1:6379, unix:///run/redis.sock for
-    /// a Redis on the same host (less CPU per commit than TCP), or
+    /// a Redis on the same host, or
     /// redis-cluster://host:port[,host:port...] for Redis Cluster. Unset
     /// (and no --data-dir): memory-only mode, one instance, no failover,
     /// state lost on exit.
