@@ -37,9 +37,9 @@ impl VirtualClock {
         }
     }
 
-    /// Moves the clock `millis` forward; returns the new time.
-    pub fn advance(&self, millis: u64) -> u64 {
-        self.millis.fetch_add(millis, Ordering::AcqRel) + millis
+    /// Moves the clock `millis` forward.
+    pub fn advance(&self, millis: u64) {
+        self.millis.fetch_add(millis, Ordering::AcqRel);
     }
 }
 
