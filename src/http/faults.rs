@@ -145,8 +145,8 @@ fn check(rule: Rule) -> Result<Checked, SqsError> {
             }
         },
     };
-    if !rule.probability.unwrap_or(1.0).is_finite() || !(0.0..=1.0).contains(&rule.probability.unwrap_or(1.0))
-    {
+    // NaN and the infinities are outside the range too.
+    if !(0.0..=1.0).contains(&rule.probability.unwrap_or(1.0)) {
         return invalid("probability is from 0 to 1.".into());
     }
     if rule.count == Some(0) || rule.latency_ms.is_some_and(|ms| ms > 60_000) {
