@@ -185,14 +185,12 @@ pub(super) async fn change_message_visibility_batch(
     name: &str,
     input: BatchInput<ChangeMessageVisibilityBatchEntry>,
 ) -> Result<BatchOutput<ChangeMessageVisibilityBatchResultEntry>> {
+    // AWS's model requires an entry's Id and ReceiptHandle only: an entry
+    // without VisibilityTimeout (the Go SDK v2 leaves a zero out) means 0.
     let entries = check_batch(
         input.entries,
         |e| e.id.as_ref(),
-        |e| match (&e.receipt_handle, e.visibility_timeout) {
-            (None, _) => Some("ReceiptHandle"),
-            (_, None) => Some("VisibilityTimeout"),
-            _ => None,
-        },
+        |e| e.receipt_handle.is_none().then_some("ReceiptHandle"),
         "ChangeMessageVisibilityBatchRequestEntry",
     )?;
     let results = api
@@ -201,7 +199,7 @@ pub(super) async fn change_message_visibility_batch(
             entries
                 .into_iter()
                 .map(|(id, entry)| {
-                    // Both present: check_batch refused entries without them.
+                    // Present: check_batch refused entries without one.
                     let result = (|| {
                         let handle = ReceiptHandle::decode(&entry.receipt_handle.unwrap_or_default())?;
                         let timeout = in_range(

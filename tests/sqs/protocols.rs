@@ -824,8 +824,8 @@ async fn entries_and_names_are_named_as_aws_names_them(wire: Wire) {
         ),
         (
             "ChangeMessageVisibilityBatch",
-            json!([{"Id": "a", "ReceiptHandle": "h", "VisibilityTimeout": 5}, {"Id": "b", "ReceiptHandle": "h"}]),
-            "ChangeMessageVisibilityBatchRequestEntry.2.VisibilityTimeout",
+            json!([{"Id": "a", "ReceiptHandle": "h", "VisibilityTimeout": 5}, {"Id": "b", "VisibilityTimeout": 5}]),
+            "ChangeMessageVisibilityBatchRequestEntry.2.ReceiptHandle",
         ),
     ];
     for (action, entries, member) in missing {
@@ -874,4 +874,41 @@ async fn entries_and_names_are_named_as_aws_names_them_over_json() {
 #[tokio::test]
 async fn entries_and_names_are_named_as_aws_names_them_over_query() {
     entries_and_names_are_named_as_aws_names_them(Wire::Query).await;
+}
+
+/// AWS's model requires only an entry's Id and ReceiptHandle: an entry of
+/// ChangeMessageVisibilityBatch without VisibilityTimeout (as the Go SDK v2
+/// sends a zero over the Query protocol) makes its message visible at once.
+async fn a_visibility_entry_without_a_timeout_means_zero(wire: Wire) {
+    let server = Server::start();
+    let sqs = Sqs::on(&server, wire);
+    let url = text(&sqs.ok("CreateQueue", json!({"QueueName": "again"})).await["QueueUrl"]);
+    sqs.ok("SendMessage", json!({"QueueUrl": url, "MessageBody": "back"}))
+        .await;
+    let receive = json!({"QueueUrl": url, "VisibilityTimeout": 600});
+    let received = sqs.ok("ReceiveMessage", receive.clone()).await;
+    let handle = text(&received["Messages"][0]["ReceiptHandle"]);
+    let changed = sqs
+        .ok(
+            "ChangeMessageVisibilityBatch",
+            json!({"QueueUrl": url, "Entries": [{"Id": "zero", "ReceiptHandle": handle}]}),
+        )
+        .await;
+    assert_eq!(
+        text(&changed["Successful"][0]["Id"]),
+        "zero",
+        "{wire:?}: {changed}"
+    );
+    let again = sqs.ok("ReceiveMessage", receive).await;
+    assert_eq!(text(&again["Messages"][0]["Body"]), "back", "{wire:?}: {again}");
+}
+
+#[tokio::test]
+async fn a_visibility_entry_without_a_timeout_means_zero_over_json() {
+    a_visibility_entry_without_a_timeout_means_zero(Wire::Json).await;
+}
+
+#[tokio::test]
+async fn a_visibility_entry_without_a_timeout_means_zero_over_query() {
+    a_visibility_entry_without_a_timeout_means_zero(Wire::Query).await;
 }
