@@ -331,7 +331,8 @@ async fn overview(State(state): State<Arc<AppState>>, uri: Uri, headers: HeaderM
         leader: leader.map(leader_json),
         sharding,
         open: state.credentials.is_none(),
-        storage: super::status::storage_json(&state.storage),
+        // The overview is answered to signed-in admins only.
+        storage: super::status::storage_json(&state.storage, true),
         sample_seconds: SAMPLE_EVERY.as_secs(),
         queues,
     };

@@ -6,7 +6,7 @@ use std::sync::Arc;
 
 use axum::Router;
 use axum::extract::State;
-use axum::http::{StatusCode, header};
+use axum::http::{HeaderMap, StatusCode, header};
 use axum::response::{IntoResponse, Response};
 use axum::routing::get;
 
@@ -108,7 +108,11 @@ pub(super) fn shard_map_json(state: &AppState) -> serde_json::Value {
     serde_json::json!({"count": state.shards.len(), "members": members, "share": share, "shards": shards})
 }
 
-async fn status(State(state): State<Arc<AppState>>) -> Response {
+/// With `--credentials`, the data directory's path is shown only to a
+/// signed-in admin: `/status` answers anyone who reaches it (load
+/// balancers, probes), and a path on the host is not theirs to read.
+async fn status(State(state): State<Arc<AppState>>, headers: HeaderMap) -> Response {
+    let admin = super::admin::signed_in(&state, &headers);
     let body = if state.sharded() {
         // A sharded instance has no one leader or epoch: each shard has its own.
         let led = state.shards_served();
@@ -129,7 +133,7 @@ async fn status(State(state): State<Arc<AppState>>) -> Response {
             "leader": status.leader.map(leader_json),
             "epoch": epoch,
             "ms_since_last_renew": status.since_last_renew.map(|d| d.as_millis() as u64),
-            "storage": storage_json(&state.storage),
+            "storage": storage_json(&state.storage, admin),
         })
     };
     (
@@ -140,16 +144,22 @@ async fn status(State(state): State<Arc<AppState>>) -> Response {
         .into_response()
 }
 
-/// Where the state is kept, for `/status` and the admin page.
-pub(super) fn storage_json(storage: &Storage) -> serde_json::Value {
+/// Where the state is kept, for `/status` and the admin page; the data
+/// directory's path only for an admin.
+pub(super) fn storage_json(storage: &Storage, admin: bool) -> serde_json::Value {
     match storage {
         Storage::Memory => serde_json::json!({"mode": "memory"}),
         Storage::Redis => serde_json::json!({"mode": "redis"}),
-        Storage::Disk { dir } => serde_json::json!({
-            "mode": "disk",
-            "data_dir": dir.display().to_string(),
-            "bytes": crate::store::disk::bytes_on_disk(dir),
-        }),
+        Storage::Disk { dir } => {
+            let mut disk = serde_json::json!({
+                "mode": "disk",
+                "bytes": crate::store::disk::bytes_on_disk(dir),
+            });
+            if admin {
+                disk["data_dir"] = dir.display().to_string().into();
+            }
+            disk
+        }
     }
 }
 

@@ -11,7 +11,7 @@ use aws_sdk_sqs::types::QueueAttributeName;
 use crate::common::{Server, client_without_retries, create_queue_url, poll_once, wait_for};
 
 /// A fresh directory of the test's own, removed when dropped.
-pub(crate) struct DataDir(PathBuf);
+pub(crate) struct DataDir(pub(crate) PathBuf);
 
 impl DataDir {
     pub(crate) fn new(name: &str) -> DataDir {
@@ -392,10 +392,10 @@ async fn sigkill_under_load(name: &str, extra: &[&str]) {
 
 /// A small tmpfs mounted for one test, unmounted when dropped; `None`
 /// (and the test says so) where mounting is not allowed.
-struct SmallDisk(PathBuf);
+pub(crate) struct SmallDisk(pub(crate) PathBuf);
 
 impl SmallDisk {
-    fn mount(name: &str, size: &str) -> Option<SmallDisk> {
+    pub(crate) fn mount(name: &str, size: &str) -> Option<SmallDisk> {
         let dir = std::env::temp_dir().join(format!("ssq-tmpfs-{name}-{}", std::process::id()));
         std::fs::create_dir_all(&dir).ok()?;
         let mounted = std::process::Command::new("mount")

@@ -2,12 +2,14 @@
 //! frozen and cut off; commits and fencing against real Redis through an
 //! in-process node; Sentinel, TLS, authentication, replicas, HAProxy, the
 //! soak, and `make chaos` (ignored by `cargo test`); and `--data-dir`, the
-//! state on local disk (`disk.rs`).
+//! state on local disk (`disk.rs`) in a directory that is its user's alone
+//! (`data_dir.rs`).
 
 use ssq_test_support as common;
 
 mod chaos;
 mod commit;
+mod data_dir;
 mod disk;
 mod durability;
 mod failover;

@@ -4,7 +4,7 @@
 //! The file holds the holder's process id, for the message a second
 //! process gives when it refuses to start.
 
-use std::fs::{File, OpenOptions, TryLockError};
+use std::fs::{File, TryLockError};
 use std::io::{Read, Seek, SeekFrom, Write};
 use std::path::{Path, PathBuf};
 
@@ -19,6 +19,8 @@ pub enum LockError {
     Held { dir: PathBuf, holder: String },
     #[error("cannot lock the data directory {} ({}): {source}", dir.display(), dir.join(LOCK_FILE).display())]
     Io { dir: PathBuf, source: std::io::Error },
+    #[error(transparent)]
+    File(#[from] super::directory::DirectoryError),
 }
 
 const LOCK_FILE: &str = "LOCK";
@@ -37,13 +39,9 @@ impl DirectoryLock {
             dir: dir.to_path_buf(),
             source,
         };
-        let mut file = OpenOptions::new()
-            .read(true)
-            .write(true)
-            .create(true)
-            .truncate(false)
-            .open(dir.join(LOCK_FILE))
-            .map_err(io)?;
+        // Never through a link: one planted there would have ssq truncate
+        // whatever it points to and write its pid in it.
+        let mut file = super::directory::open_private(&dir.join(LOCK_FILE))?;
         match file.try_lock() {
             Ok(()) => {}
             Err(TryLockError::WouldBlock) => {

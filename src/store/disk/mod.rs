@@ -14,13 +14,15 @@
 //! so a process crash still loses nothing.
 
 pub(crate) mod committer;
+mod directory;
 mod lock;
 
 use std::collections::HashMap;
 use std::path::{Path, PathBuf};
 
-use rusqlite::{Connection, OptionalExtension, params};
+use rusqlite::{Connection, OpenFlags, OptionalExtension, params};
 
+pub use self::directory::DirectoryError;
 use self::lock::DirectoryLock;
 pub use self::lock::LockError;
 use super::codec;
@@ -58,8 +60,14 @@ pub enum SyncPolicy {
 pub enum DiskError {
     #[error(transparent)]
     Lock(#[from] LockError),
-    #[error("cannot create the data directory {}: {source}", dir.display())]
-    CreateDir { dir: PathBuf, source: std::io::Error },
+    #[error(transparent)]
+    Directory(#[from] DirectoryError),
+    #[error(
+        "the data file {} cannot be written (its permissions, or a read-only mount): ssq would fail every \
+         change; give the user ssq runs as write access to it, or start ssq on another --data-dir",
+        file.display()
+    )]
+    ReadOnly { file: PathBuf },
     #[error(
         "the data file {} is damaged ({reason}); ssq will not start on it, so as not to lose what it holds: \
          restore it from a backup, or move it away to start empty",
@@ -105,14 +113,24 @@ impl DiskStore {
     /// database: a file that is not one is refused here, a damaged one by
     /// [`DiskStore::load_checked`].
     pub fn open(dir: &Path, sync: SyncPolicy) -> Result<DiskStore, DiskError> {
-        std::fs::create_dir_all(dir).map_err(|source| DiskError::CreateDir {
-            dir: dir.to_path_buf(),
-            source,
-        })?;
+        directory::prepare(dir)?;
         let lock = DirectoryLock::take(dir)?;
         let file = dir.join(DATABASE);
+        // Made 0600 before SQLite opens it: SQLite gives its log and index
+        // the database's permissions, and makes a new database 0644.
+        directory::secure_file(&file, true)?;
+        for suffix in ["-wal", "-shm"] {
+            directory::secure_file(&dir.join(format!("{DATABASE}{suffix}")), false)?;
+        }
         let sqlite = |source| classify(&file, source);
-        let connection = Connection::open(&file).map_err(sqlite)?;
+        let connection =
+            Connection::open_with_flags(&file, OpenFlags::default() | OpenFlags::SQLITE_OPEN_NOFOLLOW)
+                .map_err(sqlite)?;
+        // SQLite opens a file it may not write read-only, without a word:
+        // every write would then fail after ssq said it serves.
+        if connection.is_readonly(rusqlite::MAIN_DB).map_err(sqlite)? {
+            return Err(DiskError::ReadOnly { file });
+        }
         connection
             .pragma_update(None, "journal_mode", "WAL")
             .map_err(sqlite)?;
@@ -402,8 +420,11 @@ impl DiskStore {
     /// A read-only connection of its own, reading through a memory map.
     fn read_connection(&self) -> Result<Connection, DiskError> {
         let sqlite = |e| self.sqlite(e);
-        let connection = Connection::open_with_flags(&self.file, rusqlite::OpenFlags::SQLITE_OPEN_READ_ONLY)
-            .map_err(sqlite)?;
+        let connection = Connection::open_with_flags(
+            &self.file,
+            OpenFlags::SQLITE_OPEN_READ_ONLY | OpenFlags::SQLITE_OPEN_NOFOLLOW,
+        )
+        .map_err(sqlite)?;
         connection
             .pragma_update(None, "mmap_size", READ_MAP_BYTES)
             .map_err(sqlite)?;
