@@ -108,7 +108,10 @@ impl StartError {
     /// The process exit code: 1 for the environment, 2 for configuration.
     pub fn exit_code(&self) -> i32 {
         match self {
-            StartError::Listen { .. } | StartError::ListenAdmin { .. } | StartError::Disk(_) => 1,
+            StartError::Listen { .. }
+            | StartError::ListenAdmin { .. }
+            | StartError::Disk(_)
+            | StartError::Import(ImportError::NotStored { .. }) => 1,
             _ => 2,
         }
     }
@@ -376,12 +379,17 @@ impl Node {
             );
         }
         let leaderships = running.iter().map(|r| r.leadership.clone()).collect();
-        let (shutdown, tokens_rx) = shutting_down(shutdown, admission.clone(), leaderships);
+        let import_refused = import_refusal(&running, stop_tasks.subscribe());
+        let (shutdown, tokens_rx) =
+            shutting_down(shutdown, admission.clone(), import_refused.clone(), leaderships);
         serve_http(&config, listeners.sqs, app, admin, shutdown).await;
         let _ = stop_tasks.send(true);
         hand_over(group.as_ref(), &running, tokens_rx).await;
         if let Admission::Refused(wrong) = &*admission.borrow() {
             return Err(wrong.clone().into());
+        }
+        if let Some(refused) = import_refused.borrow().clone() {
+            return Err(refused.into());
         }
         tracing::info!("ssq stopped");
         Ok(())
@@ -479,6 +487,7 @@ fn app_state(
 fn shutting_down(
     shutdown: impl Future<Output = ()>,
     mut admission: watch::Receiver<Admission>,
+    mut import_refused: watch::Receiver<Option<ImportError>>,
     leaderships: Vec<Arc<Leadership>>,
 ) -> (impl Future<Output = ()>, oneshot::Receiver<Vec<Option<String>>>) {
     let (tokens_tx, tokens_rx) = oneshot::channel();
@@ -492,15 +501,44 @@ fn shutting_down(
             std::future::pending::<()>().await;
         }
     };
+    let import_refused = async move {
+        if import_refused.wait_for(Option::is_some).await.is_err() {
+            std::future::pending::<()>().await;
+        }
+    };
     let shutting_down = async move {
         tokio::select! {
             _ = shutdown => {}
             _ = refused => {}
+            _ = import_refused => {}
         }
         let tokens = leaderships.iter().map(|l| l.begin_shutdown()).collect();
         let _ = tokens_tx.send(tokens);
     };
     (shutting_down, tokens_rx)
+}
+
+/// Set once a shard's service refuses the snapshot to import: the node
+/// stops and exits with the cause rather than serve without it.
+fn import_refusal(
+    running: &[RunningShard],
+    stopped: watch::Receiver<bool>,
+) -> watch::Receiver<Option<ImportError>> {
+    let (refused, refusal) = watch::channel(None);
+    let refused = Arc::new(refused);
+    for shard in running {
+        let (service, refused, mut stopped) = (shard.service.clone(), refused.clone(), stopped.clone());
+        tokio::spawn(async move {
+            tokio::select! {
+                error = service.import_failure() => {
+                    tracing::error!(%error, "the snapshot cannot be imported; stopping");
+                    refused.send_replace(Some(error));
+                }
+                _ = stopped.wait_for(|stopped| *stopped) => {}
+            }
+        });
+    }
+    refusal
 }
 
 /// Serves both addresses alike (connection cap, head and idle timeouts,

@@ -2,12 +2,15 @@
 //! test suite starts from, or a backup or another mode's state moved here.
 //!
 //! The import runs once per process, at the first load of the state (at
-//! start in memory-only mode, after the first load from disk or Redis):
-//! it creates each queue of the snapshot that does not exist, with its
-//! messages, in one commit per queue, so that a queue is imported whole
-//! or not at all. A queue that exists is left as it is, so a restart with
-//! the same `--import` changes nothing. If a commit fails, the import runs
-//! again after the next load, skipping the queues already imported.
+//! start in memory-only mode, after the first load from disk or Redis).
+//! It is whole or nothing: the queues of the snapshot that do not exist
+//! are checked against the limits together, then created with their
+//! messages in one commit, so a crash leaves the store as before the
+//! import or with all of it. A queue that exists is left as it is, so a
+//! restart with the same `--import` changes nothing. If the import cannot
+//! be made (a limit, a failed write), nothing of it is applied, the
+//! instance never turns ready, and the node stops with the cause
+//! ([`Service::import_failure`]).
 //! What the seed gives is read on the blocking threads: the queues read
 //! at start when the instance imports at once, or the file read again, in
 //! a group, rather than held in memory by an instance that may stay
@@ -25,13 +28,22 @@ use crate::queue::Queue;
 /// Reads the snapshot's queues of this service's shard.
 pub type SeedSource = Arc<dyn Fn() -> Result<Vec<Queue>, String> + Send + Sync>;
 
-/// Why an import stopped; the queues imported before it stay.
-#[derive(Debug, thiserror::Error)]
+/// Why an import was refused; nothing of it was applied.
+#[derive(Debug, Clone, thiserror::Error)]
 pub enum ImportError {
     #[error("cannot read the snapshot to import: {0}")]
     Read(String),
-    #[error("cannot import queue {name}: {}", error.message)]
-    Queue { name: String, error: SqsError },
+    #[error(
+        "the snapshot's {queues} new queues with {messages} messages do not fit ({}); nothing was imported",
+        error.message
+    )]
+    NoRoom {
+        queues: usize,
+        messages: u64,
+        error: SqsError,
+    },
+    #[error("the import could not be stored ({}); nothing was imported", error.message)]
+    NotStored { error: SqsError },
 }
 
 /// What an import did.
@@ -53,7 +65,8 @@ impl Service {
     }
 
     /// Runs the import if it has not yet succeeded in this process;
-    /// `None` when there is nothing (left) to import.
+    /// `None` when there is nothing (left) to import. A refusal is also
+    /// kept for [`Service::import_failure`].
     pub async fn import_seed(&self) -> Option<Result<Imported, ImportError>> {
         let seed = self
             .seed
@@ -61,10 +74,25 @@ impl Service {
             .unwrap_or_else(|poisoned| poisoned.into_inner())
             .clone()?;
         let result = self.import_from(seed).await;
-        if result.is_ok() {
-            *self.seed.lock().unwrap_or_else(|poisoned| poisoned.into_inner()) = None;
+        match &result {
+            Ok(_) => *self.seed.lock().unwrap_or_else(|poisoned| poisoned.into_inner()) = None,
+            Err(error) => {
+                self.import_failed.send_replace(Some(error.clone()));
+            }
         }
         Some(result)
+    }
+
+    /// Resolves with the refusal once an import was refused: the node
+    /// stops on it, since an instance that serves part of a snapshot (or
+    /// none of it, as if it were imported) would mislead its users.
+    pub async fn import_failure(&self) -> ImportError {
+        let mut failed = self.import_failed.subscribe();
+        let refused = failed.wait_for(Option::is_some).await;
+        match refused.as_deref() {
+            Ok(Some(error)) => error.clone(),
+            _ => unreachable!("the service keeps the sender"),
+        }
     }
 
     async fn import_from(&self, seed: SeedSource) -> Result<Imported, ImportError> {
@@ -73,49 +101,79 @@ impl Service {
             .map_err(|panic| ImportError::Read(panic.to_string()))?
             .map_err(ImportError::Read)?;
         let mut imported = Imported::default();
-        for queue in queues {
-            let name = queue.name.clone();
-            match self.import_queue(queue).await {
-                Ok(Some(messages)) => {
-                    imported.queues += 1;
-                    imported.messages += messages;
-                }
-                Ok(None) => imported.skipped.push(name),
-                Err(error) => return Err(ImportError::Queue { name, error }),
+        // Recorded before the map is locked: copying a large queue's
+        // changes must not hold up every other queue's requests.
+        let mut fresh = Vec::with_capacity(queues.len());
+        for mut queue in queues {
+            if self.queue_exists(&queue.name) {
+                imported.skipped.push(queue.name);
+                continue;
             }
+            if self.journal.is_some() {
+                queue.enable_journal();
+                queue.record_whole();
+            }
+            fresh.push(queue);
+        }
+        let (commit, slots) = {
+            let mut map = self.write_queues();
+            fresh.retain(|queue| {
+                let exists = map.contains_key(&queue.name);
+                if exists {
+                    imported.skipped.push(queue.name.clone());
+                }
+                !exists
+            });
+            let (messages, bytes) = fresh
+                .iter()
+                .map(Queue::holding)
+                .fold((0u64, 0u64), |(m, b), (qm, qb)| (m + qm, b.saturating_add(qb)));
+            let no_room = |error| ImportError::NoRoom {
+                queues: fresh.len(),
+                messages,
+                error,
+            };
+            match fresh.len() {
+                0 => return Ok(imported),
+                n => self.check_queue_room(map.len() + n - 1).map_err(no_room)?,
+            }
+            self.check_room(messages, bytes).map_err(no_room)?;
+            self.account((0, 0), (messages, bytes));
+            imported.queues = fresh.len();
+            imported.messages = messages as usize;
+            let generation = self.generation();
+            let mut writes = Vec::with_capacity(fresh.len());
+            let mut slots = Vec::with_capacity(fresh.len());
+            for mut queue in fresh {
+                let name = queue.name.clone();
+                writes.push(Write::Queue {
+                    name: name.clone(),
+                    changes: queue.take_changes(),
+                });
+                let slot = QueueSlot::new(queue, generation);
+                map.insert(name, slot.clone());
+                slots.push(slot);
+            }
+            (self.submit(generation, writes), slots)
+        };
+        if let Err(error) = self.committed(commit).await {
+            self.withdraw(&slots);
+            return Err(ImportError::NotStored { error });
         }
         Ok(imported)
     }
 
-    /// Puts `queue` in place with its messages, durably, unless a queue of
-    /// its name exists; returns how many messages it brought.
-    async fn import_queue(&self, mut queue: Queue) -> Result<Option<usize>, SqsError> {
-        if self.queue_exists(&queue.name) {
-            return Ok(None);
-        }
-        // Recorded before the map is locked: copying a large queue's
-        // changes must not hold up every other queue's requests.
-        if self.journal.is_some() {
-            queue.enable_journal();
-            queue.record_whole();
-        }
-        let (messages, bytes) = queue.holding();
-        let name = queue.name.clone();
-        let commit = {
-            let mut queues = self.write_queues();
-            if queues.contains_key(&name) {
-                return Ok(None);
+    /// Takes out the queues of an import that was not stored, where a
+    /// load has not already replaced them.
+    fn withdraw(&self, slots: &[Arc<QueueSlot>]) {
+        let mut map = self.write_queues();
+        for slot in slots {
+            if map.get(&slot.name).is_some_and(|held| Arc::ptr_eq(held, slot)) {
+                map.remove(&slot.name);
+                self.account(slot.lock().holding(), (0, 0));
+                slot.close();
             }
-            self.check_queue_room(queues.len())?;
-            self.check_room(messages, bytes)?;
-            self.account((0, 0), (messages, bytes));
-            let changes = queue.take_changes();
-            let generation = self.generation();
-            queues.insert(name.clone(), QueueSlot::new(queue, generation));
-            self.submit(generation, vec![Write::Queue { name, changes }])
-        };
-        self.committed(commit).await?;
-        Ok(Some(messages as usize))
+        }
     }
 }
 
@@ -170,8 +228,9 @@ mod tests {
     }
 
     #[tokio::test]
-    async fn an_import_past_the_limits_is_refused_and_tried_again_later() {
-        let seed: SeedSource = Arc::new(|| Ok(vec![queue_with("big", &["a", "b", "c"])]));
+    async fn an_import_past_the_limits_is_refused_whole() {
+        let seed: SeedSource =
+            Arc::new(|| Ok(vec![queue_with("small", &["a"]), queue_with("big", &["b", "c"])]));
         let limits = crate::service::Limits {
             max_messages: 2,
             ..Default::default()
@@ -181,10 +240,25 @@ mod tests {
             .with_seed(seed);
         let refused = service.import_seed().await.unwrap().unwrap_err();
         assert!(
-            matches!(refused, ImportError::Queue { ref name, .. } if name == "big"),
+            matches!(
+                refused,
+                ImportError::NoRoom {
+                    queues: 2,
+                    messages: 3,
+                    ..
+                }
+            ),
             "{refused}"
         );
-        assert!(!service.queue_exists("big"));
-        assert!(service.import_seed().await.is_some(), "the import is tried again");
+        assert!(
+            !service.queue_exists("small") && !service.queue_exists("big"),
+            "nothing of it applied"
+        );
+        assert_eq!(service.held(), (0, 0));
+        assert!(service.preparing(), "never ready");
+        let failure = tokio::time::timeout(std::time::Duration::from_secs(1), service.import_failure())
+            .await
+            .expect("the refusal is kept for the node");
+        assert!(failure.to_string().contains("--max-messages"), "{failure}");
     }
 }

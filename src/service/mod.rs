@@ -64,6 +64,8 @@ pub struct Service {
     configured_queues: Vec<QueueSpec>,
     /// The snapshot to import at the first load, until imported (`import.rs`).
     seed: Mutex<Option<SeedSource>>,
+    /// Why the import was refused, once it was (`import.rs`).
+    import_failed: tokio::sync::watch::Sender<Option<ImportError>>,
     /// See [`Service::preparing`].
     preparing: AtomicBool,
     /// Messages and payload bytes held over all queues, kept up to date by
@@ -96,6 +98,7 @@ impl Service {
             limits: Limits::default(),
             configured_queues: Vec::new(),
             seed: Mutex::new(None),
+            import_failed: tokio::sync::watch::channel(None).0,
             preparing: AtomicBool::new(false),
             held_messages: AtomicU64::new(0),
             held_bytes: AtomicU64::new(0),
@@ -297,9 +300,8 @@ impl Memory for Service {
             match self.import_seed().await {
                 None => {}
                 Some(Ok(imported)) => tracing::info!(?imported, "imported the snapshot"),
-                Some(Err(error)) => {
-                    tracing::error!(%error, "importing the snapshot stopped; it is tried again after the next load")
-                }
+                // Never ready: the node stops on it (`import_failure`).
+                Some(Err(_)) => return,
             }
             match self.create_missing_queues().await {
                 Ok(0) => {}

@@ -9,7 +9,8 @@ use aws_sdk_sqs::primitives::Blob;
 use aws_sdk_sqs::types::{MessageAttributeValue, MessageSystemAttributeName};
 
 use crate::common::{RedisServer, Server, create_queue_url, wait_for};
-use crate::disk::{DataDir, attribute, kill_9, queue_attributes, send_job, start_on};
+use crate::data_dir::refused_start;
+use crate::disk::{DataDir, SmallDisk, attribute, kill_9, queue_attributes, send_job, start_on};
 
 fn message_attribute(kind: &str, text: &str) -> MessageAttributeValue {
     let value = MessageAttributeValue::builder().data_type(kind);
@@ -255,5 +256,115 @@ async fn a_queue_larger_than_a_piece_is_exported_whole_and_imports_into_memory()
     let copy = Server::start_with(&["--import", file.to_str().unwrap()]);
     let (visible, _, _) = counts(&copy.client(), &url).await;
     assert_eq!(visible, "2500");
+    let _ = std::fs::remove_file(&file);
+}
+
+/// A snapshot of three queues, `a`, `b` and `c`, with `per_queue` messages
+/// of `body_bytes` each, written to a file of its own.
+async fn three_queues(name: &str, per_queue: usize, body_bytes: usize) -> std::path::PathBuf {
+    let source = Server::start();
+    let sqs = source.client();
+    for queue in ["a", "b", "c"] {
+        let url = create_queue_url(&sqs, queue, &[]).await;
+        let bodies: Vec<String> = (0..per_queue)
+            .map(|n| format!("{n:06}{}", "m".repeat(body_bytes)))
+            .collect();
+        crate::common::send_batches(&sqs, &url, &bodies).await;
+    }
+    let file = std::env::temp_dir().join(format!("ssq-{name}-{}.jsonl", std::process::id()));
+    std::fs::write(&file, export(&source).await).unwrap();
+    file
+}
+
+/// The queues an instance on `dir` (started without `--import`) holds.
+async fn queues_on(dir: &DataDir) -> Vec<String> {
+    let server = start_on(dir, &[]).await;
+    let listed = server.client().list_queues().send().await.unwrap();
+    listed.queue_urls().to_vec()
+}
+
+/// A snapshot that does not fit the limits is refused whole, in every
+/// mode: ssq exits naming the cause, and nothing of it is stored, so that
+/// dropping `--import` afterwards loses nothing that was imported.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_snapshot_that_does_not_fit_imports_nothing_and_stops_ssq_in_every_mode() {
+    let file = three_queues("no-room", 1, 10).await;
+    let file = file.to_str().unwrap();
+    let redis = RedisServer::start();
+    let redis_url = redis.url();
+    for (limit, flag) in [
+        (["--max-queues", "2"], "--max-queues"),
+        (["--max-messages", "2"], "--max-messages"),
+    ] {
+        // Memory-only.
+        let (code, said) = refused_start(&[], &[&limit[..], &["--import", file]].concat());
+        assert_eq!(code, Some(2), "memory-only, {flag}: {said}");
+        assert!(
+            said.contains("nothing was imported") && said.contains(flag),
+            "{said}"
+        );
+        // On disk.
+        let dir = DataDir::new("no-room");
+        let (code, said) = refused_start(
+            &[],
+            &[&limit[..], &["--data-dir", dir.path(), "--import", file]].concat(),
+        );
+        assert_eq!(code, Some(2), "disk, {flag}: {said}");
+        assert!(
+            said.contains("nothing was imported") && said.contains(flag),
+            "{said}"
+        );
+        assert!(!said.contains("Ready."), "never served: {said}");
+        assert_eq!(
+            queues_on(&dir).await,
+            Vec::<String>::new(),
+            "disk, {flag}: nothing stored"
+        );
+        // On Redis.
+        let mut args = vec!["--redis-url", redis_url.as_str()];
+        args.extend_from_slice(crate::common::FAST_LOCK);
+        let (code, said) = refused_start(&[], &[&args[..], &limit[..], &["--import", file]].concat());
+        assert_eq!(code, Some(2), "Redis, {flag}: {said}");
+        assert!(said.contains("nothing was imported"), "{said}");
+        let leader = Server::start_node(&redis, "after");
+        assert!(
+            wait_for(Duration::from_secs(20), || leader.is_ready())
+                .await
+                .is_some()
+        );
+        let listed = leader.client().list_queues().send().await.unwrap();
+        assert!(
+            listed.queue_urls().is_empty(),
+            "Redis, {flag}: nothing stored: {listed:?}"
+        );
+    }
+    let _ = std::fs::remove_file(file);
+}
+
+/// A write that fails in the middle of an import (a full disk) stores
+/// none of it: ssq exits naming the cause, and the directory holds what it
+/// held before.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_import_the_disk_cannot_hold_stores_nothing_and_stops_ssq() {
+    let Some(disk) = SmallDisk::mount("import", "3m") else {
+        return;
+    };
+    // About 6 MiB of messages, for a disk of 3.
+    let file = three_queues("too-big", 20, 100 * 1024).await;
+    let dir = DataDir(disk.0.join("data"));
+    let (code, said) = refused_start(
+        &[],
+        &["--data-dir", dir.path(), "--import", file.to_str().unwrap()],
+    );
+    assert_eq!(code, Some(1), "{said}");
+    assert!(
+        said.contains("could not be stored") && said.contains("nothing was imported"),
+        "{said}"
+    );
+    assert_eq!(
+        queues_on(&dir).await,
+        Vec::<String>::new(),
+        "nothing half-imported"
+    );
     let _ = std::fs::remove_file(&file);
 }
