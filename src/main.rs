@@ -2,6 +2,8 @@
 //! [`ssq::node::Node`] until SIGINT or SIGTERM. Everything else lives in
 //! the library.
 
+use std::io::IsTerminal;
+
 use tracing_subscriber::EnvFilter;
 
 use ssq::config::{Config, LogFormat};
@@ -32,11 +34,22 @@ fn init_logging(format: LogFormat) {
     let filter = EnvFilter::try_from_default_env().unwrap_or_else(|_| EnvFilter::new("info,fred=error"));
     let builder = tracing_subscriber::fmt()
         .with_env_filter(filter)
+        .with_ansi(colour(
+            std::io::stderr().is_terminal(),
+            std::env::var_os("NO_COLOR").as_deref(),
+        ))
         .with_writer(std::io::stderr);
     match format {
         LogFormat::Text => builder.init(),
         LogFormat::Json => builder.json().init(),
     }
+}
+
+/// Whether log lines are coloured: only for a person at a terminal, never
+/// into a file, a pipe or `docker logs`, and never with `NO_COLOR` set to
+/// anything but the empty string (no-color.org).
+fn colour(terminal: bool, no_color: Option<&std::ffi::OsStr>) -> bool {
+    terminal && no_color.is_none_or(|value| value.is_empty())
 }
 
 /// Resolves on SIGINT or SIGTERM.
@@ -54,4 +67,20 @@ async fn shutdown_signal() {
         _ = terminate => {}
     }
     tracing::info!("shutdown requested: refusing new queue calls, finishing those in flight");
+}
+
+#[cfg(test)]
+mod tests {
+    use super::colour;
+
+    #[test]
+    fn logs_are_coloured_only_on_a_terminal_without_no_color() {
+        let set = Some(std::ffi::OsStr::new("1"));
+        let empty = Some(std::ffi::OsStr::new(""));
+        assert!(colour(true, None));
+        assert!(colour(true, empty), "an empty NO_COLOR is not set");
+        assert!(!colour(true, set));
+        assert!(!colour(false, None));
+        assert!(!colour(false, set));
+    }
 }

@@ -56,14 +56,34 @@ fn served_a_call(state: &AppState) -> bool {
         .any(|metric| metric.get_counter().get_value() > 0.0)
 }
 
-/// Logs `Ready.` (and nothing else on the line) the first time this
-/// instance serves; gives up when the node stops first.
-pub async fn announce_ready(state: Arc<AppState>, mut stopped: watch::Receiver<bool>) {
+/// How the instance says it serves, the first time it does.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ReadyLine {
+    /// `Ready.` alone on a line of the log, as LocalStack writes it: with
+    /// text logs, what wait strategies match (`Ready\.\n`).
+    Bare,
+    /// An event whose message is `Ready.`: with JSON logs, where a bare
+    /// line would break the readers of the log.
+    Event,
+}
+
+/// Says `Ready.` the first time this instance serves; gives up when the
+/// node stops first.
+pub async fn announce_ready(state: Arc<AppState>, line: ReadyLine, mut stopped: watch::Receiver<bool>) {
     while readiness(&state).is_err() {
         tokio::select! {
             _ = tokio::time::sleep(READY_CHECK) => {}
             _ = stopped.changed() => return,
         }
     }
-    tracing::info!("Ready.");
+    match line {
+        ReadyLine::Event => tracing::info!("Ready."),
+        // A log line like the others, so the log filter applies to it.
+        ReadyLine::Bare if tracing::enabled!(tracing::Level::INFO) => {
+            use std::io::Write;
+            // One write, under stderr's lock: never inside another line.
+            let _ = std::io::stderr().lock().write_all(b"Ready.\n");
+        }
+        ReadyLine::Bare => {}
+    }
 }

@@ -35,7 +35,7 @@ use axum::response::{IntoResponse, Response};
 use axum::routing::get;
 
 use self::admission::{authenticate_and_read, read_request};
-pub use self::localstack::announce_ready;
+pub use self::localstack::{ReadyLine, announce_ready};
 pub use self::shard_front::ShardFront;
 use self::sqs::{
     Output, Wire, accepts_json, answer, answer_error, error_response, not_serving, record, run, serving, sqs,

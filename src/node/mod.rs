@@ -28,7 +28,7 @@ use self::shard::{RunningShard, Shard, release};
 use crate::cluster::election::TimingError;
 use crate::cluster::group::Membership;
 use crate::cluster::group::WrongShardCount;
-use crate::config::{ClockKind, Config};
+use crate::config::{ClockKind, Config, LogFormat};
 use crate::http::activity::ActivityHistory;
 use crate::http::admin::AdminState;
 use crate::http::forward::Forwarder;
@@ -36,7 +36,7 @@ use crate::http::hosts::AllowedHosts;
 use crate::http::listener::{ConnectionTimeouts, LimitedListener};
 use crate::http::request_body::BodyBudget;
 use crate::http::sigv4::{Credentials, CredentialsError};
-use crate::http::{AppState, ShardFront, Storage, admin_router, router, sqs_router};
+use crate::http::{AppState, ReadyLine, ShardFront, Storage, admin_router, router, sqs_router};
 use crate::leader::Leadership;
 use crate::metrics::Metrics;
 use crate::queue::clock::{Clock, SystemClock, VirtualClock};
@@ -362,7 +362,15 @@ impl Node {
             admin_apart,
             virtual_clock,
         );
-        tokio::spawn(crate::http::announce_ready(state.clone(), stop_tasks.subscribe()));
+        let ready_line = match config.log_format {
+            LogFormat::Text => ReadyLine::Bare,
+            LogFormat::Json => ReadyLine::Event,
+        };
+        tokio::spawn(crate::http::announce_ready(
+            state.clone(),
+            ready_line,
+            stop_tasks.subscribe(),
+        ));
         let (app, admin) = match listeners.admin {
             None => (router(state), None),
             Some(admin) => {

@@ -39,23 +39,44 @@ async fn the_health_document_is_localstacks() {
     );
 }
 
-/// testcontainers' LocalStack module waits for a line matching
-/// `.*Ready\.\n` on the container's output.
-#[tokio::test]
-async fn the_log_says_ready_once_it_serves_as_localstack_does() {
+/// ssq's log lines, as a program reading its output gets them: from a
+/// pipe, or (`terminal`) through a pseudo-terminal made by `script`, until
+/// a line is `Ready.` or 10 s pass. Returns the lines before it and the
+/// status `/ready` then answers.
+async fn log_until_ready(terminal: bool, env: &[(&str, &str)]) -> (Option<String>, Vec<String>, Option<u16>) {
     let port = free_port();
-    let mut child = Command::new(ssq_binary())
-        .args(["--listen", &format!("127.0.0.1:{port}")])
-        .env("RUST_LOG", "info")
-        .stdout(Stdio::null())
+    let ssq = format!("{} --listen 127.0.0.1:{port}", ssq_binary().display());
+    let mut command = match terminal {
+        true => {
+            let mut script = Command::new("script");
+            script.args(["-qefc", &ssq, "/dev/null"]);
+            script
+        }
+        false => {
+            let mut direct = Command::new(ssq_binary());
+            direct.args(["--listen", &format!("127.0.0.1:{port}")]);
+            direct
+        }
+    };
+    command.env("RUST_LOG", "info").env_remove("NO_COLOR");
+    for (name, value) in env {
+        command.env(name, value);
+    }
+    let mut child = command
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
         .stderr(Stdio::piped())
         .spawn()
         .expect("the ssq binary starts");
-    let stderr = BufReader::new(child.stderr.take().unwrap());
+    // A terminal's output comes on script's stdout; a pipe's on stderr.
+    let output: Box<dyn std::io::Read + Send> = match terminal {
+        true => Box::new(child.stdout.take().unwrap()),
+        false => Box::new(child.stderr.take().unwrap()),
+    };
     let (lines_tx, lines) = std::sync::mpsc::channel();
     std::thread::spawn(move || {
-        for line in stderr.lines().map_while(Result::ok) {
-            if lines_tx.send(line).is_err() {
+        for line in BufReader::new(output).lines().map_while(Result::ok) {
+            if lines_tx.send(line.trim_end_matches('\r').to_string()).is_err() {
                 break;
             }
         }
@@ -66,23 +87,57 @@ async fn the_log_says_ready_once_it_serves_as_localstack_does() {
         let Ok(line) = lines.recv_timeout(deadline.saturating_duration_since(Instant::now())) else {
             break None;
         };
-        if line.ends_with("Ready.") {
+        if line.contains("Ready.") {
             break Some(line);
         }
         seen.push(line);
     };
     let answer = reqwest::get(format!("http://127.0.0.1:{port}/ready"))
         .await
-        .map(|r| r.status().as_u16());
+        .map(|r| r.status().as_u16())
+        .ok();
+    let _ = Command::new("pkill")
+        .args(["-f", &format!("--listen 127.0.0.1:{port}")])
+        .status();
     child.kill().unwrap();
     child.wait().unwrap();
-    let ready = ready.unwrap_or_else(|| {
-        panic!(
-            "no line ending in `Ready.` within 10 s; the log:\n{}",
-            seen.join("\n")
-        )
-    });
-    assert!(!ready.contains('{'), "the text log, as LocalStack's: {ready}");
-    assert_eq!(answer.unwrap(), 200, "Ready. is said once /ready answers 200");
-    assert!(seen.iter().all(|line| !line.contains("Ready.")), "said once");
+    (ready, seen, answer)
+}
+
+/// testcontainers' LocalStack module waits for a line matching
+/// `.*Ready\.\n` on the container's output; LocalStack writes `Ready.`
+/// alone on its line, and so does ssq. Read from a pipe (a file, `docker
+/// logs`), no line carries a colour escape.
+#[tokio::test]
+async fn the_log_says_ready_alone_on_its_line_once_it_serves_as_localstack_does() {
+    let (ready, seen, answer) = log_until_ready(false, &[]).await;
+    assert_eq!(
+        ready.as_deref(),
+        Some("Ready."),
+        "alone on its line, within 10 s; the log:\n{}",
+        seen.join("\n")
+    );
+    assert_eq!(answer, Some(200), "Ready. is said once /ready answers 200");
+    assert!(!seen.is_empty(), "the start was logged");
+    assert!(
+        seen.iter().all(|line| !line.contains('\x1b')),
+        "no colour escapes into a pipe: {seen:?}"
+    );
+}
+
+/// Colour for a person at a terminal, and never with `NO_COLOR`.
+#[tokio::test]
+async fn log_lines_are_coloured_on_a_terminal_unless_no_color_is_set() {
+    let (ready, seen, _) = log_until_ready(true, &[]).await;
+    assert_eq!(ready.as_deref(), Some("Ready."), "{seen:?}");
+    assert!(
+        seen.iter().any(|line| line.contains('\x1b')),
+        "coloured on a terminal: {seen:?}"
+    );
+    let (ready, seen, _) = log_until_ready(true, &[("NO_COLOR", "1")]).await;
+    assert_eq!(ready.as_deref(), Some("Ready."), "{seen:?}");
+    assert!(
+        seen.iter().all(|line| !line.contains('\x1b')),
+        "NO_COLOR: no colour on a terminal either: {seen:?}"
+    );
 }
