@@ -74,11 +74,26 @@ struct Checked {
     error: Option<ErrorCode>,
 }
 
+/// The most rules in force at once. A test suite sets a few at a time;
+/// every SQS call is matched against them under one lock, so their number
+/// (and each rule's size, see [`check`]) is bounded.
+pub const MAX_RULES: usize = 100;
+
+/// The longest queue name a rule may give: a queue key's (a region, a
+/// slash and an 80-character name).
+const MAX_QUEUE_BYTES: usize = 128;
+
 impl Faults {
     /// Adds `rules`, all or none; returns how many are in force.
     pub fn add(&self, rules: Vec<Rule>) -> Result<usize, SqsError> {
+        if rules.len() > MAX_RULES {
+            return Err(too_many(0, rules.len()));
+        }
         let checked = rules.into_iter().map(check).collect::<Result<Vec<_>, _>>()?;
         let mut in_force = self.lock();
+        if in_force.len() + checked.len() > MAX_RULES {
+            return Err(too_many(in_force.len(), checked.len()));
+        }
         in_force.extend(checked);
         Ok(in_force.len())
     }
@@ -123,8 +138,24 @@ impl Faults {
     }
 }
 
+fn too_many(in_force: usize, adding: usize) -> SqsError {
+    SqsError::invalid_parameter(format!(
+        "At most {MAX_RULES} fault rules are in force at once: {in_force} are, and this adds {adding}. \
+         Remove them with DELETE /_ssq/faults, or use count and probability."
+    ))
+}
+
 fn check(rule: Rule) -> Result<Checked, SqsError> {
     let invalid = |why: String| Err(SqsError::invalid_parameter(why));
+    if rule
+        .queue
+        .as_ref()
+        .is_some_and(|queue| queue.len() > MAX_QUEUE_BYTES)
+    {
+        return invalid(format!(
+            "queue is a queue's name, at most {MAX_QUEUE_BYTES} bytes."
+        ));
+    }
     let action = match &rule.action {
         None => None,
         Some(name) => match Action::from_name(name) {
@@ -231,6 +262,7 @@ mod tests {
             r#"{"action": "SendMessage"}"#,
             r#"{"action": "SendMessage", "duplicate": true}"#,
             r#"{"error": "InternalError", "duplicate": true}"#,
+            &format!(r#"{{"queue": "{}", "latency_ms": 1}}"#, "q".repeat(129)),
         ] {
             let refused = faults.add(vec![rule(r#"{"latency_ms": 1}"#), rule(bad)]);
             assert_eq!(
@@ -240,5 +272,17 @@ mod tests {
             );
         }
         assert!(faults.list().is_empty(), "none of a refused list is added");
+    }
+
+    #[test]
+    fn no_more_than_the_most_rules_are_in_force() {
+        let faults = Faults::default();
+        let many = |n| (0..n).map(|_| rule(r#"{"latency_ms": 1}"#)).collect::<Vec<_>>();
+        let refused = faults.add(many(MAX_RULES + 1)).unwrap_err();
+        assert!(refused.message.contains("At most 100"), "{}", refused.message);
+        assert_eq!(faults.add(many(MAX_RULES - 1)).unwrap(), MAX_RULES - 1);
+        assert_eq!(faults.add(many(1)).unwrap(), MAX_RULES);
+        assert!(faults.add(many(1)).is_err(), "one past the most");
+        assert_eq!(faults.list().len(), MAX_RULES);
     }
 }

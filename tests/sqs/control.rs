@@ -332,6 +332,31 @@ async fn latency_and_duplicate_deliveries_are_injected() {
     );
 }
 
+/// Fault rules are bounded: a list past the most, or one that would take
+/// those in force past it, is refused whole with a 400 that says what to
+/// do, and the rules in force stay as they were.
+#[tokio::test]
+async fn no_more_than_a_hundred_fault_rules_are_in_force() {
+    let server = Server::start_with(&["--control-api"]);
+    let rules = |n: usize| Some(Value::Array(vec![serde_json::json!({"latency_ms": 1}); n]));
+    let (status, refused) = faults(&server, reqwest::Method::POST, rules(70_000)).await;
+    assert_eq!(status, 400, "{refused}");
+    assert!(
+        refused["message"]
+            .as_str()
+            .unwrap_or_default()
+            .contains("At most 100 fault rules"),
+        "{refused}"
+    );
+    assert_eq!(
+        faults(&server, reqwest::Method::POST, rules(100)).await,
+        (200, serde_json::json!({"rules": 100}))
+    );
+    assert_eq!(faults(&server, reqwest::Method::POST, rules(1)).await.0, 400);
+    let listed = faults(&server, reqwest::Method::GET, None).await.1;
+    assert_eq!(listed["rules"].as_array().map(Vec::len), Some(100));
+}
+
 /// A message move task's rate follows the virtual clock: it moves what
 /// the clock's time allows, and catches up at once when the clock jumps.
 #[tokio::test]
