@@ -27,3 +27,12 @@ pub const PURGE_INTERVAL_MS: u64 = 60_000;
 /// (a receive past it answers OverLimit) and for FIFO queues (where a
 /// receive past it finds nothing).
 pub const MAX_IN_FLIGHT: usize = 120_000;
+
+/// The highest sequence number a queue hands out. The stores keep sequence
+/// numbers as SQLite's signed 64-bit integers, and a queue must be able to
+/// go on from any number it holds: half that range leaves room for every
+/// block a store reserves and for the messages dead-letter queues and move
+/// tasks take in (at a million sends a second, reaching it takes 146,000
+/// years). A snapshot with a number past it is refused; a send past it is
+/// refused rather than wrap.
+pub const MAX_SEQUENCE: u64 = (i64::MAX / 2) as u64;

@@ -198,7 +198,7 @@ impl Queue {
         // restart with a million messages), and its nodes are full.
         let messages: BTreeMap<u64, Message> = messages.into_iter().map(|m| (m.seq, m)).collect();
         let last = messages.last_key_value().map_or(0, |(seq, _)| *seq);
-        queue.next_seq = next_seq.max(last + 1).max(1);
+        queue.next_seq = next_seq.max(last.saturating_add(1)).max(1);
         queue.payload_bytes = messages.values().map(Message::payload_size).sum();
         queue.by_sent = messages
             .values()
@@ -271,11 +271,15 @@ impl Queue {
     /// time ([`SEQUENCE_BLOCK`]): most sends then write no counter, and a new
     /// leader continues from the ceiling, leaving a gap as AWS's FIFO
     /// sequence numbers do.
+    ///
+    /// Sends stop at [`MAX_SEQUENCE`](super::limits::MAX_SEQUENCE) (`send.rs`), so the numbers taken
+    /// past it (dead letters, moved messages) stay far below `u64::MAX`:
+    /// the saturating steps here never saturate in practice, and never wrap.
     pub(super) fn take_seq(&mut self) -> u64 {
         let seq = self.next_seq;
-        self.next_seq += 1;
+        self.next_seq = seq.saturating_add(1);
         if seq >= self.seq_ceiling {
-            self.seq_ceiling = seq + SEQUENCE_BLOCK;
+            self.seq_ceiling = seq.saturating_add(SEQUENCE_BLOCK);
             let ceiling = self.seq_ceiling;
             self.record(|_| Change::SequencesReserved(ceiling));
         }

@@ -6,10 +6,10 @@ use std::sync::Arc;
 
 use super::attributes::DeduplicationScope;
 use super::fifo::DedupEntry;
-use super::limits::{DEDUP_WINDOW_MS, MAX_DELAY_SECONDS};
+use super::limits::{DEDUP_WINDOW_MS, MAX_DELAY_SECONDS, MAX_SEQUENCE};
 use super::message::{self, Message, MessageAttributes, MessageState};
 use super::{Change, Queue};
-use crate::error::{Result, SqsError};
+use crate::error::{ErrorCode, Result, SqsError};
 
 /// AWS's words for a FIFO send with neither a deduplication id nor
 /// content-based deduplication.
@@ -96,6 +96,15 @@ impl Queue {
             });
         }
 
+        if self.next_seq > MAX_SEQUENCE {
+            return Err(SqsError::new(
+                ErrorCode::OverLimit,
+                format!(
+                    "Queue {} has handed out every sequence number it can ({MAX_SEQUENCE}); send to a new queue.",
+                    self.name
+                ),
+            ));
+        }
         let seq = self.take_seq();
         let message = Message {
             seq,
