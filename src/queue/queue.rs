@@ -1746,4 +1746,129 @@ mod tests {
             assert_eq!(validate_name(bad, true).unwrap_err().message, fifo, "{bad}");
         }
     }
+
+    /// Every index agrees with the messages' states: each message in the
+    /// index of its state only, each FIFO group's visible and in-flight
+    /// messages exactly its messages in those states, and the ready groups
+    /// exactly those whose first visible message comes before their oldest
+    /// in flight.
+    fn assert_consistent(q: &Queue, context: &str) {
+        /// A group's visible messages (sequence number → since) and those in flight.
+        type GroupIndexes = (BTreeMap<u64, u64>, BTreeSet<u64>);
+        let mut visible = BTreeSet::new();
+        let (mut delayed, mut in_flight) = (BTreeSet::new(), BTreeSet::new());
+        let mut groups: BTreeMap<Arc<str>, GroupIndexes> = BTreeMap::new();
+        for (&seq, message) in &q.messages {
+            assert_eq!(seq, message.seq, "{context}");
+            let group = message.group_id.clone().expect("FIFO messages have a group");
+            let entry = groups.entry(group).or_default();
+            match message.state {
+                MessageState::Visible { since } => {
+                    visible.insert(seq);
+                    entry.0.insert(seq, since);
+                }
+                MessageState::Delayed { until } => {
+                    delayed.insert((until, seq));
+                }
+                MessageState::InFlight { until, .. } => {
+                    in_flight.insert((until, seq));
+                    entry.1.insert(seq);
+                }
+            }
+        }
+        assert_eq!(q.visible, visible, "visible index: {context}");
+        assert_eq!(q.delayed, delayed, "delayed index: {context}");
+        assert_eq!(q.in_flight, in_flight, "in-flight index: {context}");
+        groups.retain(|_, (v, f)| !v.is_empty() || !f.is_empty());
+        let held: BTreeMap<Arc<str>, GroupIndexes> = q
+            .groups
+            .by_name
+            .iter()
+            .map(|(name, group)| (name.clone(), (group.visible.clone(), group.in_flight.clone())))
+            .collect();
+        assert_eq!(held, groups, "groups: {context}");
+        let ready: BTreeSet<(u64, u64, Arc<str>)> = groups
+            .iter()
+            .filter_map(|(name, (v, f))| {
+                let (&seq, &since) = v.first_key_value()?;
+                let blocked = f.first().is_some_and(|&oldest| oldest < seq);
+                (!blocked).then(|| (since, seq, name.clone()))
+            })
+            .collect();
+        assert_eq!(q.groups.ready, ready, "ready groups: {context}");
+    }
+
+    /// Random sends, receives, deletes with the latest or an old handle,
+    /// visibility changes, time passing and restores from the stored
+    /// messages (as a restart loads them) keep every FIFO index consistent,
+    /// and once time has passed every deadline, receiving and deleting
+    /// drains the queue: no group is left unable to deliver.
+    #[test]
+    fn fifo_groups_stay_consistent_and_deliverable_under_random_operations_and_restores() {
+        use rand::{Rng, SeedableRng};
+        for seed in 0..300 {
+            let mut rng = rand::rngs::StdRng::seed_from_u64(seed);
+            let mut q = fifo_queue();
+            q.enable_journal();
+            let mut now = T0;
+            let mut handles: Vec<ReceiptHandle> = Vec::new();
+            for step in 0..300 {
+                let context = format!("seed {seed}, step {step}");
+                match rng.gen_range(0..12) {
+                    0..=2 => {
+                        let n = rng.r#gen::<u32>();
+                        let new = NewMessage {
+                            group_id: Some(format!("g{}", rng.gen_range(0..4))),
+                            dedup_id: Some(format!("d{n}")),
+                            ..msg(&format!("m{n}"))
+                        };
+                        q.send(new, now).unwrap();
+                    }
+                    3..=4 => {
+                        let timeout = rng.gen_range(0..5);
+                        let received = q.receive(rng.gen_range(1..=10), Some(timeout), None, None, now);
+                        handles.extend(received.iter().map(|r| r.receipt_handle));
+                    }
+                    5..=6 if !handles.is_empty() => {
+                        let at = rng.gen_range(0..handles.len());
+                        let _ = q.delete(handles.swap_remove(at), now);
+                    }
+                    7 if !handles.is_empty() => {
+                        let handle = handles[rng.gen_range(0..handles.len())];
+                        let _ = q.change_visibility(handle, rng.gen_range(0..4), now);
+                    }
+                    8..=9 => now += rng.gen_range(0..3_000),
+                    10 => {
+                        let dedup: Vec<(String, DedupEntry)> =
+                            q.dedup.entries.iter().map(|(k, v)| (k.clone(), *v)).collect();
+                        let messages: Vec<Message> = q.messages.values().cloned().collect();
+                        q = Queue::restore(q.meta(), q.next_seq, messages, dedup);
+                        q.enable_journal();
+                    }
+                    _ => {
+                        let _ = q.counts(now);
+                    }
+                }
+                q.take_changes();
+                assert_consistent(&q, &context);
+            }
+            now += 13 * 3_600_000;
+            for round in 0.. {
+                let received = q.receive(10, None, None, None, now);
+                for r in &received {
+                    assert!(q.delete(r.receipt_handle, now).unwrap(), "seed {seed}");
+                }
+                assert_consistent(&q, &format!("seed {seed}, draining"));
+                if received.is_empty() {
+                    break;
+                }
+                assert!(round < 1_000, "seed {seed}: the drain does not end");
+            }
+            assert_eq!(
+                q.counts(now),
+                Counts::default(),
+                "seed {seed}: every group delivered"
+            );
+        }
+    }
 }
