@@ -33,10 +33,11 @@ test-rust:
 rules:
 	promtool check rules docker/prometheus/ssq-alerts.yml
 
-# Faults under load, then a history check (tests/ha/chaos.rs): two to three
-# minutes; CHAOS_SECONDS=N for longer, CHAOS_SEED=S to replay a run.
+# Faults under load, then a history check (tests/ha/chaos.rs), on Redis and
+# on --data-dir in turn: two to three minutes each; CHAOS_SECONDS=N for
+# longer, CHAOS_SEED=S to replay a run.
 chaos: test-deps
-	cargo test --test ha chaos:: -- --ignored --nocapture
+	cargo test --test ha chaos:: -- --ignored --nocapture --test-threads 1
 
 # Python clients (boto3, the AWS CLI) against the debug binary `cargo test` built.
 test-python: $(PYTHON_DEPS)
