@@ -383,8 +383,8 @@ impl Config {
     /// What a write needs from Redis's replicas before it counts.
     pub fn replica_acks(
         &self,
-    ) -> Result<crate::store::replicas::ReplicaAcks, crate::cluster::election::TimingError> {
-        let acks = crate::store::replicas::ReplicaAcks {
+    ) -> Result<crate::store::redis::replicas::ReplicaAcks, crate::cluster::election::TimingError> {
+        let acks = crate::store::redis::replicas::ReplicaAcks {
             replicas: self.redis_min_replicas,
             timeout: self.redis_replica_timeout,
             command_timeout: self.redis_timeout,

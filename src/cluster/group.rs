@@ -23,8 +23,7 @@ use tokio::time::sleep;
 
 use crate::cluster::election::Wish;
 use crate::leader::Leadership;
-use crate::store::Layout;
-use crate::store::redis::Link;
+use crate::store::redis::{Layout, Link};
 
 /// This instance's view of the group.
 pub struct Membership {

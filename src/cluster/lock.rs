@@ -12,9 +12,8 @@ use std::time::Duration;
 use fred::prelude::*;
 use fred::types::scripts::Script;
 
-use crate::store::Layout;
-use crate::store::redis::{Link, RedisError};
-use crate::store::replicas::ReplicaAcks;
+use crate::store::redis::replicas::ReplicaAcks;
+use crate::store::redis::{Layout, Link, RedisError};
 
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Acquire {

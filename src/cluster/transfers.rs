@@ -38,9 +38,9 @@ use crate::journal::{Transfer, Write};
 use crate::leader::Leadership;
 use crate::service::Service;
 use crate::service::shards::Placement;
-use crate::store::redis::RedisError;
-use crate::store::replicas::ReplicaAcks;
-use crate::store::{ShardKeys, codec};
+use crate::store::codec;
+use crate::store::redis::replicas::ReplicaAcks;
+use crate::store::redis::{RedisError, ShardKeys};
 
 /// Stream entries read at a time.
 const BATCH: u64 = 100;

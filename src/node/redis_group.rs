@@ -18,10 +18,10 @@ use crate::config::Config;
 use crate::metrics::Metrics;
 use crate::service::Service;
 use crate::service::shards::{Catalog, Placement};
-use crate::store::catalog::RedisCatalog;
+use crate::store::redis::catalog::RedisCatalog;
+use crate::store::redis::replicas::ReplicaAcks;
+use crate::store::redis::{Layout, ShardKeys};
 use crate::store::redis::{Link, Redis};
-use crate::store::replicas::ReplicaAcks;
-use crate::store::{Layout, ShardKeys};
 
 use super::shard::{RedisShard, RunningShard, Shard};
 use super::{Admission, StartError};

@@ -18,13 +18,13 @@ use crate::leader::{Leadership, Role};
 use crate::metrics::Metrics;
 use crate::service::Service;
 use crate::service::shards::Catalog;
-use crate::store::committer::Committer;
 use crate::store::disk::committer::{DiskCommitter, sync_every_second};
 use crate::store::disk::{DiskStore, SyncPolicy};
-use crate::store::loader::Loader;
 use crate::store::redis::Link;
-use crate::store::replicas::ReplicaAcks;
-use crate::store::{Layout, ShardKeys, Store};
+use crate::store::redis::committer::Committer;
+use crate::store::redis::loader::Loader;
+use crate::store::redis::replicas::ReplicaAcks;
+use crate::store::redis::{Layout, RedisStore, ShardKeys};
 
 use super::{Admission, StartError, admitted};
 
@@ -40,7 +40,7 @@ pub struct Shard {
 pub(super) enum Backing {
     Memory,
     Disk(Arc<DiskStore>, mpsc::UnboundedReceiver<Pending>),
-    Redis(Box<RedisShard>, Store, mpsc::UnboundedReceiver<Pending>),
+    Redis(Box<RedisShard>, RedisStore, mpsc::UnboundedReceiver<Pending>),
 }
 
 /// What a Redis-backed shard is made of.
@@ -144,7 +144,7 @@ impl Shard {
             service.clone(),
             metrics.clone(),
         ));
-        let store = Store {
+        let store = RedisStore {
             link: redis.link.clone(),
             layout: redis.layout.clone(),
             memory: service.clone(),

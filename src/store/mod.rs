@@ -1,88 +1,12 @@
 //! Durability: every change a client is told about is written to the store
-//! first, in Redis (fenced by the leader's token) or on local disk
-//! (`disk/`, one instance). Both take the service's writes through the
-//! same seam (`journal.rs`) and keep the same records (`codec.rs`).
-//!
-//! In Redis, the service hands each operation's changes to the [`committer`] as a
-//! [`crate::journal::Pending`] write and waits for it. The committer gathers
-//! whatever writes are waiting into one Lua script call (group commit),
-//! which first checks that the lock still holds this leader's token. The
-//! [`loader`] reads everything back when an instance becomes leader, or
-//! after a failed write left memory and Redis possibly apart. Both reach the
-//! service's queues only through [`crate::journal::Memory`].
+//! first, in Redis (`redis/`, fenced by the leader's token) or on local
+//! disk (`disk/`, one instance). Both take the service's writes through the
+//! same seam (`journal.rs`), gather them into group commits the same way
+//! (`group_commit.rs`) and keep the same records (`codec.rs`); a snapshot
+//! (`snapshot.rs`) moves the state between them.
 
-mod batch;
-pub(crate) mod catalog;
 pub(crate) mod codec;
-pub(crate) mod committer;
 pub mod disk;
-pub(crate) mod layout;
-pub(crate) mod loader;
+pub(crate) mod group_commit;
 pub mod redis;
-pub(crate) mod replicas;
 pub mod snapshot;
-pub(crate) mod waiting;
-
-use std::sync::Arc;
-
-use crate::journal::Memory;
-use crate::leader::Leadership;
-use crate::metrics::Metrics;
-
-pub use layout::Layout;
-
-use crate::store::redis::Link;
-
-/// What the loader and the committer of one leadership unit share: the
-/// Redis connections that reach its keys, where its keys are, the memory they keep and the
-/// leadership whose token fences every write.
-#[derive(Clone)]
-pub struct Store {
-    pub link: Link,
-    pub layout: Layout,
-    pub memory: Arc<dyn Memory>,
-    pub leadership: Arc<Leadership>,
-    pub metrics: Arc<Metrics>,
-    /// The id of the load that memory came from, which every commit names
-    /// (the load fence: `Layout::load_fence`).
-    pub load_id: Arc<LoadId>,
-}
-
-/// Where one shard's keys are, and the connections that reach them.
-#[derive(Clone)]
-pub struct ShardKeys {
-    pub layout: Layout,
-    pub link: Link,
-}
-
-/// The id of the latest load and the memory generation it was installed
-/// as. Installing and reading both happen under its lock, so a commit
-/// never pairs writes of one generation with the load id of another.
-#[derive(Default)]
-pub struct LoadId(std::sync::Mutex<Option<(u64, Arc<str>)>>);
-
-impl LoadId {
-    fn lock(&self) -> std::sync::MutexGuard<'_, Option<(u64, Arc<str>)>> {
-        self.0.lock().unwrap_or_else(|poisoned| poisoned.into_inner())
-    }
-
-    /// Memory's current generation, and the id of the load it came from;
-    /// no id while memory is cleared or not yet installed.
-    pub fn current(&self, memory: &dyn Memory) -> (u64, Option<Arc<str>>) {
-        let installed = self.lock();
-        let generation = memory.generation();
-        let id = installed
-            .as_ref()
-            .filter(|(installed_as, _)| *installed_as == generation)
-            .map(|(_, id)| id.clone());
-        (generation, id)
-    }
-
-    /// Installs loaded state into `memory` as the load `id`, which Redis
-    /// already holds as its fence.
-    pub fn install(&self, id: Arc<str>, memory: &dyn Memory, queues: Vec<crate::queue::Queue>) {
-        let mut installed = self.lock();
-        memory.install(queues);
-        *installed = Some((memory.generation(), id));
-    }
-}

@@ -105,7 +105,7 @@ async fn start_group(url: &str, extra: &[&str]) -> (Vec<Server>, Vec<BTreeSet<us
 
 /// The Redis Cluster slot of shard `shard`'s keys.
 fn shard_slot(shard: usize) -> u16 {
-    let layout = ssq::store::Layout::shard("ssq", shard, SHARDS);
+    let layout = ssq::store::redis::Layout::shard("ssq", shard, SHARDS);
     fred::util::redis_keyslot(layout.lock().as_bytes())
 }
 
@@ -1006,7 +1006,7 @@ async fn a_dead_redis_primary_costs_only_the_shards_it_holds() {
     let urls = create_queues(&clients[0], &names).await;
     // The victim holds some shards, but not the group's own keys (the
     // membership), whose loss would move shards for another reason.
-    let group_slot = fred::util::redis_keyslot(ssq::store::Layout::new("ssq").members().as_bytes());
+    let group_slot = fred::util::redis_keyslot(ssq::store::redis::Layout::new("ssq").members().as_bytes());
     let group_node = cluster.primary_of_slot(group_slot);
     let victim = (0..SHARDS)
         .map(|shard| cluster.primary_of_slot(shard_slot(shard)))

@@ -51,7 +51,7 @@ async fn a_node_takes_over_a_lease_left_in_its_own_name_only() {
     use std::time::Duration;
 
     let redis = RedisServer::start();
-    let layout = ssq::store::Layout::new("ssq");
+    let layout = ssq::store::redis::Layout::new("ssq");
     let link = redis.connections().link(&layout.lock());
     let lock_of =
         |node: &str| RedisLock::new(link.clone(), &layout, node, "http://x", Duration::from_secs(60));

@@ -15,7 +15,7 @@ use super::{DiskStore, Loaded};
 use crate::journal::{Memory, Pending};
 use crate::leader::Leadership;
 use crate::metrics::Metrics;
-use crate::store::waiting::{answer, keep_current, next_batch, reload_delay, unavailable};
+use crate::store::group_commit::{answer, keep_current, next_batch, reload_delay, unavailable};
 
 /// The most requests one transaction carries.
 const MAX_BATCH: usize = 512;

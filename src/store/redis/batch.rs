@@ -18,10 +18,10 @@ use std::ops::Range;
 use fred::bytes::{BufMut, Bytes, BytesMut};
 use fred::types::{Key, Value};
 
-use super::codec;
 use super::layout::Layout;
 use crate::journal::Write;
 use crate::queue::Change;
+use crate::store::codec;
 
 /// The most fields one HSET or HDEL carries, well inside what Lua's
 /// `unpack` accepts.

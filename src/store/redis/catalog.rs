@@ -12,10 +12,11 @@ use fred::prelude::*;
 
 use std::collections::HashMap;
 
+use super::ShardKeys;
 use crate::error::{ErrorCode, SqsError};
 use crate::queue::QueueMeta;
 use crate::service::shards::{Catalog, Placement};
-use crate::store::{ShardKeys, codec};
+use crate::store::codec;
 
 pub struct RedisCatalog {
     /// Each shard's keys, in shard order.

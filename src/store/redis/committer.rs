@@ -3,7 +3,7 @@
 //! Writes arrive in the order memory applied them (the service submits a
 //! queue's writes while it holds that queue's lock). The committer takes the
 //! first, then everything else waiting once the requests ready to run have
-//! reached their writes (`waiting.rs`), up to a size cap, and sends
+//! reached their writes (`group_commit.rs`), up to a size cap, and sends
 //! them in a single `EVALSHA` round trip; only one batch is in flight, so
 //! batches apply in order. Under load the batches grow by themselves, which is
 //! how durability costs little throughput.
@@ -31,14 +31,14 @@ use fred::prelude::*;
 use fred::types::scripts::Script;
 use tokio::sync::mpsc;
 
-use super::Store;
+use super::RedisError;
+use super::RedisStore;
 use super::batch::{Batch, Call};
 use super::loader::Loader;
-use super::waiting::{answer, keep_current, next_batch, reload_delay, unavailable};
+use super::replicas::ReplicaAcks;
 use crate::journal::Pending;
 use crate::leader::StepDown;
-use crate::store::redis::RedisError;
-use crate::store::replicas::ReplicaAcks;
+use crate::store::group_commit::{answer, keep_current, next_batch, reload_delay, unavailable};
 
 /// A batch stops growing at this many bytes of arguments (one more write
 /// may cross it): large messages then commit in several round trips rather
@@ -47,7 +47,7 @@ const MAX_BATCH_BYTES: usize = 8 * 1024 * 1024;
 const MAX_BATCH_WRITES: usize = 1_024;
 
 pub struct Committer {
-    store: Store,
+    store: RedisStore,
     acks: ReplicaAcks,
     loader: Arc<Loader>,
     script: Script,
@@ -65,7 +65,7 @@ impl Committer {
     /// reloads after failed writes wait up to `max_reload_delay` (four lock
     /// retry intervals in the server).
     pub fn new(
-        store: Store,
+        store: RedisStore,
         loader: Arc<Loader>,
         timeout: Duration,
         max_reload_delay: Duration,

@@ -10,16 +10,12 @@
 //! `LOADING` while it reads its data at startup) unless told not to fail
 //! fast, which once left an instance passive for ever.
 
-mod error;
-mod routing;
-
 use std::time::Duration;
 
 use fred::clients::SubscriberClient;
 use fred::prelude::*;
 
-pub use error::{RedisError, SetupError};
-pub use routing::{Link, Redis};
+use super::SetupError;
 
 /// How to reach Redis: the URL (`redis://` or `rediss://` for TLS, with an
 /// optional user and password; `unix://` or `redis+unix://` and a path for
@@ -49,7 +45,7 @@ pub fn subscriber(target: &Target) -> Result<SubscriberClient, SetupError> {
 }
 
 /// A client for `config` (a cluster node's, say) with `target`'s timeouts.
-fn client_with(config: Config, target: &Target) -> Result<Client, SetupError> {
+pub(super) fn client_with(config: Config, target: &Target) -> Result<Client, SetupError> {
     builder(config, target).build().map_err(SetupError::Client)
 }
 
@@ -81,7 +77,7 @@ fn tls_trusting(path: &std::path::Path) -> Result<fred::types::config::TlsConfig
 }
 
 /// What `target`'s URL and CA file say.
-fn config(target: &Target) -> Result<Config, SetupError> {
+pub(super) fn config(target: &Target) -> Result<Config, SetupError> {
     // rustls needs one process-wide crypto provider for rediss:// with the
     // system's roots; choose ring, as the custom-CA path does. Installing it
     // twice is harmless.

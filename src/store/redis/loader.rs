@@ -13,15 +13,16 @@ use fred::prelude::*;
 use fred::types::scripts::Script;
 use fred::types::{ClusterHash, CustomCommand};
 
-use super::{Store, codec};
+use super::RedisStore;
 use crate::queue::Queue;
+use crate::store::codec;
 
 /// HSCAN pages aim at about this many bytes: many small messages per round
 /// trip, yet no giant reply when messages are large.
 const PAGE_BYTES: usize = 4 * 1024 * 1024;
 
 pub struct Loader {
-    store: Store,
+    store: RedisStore,
     /// The longest wait between two attempts at loading (the lock retry
     /// interval): a leader serves within it of Redis answering again.
     retry_every: Duration,
@@ -53,7 +54,7 @@ pub struct Loaded {
 
 impl Loader {
     /// A loader that retries at most `retry_every` apart.
-    pub fn new(store: Store, retry_every: Duration) -> Loader {
+    pub fn new(store: RedisStore, retry_every: Duration) -> Loader {
         Loader {
             store,
             retry_every,

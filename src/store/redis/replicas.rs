@@ -17,7 +17,7 @@ use fred::prelude::*;
 use fred::types::ClusterHash;
 use fred::types::config::Options;
 
-use crate::store::redis::RedisError;
+use super::RedisError;
 
 /// How many replicas must acknowledge a write, and how long to wait for them.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

@@ -45,9 +45,9 @@ impl Connections {
         separate_commits: bool,
         server: Option<Server>,
     ) -> Result<Self, SetupError> {
-        let commands = super::client_with(config.clone(), target)?;
+        let commands = super::connections::client_with(config.clone(), target)?;
         let commits = match separate_commits {
-            true => super::client_with(config, target)?,
+            true => super::connections::client_with(config, target)?,
             false => commands.clone(),
         };
         Ok(Connections {
@@ -157,7 +157,7 @@ impl Redis {
     /// [`Redis::start`]. Fails only for a URL or CA file that cannot be
     /// used.
     pub fn new(target: &Target, separate_commits: bool) -> Result<Redis, SetupError> {
-        let config = super::config(target)?;
+        let config = super::connections::config(target)?;
         match &config.server {
             ServerConfig::Clustered { hosts, .. } => {
                 let seeds = hosts.clone();

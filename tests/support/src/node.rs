@@ -15,7 +15,7 @@ pub struct InProcessNode {
     pub metrics: Arc<ssq::metrics::Metrics>,
     /// A client of its own to the same Redis, to look at what the node wrote.
     pub client: fred::prelude::Client,
-    pub layout: ssq::store::Layout,
+    pub layout: ssq::store::redis::Layout,
     stop: Option<tokio::sync::oneshot::Sender<()>>,
     serving: Option<tokio::task::JoinHandle<Result<(), ssq::node::StartError>>>,
 }
@@ -43,7 +43,7 @@ impl InProcessNode {
             "100ms",
         ];
         let (config, queues) = ssq::config::Config::load_from(args.iter().map(Into::into).collect()).unwrap();
-        let layout = ssq::store::Layout::new(&config.redis_prefix);
+        let layout = ssq::store::redis::Layout::new(&config.redis_prefix);
         let listeners = ssq::node::Listeners::bind(&config).await.unwrap();
         let node = ssq::node::Node::new(config, queues).unwrap();
         let (service, leadership, metrics) = (
