@@ -96,9 +96,11 @@ docker:
 fmt:
 	cargo fmt
 
-# Checks every target, benches and the load generator included, so none rots.
+# Checks every target, benches and the load generator included, so none rots,
+# and that docs/ARCHITECTURE.md's code map names every file under src/.
 lint:
 	cargo clippy --workspace --all-targets -- -D warnings
+	bash tools/check-code-map.sh
 
 clean:
 	cargo clean
