@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Fails, naming them, when files under src/ are missing from the code map
 # in docs/ARCHITECTURE.md: a file is mapped when its path, or the path of a
-# folder holding it (with its trailing slash), is written there in backquotes.
+# folder below src/ holding it (with its trailing slash), is written there in
+# backquotes.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 map=docs/ARCHITECTURE.md
@@ -9,7 +10,7 @@ missing=()
 while IFS= read -r file; do
   mapped=
   path=$file
-  while [ "$path" != "." ]; do
+  while [ "$path" != "src" ] && [ "$path" != "." ]; do
     if [ "$path" = "$file" ]; then quoted="\`$path\`"; else quoted="\`$path/\`"; fi
     if grep -qF -- "$quoted" "$map"; then mapped=yes; break; fi
     path=$(dirname "$path")

@@ -24,7 +24,8 @@ use axum::response::Response;
 use http_body::{Frame, SizeHint};
 use http_body_util::BodyExt;
 
-use super::{AppState, Wire, answer_error};
+use super::AppState;
+use super::call::{Protocol, answer_error};
 use crate::http::request_body::BodyPermit;
 
 /// Answers up to this size are not counted: a connection holds that much
@@ -41,7 +42,7 @@ pub(super) struct InPieces;
 
 /// Puts every large answer under the budget.
 pub(super) async fn budgeted(State(state): State<Arc<AppState>>, request: Request, next: Next) -> Response {
-    let wire = Wire::of(request.headers());
+    let wire = Protocol::of(request.headers());
     let response = next.run(request).await;
     if response.extensions().get::<InPieces>().is_some() {
         return response;

@@ -33,7 +33,8 @@ use axum::http::{HeaderMap, Method, StatusCode, header};
 use axum::middleware::Next;
 use axum::response::{IntoResponse, Response};
 
-use super::{AppState, Wire, answer_error, is_query_get};
+use super::call::{Protocol, answer_error};
+use super::{AppState, is_query_get};
 use crate::error::{ErrorCode, SqsError};
 
 /// The names requests may name in `Host` and `Origin` beyond the ones
@@ -188,13 +189,13 @@ fn refused(
     tracing::warn!(%uri, %message, "refused a request");
     let path = uri.path();
     let wire = if path.starts_with("/admin/api/") {
-        Wire::Json
+        Protocol::Json
     } else if path.starts_with("/admin/")
         || (method == Method::GET && !is_query_get(uri) && !path.starts_with("/_aws/"))
     {
         return (StatusCode::FORBIDDEN, format!("{message}\n")).into_response();
     } else {
-        Wire::of(headers)
+        Protocol::of(headers)
     };
     let request_id = crate::queue::random::uuid().to_string();
     answer_error(

@@ -1,29 +1,27 @@
-//! The HTTP surface: the SQS endpoint and the operational endpoints.
-//!
-//! `POST /` and `POST /{account}/{queue}` take SQS calls (`sqs.rs`), and
-//! `/_aws/sqs/messages` looks at a queue's messages without receiving them
-//! (`peek.rs`); `GET /` is the admin page for people (`admin.rs`);
-//! `/health`, `/ready`, `/status` and `/metrics` are the operational
-//! endpoints (`status.rs`). This file holds the state they share and the
-//! routers that put them on one address or two (`--admin-listen`).
+//! The HTTP front, a folder per surface: `POST /` and `POST
+//! /{account}/{queue}` take SQS calls (`sqs_api/`); `GET /` is the admin
+//! page and `/admin/api/` its API, with the developer endpoint
+//! `/_aws/sqs/messages` that looks at a queue's messages without receiving
+//! them (`admin_api/`); `/_ssq/` is the control API for test suites
+//! (`control_api/`). Below them, what they share: running and answering a
+//! call (`call.rs`), the shards (`shard_front.rs`), sign-in, the host
+//! guard, bodies and large answers, the listener; and the operational
+//! endpoints `/health`, `/ready`, `/status`, `/metrics` (`status.rs`) and
+//! LocalStack's health (`localstack.rs`). This file holds the state they
+//! share and the routers that put them on one address or two
+//! (`--admin-listen`).
 
-pub(crate) mod activity;
-pub(crate) mod admin;
-mod admission;
+pub(crate) mod admin_api;
 mod answers;
-mod control;
-mod faults;
-pub(crate) mod forward;
-mod heavy;
+mod call;
+mod control_api;
 pub(crate) mod hosts;
 pub(crate) mod listener;
 mod localstack;
-mod peek;
 pub(crate) mod request_body;
 mod shard_front;
-pub mod sigv4;
-mod snapshot;
-mod sqs;
+mod sign_in;
+pub mod sqs_api;
 mod status;
 
 use std::sync::Arc;
@@ -34,12 +32,11 @@ use axum::http::{HeaderMap, StatusCode, Uri, header};
 use axum::response::{IntoResponse, Response};
 use axum::routing::get;
 
-use self::admission::{authenticate_and_read, read_request};
+use self::call::not_serving;
 pub use self::localstack::{ReadyLine, announce_ready};
 pub use self::shard_front::ShardFront;
-use self::sqs::{
-    Output, Wire, accepts_json, answer, answer_error, error_response, not_serving, record, run, serving, sqs,
-};
+use self::sqs_api::forward::Forwarder;
+use self::sqs_api::sqs;
 use self::status::{admin_routes, leader_json, shard_map_json};
 use crate::api::{RequestContext, RequestRegion};
 use crate::cluster::group::Membership;
@@ -50,7 +47,6 @@ use crate::leader::Role;
 use crate::metrics::Metrics;
 use crate::protocol::query;
 use crate::service::shards::Placement;
-use forward::Forwarder;
 
 /// What every request handler shares: the shards, the settings requests
 /// are read and answered by, and the budgets they draw on.
@@ -73,7 +69,7 @@ pub struct AppState {
     /// The names requests may come by (`hosts.rs`).
     pub allowed_hosts: hosts::AllowedHosts,
     /// When set, every SQS request must be signed with one of these.
-    pub credentials: Option<crate::http::sigv4::Credentials>,
+    pub credentials: Option<crate::http::sqs_api::sigv4::Credentials>,
     /// Time a client has to send a request's body.
     pub request_timeout: std::time::Duration,
     /// How long a request for a shard with no leader waits for one (in a
@@ -85,17 +81,17 @@ pub struct AppState {
     /// What all request bodies and large answers in memory may take together.
     pub body_budget: BodyBudget,
     /// Looks at queues, run off the runtime a few at a time.
-    pub heavy: heavy::HeavyWork,
+    pub heavy: admin_api::heavy::HeavyWork,
     /// The admin page and the other operational endpoints have their own
     /// address (`--admin-listen`).
     pub admin_apart: bool,
-    pub admin: admin::AdminState,
+    pub admin: admin_api::AdminState,
     /// Where the state is kept (`/status`, `/metrics`).
     pub storage: Storage,
-    /// `--control-api`: `/_ssq/` is served (`control.rs`).
+    /// `--control-api`: `/_ssq/` is served (`control_api/`).
     pub control_api: bool,
-    /// The faults the control API injects (`faults.rs`); none without it.
-    pub faults: faults::Faults,
+    /// The faults the control API injects (`control_api/faults.rs`); none without it.
+    pub faults: control_api::faults::Faults,
     /// `--clock virtual`: the clock `POST /_ssq/clock` moves.
     pub virtual_clock: Option<Arc<crate::queue::clock::VirtualClock>>,
 }
@@ -168,7 +164,7 @@ impl AppState {
                     .map(str::to_string);
                 let home = self.region.clone();
                 RequestRegion::read_when_asked(move || {
-                    crate::http::sigv4::signed_region(authorization.as_ref(), presigned.as_deref())
+                    crate::http::sqs_api::sigv4::signed_region(authorization.as_ref(), presigned.as_deref())
                         .unwrap_or_else(|| home.clone())
                 })
             }
@@ -205,7 +201,7 @@ impl AppState {
 /// Everything on one address: the SQS API and the operational endpoints.
 pub fn router(state: Arc<AppState>) -> Router {
     let routes = admin_routes()
-        .merge(admin::routes())
+        .merge(admin_api::routes())
         .route("/", get(home).post(sqs))
         .merge(sqs_address_routes(&state));
     guarded(routes, state)
@@ -216,7 +212,7 @@ pub fn router(state: Arc<AppState>) -> Router {
 fn sqs_address_routes(state: &AppState) -> Router<Arc<AppState>> {
     let routes = queue_path_routes().merge(localstack::routes());
     match state.control_api {
-        true => routes.merge(control::routes()),
+        true => routes.merge(control_api::routes()),
         false => routes,
     }
 }
@@ -244,23 +240,31 @@ pub fn sqs_router(state: Arc<AppState>) -> Router {
 
 /// The admin page, `/health`, `/ready`, `/status` and `/metrics`.
 pub fn admin_router(state: Arc<AppState>) -> Router {
-    let routes = admin_routes().merge(admin::routes()).route("/", get(admin::page));
+    let routes = admin_routes()
+        .merge(admin_api::routes())
+        .route("/", get(admin_api::page));
     guarded(routes, state)
 }
 
 /// SQS requests sent to a queue URL (the Query protocol's habit): posted,
 /// or as GET with the parameters in the query string; and the developer
-/// endpoint that looks at a queue's messages (`peek.rs`).
+/// endpoint that looks at a queue's messages (`admin_api/developer_endpoint.rs`).
 fn queue_path_routes() -> Router<Arc<AppState>> {
     Router::new()
         .route("/{account}/{queue}", get(queue_get).post(sqs))
         .route("/queue/{region}/{account}/{queue}", get(queue_get).post(sqs))
-        .route("/_aws/sqs/messages", get(peek::by_url).post(peek::by_url))
+        .route(
+            "/_aws/sqs/messages",
+            get(admin_api::developer_endpoint::by_url).post(admin_api::developer_endpoint::by_url),
+        )
         // An SDK given the endpoint as its endpoint_url may add a slash.
-        .route("/_aws/sqs/messages/", get(peek::by_url).post(peek::by_url))
+        .route(
+            "/_aws/sqs/messages/",
+            get(admin_api::developer_endpoint::by_url).post(admin_api::developer_endpoint::by_url),
+        )
         .route(
             "/_aws/sqs/messages/{region}/{account}/{queue}",
-            get(peek::by_path).post(peek::by_path),
+            get(admin_api::developer_endpoint::by_path).post(admin_api::developer_endpoint::by_path),
         )
 }
 
@@ -286,7 +290,7 @@ async fn home(state: State<Arc<AppState>>, request: Request) -> Response {
         )
             .into_response();
     }
-    admin::page(state, request.into_parts().0.headers).await
+    admin_api::page(state, request.into_parts().0.headers).await
 }
 
 fn is_query_get(uri: &Uri) -> bool {

@@ -17,6 +17,11 @@
 //! when the browser says it comes from another site (`Origin`,
 //! `Sec-Fetch-Site`). Without credentials the page says that it is open.
 
+pub(crate) mod activity;
+pub(crate) mod developer_endpoint;
+pub(crate) mod heavy;
+mod snapshot;
+
 use std::sync::Arc;
 use std::time::Instant;
 
@@ -26,21 +31,23 @@ use axum::extract::State;
 use axum::http::{HeaderMap, HeaderValue, Uri, header};
 use axum::response::{IntoResponse, Response};
 use axum::routing::{get, post};
-use base64::Engine;
 use serde::Deserialize;
 
-use super::{AppState, Output, Wire, answer, answer_error, leader_json, read_request, record, run, serving};
+use self::activity::{ActivityHistory, SAMPLE_EVERY};
 use crate::api::peek::{self, PeekParams};
 use crate::api::{self, Action, Route};
 use crate::error::{ErrorCode, SqsError};
-use crate::http::activity::{ActivityHistory, SAMPLE_EVERY};
-use crate::http::sigv4::constant_time_eq;
+use crate::http::call::{Output, Protocol, answer, answer_error, record, run, serving};
+use crate::http::sign_in::{sign_in, signed_in};
+use crate::http::sqs_api::read_request;
+use crate::http::sqs_api::sigv4::constant_time_eq;
+use crate::http::{AppState, leader_json};
 use crate::protocol::xml::escape;
 use crate::queue::{QueueArn, key};
 
-const PAGE: &str = include_str!("admin/page.html");
-const SCRIPT: &str = include_str!("admin/app.js");
-const STYLE: &str = include_str!("admin/app.css");
+const PAGE: &str = include_str!("page/page.html");
+const SCRIPT: &str = include_str!("page/app.js");
+const STYLE: &str = include_str!("page/app.css");
 
 /// What the admin page needs beyond the SQS API's state.
 pub struct AdminState {
@@ -64,7 +71,7 @@ impl AdminState {
 }
 
 /// The page, its two assets and its API.
-pub(super) fn routes() -> Router<Arc<AppState>> {
+pub(in crate::http) fn routes() -> Router<Arc<AppState>> {
     Router::new()
         .route(
             "/admin/app.js",
@@ -78,11 +85,11 @@ pub(super) fn routes() -> Router<Arc<AppState>> {
         .route("/admin/api/messages", get(messages))
         .route("/admin/api/depth", get(depth))
         .route("/admin/api/sqs", post(call))
-        .route("/admin/api/snapshot", get(super::snapshot::export))
+        .route("/admin/api/snapshot", get(snapshot::export))
 }
 
 /// `GET /`: the page, with the instance's facts written in.
-pub(super) async fn page(State(state): State<Arc<AppState>>, headers: HeaderMap) -> Response {
+pub(in crate::http) async fn page(State(state): State<Arc<AppState>>, headers: HeaderMap) -> Response {
     if !signed_in(&state, &headers) {
         return sign_in();
     }
@@ -120,42 +127,6 @@ fn with_security_headers(mut response: Response) -> Response {
     );
     headers.insert(header::REFERRER_POLICY, HeaderValue::from_static("no-referrer"));
     headers.insert(header::CACHE_CONTROL, HeaderValue::from_static("no-store"));
-    response
-}
-
-/// With credentials configured: whether the request gives one of them, as
-/// HTTP Basic authentication.
-pub(super) fn signed_in(state: &AppState, headers: &HeaderMap) -> bool {
-    let Some(credentials) = &state.credentials else {
-        return true;
-    };
-    let given = headers
-        .get(header::AUTHORIZATION)
-        .and_then(|v| v.to_str().ok())
-        .and_then(|v| v.strip_prefix("Basic "))
-        .and_then(|encoded| {
-            base64::engine::general_purpose::STANDARD
-                .decode(encoded.trim())
-                .ok()
-        })
-        .and_then(|decoded| String::from_utf8(decoded).ok());
-    given
-        .as_deref()
-        .and_then(|pair| pair.split_once(':'))
-        .is_some_and(|(key, secret)| credentials.admits(key, secret))
-}
-
-/// The answer that makes a browser ask for the credentials.
-pub(super) fn sign_in() -> Response {
-    let mut response = (
-        axum::http::StatusCode::UNAUTHORIZED,
-        "Sign in with one of ssq's credentials (--credentials): the access key id as the user name, its secret as the password.\n",
-    )
-        .into_response();
-    response.headers_mut().insert(
-        header::WWW_AUTHENTICATE,
-        HeaderValue::from_static("Basic realm=\"ssq\", charset=\"UTF-8\""),
-    );
     response
 }
 
@@ -220,7 +191,7 @@ struct QueueSummary {
     oldest_age_seconds: Option<u64>,
     /// A standard queue's noisy tenants (fair queues), most in flight first.
     noisy_groups: Vec<NoisyGroup>,
-    rates: crate::http::activity::Rates,
+    rates: activity::Rates,
     /// The key of its dead-letter queue, if it has one that exists.
     dead_letter_queue: Option<String>,
     /// The keys of the queues whose dead-letter queue it is.
@@ -249,7 +220,7 @@ async fn depth(State(state): State<Arc<AppState>>, uri: Uri, headers: HeaderMap)
         Ok(query) => json_response(&state.admin.activity.depths(&query.queue)),
         Err(error) => answer_error(
             &state,
-            Wire::Json,
+            Protocol::Json,
             &crate::queue::random::uuid().to_string(),
             "AdminDepth",
             &SqsError::invalid_parameter(format!("The parameters could not be read: {error}.")),
@@ -378,7 +349,7 @@ async fn messages(State(state): State<Arc<AppState>>, uri: Uri, headers: HeaderM
     // The look and its JSON grow with the page: off the runtime (heavy.rs).
     match state.heavy.run(look).await.and_then(|looked| looked) {
         Ok(response) => response,
-        Err(error) => answer_error(&state, Wire::Json, &request_id, "AdminMessages", &error),
+        Err(error) => answer_error(&state, Protocol::Json, &request_id, "AdminMessages", &error),
     }
 }
 
@@ -393,14 +364,14 @@ async fn call(State(state): State<Arc<AppState>>, uri: Uri, headers: HeaderMap, 
     let result: Result<(Action, Output), SqsError> = async {
         not_forged(&state, &headers)?;
         let (body, _permit) = state.body_budget.read(body, state.request_timeout).await?;
-        let (action, input) = read_request(Wire::Json, &uri, None, &headers, body)?;
+        let (action, input) = read_request(Protocol::Json, &uri, None, &headers, body)?;
         serving(&state)?;
         let ctx = state.context(&uri, &headers);
         let api = match api::route(&ctx, action, &input) {
             Route::Queue(key) => &state.serving_shard(&key)?.api,
             Route::Here => &state.first_shard().api,
         };
-        Ok((action, run(api, &ctx, Wire::Json, action, input).await?))
+        Ok((action, run(api, &ctx, Protocol::Json, action, input).await?))
     }
     .await;
     let label = match &result {
@@ -410,6 +381,6 @@ async fn call(State(state): State<Arc<AppState>>, uri: Uri, headers: HeaderMap, 
     record(&state, label, &result, started);
     match result {
         Ok((action, output)) => answer(&headers, &request_id, action, output),
-        Err(error) => answer_error(&state, Wire::Json, &request_id, label, &error),
+        Err(error) => answer_error(&state, Protocol::Json, &request_id, label, &error),
     }
 }

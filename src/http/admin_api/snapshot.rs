@@ -23,11 +23,12 @@ use axum::response::Response;
 use http_body::Frame;
 use tokio::sync::mpsc;
 
-use super::answers::InPieces;
-use super::request_body::BodyPermit;
-use super::sqs::not_serving;
-use super::{AppState, Wire, admin, answer_error};
 use crate::error::SqsError;
+use crate::http::AppState;
+use crate::http::answers::InPieces;
+use crate::http::call::{Protocol, answer_error, not_serving};
+use crate::http::request_body::BodyPermit;
+use crate::http::sign_in::{sign_in, signed_in};
 use crate::queue::Message;
 use crate::service::Service;
 use crate::store::snapshot::Writer;
@@ -56,16 +57,16 @@ impl From<SqsError> for ExportError {
     }
 }
 
-pub(super) async fn export(State(state): State<Arc<AppState>>, headers: HeaderMap) -> Response {
-    if !admin::signed_in(&state, &headers) {
-        return admin::sign_in();
+pub(in crate::http) async fn export(State(state): State<Arc<AppState>>, headers: HeaderMap) -> Response {
+    if !signed_in(&state, &headers) {
+        return sign_in();
     }
     // A passive's memory is empty: its snapshot would look like an empty
     // state, so only an instance serving every shard exports.
     if let Some(shard) = state.shards.iter().find(|shard| !shard.leadership.is_serving()) {
         let request_id = crate::queue::random::uuid().to_string();
         let error = not_serving(&state, &shard.leadership);
-        return answer_error(&state, Wire::Json, &request_id, "AdminSnapshot", &error);
+        return answer_error(&state, Protocol::Json, &request_id, "AdminSnapshot", &error);
     }
     let (pieces, receiver) = mpsc::channel(1);
     let exporting = state.clone();

@@ -5,20 +5,20 @@
 use axum::body::{Body, Bytes};
 use axum::http::{HeaderMap, Method, Uri};
 
-use super::AppState;
-use super::sqs::Wire;
 use crate::api::{Action, Input};
 use crate::config::Regions;
 use crate::error::{ErrorCode, SqsError};
+use crate::http::AppState;
+use crate::http::call::Protocol;
 use crate::http::request_body::BodyPermit;
 use crate::protocol::{json, query};
 
 /// A request read and checked: its action and input, its body as sent
 /// (to send it on), and its share of the body budget.
-pub(super) struct Admitted {
-    pub(super) action: Action,
-    pub(super) input: Input,
-    pub(super) body: Bytes,
+pub(in crate::http) struct Admitted {
+    pub(in crate::http) action: Action,
+    pub(in crate::http) input: Input,
+    pub(in crate::http) body: Bytes,
     _permit: BodyPermit,
 }
 
@@ -27,9 +27,9 @@ pub(super) struct Admitted {
 /// requests without a valid key, date and scope take no body memory; the
 /// body is then bound to the signature. Bodies draw on the process-wide
 /// budget until the request is answered (the permit returned).
-pub(super) async fn admit(
+pub(in crate::http) async fn admit(
     state: &AppState,
-    wire: Wire,
+    wire: Protocol,
     method: &Method,
     uri: &Uri,
     headers: &HeaderMap,
@@ -49,7 +49,7 @@ pub(super) async fn admit(
 
 /// Checks the signature (when credentials are configured) and reads the
 /// body: what every request to the SQS address goes through.
-pub(super) async fn authenticate_and_read(
+pub(in crate::http) async fn authenticate_and_read(
     state: &AppState,
     method: &Method,
     uri: &Uri,
@@ -76,15 +76,15 @@ pub(super) async fn authenticate_and_read(
 
 /// The action and input of a request in `wire`'s format. A Query call sent
 /// to a queue URL (`queue_path`) acts on that queue.
-pub(super) fn read_request(
-    wire: Wire,
+pub(in crate::http) fn read_request(
+    wire: Protocol,
     uri: &Uri,
     queue_path: Option<&str>,
     headers: &HeaderMap,
     body: Bytes,
 ) -> Result<(Action, Input), SqsError> {
     match wire {
-        Wire::Json => {
+        Protocol::Json => {
             let action = json::target(headers)?;
             match uri.query() {
                 // A presigned URL: the parameters are in the signed query
@@ -96,7 +96,7 @@ pub(super) fn read_request(
                 _ => Ok((action, Input::Json(body))),
             }
         }
-        Wire::Query => {
+        Protocol::Query => {
             let (action, tree) = query::parse(&body, uri.query(), queue_path)?;
             if queue_path.is_some() && !action.served_at_queue_url() {
                 return Err(SqsError::new(

@@ -12,6 +12,8 @@
 //! `--shards` (`node/mod.rs`).
 //! The host and origin guard (`hosts.rs`) keeps web pages away from it.
 
+pub(crate) mod faults;
+
 use std::sync::Arc;
 
 use axum::Router;
@@ -22,14 +24,14 @@ use axum::response::{IntoResponse, Response};
 use axum::routing::{get, post};
 use serde::Deserialize;
 
-use super::AppState;
-use super::faults::Rule;
-use super::sqs::{Output, Wire, run, serving};
+use self::faults::Rule;
 use crate::api::{Action, Api, Input, RequestContext, Route};
 use crate::error::SqsError;
+use crate::http::AppState;
+use crate::http::call::{Output, Protocol, run, serving};
 use crate::queue::ReceiptHandle;
 
-pub(super) fn routes() -> Router<Arc<AppState>> {
+pub(in crate::http) fn routes() -> Router<Arc<AppState>> {
     Router::new()
         .route("/_ssq/reset", post(reset))
         .route("/_ssq/clock", get(clock).post(move_clock))
@@ -80,11 +82,11 @@ async fn clear_faults(State(state): State<Arc<AppState>>) -> Response {
 /// Runs an SQS call as `run` does, with the fault a rule injects into it:
 /// its latency first, then its error instead of the call, or the call and
 /// then its first received message made visible again (a duplicate).
-pub(super) async fn run_with_faults(
+pub(in crate::http) async fn run_with_faults(
     state: &AppState,
     api: &Api,
     ctx: &RequestContext,
-    wire: Wire,
+    wire: Protocol,
     action: Action,
     input: Input,
 ) -> Result<Output, SqsError> {

@@ -20,20 +20,19 @@ use axum::extract::{Path, State};
 use axum::http::{HeaderMap, HeaderValue, Method, Uri, header};
 use axum::response::Response;
 
-use super::{
-    AppState, Wire, accepts_json, answer_error, authenticate_and_read, error_response, read_request, record,
-    serving,
-};
 use crate::api::peek::{self, PeekParams};
 use crate::api::{self, Action};
 use crate::error::SqsError;
+use crate::http::AppState;
+use crate::http::call::{Protocol, accepts_json, answer_error, error_response, record, serving};
+use crate::http::sqs_api::{authenticate_and_read, read_request};
 use crate::protocol::{json, query};
 
 /// The label of these requests in `ssq_requests_total`.
 const LABEL: &str = "PeekMessages";
 
 /// `/_aws/sqs/messages`, the queue named by a QueueUrl parameter.
-pub(super) async fn by_url(
+pub(in crate::http) async fn by_url(
     State(state): State<Arc<AppState>>,
     method: Method,
     uri: Uri,
@@ -44,7 +43,7 @@ pub(super) async fn by_url(
 }
 
 /// `/_aws/sqs/messages/<region>/<account>/<queue>`.
-pub(super) async fn by_path(
+pub(in crate::http) async fn by_path(
     State(state): State<Arc<AppState>>,
     Path(queue): Path<(String, String, String)>,
     method: Method,
@@ -60,7 +59,7 @@ pub(super) async fn by_path(
 /// xmltodict reads it).
 #[derive(Clone, Copy)]
 struct Form {
-    wire: Wire,
+    wire: Protocol,
     xml_tree: bool,
 }
 
@@ -74,10 +73,10 @@ async fn respond(
 ) -> Response {
     let started = Instant::now();
     let request_id = crate::queue::random::uuid().to_string();
-    let wire = Wire::of(headers);
+    let wire = Protocol::of(headers);
     let form = Form {
         wire,
-        xml_tree: wire == Wire::Query && accepts_json(headers),
+        xml_tree: wire == Protocol::Query && accepts_json(headers),
     };
     let result = match queue_and_params(&state, wire, method, uri, headers, body, path).await {
         // The look and its rendering grow with the page: off the runtime.
@@ -112,11 +111,11 @@ fn look_and_render(
     let page = peek::peek(&state.serving_shard(key)?.api, key, params)?;
     let output = <api::AsTree as api::Render>::render(page.output)?;
     let mut response = match form.wire {
-        Wire::Query if form.xml_tree => {
+        Protocol::Query if form.xml_tree => {
             query::success_as_xml_tree(request_id, Action::ReceiveMessage, &output)
         }
-        Wire::Query => query::success(request_id, Action::ReceiveMessage, &output),
-        Wire::Json => json::success_tree(request_id, &output),
+        Protocol::Query => query::success(request_id, Action::ReceiveMessage, &output),
+        Protocol::Json => json::success_tree(request_id, &output),
     };
     if let Some(token) = page
         .next_token
@@ -130,7 +129,7 @@ fn look_and_render(
 /// Reads the request: the queue it looks at and how.
 async fn queue_and_params(
     state: &AppState,
-    wire: Wire,
+    wire: Protocol,
     method: &Method,
     uri: &Uri,
     headers: &HeaderMap,
@@ -145,7 +144,8 @@ async fn queue_and_params(
     let key = match path {
         Some((region, account, name)) => peek::queue_of_path(&ctx, &region, &account, &name)?,
         None => {
-            let from_aws_client = wire == Wire::Json || parameters.iter().any(|(name, _)| name == "Action");
+            let from_aws_client =
+                wire == Protocol::Json || parameters.iter().any(|(name, _)| name == "Action");
             let queue_url = if from_aws_client {
                 let (action, input) = read_request(wire, uri, None, headers, body)?;
                 peek::queue_url_of(action, input)?

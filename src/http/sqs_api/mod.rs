@@ -1,0 +1,63 @@
+//! The SQS surface: a call from request to answer, its protocol told, the
+//! request admitted (`admission.rs`, checking signatures with `sigv4.rs`),
+//! run on its shard's API here or, in a sharded group, sent on to the
+//! shard's leader (`sharded.rs`, `forward.rs`), counted, and answered in the
+//! request's protocol (`call.rs`). An instance that does not serve answers a retryable
+//! 503 that says where the leader is.
+
+mod admission;
+pub(crate) mod forward;
+mod sharded;
+pub mod sigv4;
+
+use std::sync::Arc;
+use std::time::Instant;
+
+use axum::extract::{Request, State};
+use axum::response::Response;
+
+use self::admission::{Admitted, admit};
+pub(in crate::http) use self::admission::{authenticate_and_read, read_request};
+use self::sharded::{Handled, run_or_forward};
+use super::AppState;
+use super::call::{Protocol, answer, answer_error, not_serving, record, run};
+use crate::api::Action;
+
+/// An SQS call. It takes the request whole: axum's `HeaderMap` extractor
+/// would copy every header.
+pub(crate) async fn sqs(State(state): State<Arc<AppState>>, request: Request) -> Response {
+    let (parts, body) = request.into_parts();
+    let (method, uri, headers) = (&parts.method, &parts.uri, &parts.headers);
+    let started = Instant::now();
+    let request_id = crate::queue::random::uuid().to_string();
+    let wire = Protocol::of(headers);
+    let (action, result) = match admit(&state, wire, method, uri, headers, body).await {
+        Err(error) => (None, Err(error)),
+        Ok(admitted) if state.sharded() => {
+            let action = admitted.action;
+            match run_or_forward(&state, &parts, wire, admitted).await {
+                Handled::Ran(result) => (Some(action), result.map(|output| (action, output))),
+                Handled::Forwarded(response) => return response,
+            }
+        }
+        Ok(admitted) if !state.first_shard().leadership.is_serving() => (
+            Some(admitted.action),
+            Err(not_serving(&state, &state.first_shard().leadership)),
+        ),
+        Ok(Admitted { action, input, .. }) => {
+            let ctx = state.context(uri, headers);
+            let api = &state.first_shard().api;
+            let result = match state.control_api {
+                true => super::control_api::run_with_faults(&state, api, &ctx, wire, action, input).await,
+                false => run(api, &ctx, wire, action, input).await,
+            };
+            (Some(action), result.map(|output| (action, output)))
+        }
+    };
+    let label = action.map_or("unknown", Action::name);
+    record(&state, label, &result, started);
+    match result {
+        Ok((action, output)) => answer(headers, &request_id, action, output),
+        Err(error) => answer_error(&state, wire, &request_id, label, &error),
+    }
+}
