@@ -250,7 +250,7 @@ impl QueueAttributes {
     /// Checks the rules that tie attributes to each other and to the queue's
     /// name: FIFO queues end in `.fifo` and only they have FIFO attributes.
     pub fn check_consistency(&self, queue_name: &str, given: &[&str]) -> Result<()> {
-        super::queue::validate_name(queue_name, self.fifo_queue)?;
+        super::key::validate_name(queue_name, self.fifo_queue)?;
         if !self.fifo_queue
             && let Some(name) = given.iter().find(|n| FIFO_ONLY.contains(n) || **n == "FifoQueue")
         {

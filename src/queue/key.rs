@@ -45,6 +45,33 @@ pub fn is_region(text: &str) -> bool {
             .all(|b| b.is_ascii_lowercase() || b.is_ascii_digit() || b == b'-')
 }
 
+/// Queue names: 1 to 80 letters, digits, '-' and '_'; a FIFO queue's name
+/// ends in `.fifo` (counted in the 80), and only a FIFO queue's may. The
+/// error is AWS's for the kind of queue asked for, word for word (a
+/// standard queue named `x.fifo` gets the standard queue's).
+pub fn validate_name(name: &str, fifo: bool) -> crate::error::Result<()> {
+    let base = match fifo {
+        true => name.strip_suffix(".fifo"),
+        false => Some(name),
+    };
+    let valid = (1..=80).contains(&name.len())
+        && base.is_some_and(|base| {
+            !base.is_empty()
+                && base
+                    .bytes()
+                    .all(|b| b.is_ascii_alphanumeric() || b == b'-' || b == b'_')
+        });
+    match (valid, fifo) {
+        (true, _) => Ok(()),
+        (false, true) => Err(crate::error::SqsError::invalid_parameter(
+            "The name of a FIFO queue can only include alphanumeric characters, hyphens, or underscores, must end with .fifo suffix and be 1 to 80 in length.",
+        )),
+        (false, false) => Err(crate::error::SqsError::invalid_parameter(
+            "Can only include alphanumeric characters, hyphens, or underscores. 1 to 80 in length",
+        )),
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -66,6 +93,29 @@ mod tests {
         }
         for bad in ["", "US-EAST-1", "1abc", "eu/x", &"a".repeat(33)] {
             assert!(!is_region(bad), "{bad}");
+        }
+    }
+
+    #[test]
+    fn names_are_validated_with_the_words_of_their_kind_of_queue() {
+        for good in ["a", "A-b_9", &"n".repeat(80)] {
+            assert!(validate_name(good, false).is_ok());
+            assert!(validate_name(&format!("{good}.fifo"), true).is_ok() || good.len() > 75);
+        }
+        assert!(validate_name(&format!("{}.fifo", "n".repeat(75)), true).is_ok());
+        let standard = "Can only include alphanumeric characters, hyphens, or underscores. 1 to 80 in length";
+        for bad in ["", "a.b", "sp ace", "é", &"n".repeat(81), "jobs.fifo"] {
+            assert_eq!(validate_name(bad, false).unwrap_err().message, standard, "{bad}");
+        }
+        let fifo = "The name of a FIFO queue can only include alphanumeric characters, hyphens, or underscores, must end with .fifo suffix and be 1 to 80 in length.";
+        for bad in [
+            "jobs",
+            ".fifo",
+            "a.fifo.fifo",
+            "sp ace.fifo",
+            &format!("{}.fifo", "n".repeat(76)),
+        ] {
+            assert_eq!(validate_name(bad, true).unwrap_err().message, fifo, "{bad}");
         }
     }
 }

@@ -11,18 +11,19 @@ pub(crate) mod attributes;
 pub mod clock;
 mod fair;
 mod fifo;
+mod indexes;
 pub(crate) mod key;
 pub(crate) mod limits;
 pub(crate) mod message;
 pub(crate) mod move_task;
 pub(crate) mod peek;
-#[allow(clippy::module_inception)]
-mod queue;
 pub(crate) mod random;
 pub(crate) mod receipt;
 mod receive;
 mod send;
 mod snapshot;
+#[cfg(test)]
+mod test_support;
 
 pub use arn::QueueArn;
 pub use attributes::QueueAttributes;
@@ -31,8 +32,9 @@ pub(crate) mod tags;
 
 pub use fair::{FairCounts, NoisyTenant};
 pub use fifo::DedupEntry;
+pub use indexes::{Activity, Change, Counts, Queue, QueueMeta, SEQUENCE_BLOCK};
+pub use key::validate_name;
 pub use peek::{PeekRequest, Peeked, Seen};
-pub use queue::{Activity, Change, Counts, Queue, QueueMeta, SEQUENCE_BLOCK, validate_name};
 pub use receipt::ReceiptHandle;
 pub use receive::{Attempt, DeadLetter, DeadLetterQueue, Received};
 pub use send::{NewMessage, Sent};

@@ -6,9 +6,9 @@
 use std::sync::Arc;
 
 use super::fifo::Run;
+use super::indexes::issued;
 use super::limits::{DEDUP_WINDOW_MS, MAX_IN_FLIGHT};
 use super::message::{Message, MessageState};
-use super::queue::issued;
 use super::receipt::{Issued, ReceiptHandle};
 use super::{Change, Queue};
 use crate::error::{ErrorCode, Result, SqsError};
@@ -197,5 +197,206 @@ impl Queue {
     /// remembered (see [`Change::Attempt`]).
     pub fn restore_attempts(&mut self, attempts: impl IntoIterator<Item = (String, Attempt)>) {
         self.attempts.extend(attempts);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::queue::test_support::*;
+
+    #[test]
+    fn receive_hides_a_message_until_its_visibility_timeout_passes() {
+        let mut q = queue();
+        q.send(msg("a"), T0).unwrap();
+        let first = q.receive(10, None, None, None, T0);
+        assert_eq!(bodies(&first), ["a"]);
+        assert_eq!(first[0].message.receive_count, 1);
+        assert!(q.receive(10, None, None, None, T0 + 29_999).is_empty());
+        let again = q.receive(10, None, None, None, T0 + 30_000);
+        assert_eq!(bodies(&again), ["a"]);
+        assert_eq!(again[0].message.receive_count, 2);
+        assert_eq!(again[0].message.first_received_at, Some(T0));
+        assert_ne!(again[0].receipt_handle, first[0].receipt_handle);
+    }
+
+    #[test]
+    fn receive_attempts_are_journaled_and_restored_until_they_expire() {
+        let mut q = fifo_queue();
+        q.enable_journal();
+        q.send(grouped("a", "g"), T0).unwrap();
+        q.take_changes();
+        let first = q.receive(1, Some(60), Some("try-1"), None, T0);
+        let recorded: Vec<Change> = q.take_changes();
+        let Some(Change::Attempt(id, attempt)) = recorded.iter().find(|c| matches!(c, Change::Attempt(..)))
+        else {
+            panic!("the attempt is journaled: {recorded:?}");
+        };
+        assert_eq!(
+            (id.as_str(), attempt.handles.clone()),
+            ("try-1", vec![first[0].receipt_handle])
+        );
+
+        // A new leader restores the queue, and the attempt with it.
+        let stored: Vec<Message> = q.messages.values().cloned().collect();
+        let mut restored = Queue::restore(q.meta(), 0, stored, []);
+        restored.restore_attempts([(id.clone(), attempt.clone())]);
+        let retried = restored.receive(1, Some(60), Some("try-1"), None, T0 + 1_000);
+        assert_eq!(
+            retried[0].receipt_handle, first[0].receipt_handle,
+            "the same handle again"
+        );
+        assert_eq!(retried[0].message.receive_count, 1, "not received a second time");
+
+        // Past five minutes the id is forgotten, and the journal says so.
+        restored.enable_journal();
+        restored.receive(1, Some(60), Some("try-2"), None, T0 + DEDUP_WINDOW_MS + 1);
+        assert!(
+            restored
+                .take_changes()
+                .iter()
+                .any(|c| matches!(c, Change::AttemptExpired(id) if id == "try-1")),
+            "the expiry is journaled"
+        );
+    }
+
+    /// Fills `q` with `MAX_IN_FLIGHT` messages in flight and one more
+    /// visible.
+    fn fill_in_flight(q: &mut Queue, message: impl Fn(usize) -> NewMessage) {
+        use crate::queue::limits::MAX_IN_FLIGHT;
+        for i in 0..=MAX_IN_FLIGHT {
+            q.send(message(i), T0).unwrap();
+        }
+        let mut received = 0;
+        while received < MAX_IN_FLIGHT {
+            received += q.receive(10, Some(600), None, None, T0).len();
+        }
+        assert_eq!(q.counts(T0).in_flight, MAX_IN_FLIGHT);
+    }
+
+    #[test]
+    fn a_standard_queue_at_the_in_flight_quota_refuses_receives() {
+        let mut q = queue();
+        fill_in_flight(&mut q, |i| msg(&i.to_string()));
+        let refused = q.check_in_flight_room(T0 + 1).unwrap_err();
+        assert_eq!(refused.code, ErrorCode::OverLimit);
+        assert!(
+            q.receive(10, None, None, None, T0 + 1).is_empty(),
+            "never past the quota"
+        );
+        // One message back by its timeout makes room for one receive.
+        let first = q.in_flight.first().map(|&(_, seq)| seq).unwrap();
+        q.set_state(first, MessageState::Visible { since: T0 + 1 });
+        assert!(q.check_in_flight_room(T0 + 2).is_ok());
+        assert_eq!(q.receive(10, None, None, None, T0 + 2).len(), 1);
+        assert!(q.check_in_flight_room(T0 + 3).is_err());
+        // That one's 30 s visibility timeout running out makes room too.
+        assert!(q.check_in_flight_room(T0 + 2 + 30_000).is_ok());
+    }
+
+    #[test]
+    fn a_fifo_queue_at_the_in_flight_quota_receives_nothing_without_an_error() {
+        let mut q = fifo_queue();
+        // Ten messages a group: a FIFO receive takes one group's run of ten.
+        fill_in_flight(&mut q, |i| grouped(&i.to_string(), &(i / 10).to_string()));
+        assert!(q.check_in_flight_room(T0 + 1).is_ok());
+        assert!(q.receive(10, None, None, None, T0 + 1).is_empty());
+    }
+
+    #[test]
+    fn a_retried_receive_attempt_gets_the_same_messages() {
+        let mut q = fifo_queue();
+        for body in ["1", "2", "3"] {
+            q.send(grouped(body, "g"), T0).unwrap();
+        }
+        let first = q.receive(2, None, Some("attempt-1"), None, T0);
+        let retried = q.receive(2, None, Some("attempt-1"), None, T0 + 1_000);
+        let handles = |r: &[Received]| r.iter().map(|r| r.receipt_handle).collect::<Vec<_>>();
+        assert_eq!(handles(&retried), handles(&first));
+        assert!(
+            q.receive(2, None, Some("attempt-2"), None, T0).is_empty(),
+            "the group is blocked"
+        );
+    }
+
+    #[test]
+    fn over_received_messages_move_to_the_dead_letter_queue() {
+        let mut source = queue();
+        source
+            .attributes
+            .set(
+                "RedrivePolicy",
+                r#"{"deadLetterTargetArn":"arn:aws:sqs:us-east-1:000000000000:dlq","maxReceiveCount":2}"#,
+            )
+            .unwrap();
+        let mut dlq = Queue::new("dlq".into(), QueueAttributes::default(), BTreeMap::new(), T0);
+        let sent = source.send(msg("poison"), T0).unwrap();
+        let arn: Arc<str> = "arn:aws:sqs:us-east-1:000000000000:q".into();
+        for i in 0..2 {
+            let dl = DeadLetter {
+                queue: DeadLetterQueue::Here(&mut dlq),
+                source_arn: arn.clone(),
+            };
+            assert_eq!(
+                source.receive(1, Some(1), None, Some(dl), T0 + i * 1_000).len(),
+                1
+            );
+        }
+        let dl = DeadLetter {
+            queue: DeadLetterQueue::Here(&mut dlq),
+            source_arn: arn.clone(),
+        };
+        assert!(
+            source.receive(1, Some(1), None, Some(dl), T0 + 2_000).is_empty(),
+            "the third receive moves it"
+        );
+        assert_eq!(source.counts(T0 + 2_000), Counts::default());
+        let moved = dlq.receive(1, None, None, None, T0 + 2_000);
+        assert_eq!(moved[0].message.id, sent.message_id, "same message id");
+        assert_eq!(moved[0].message.sent_at, T0, "original SentTimestamp");
+        assert_eq!(moved[0].message.dead_letter_source, Some(arn));
+        assert_eq!(
+            moved[0].message.receive_count, 3,
+            "two receives in the source, one in the dead-letter queue"
+        );
+    }
+
+    /// A dead-letter queue of another shard gets the over-received message
+    /// handed out; put back (that queue turned out missing), it is visible
+    /// again in its old place, ahead of later messages of its group.
+    #[test]
+    fn a_dead_letter_for_another_shard_is_handed_out_and_can_be_put_back() {
+        let mut source = fifo_queue();
+        source.enable_journal();
+        source
+            .attributes
+            .set(
+                "RedrivePolicy",
+                r#"{"deadLetterTargetArn":"arn:aws:sqs:us-east-1:000000000000:dlq.fifo","maxReceiveCount":1}"#,
+            )
+            .unwrap();
+        for body in ["first", "second"] {
+            source.send(grouped(body, "g"), T0).unwrap();
+        }
+        let first = source.receive(1, Some(0), None, None, T0);
+        assert_eq!(&*first[0].message.body, "first");
+        let mut leaving = Vec::new();
+        let dl = DeadLetter {
+            queue: DeadLetterQueue::Elsewhere(&mut leaving),
+            source_arn: "arn:aws:sqs:us-east-1:000000000000:q.fifo".into(),
+        };
+        let next = source.receive(1, Some(0), None, Some(dl), T0 + 1);
+        assert_eq!(leaving.len(), 1, "the over-received message is handed out");
+        assert_eq!(&*leaving[0].body, "first");
+        assert_eq!(&*next[0].message.body, "second", "its group goes on");
+        source.take_changes();
+        source.put_back(leaving.pop().unwrap(), T0 + 2);
+        assert!(
+            matches!(source.take_changes().as_slice(), [Change::Sent(m)] if &*m.body == "first"),
+            "put back durably"
+        );
+        let again = source.receive(1, Some(30), None, None, T0 + 2);
+        assert_eq!(&*again[0].message.body, "first", "in its old place");
+        assert_eq!(again[0].message.receive_count, 2, "with its receive count");
     }
 }

@@ -229,3 +229,152 @@ impl Queue {
         format!("{scope}\u{1f}{id}")
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::queue::test_support::*;
+
+    #[test]
+    fn size_limit_counts_body_and_attributes() {
+        let mut q = queue();
+        q.attributes.maximum_message_size = 1_024;
+        q.send(msg(&"x".repeat(1_024)), T0).unwrap();
+        assert!(q.send(msg(&"x".repeat(1_025)), T0).is_err());
+        let mut with_attr = msg(&"x".repeat(1_000));
+        with_attr.attributes.insert(
+            "name".into(),
+            MessageAttribute {
+                data_type: "String".into(),
+                value: AttributeValue::String("y".repeat(20)),
+            },
+        );
+        let err = q.send(with_attr, T0).unwrap_err();
+        assert_eq!(err.code, ErrorCode::InvalidParameterValue);
+    }
+
+    /// As recorded against AWS: the deduplication scope a queue was created
+    /// with stays in effect when the attribute is changed, either way.
+    #[test]
+    fn the_deduplication_scope_stays_what_the_queue_was_created_with() {
+        for (created, changed_to, duplicate) in
+            [("queue", "messageGroup", true), ("messageGroup", "queue", false)]
+        {
+            let mut attributes = fifo_queue().attributes;
+            attributes.set("DeduplicationScope", created).unwrap();
+            let mut q = Queue::new("q.fifo".into(), attributes, BTreeMap::new(), T0);
+            let first = q.send(grouped("x", "g1"), T0).unwrap();
+            q.set_attributes(
+                &BTreeMap::from([("DeduplicationScope".into(), changed_to.into())]),
+                T0,
+            )
+            .unwrap();
+            assert_eq!(
+                q.attributes.get("DeduplicationScope").unwrap(),
+                changed_to,
+                "reported as set"
+            );
+            let second = q.send(grouped("x", "g2"), T0 + 1).unwrap();
+            assert_eq!(
+                second.message_id == first.message_id,
+                duplicate,
+                "created with {created}"
+            );
+            let restored = Queue::restore(q.meta(), 0, [], []);
+            assert_eq!(restored.dedup_scope, q.dedup_scope, "kept through a restore");
+        }
+    }
+
+    #[test]
+    fn fifo_deduplicates_within_five_minutes() {
+        let mut q = fifo_queue();
+        let first = q.send(grouped("x", "g"), T0).unwrap();
+        let again = q.send(grouped("x", "g"), T0 + 299_999).unwrap();
+        assert_eq!(again.message_id, first.message_id);
+        assert_eq!(again.sequence_number, first.sequence_number);
+        assert_eq!(
+            q.counts(T0 + 299_999).visible,
+            1,
+            "a duplicate delivers nothing new"
+        );
+        let later = q.send(grouped("x", "g"), T0 + 300_000).unwrap();
+        assert_ne!(later.message_id, first.message_id);
+        assert!(later.sequence_number > first.sequence_number);
+    }
+
+    #[test]
+    fn deduplication_records_count_as_held_bytes_until_they_expire() {
+        let mut q = fifo_queue();
+        q.send(grouped("x", "g"), T0).unwrap();
+        let (_, with_message) = q.holding();
+        let received = q.receive(1, None, None, None, T0);
+        assert!(q.delete(received[0].receipt_handle, T0).unwrap());
+        let (messages, bytes) = q.holding();
+        assert_eq!(messages, 0);
+        assert!(bytes > 0, "the record outlives its message");
+        assert!(bytes < with_message);
+        q.counts(T0 + DEDUP_WINDOW_MS);
+        assert_eq!(q.holding(), (0, 0), "expired records hold nothing");
+    }
+
+    #[test]
+    fn content_based_deduplication_and_scopes() {
+        let mut q = fifo_queue();
+        q.attributes.content_based_deduplication = true;
+        let no_id = |body: &str, group: &str| NewMessage {
+            group_id: Some(group.into()),
+            ..msg(body)
+        };
+        let a = q.send(no_id("same body", "g1"), T0).unwrap();
+        assert_eq!(
+            q.send(no_id("same body", "g2"), T0).unwrap().message_id,
+            a.message_id,
+            "queue scope"
+        );
+        let mut attributes = q.attributes.clone();
+        attributes.deduplication_scope = DeduplicationScope::MessageGroup;
+        let mut q = Queue::new("group.fifo".into(), attributes, BTreeMap::new(), T0);
+        let b = q.send(no_id("other body", "g1"), T0).unwrap();
+        assert_ne!(
+            q.send(no_id("other body", "g2"), T0).unwrap().message_id,
+            b.message_id,
+            "group scope"
+        );
+    }
+
+    #[test]
+    fn fifo_sends_need_a_group_and_a_dedup_id_and_no_own_delay() {
+        let mut q = fifo_queue();
+        assert_eq!(
+            q.send(msg("x"), T0).unwrap_err().code,
+            ErrorCode::MissingParameter
+        );
+        let no_dedup = NewMessage {
+            group_id: Some("g".into()),
+            ..msg("x")
+        };
+        assert_eq!(
+            q.send(no_dedup, T0).unwrap_err().code,
+            ErrorCode::InvalidParameterValue
+        );
+        let delayed = NewMessage {
+            delay_seconds: Some(5),
+            ..grouped("x", "g")
+        };
+        assert!(q.send(delayed, T0).is_err());
+        let mut standard = queue();
+        let with_dedup = NewMessage {
+            dedup_id: Some("d".into()),
+            ..msg("x")
+        };
+        assert!(standard.send(with_dedup, T0).is_err());
+        let fair = NewMessage {
+            group_id: Some("tenant-1".into()),
+            ..msg("x")
+        };
+        assert!(
+            standard.send(fair, T0).is_ok(),
+            "standard queues accept a group id"
+        );
+    }
+}
