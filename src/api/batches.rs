@@ -3,9 +3,9 @@
 
 use std::collections::HashSet;
 
+use super::convert::{new_message, sent_output};
 use super::model::*;
 use super::params::in_range;
-use super::wire::{new_message, sent_output};
 use super::{Api, RequestContext};
 use crate::error::{ErrorCode, Result, SqsError};
 use crate::queue::ReceiptHandle;

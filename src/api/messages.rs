@@ -1,8 +1,8 @@
 //! The single-message actions: send, receive, delete, change visibility.
 
+use super::convert::{SYSTEM_ATTRIBUTES, new_message, received_message, sent_output};
 use super::model::*;
 use super::params::{in_range, required, within};
-use super::wire::{SYSTEM_ATTRIBUTES, new_message, received_message, sent_output};
 use super::{Api, RequestContext};
 use crate::error::Result;
 use crate::queue::ReceiptHandle;

@@ -13,6 +13,7 @@
 //! function in one of those files and a line in the table below.
 
 mod batches;
+mod convert;
 mod messages;
 pub(crate) mod model;
 mod params;
@@ -22,7 +23,6 @@ mod queues;
 mod redrive;
 mod route;
 pub(crate) mod shape;
-mod wire;
 
 pub use route::{Route, route};
 

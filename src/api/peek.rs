@@ -3,8 +3,8 @@
 //! page of messages in ReceiveMessage's shape. The look itself is
 //! [`crate::queue::Queue::peek`], which cannot change anything.
 
+use super::convert::message_to_wire;
 use super::model::{ReceiveMessageInput, ReceiveMessageOutput};
-use super::wire::message_to_wire;
 use super::{Action, Api, Input, RequestContext, url_parts};
 use crate::error::{ErrorCode, Result, SqsError};
 use crate::queue::{PeekRequest, key};

@@ -12,10 +12,10 @@
 //! (`--admin-listen`).
 
 pub(crate) mod admin_api;
-mod answers;
 mod call;
 mod control_api;
 pub(crate) mod hosts;
+mod large_answers;
 pub(crate) mod listener;
 mod localstack;
 pub(crate) mod request_body;
@@ -81,7 +81,7 @@ pub struct AppState {
     /// What all request bodies and large answers in memory may take together.
     pub body_budget: BodyBudget,
     /// Looks at queues, run off the runtime a few at a time.
-    pub heavy: admin_api::heavy::HeavyWork,
+    pub blocking_pool: admin_api::blocking_pool::BlockingPool,
     /// The admin page and the other operational endpoints have their own
     /// address (`--admin-listen`).
     pub admin_apart: bool,
@@ -218,12 +218,12 @@ fn sqs_address_routes(state: &AppState) -> Router<Arc<AppState>> {
 }
 
 /// What every address serves its routes behind: the host and origin guard
-/// (`hosts.rs`), then the budget for large answers (`answers.rs`).
+/// (`hosts.rs`), then the budget for large answers (`large_answers.rs`).
 fn guarded(routes: Router<Arc<AppState>>, state: Arc<AppState>) -> Router {
     routes
         .layer(axum::middleware::from_fn_with_state(
             state.clone(),
-            answers::budgeted,
+            large_answers::budgeted,
         ))
         .layer(axum::middleware::from_fn_with_state(state.clone(), hosts::guard))
         .with_state(state)

@@ -1,5 +1,5 @@
 //! Reading request bodies under one memory budget for the whole process
-//! (which large answers draw on too: `http/answers.rs`).
+//! (which large answers draw on too: `http/large_answers.rs`).
 //!
 //! A body has to be read whole before its signature can be checked (the
 //! signature covers the body's hash) and before it can be parsed, so every
@@ -73,7 +73,7 @@ impl BodyBudget {
     }
 
     /// Takes `bytes` from the budget for something already in memory (an
-    /// answer being written: `http/answers.rs`).
+    /// answer being written: `http/large_answers.rs`).
     pub fn hold(&self, bytes: usize) -> Result<BodyPermit, SqsError> {
         let mut permit = None;
         self.take(bytes, &mut permit)?;

@@ -469,7 +469,7 @@ fn app_state(
         shard_wait: config.lock_retry * 2,
         every_shard_led: Default::default(),
         body_budget: BodyBudget::new(config.max_body_buffer as usize),
-        heavy: Default::default(),
+        blocking_pool: Default::default(),
         admin_apart,
         storage: match (&config.data_dir, &config.redis_url) {
             (_, Some(_)) => Storage::Redis,

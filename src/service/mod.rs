@@ -15,9 +15,10 @@
 //!
 //! One file per kind of operation: `queues.rs` (create, delete, list,
 //! install), `send.rs`, `receive.rs` (long polling, dead letters),
-//! `settle.rs` (messages between shards), `move_tasks.rs`; `limits.rs`
+//! `between_shards.rs` (messages between shards), `move_tasks.rs`; `limits.rs`
 //! accounts for what the instance holds.
 
+mod between_shards;
 mod commit;
 mod import;
 mod limits;
@@ -25,7 +26,6 @@ pub(crate) mod move_tasks;
 mod queues;
 mod receive;
 mod send;
-mod settle;
 pub mod shards;
 mod slot;
 

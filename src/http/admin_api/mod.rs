@@ -18,8 +18,8 @@
 //! `Sec-Fetch-Site`). Without credentials the page says that it is open.
 
 pub(crate) mod activity;
+pub(crate) mod blocking_pool;
 pub(crate) mod developer_endpoint;
-pub(crate) mod heavy;
 mod snapshot;
 
 use std::sync::Arc;
@@ -346,8 +346,8 @@ async fn messages(State(state): State<Arc<AppState>>, uri: Uri, headers: HeaderM
             &serde_json::json!({"Messages": page.output.messages, "NextToken": page.next_token}),
         ))
     };
-    // The look and its JSON grow with the page: off the runtime (heavy.rs).
-    match state.heavy.run(look).await.and_then(|looked| looked) {
+    // The look and its JSON grow with the page: off the runtime (blocking_pool.rs).
+    match state.blocking_pool.run(look).await.and_then(|looked| looked) {
         Ok(response) => response,
         Err(error) => answer_error(&state, Protocol::Json, &request_id, "AdminMessages", &error),
     }

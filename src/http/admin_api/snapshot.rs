@@ -4,9 +4,9 @@
 //! A snapshot of a million messages is a gigabyte of text, so it is never
 //! whole in memory: a task reads each queue a piece at a time (its lock
 //! held only to copy a piece's references), renders the piece on the
-//! heavy-work threads (`heavy.rs`) and hands it to the connection, one
+//! blocking pool (`blocking_pool.rs`) and hands it to the connection, one
 //! piece ahead of what the client has read; each piece waiting to be
-//! written holds its size from the body budget (`answers.rs`). A queue
+//! written holds its size from the body budget (`large_answers.rs`). A queue
 //! under traffic is exported as each piece found it, as a Redis SCAN sees
 //! a changing hash: every message held throughout is there once. If the
 //! instance stops serving during the export (a failover, a reload), the
@@ -25,8 +25,8 @@ use tokio::sync::mpsc;
 
 use crate::error::SqsError;
 use crate::http::AppState;
-use crate::http::answers::InPieces;
 use crate::http::call::{Protocol, answer_error, not_serving};
+use crate::http::large_answers::InPieces;
 use crate::http::request_body::BodyPermit;
 use crate::http::sign_in::{sign_in, signed_in};
 use crate::queue::Message;
@@ -145,12 +145,12 @@ impl Export<'_> {
         self.hand_on().await
     }
 
-    /// Renders a piece on the heavy-work threads.
+    /// Renders a piece on the blocking pool.
     async fn render(&mut self, mut writer: Writer, piece: QueuePiece) -> Result<Writer, ExportError> {
         let mut out = std::mem::take(&mut self.out);
         let (writer, out) = self
             .state
-            .heavy
+            .blocking_pool
             .run(move || {
                 if let Some((meta, next)) = &piece.head {
                     writer.queue(meta, *next, &mut out);

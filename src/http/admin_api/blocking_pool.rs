@@ -7,7 +7,7 @@
 //! run on the async runtime's worker threads, eight clients looking at a
 //! queue of 100,000 messages took both of a machine's cores and made an
 //! unrelated SendMessage wait over a second. Such work runs here instead:
-//! on tokio's blocking threads, at most [`HeavyWork::concurrency`] at a
+//! on tokio's blocking threads, at most [`BlockingPool::concurrency`] at a
 //! time (half the cores, at least one), the others waiting their turn for a
 //! bounded time and then answered with a retryable 503.
 
@@ -21,21 +21,21 @@ use crate::error::{ErrorCode, SqsError};
 /// How long a look waits for its turn before it is refused.
 const WAIT_FOR_TURN: Duration = Duration::from_secs(10);
 
-pub struct HeavyWork {
+pub struct BlockingPool {
     turns: Arc<Semaphore>,
     concurrency: usize,
 }
 
-impl Default for HeavyWork {
-    fn default() -> HeavyWork {
+impl Default for BlockingPool {
+    fn default() -> BlockingPool {
         let cores = std::thread::available_parallelism().map_or(1, |n| n.get());
-        HeavyWork::new((cores / 2).max(1))
+        BlockingPool::new((cores / 2).max(1))
     }
 }
 
-impl HeavyWork {
-    pub fn new(concurrency: usize) -> HeavyWork {
-        HeavyWork {
+impl BlockingPool {
+    pub fn new(concurrency: usize) -> BlockingPool {
+        BlockingPool {
             turns: Arc::new(Semaphore::new(concurrency)),
             concurrency,
         }
@@ -81,20 +81,19 @@ mod tests {
 
     #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
     async fn no_more_than_the_concurrency_run_at_once() {
-        let heavy = Arc::new(HeavyWork::new(2));
+        let pool = Arc::new(BlockingPool::new(2));
         let (running, most) = (Arc::new(AtomicUsize::new(0)), Arc::new(AtomicUsize::new(0)));
         let tasks: Vec<_> = (0..8)
             .map(|_| {
-                let (heavy, running, most) = (heavy.clone(), running.clone(), most.clone());
+                let (pool, running, most) = (pool.clone(), running.clone(), most.clone());
                 tokio::spawn(async move {
-                    heavy
-                        .run(move || {
-                            let now = running.fetch_add(1, Ordering::SeqCst) + 1;
-                            most.fetch_max(now, Ordering::SeqCst);
-                            std::thread::sleep(Duration::from_millis(20));
-                            running.fetch_sub(1, Ordering::SeqCst);
-                        })
-                        .await
+                    pool.run(move || {
+                        let now = running.fetch_add(1, Ordering::SeqCst) + 1;
+                        most.fetch_max(now, Ordering::SeqCst);
+                        std::thread::sleep(Duration::from_millis(20));
+                        running.fetch_sub(1, Ordering::SeqCst);
+                    })
+                    .await
                 })
             })
             .collect();
