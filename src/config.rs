@@ -455,10 +455,16 @@ fn parse_size(value: &str) -> Result<u64, String> {
         .ok_or_else(|| format!("{value:?} is not a size such as 4GiB, 512MiB, 64KiB or 1048576"))
 }
 
+/// The largest request body read. A batch may carry 1 MiB of payload, and
+/// encodings inflate it (JSON's \uXXXX escapes up to 3x, base64 by 4/3).
+/// Here rather than with the HTTP front that enforces it: the setting of
+/// `--max-body-buffer` is checked against it.
+pub const MAX_REQUEST_BODY: usize = 5 * 1024 * 1024;
+
 /// A size that holds at least one body of the largest size read.
 fn parse_body_buffer(value: &str) -> Result<u64, String> {
     let size = parse_size(value)?;
-    let least = crate::http::request_body::MAX_REQUEST_BODY as u64;
+    let least = MAX_REQUEST_BODY as u64;
     if size < least {
         return Err(format!(
             "{value:?} is less than {least} bytes (5MiB), the largest request body, which must fit"

@@ -132,7 +132,7 @@ impl Membership {
         layout: &Layout,
         ttl: Duration,
         what: &str,
-    ) -> Result<Vec<String>, String> {
+    ) -> Result<Vec<String>, Error> {
         self.beat_script
             .evalsha_with_reload(
                 client,
@@ -145,7 +145,6 @@ impl Membership {
                 ],
             )
             .await
-            .map_err(|e| e.to_string())
     }
 }
 

@@ -19,11 +19,8 @@ use axum::body::{Body, Bytes};
 use http_body_util::BodyExt;
 use tokio::sync::{OwnedSemaphorePermit, Semaphore};
 
+use crate::config::MAX_REQUEST_BODY;
 use crate::error::{ErrorCode, SqsError};
-
-/// The largest request body read. A batch may carry 1 MiB of payload, and
-/// encodings inflate it (JSON's \uXXXX escapes up to 3x, base64 by 4/3).
-pub const MAX_REQUEST_BODY: usize = 5 * 1024 * 1024;
 
 /// The bytes all request bodies in memory may take together.
 pub struct BodyBudget {

@@ -38,7 +38,7 @@ async fn ready(State(state): State<Arc<AppState>>) -> Response {
 /// (After that a shard moving does not make it unready: its requests wait
 /// for the new leader.) Either way not before the snapshot's and the
 /// configuration file's queues are in place (`Service::preparing`).
-pub(super) fn readiness(state: &AppState) -> Result<(), String> {
+pub(super) fn readiness(state: &AppState) -> Result<(), NotReady> {
     let first = &state.first_shard().leadership;
     let has_leader =
         |shard: &ShardFront| shard.leadership.is_serving() || shard.leadership.leader_url().is_some();
@@ -64,19 +64,34 @@ pub(super) fn readiness(state: &AppState) -> Result<(), String> {
     if ready && !preparing {
         Ok(())
     } else if preparing {
-        Err("creating the queues of the snapshot and the configuration file".into())
+        Err(NotReady::Preparing)
     } else if state.sharded() {
         Err(match first.role() {
-            Role::ShuttingDown => "shutting down",
+            Role::ShuttingDown => NotReady::ShuttingDown,
             _ if !state.every_shard_led.load(std::sync::atomic::Ordering::Acquire) => {
-                "not every shard has had a leader this instance knows of yet"
+                NotReady::ShardsNotYetLed
             }
-            _ => "no shard has a leader this instance knows of",
-        }
-        .into())
+            _ => NotReady::NoShardLed,
+        })
     } else {
-        Err(first.role().name().into())
+        Err(NotReady::Role(first.role()))
     }
+}
+
+/// Why an instance does not serve, as `/ready` says it.
+#[derive(Debug, thiserror::Error)]
+pub(super) enum NotReady {
+    #[error("creating the queues of the snapshot and the configuration file")]
+    Preparing,
+    #[error("shutting down")]
+    ShuttingDown,
+    #[error("not every shard has had a leader this instance knows of yet")]
+    ShardsNotYetLed,
+    #[error("no shard has a leader this instance knows of")]
+    NoShardLed,
+    /// Unsharded: the instance's role (passive, shutting down, ...).
+    #[error("{}", .0.name())]
+    Role(Role),
 }
 
 /// The leader as `/status` and the admin page show it.

@@ -41,7 +41,7 @@ use crate::leader::Leadership;
 use crate::metrics::Metrics;
 use crate::queue::clock::{Clock, SystemClock, VirtualClock};
 use crate::service::shards::Placement;
-use crate::service::{ConfiguredQueueError, ImportError, QueueSpec, SeedSource, Service};
+use crate::service::{ConfiguredQueueError, ImportError, QueueSpec, SeedError, SeedSource, Service};
 use crate::store::disk::{DiskError, DiskStore};
 use crate::store::redis::SetupError;
 use crate::store::snapshot::{self, SnapshotError};
@@ -158,7 +158,7 @@ fn seed_from(
                 .take();
             let queues = match kept {
                 Some(queues) => queues,
-                None => read().map_err(|error| error.to_string())?,
+                None => read().map_err(|error| Arc::new(error) as SeedError)?,
             };
             Ok(queues
                 .into_iter()

@@ -26,13 +26,17 @@ use crate::journal::Write;
 use crate::queue::Queue;
 
 /// Reads the snapshot's queues of this service's shard.
-pub type SeedSource = Arc<dyn Fn() -> Result<Vec<Queue>, String> + Send + Sync>;
+pub type SeedSource = Arc<dyn Fn() -> Result<Vec<Queue>, SeedError> + Send + Sync>;
+
+/// Why the snapshot could not be read again (the store's snapshot reader
+/// says, naming the line; the service does not know the file's format).
+pub type SeedError = Arc<dyn std::error::Error + Send + Sync>;
 
 /// Why an import was refused; nothing of it was applied.
 #[derive(Debug, Clone, thiserror::Error)]
 pub enum ImportError {
     #[error("cannot read the snapshot to import: {0}")]
-    Read(String),
+    Read(SeedError),
     #[error(
         "the snapshot's {queues} new queues with {messages} messages do not fit ({}); nothing was imported",
         error.message
@@ -98,7 +102,7 @@ impl Service {
     async fn import_from(&self, seed: SeedSource) -> Result<Imported, ImportError> {
         let queues = tokio::task::spawn_blocking(move || seed())
             .await
-            .map_err(|panic| ImportError::Read(panic.to_string()))?
+            .map_err(|panic| ImportError::Read(Arc::new(panic)))?
             .map_err(ImportError::Read)?;
         let mut imported = Imported::default();
         // Recorded before the map is locked: copying a large queue's

@@ -285,7 +285,7 @@ pub enum Problem {
     #[error("queue {name}: {reason}")]
     Queue { name: String, reason: String },
     #[error("message of queue {queue}: {reason}")]
-    Message { queue: String, reason: String },
+    Message { queue: String, reason: MessageProblem },
     #[error(
         "the end line counts {said} queues and {said_messages} messages, the snapshot holds {queues} and {messages}"
     )]
@@ -299,6 +299,32 @@ pub enum Problem {
     AfterEnd,
     #[error("the snapshot has no end line: it was cut short (an export interrupted?); export it again")]
     Incomplete,
+}
+
+/// Why a message line is refused.
+#[derive(Debug, thiserror::Error)]
+pub enum MessageProblem {
+    /// What SendMessage would answer for it.
+    #[error("{}", .0.message)]
+    Refused(crate::error::SqsError),
+    #[error("attribute {0}: BinaryValue is not base64")]
+    NotBase64(String),
+    #[error("attribute {0}: give one of StringValue and BinaryValue")]
+    NotOneValue(String),
+    #[error("body and attributes are longer than the queue's MaximumMessageSize, {0} bytes")]
+    TooLong(usize),
+    #[error("a message of a FIFO queue needs a group_id")]
+    NoGroup,
+    #[error("only messages of FIFO queues have a deduplication_id")]
+    DeduplicationOnStandard,
+    #[error("a message in flight has been received: give its receive_count")]
+    InFlightNeverReceived,
+    #[error("sequence_number 0: sequence numbers start at 1")]
+    SequenceZero,
+    #[error("sequence number {0} is past the highest a queue can go on from, {MAX_SEQUENCE}")]
+    SequencePast(u64),
+    #[error("sequence number {0} comes twice")]
+    SequenceTwice(u64),
 }
 
 /// What the messages and queues a snapshot leaves out take by default.
@@ -400,7 +426,7 @@ impl Reader<'_, '_> {
                 if !seqs.insert(message.seq) {
                     return Err(Problem::Message {
                         queue: queue.name.clone(),
-                        reason: format!("sequence number {} comes twice", message.seq),
+                        reason: MessageProblem::SequenceTwice(message.seq),
                     });
                 }
                 messages.push(message);
@@ -484,8 +510,8 @@ fn message(
     line: MessageLine<'_>,
     after: u64,
     defaults: &Defaults<'_>,
-) -> Result<Message, String> {
-    let reason = |error: crate::error::SqsError| error.message;
+) -> Result<Message, MessageProblem> {
+    let reason = MessageProblem::Refused;
     let body = line.body.into_owned();
     message::validate_body(&body).map_err(reason)?;
     let mut attributes = MessageAttributes::new();
@@ -495,13 +521,9 @@ fn message(
             (None, Some(base64)) => AttributeValue::Binary(
                 BASE64
                     .decode(base64)
-                    .map_err(|_| format!("attribute {name}: BinaryValue is not base64"))?,
+                    .map_err(|_| MessageProblem::NotBase64(name.clone()))?,
             ),
-            _ => {
-                return Err(format!(
-                    "attribute {name}: give one of StringValue and BinaryValue"
-                ));
-            }
+            _ => return Err(MessageProblem::NotOneValue(name)),
         };
         attributes.insert(
             name,
@@ -514,13 +536,11 @@ fn message(
     message::validate_attributes(&attributes).map_err(reason)?;
     let max = queue.attributes.maximum_message_size as usize;
     if body.len() + message::attributes_size(&attributes) > max {
-        return Err(format!(
-            "body and attributes are longer than the queue's MaximumMessageSize, {max} bytes"
-        ));
+        return Err(MessageProblem::TooLong(max));
     }
     match (queue.is_fifo(), &line.group_id, &line.deduplication_id) {
-        (true, None, _) => return Err("a message of a FIFO queue needs a group_id".into()),
-        (false, _, Some(_)) => return Err("only messages of FIFO queues have a deduplication_id".into()),
+        (true, None, _) => return Err(MessageProblem::NoGroup),
+        (false, _, Some(_)) => return Err(MessageProblem::DeduplicationOnStandard),
         _ => {}
     }
     if let Some(group) = &line.group_id {
@@ -536,7 +556,7 @@ fn message(
         Some(StateLine::Delayed { until }) => MessageState::Delayed { until },
         Some(StateLine::InFlight { until, received_at }) => {
             if line.receive_count == 0 {
-                return Err("a message in flight has been received: give its receive_count".into());
+                return Err(MessageProblem::InFlightNeverReceived);
             }
             MessageState::InFlight { until, received_at }
         }
@@ -545,14 +565,12 @@ fn message(
     // draws one (as after a move to a dead-letter queue).
     let receipt_key = line.receipt_key;
     let seq = match line.sequence_number {
-        Some(0) => return Err("sequence_number 0: sequence numbers start at 1".into()),
+        Some(0) => return Err(MessageProblem::SequenceZero),
         Some(seq) => seq,
         None => after.saturating_add(1),
     };
     if seq > MAX_SEQUENCE {
-        return Err(format!(
-            "sequence number {seq} is past the highest a queue can go on from, {MAX_SEQUENCE}"
-        ));
+        return Err(MessageProblem::SequencePast(seq));
     }
     let arc = |text: Option<String>| text.map(Arc::<str>::from);
     Ok(Message {

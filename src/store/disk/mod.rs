@@ -290,22 +290,20 @@ impl DiskStore {
             )
             .map_err(sqlite)?;
             let messages = self.read_messages(connection, &name, &states)?;
-            let dedup = records(
+            let dedup = self.records(
                 connection,
                 "SELECT key, record FROM dedup WHERE queue = ?1",
                 &name,
                 codec::decode_dedup,
-            )
-            .map_err(sqlite)?
-            .map_err(|key| damaged(format!("queue {name}: deduplication record {key} cannot be read")))?;
-            let attempts = records(
+                "deduplication record",
+            )?;
+            let attempts = self.records(
                 connection,
                 "SELECT id, record FROM attempts WHERE queue = ?1",
                 &name,
                 codec::decode_attempt,
-            )
-            .map_err(sqlite)?
-            .map_err(|id| damaged(format!("queue {name}: receive attempt {id} cannot be read")))?;
+                "receive attempt",
+            )?;
             let next_seq: Option<i64> = connection
                 .query_row("SELECT ceiling FROM sequences WHERE name = ?1", [&name], |row| {
                     row.get(0)
@@ -323,6 +321,29 @@ impl DiskStore {
 }
 
 impl DiskStore {
+    /// One queue's `(key, record)` rows that `query` selects, each decoded;
+    /// a record that cannot be read makes the file damaged, naming the
+    /// queue and the record (`what`, and its key).
+    fn records<T>(
+        &self,
+        connection: &Connection,
+        query: &str,
+        queue: &str,
+        decode: fn(&str) -> Option<T>,
+        what: &str,
+    ) -> Result<Vec<(String, T)>, DiskError> {
+        let rows: HashMap<String, String> = rows(connection, query, queue).map_err(|e| self.sqlite(e))?;
+        rows.into_iter()
+            .map(|(key, text)| match decode(&text) {
+                Some(value) => Ok((key, value)),
+                None => Err(DiskError::Damaged {
+                    file: self.file.clone(),
+                    reason: format!("queue {queue}: {what} {key} cannot be read"),
+                }),
+            })
+            .collect()
+    }
+
     /// A queue's messages in order. A large queue is read in as many
     /// ranges of sequence numbers as there are cores, each on a
     /// connection of its own: decoding is most of a load's work, and a
@@ -445,24 +466,6 @@ fn rows<K: rusqlite::types::FromSql + Eq + std::hash::Hash>(
     let mut statement = connection.prepare_cached(query)?;
     let rows = statement.query_map([queue], |row| Ok((row.get(0)?, row.get(1)?)))?;
     rows.collect()
-}
-
-/// One queue's `(key, record)` rows that `query` selects, each decoded;
-/// `Err(key)` names one that cannot be read.
-fn records<T>(
-    connection: &Connection,
-    query: &str,
-    queue: &str,
-    decode: fn(&str) -> Option<T>,
-) -> rusqlite::Result<Result<Vec<(String, T)>, String>> {
-    let rows: HashMap<String, String> = rows(connection, query, queue)?;
-    Ok(rows
-        .into_iter()
-        .map(|(key, text)| match decode(&text) {
-            Some(value) => Ok((key, value)),
-            None => Err(key),
-        })
-        .collect())
 }
 
 /// SQLite's own damage reports are told apart: they name the file and
