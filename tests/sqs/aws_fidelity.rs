@@ -7,21 +7,9 @@ use serde_json::{Value, json};
 
 /// A JSON-protocol call: status, body, and the x-amzn-query-error header.
 async fn json_call(server: &Server, action: &str, input: Value) -> (u16, Value, Option<String>) {
-    let response = reqwest::Client::new()
-        .post(&server.url)
-        .header("x-amz-target", format!("AmazonSQS.{action}"))
-        .header("content-type", "application/x-amz-json-1.0")
-        .body(input.to_string())
-        .send()
-        .await
-        .unwrap();
-    let status = response.status().as_u16();
-    let query_error = response
-        .headers()
-        .get("x-amzn-query-error")
-        .map(|v| v.to_str().unwrap().to_string());
-    let body = serde_json::from_slice(&response.bytes().await.unwrap()).unwrap();
-    (status, body, query_error)
+    let target = format!("AmazonSQS.{action}");
+    let answer = crate::common::json_call(&server.url, Some(&target), input.to_string()).await;
+    (answer.status, answer.body, answer.query_error)
 }
 
 /// A Query-protocol call: status and XML body.

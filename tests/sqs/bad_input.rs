@@ -4,37 +4,12 @@
 use crate::common::Server;
 use serde_json::{Value, json};
 
-struct Answer {
-    status: u16,
-    query_error: Option<String>,
-    body: Value,
-}
+type Answer = crate::common::JsonAnswer;
 
 async fn call(server: &Server, target: Option<&str>, body: impl Into<reqwest::Body>) -> Answer {
-    let mut request = reqwest::Client::new()
-        .post(&server.url)
-        .header("content-type", "application/x-amz-json-1.0")
-        .body(body);
-    if let Some(target) = target {
-        request = request.header("x-amz-target", target);
-    }
-    let response = tokio::time::timeout(std::time::Duration::from_secs(10), request.send())
-        .await
-        .expect("ssq answers within 10 s")
-        .expect("ssq answers");
-    let status = response.status().as_u16();
-    let query_error = response
-        .headers()
-        .get("x-amzn-query-error")
-        .map(|v| v.to_str().unwrap().to_string());
-    assert!(response.headers().contains_key("x-amzn-requestid"));
-    let bytes = response.bytes().await.unwrap();
-    let body = serde_json::from_slice(&bytes).unwrap_or_else(|_| panic!("JSON error body, got {bytes:?}"));
-    Answer {
-        status,
-        query_error,
-        body,
-    }
+    let answer = crate::common::json_call(&server.url, target, body).await;
+    assert!(answer.request_id.is_some(), "every answer has a request id");
+    answer
 }
 
 fn error_type(answer: &Answer) -> &str {

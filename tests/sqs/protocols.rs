@@ -58,28 +58,15 @@ impl Sqs {
     }
 
     async fn call_json(&self, action: &str, input: Value) -> Result<Value, Failure> {
-        let response = self
-            .http
-            .post(&self.endpoint)
-            .header("x-amz-target", format!("AmazonSQS.{action}"))
-            .header("content-type", "application/x-amz-json-1.0")
-            .body(input.to_string())
-            .send()
-            .await
-            .unwrap();
-        let status = response.status().as_u16();
-        let code = response
-            .headers()
-            .get("x-amzn-query-error")
-            .map(|v| v.to_str().unwrap().split(';').next().unwrap().to_string());
-        let body: Value = serde_json::from_slice(&response.bytes().await.unwrap()).unwrap();
-        match code {
-            Some(code) => Err(Failure {
-                status,
-                code,
-                message: body["message"].as_str().unwrap_or_default().to_string(),
+        let target = format!("AmazonSQS.{action}");
+        let answer = crate::common::json_call(&self.endpoint, Some(&target), input.to_string()).await;
+        match answer.query_error {
+            Some(query_error) => Err(Failure {
+                status: answer.status,
+                code: query_error.split(';').next().unwrap_or_default().to_string(),
+                message: answer.body["message"].as_str().unwrap_or_default().to_string(),
             }),
-            None => Ok(body),
+            None => Ok(answer.body),
         }
     }
 

@@ -256,3 +256,48 @@ impl Endpoints {
             .collect()
     }
 }
+
+/// A JSON-protocol call's answer, as the wire gives it.
+pub struct JsonAnswer {
+    pub status: u16,
+    /// The `x-amzn-query-error` header: the Query code and fault.
+    pub query_error: Option<String>,
+    pub request_id: Option<String>,
+    pub body: serde_json::Value,
+}
+
+/// A raw AWS JSON 1.0 call to `endpoint`: `target` as the X-Amz-Target
+/// header (none: left out), `body` as it is; answered within 10 s with a
+/// JSON body, or the test fails.
+pub async fn json_call(endpoint: &str, target: Option<&str>, body: impl Into<reqwest::Body>) -> JsonAnswer {
+    let mut request = reqwest::Client::new()
+        .post(endpoint)
+        .header("content-type", "application/x-amz-json-1.0")
+        .body(body);
+    if let Some(target) = target {
+        request = request.header("x-amz-target", target);
+    }
+    let response = tokio::time::timeout(std::time::Duration::from_secs(10), request.send())
+        .await
+        .expect("ssq answers within 10 s")
+        .expect("ssq answers");
+    let header = |name: &str| {
+        response
+            .headers()
+            .get(name)
+            .map(|v| v.to_str().unwrap().to_string())
+    };
+    let (status, query_error, request_id) = (
+        response.status().as_u16(),
+        header("x-amzn-query-error"),
+        header("x-amzn-requestid"),
+    );
+    let bytes = response.bytes().await.unwrap();
+    let body = serde_json::from_slice(&bytes).unwrap_or_else(|_| panic!("a JSON body, got {bytes:?}"));
+    JsonAnswer {
+        status,
+        query_error,
+        request_id,
+        body,
+    }
+}
