@@ -2,9 +2,10 @@
 //!
 //! The layers, each using only those listed before it: `queue` (the pure
 //! core), `service` (queues behind locks, long polling, shards' placement),
-//! `store` (Redis: durability and connections), `cluster` (election, the
-//! sharded group, messages between shards), `api`, `protocol` and `http`
-//! (SQS calls and their wire formats), and `node` wiring them. `error`,
+//! `store` (durability: Redis, or SQLite on local disk; snapshots),
+//! `cluster` (election, the sharded group, messages between shards), `api`,
+//! `protocol` and `http` (SQS calls and their wire formats, a folder per
+//! HTTP surface), and `node` wiring them. `error`,
 //! `journal` (what the service hands the store), `leader` (who may serve,
 //! with which token), `metrics` and `config` are shared.
 
