@@ -13,7 +13,7 @@
 
 pub(crate) mod admin_api;
 mod call;
-mod control_api;
+pub(crate) mod control_api;
 pub(crate) mod hosts;
 mod large_answers;
 pub(crate) mod listener;
@@ -35,7 +35,6 @@ use axum::routing::get;
 use self::call::not_serving;
 pub use self::localstack::{ReadyLine, announce_ready};
 pub use self::shard_front::ShardFront;
-use self::sqs_api::forward::Forwarder;
 use self::sqs_api::sqs;
 use self::status::{admin_routes, leader_json, shard_map_json};
 use crate::api::{RequestContext, RequestRegion};
@@ -57,8 +56,6 @@ pub struct AppState {
     pub placement: Placement,
     /// The group's members and shares, in a sharded group.
     pub membership: Option<Arc<Membership>>,
-    /// Sends requests on to the leader of their shard, in a sharded group.
-    pub forwarder: Forwarder,
     pub metrics: Arc<Metrics>,
     pub account_id: String,
     /// The instance's own region (`--region`).
@@ -72,28 +69,17 @@ pub struct AppState {
     pub credentials: Option<crate::http::sqs_api::sigv4::Credentials>,
     /// Time a client has to send a request's body.
     pub request_timeout: std::time::Duration,
-    /// How long a request for a shard with no leader waits for one (in a
-    /// sharded group): about two lock-retry intervals.
-    pub shard_wait: std::time::Duration,
     /// In a sharded group: every shard has had a leader this instance knew
     /// of (`/ready` waits for it).
     pub every_shard_led: std::sync::atomic::AtomicBool,
     /// What all request bodies and large answers in memory may take together.
     pub body_budget: BodyBudget,
-    /// Looks at queues, run off the runtime a few at a time.
-    pub blocking_pool: admin_api::blocking_pool::BlockingPool,
-    /// The admin page and the other operational endpoints have their own
-    /// address (`--admin-listen`).
-    pub admin_apart: bool,
+    /// What each surface keeps of its own.
+    pub sqs: sqs_api::SqsApiState,
     pub admin: admin_api::AdminState,
+    pub control: control_api::ControlApiState,
     /// Where the state is kept (`/status`, `/metrics`).
     pub storage: Storage,
-    /// `--control-api`: `/_ssq/` is served (`control_api/`).
-    pub control_api: bool,
-    /// The faults the control API injects (`control_api/faults.rs`); none without it.
-    pub faults: control_api::faults::Faults,
-    /// `--clock virtual`: the clock `POST /_ssq/clock` moves.
-    pub virtual_clock: Option<Arc<crate::queue::clock::VirtualClock>>,
 }
 
 /// Where an instance keeps its state.
@@ -211,7 +197,7 @@ pub fn router(state: Arc<AppState>) -> Router {
 /// the LocalStack drop-in and, when on, the control API.
 fn sqs_address_routes(state: &AppState) -> Router<Arc<AppState>> {
     let routes = queue_path_routes().merge(localstack::routes());
-    match state.control_api {
+    match state.control.enabled {
         true => routes.merge(control_api::routes()),
         false => routes,
     }
@@ -283,7 +269,7 @@ async fn home(state: State<Arc<AppState>>, request: Request) -> Response {
     if is_query_get(request.uri()) {
         return sqs(state, request).await;
     }
-    if state.admin_apart {
+    if state.admin.apart {
         return (
             StatusCode::NOT_FOUND,
             "The admin page is on the admin address (--admin-listen).\n",

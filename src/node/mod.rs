@@ -31,9 +31,11 @@ use crate::cluster::group::WrongShardCount;
 use crate::config::{ClockKind, Config, LogFormat};
 use crate::http::admin_api::AdminState;
 use crate::http::admin_api::activity::ActivityHistory;
+use crate::http::control_api::ControlApiState;
 use crate::http::hosts::AllowedHosts;
 use crate::http::listener::{ConnectionTimeouts, LimitedListener};
 use crate::http::request_body::BodyBudget;
+use crate::http::sqs_api::SqsApiState;
 use crate::http::sqs_api::forward::Forwarder;
 use crate::http::sqs_api::sigv4::{Credentials, CredentialsError};
 use crate::http::{AppState, ReadyLine, ShardFront, Storage, admin_router, router, sqs_router};
@@ -353,14 +355,16 @@ impl Node {
         let state = app_state(
             &config,
             &node_id,
-            fronts,
-            placement,
-            membership,
-            metrics,
-            credentials,
-            activity,
-            admin_apart,
-            virtual_clock,
+            FrontParts {
+                shards: fronts,
+                placement,
+                membership,
+                metrics,
+                credentials,
+                activity,
+                admin_apart,
+                virtual_clock,
+            },
         );
         let ready_line = match config.log_format {
             LogFormat::Text => ReadyLine::Bare,
@@ -430,26 +434,36 @@ fn log_started(config: &Config, with_redis: bool, shards: usize, address: Socket
     }
 }
 
-/// What the HTTP front shares, from the configuration and the shards.
-#[allow(clippy::too_many_arguments)]
-fn app_state(
-    config: &Config,
-    node_id: &str,
+/// What the HTTP front is built from besides the configuration.
+struct FrontParts {
     shards: Vec<ShardFront>,
     placement: Placement,
     membership: Option<Arc<Membership>>,
     metrics: Arc<Metrics>,
     credentials: Option<Credentials>,
     activity: Arc<ActivityHistory>,
+    /// The admin page and the operational endpoints on their own address.
     admin_apart: bool,
     virtual_clock: Option<Arc<VirtualClock>>,
-) -> Arc<AppState> {
+}
+
+/// What the HTTP front shares, from the configuration and the shards.
+fn app_state(config: &Config, node_id: &str, parts: FrontParts) -> Arc<AppState> {
+    let FrontParts {
+        shards,
+        placement,
+        membership,
+        metrics,
+        credentials,
+        activity,
+        admin_apart,
+        virtual_clock,
+    } = parts;
     Arc::new(AppState {
         node_id: node_id.to_string(),
         shards,
         placement,
         membership,
-        forwarder: Forwarder::new(node_id),
         metrics,
         account_id: config.account_id.clone(),
         region: config.region.clone(),
@@ -466,26 +480,30 @@ fn app_state(
         ),
         credentials,
         request_timeout: config.request_timeout,
-        shard_wait: config.lock_retry * 2,
         every_shard_led: Default::default(),
         body_budget: BodyBudget::new(config.max_body_buffer as usize),
-        blocking_pool: Default::default(),
-        admin_apart,
         storage: match (&config.data_dir, &config.redis_url) {
             (_, Some(_)) => Storage::Redis,
             (Some(dir), None) => Storage::Disk { dir: dir.clone() },
             (None, None) => Storage::Memory,
         },
-        control_api: config.control_api,
-        faults: Default::default(),
-        virtual_clock,
+        sqs: SqsApiState {
+            forwarder: Forwarder::new(node_id),
+            shard_wait: config.lock_retry * 2,
+        },
         admin: AdminState::new(
             activity,
+            admin_apart,
             match (admin_apart, &config.public_url) {
                 (true, None) => Some(config.advertise_url()),
                 _ => None,
             },
         ),
+        control: ControlApiState {
+            enabled: config.control_api,
+            faults: Default::default(),
+            virtual_clock,
+        },
     })
 }
 

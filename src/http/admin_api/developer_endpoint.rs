@@ -83,6 +83,7 @@ async fn respond(
         Ok((key, params)) => {
             let (looking, request_id) = (state.clone(), request_id.clone());
             state
+                .admin
                 .blocking_pool
                 .run(move || look_and_render(&looking, &key, &params, form, &request_id))
                 .await

@@ -54,18 +54,26 @@ pub struct AdminState {
     /// The anti-forgery token every state-changing call must carry.
     pub csrf_token: String,
     pub activity: Arc<ActivityHistory>,
+    /// The admin page and the other operational endpoints have their own
+    /// address (`--admin-listen`).
+    pub apart: bool,
     /// Where the page's queue URLs point when the page has an address of its
     /// own (`--admin-listen`) and no `--public-url` says: the SQS address
     /// (`--advertise-url`), not the page's.
     pub queue_base_url: Option<String>,
+    /// Looks at queues (the page's browser, the developer endpoint, the
+    /// snapshot), run off the runtime a few at a time.
+    pub blocking_pool: blocking_pool::BlockingPool,
 }
 
 impl AdminState {
-    pub fn new(activity: Arc<ActivityHistory>, queue_base_url: Option<String>) -> AdminState {
+    pub fn new(activity: Arc<ActivityHistory>, apart: bool, queue_base_url: Option<String>) -> AdminState {
         AdminState {
             csrf_token: format!("{:032x}", crate::queue::random::uuid().as_u128()),
             activity,
+            apart,
             queue_base_url,
+            blocking_pool: Default::default(),
         }
     }
 }
@@ -347,7 +355,13 @@ async fn messages(State(state): State<Arc<AppState>>, uri: Uri, headers: HeaderM
         ))
     };
     // The look and its JSON grow with the page: off the runtime (blocking_pool.rs).
-    match state.blocking_pool.run(look).await.and_then(|looked| looked) {
+    match state
+        .admin
+        .blocking_pool
+        .run(look)
+        .await
+        .and_then(|looked| looked)
+    {
         Ok(response) => response,
         Err(error) => answer_error(&state, Protocol::Json, &request_id, "AdminMessages", &error),
     }

@@ -150,6 +150,7 @@ impl Export<'_> {
         let mut out = std::mem::take(&mut self.out);
         let (writer, out) = self
             .state
+            .admin
             .blocking_pool
             .run(move || {
                 if let Some((meta, next)) = &piece.head {

@@ -31,6 +31,14 @@ use crate::http::AppState;
 use crate::http::call::{Output, Protocol, run, serving};
 use crate::queue::ReceiptHandle;
 
+/// What the control API keeps: whether it is on, the faults it injects
+/// (none without it), and the clock it moves with `--clock virtual`.
+pub struct ControlApiState {
+    pub enabled: bool,
+    pub faults: faults::Faults,
+    pub virtual_clock: Option<Arc<crate::queue::clock::VirtualClock>>,
+}
+
 pub(in crate::http) fn routes() -> Router<Arc<AppState>> {
     Router::new()
         .route("/_ssq/reset", post(reset))
@@ -59,7 +67,7 @@ async fn add_faults(State(state): State<Arc<AppState>>, body: Bytes) -> Response
             )));
         }
     };
-    match state.faults.add(rules) {
+    match state.control.faults.add(rules) {
         Ok(in_force) => json(StatusCode::OK, serde_json::json!({ "rules": in_force })),
         Err(error) => error_json(&error),
     }
@@ -69,13 +77,13 @@ async fn add_faults(State(state): State<Arc<AppState>>, body: Bytes) -> Response
 async fn list_faults(State(state): State<Arc<AppState>>) -> Response {
     json(
         StatusCode::OK,
-        serde_json::json!({ "rules": state.faults.list() }),
+        serde_json::json!({ "rules": state.control.faults.list() }),
     )
 }
 
 /// `DELETE /_ssq/faults`: no rule left.
 async fn clear_faults(State(state): State<Arc<AppState>>) -> Response {
-    state.faults.clear();
+    state.control.faults.clear();
     json(StatusCode::OK, serde_json::json!({ "rules": 0 }))
 }
 
@@ -91,14 +99,14 @@ pub(in crate::http) async fn run_with_faults(
     input: Input,
 ) -> Result<Output, SqsError> {
     // Without rules, the call's queue is not read out of its body.
-    if state.faults.is_empty() {
+    if state.control.faults.is_empty() {
         return run(api, ctx, wire, action, input).await;
     }
     let queue = match crate::api::route(ctx, action, &input) {
         Route::Queue(key) => Some(key),
         Route::Here => None,
     };
-    let Some(fault) = state.faults.take(action, queue.as_deref()) else {
+    let Some(fault) = state.control.faults.take(action, queue.as_deref()) else {
         return run(api, ctx, wire, action, input).await;
     };
     tokio::time::sleep(fault.latency).await;
@@ -150,7 +158,7 @@ fn clock_json(state: &AppState) -> Response {
     let now = state.first_shard().api.service.now();
     json(
         StatusCode::OK,
-        serde_json::json!({ "virtual": state.virtual_clock.is_some(), "now_millis": now }),
+        serde_json::json!({ "virtual": state.control.virtual_clock.is_some(), "now_millis": now }),
     )
 }
 
@@ -158,7 +166,7 @@ fn clock_json(state: &AppState) -> Response {
 /// N seconds (a fraction allowed) and wakes every long poll, so that one
 /// waiting on a message that turned visible returns at once.
 async fn move_clock(State(state): State<Arc<AppState>>, body: Bytes) -> Response {
-    let Some(virtual_clock) = &state.virtual_clock else {
+    let Some(virtual_clock) = &state.control.virtual_clock else {
         return error_json(&SqsError::invalid_parameter(
             "The clock is the system's: start ssq with --clock virtual to move it.",
         ));

@@ -23,6 +23,15 @@ use super::AppState;
 use super::call::{Protocol, answer, answer_error, not_serving, record, run};
 use crate::api::Action;
 
+/// What the SQS surface keeps of its own.
+pub struct SqsApiState {
+    /// Sends requests on to the leader of their shard, in a sharded group.
+    pub forwarder: forward::Forwarder,
+    /// How long a request for a shard with no leader waits for one (in a
+    /// sharded group): about two lock-retry intervals.
+    pub shard_wait: std::time::Duration,
+}
+
 /// An SQS call. It takes the request whole: axum's `HeaderMap` extractor
 /// would copy every header.
 pub(crate) async fn sqs(State(state): State<Arc<AppState>>, request: Request) -> Response {
@@ -47,7 +56,7 @@ pub(crate) async fn sqs(State(state): State<Arc<AppState>>, request: Request) ->
         Ok(Admitted { action, input, .. }) => {
             let ctx = state.context(uri, headers);
             let api = &state.first_shard().api;
-            let result = match state.control_api {
+            let result = match state.control.enabled {
                 true => super::control_api::run_with_faults(&state, api, &ctx, wire, action, input).await,
                 false => run(api, &ctx, wire, action, input).await,
             };

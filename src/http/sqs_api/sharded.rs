@@ -48,7 +48,7 @@ pub(in crate::http) async fn run_or_forward(
         Route::Here => state.first_shard(),
         Route::Queue(key) => {
             let shard = state.shard_of(&key);
-            let deadline = Instant::now() + state.shard_wait;
+            let deadline = Instant::now() + state.sqs.shard_wait;
             loop {
                 if shard.leadership.is_serving() {
                     break shard;
@@ -126,6 +126,7 @@ async fn forward_to_leader(state: &AppState, shard: &ShardFront, parts: &Parts, 
         }
         let Some(target) = &url else { break };
         last = match state
+            .sqs
             .forwarder
             .forward(target, parts, body.clone(), &state.metrics)
             .await
