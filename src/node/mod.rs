@@ -449,22 +449,13 @@ struct FrontParts {
 
 /// What the HTTP front shares, from the configuration and the shards.
 fn app_state(config: &Config, node_id: &str, parts: FrontParts) -> Arc<AppState> {
-    let FrontParts {
-        shards,
-        placement,
-        membership,
-        metrics,
-        credentials,
-        activity,
-        admin_apart,
-        virtual_clock,
-    } = parts;
+    let admin_apart = parts.admin_apart;
     Arc::new(AppState {
         node_id: node_id.to_string(),
-        shards,
-        placement,
-        membership,
-        metrics,
+        shards: parts.shards,
+        placement: parts.placement,
+        membership: parts.membership,
+        metrics: parts.metrics,
         account_id: config.account_id.clone(),
         region: config.region.clone(),
         regions: config.regions,
@@ -478,7 +469,7 @@ fn app_state(config: &Config, node_id: &str, parts: FrontParts) -> Arc<AppState>
             .into_iter()
             .flatten(),
         ),
-        credentials,
+        credentials: parts.credentials,
         request_timeout: config.request_timeout,
         every_shard_led: Default::default(),
         body_budget: BodyBudget::new(config.max_body_buffer as usize),
@@ -492,7 +483,7 @@ fn app_state(config: &Config, node_id: &str, parts: FrontParts) -> Arc<AppState>
             shard_wait: config.lock_retry * 2,
         },
         admin: AdminState::new(
-            activity,
+            parts.activity,
             admin_apart,
             match (admin_apart, &config.public_url) {
                 (true, None) => Some(config.advertise_url()),
@@ -502,7 +493,7 @@ fn app_state(config: &Config, node_id: &str, parts: FrontParts) -> Arc<AppState>
         control: ControlApiState {
             enabled: config.control_api,
             faults: Default::default(),
-            virtual_clock,
+            virtual_clock: parts.virtual_clock,
         },
     })
 }
