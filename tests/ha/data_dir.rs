@@ -19,12 +19,16 @@ fn mode(path: &Path) -> u32 {
 /// someone else), expecting it to refuse to start: its exit code (None
 /// if it was still running after 20 s, and was killed) and what it said.
 pub(crate) fn refused_start(prefix: &[&str], args: &[&str]) -> (Option<i32>, String) {
-    let binary = ssq_binary();
+    refused_start_of(&ssq_binary(), prefix, args)
+}
+
+/// [`refused_start`] of the ssq binary at `binary`.
+fn refused_start_of(binary: &Path, prefix: &[&str], args: &[&str]) -> (Option<i32>, String) {
     let mut command = match prefix.split_first() {
-        None => Command::new(&binary),
+        None => Command::new(binary),
         Some((first, rest)) => {
             let mut command = Command::new(first);
-            command.args(rest).arg(&binary);
+            command.args(rest).arg(binary);
             command
         }
     };
@@ -166,6 +170,14 @@ async fn a_database_that_cannot_be_written_is_refused_at_start() {
         true => &["setpriv", "--reuid=65534", "--regid=65534", "--clear-groups"],
         false => &[],
     };
+    // A copy nobody can run, wherever the checkout is (root's home is not
+    // nobody's to enter).
+    let bin = DataDir::new("read-only-bin");
+    std::fs::create_dir(bin.path()).unwrap();
+    std::fs::set_permissions(bin.path(), std::fs::Permissions::from_mode(0o755)).unwrap();
+    let binary = Path::new(bin.path()).join("ssq");
+    std::fs::copy(ssq_binary(), &binary).unwrap();
+    std::fs::set_permissions(&binary, std::fs::Permissions::from_mode(0o755)).unwrap();
     // A first start makes the database.
     drop(start_on(&dir, &[]).await);
     if unsafe_is_root() {
@@ -179,7 +191,7 @@ async fn a_database_that_cannot_be_written_is_refused_at_start() {
     }
     let file = Path::new(dir.path()).join("ssq.sqlite3");
     std::fs::set_permissions(&file, std::fs::Permissions::from_mode(0o444)).unwrap();
-    let (code, said) = refused_start(prefix, &["--data-dir", dir.path()]);
+    let (code, said) = refused_start_of(&binary, prefix, &["--data-dir", dir.path()]);
     assert_eq!(code, Some(1), "{said}");
     assert!(
         said.contains("cannot be written") && said.contains(&file.display().to_string()),
