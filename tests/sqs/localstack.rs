@@ -96,9 +96,12 @@ async fn log_until_ready(terminal: bool, env: &[(&str, &str)]) -> (Option<String
         .await
         .map(|r| r.status().as_u16())
         .ok();
-    let _ = Command::new("pkill")
-        .args(["-f", &format!("--listen 127.0.0.1:{port}")])
-        .status();
+    // Under `script`, ssq leads a session of its own, and a SIGHUP that
+    // `nohup` made it ignore would not end it: it is killed by its command
+    // line (a pattern that starts with no dash, which pkill would take for
+    // an option), so that none outlives the test.
+    let ours = format!("ssq --listen 127.0.0.1:{port}");
+    let _ = Command::new("pkill").args(["-KILL", "-f", &ours]).status();
     child.kill().unwrap();
     child.wait().unwrap();
     (ready, seen, answer)
