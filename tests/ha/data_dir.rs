@@ -16,7 +16,7 @@ fn mode(path: &Path) -> u32 {
 }
 
 /// Runs ssq with `args` behind `prefix` (a command that runs it as
-/// someone else), expecting it to refuse to start: its exit code (None
+/// someone else, or none), expecting it to refuse to start: its exit code (None
 /// if it was still running after 20 s, and was killed) and what it said.
 pub(crate) fn refused_start(prefix: &[&str], args: &[&str]) -> (Option<i32>, String) {
     refused_start_of(&ssq_binary(), prefix, args)
@@ -143,7 +143,7 @@ async fn a_directory_others_may_write_to_or_another_user_owns_is_refused() {
     );
 
     // Another user's (only root can give a directory away).
-    if unsafe_is_root() {
+    if running_as_root() {
         std::fs::set_permissions(dir.path(), std::fs::Permissions::from_mode(0o700)).unwrap();
         let chowned = Command::new("chown")
             .args(["nobody", dir.path()])
@@ -156,7 +156,7 @@ async fn a_directory_others_may_write_to_or_another_user_owns_is_refused() {
     }
 }
 
-fn unsafe_is_root() -> bool {
+fn running_as_root() -> bool {
     std::fs::metadata("/proc/self").is_ok_and(|m| m.uid() == 0)
 }
 
@@ -166,7 +166,7 @@ fn unsafe_is_root() -> bool {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_database_that_cannot_be_written_is_refused_at_start() {
     let dir = DataDir::new("read-only");
-    let prefix: &[&str] = match unsafe_is_root() {
+    let prefix: &[&str] = match running_as_root() {
         true => &["setpriv", "--reuid=65534", "--regid=65534", "--clear-groups"],
         false => &[],
     };
@@ -180,7 +180,7 @@ async fn a_database_that_cannot_be_written_is_refused_at_start() {
     std::fs::set_permissions(&binary, std::fs::Permissions::from_mode(0o755)).unwrap();
     // A first start makes the database.
     drop(start_on(&dir, &[]).await);
-    if unsafe_is_root() {
+    if running_as_root() {
         assert!(
             Command::new("chown")
                 .args(["-R", "nobody", dir.path()])

@@ -226,12 +226,8 @@ async fn a_restart_after_sigkill_restores_queues_messages_handles_and_fifo_state
 async fn a_second_process_on_the_same_directory_refuses_to_start_naming_the_holder() {
     let dir = DataDir::new("second");
     let first = start_on(&dir, &[]).await;
-    let output = std::process::Command::new(crate::common::ssq_binary())
-        .args(["--listen", "127.0.0.1:0", "--data-dir", dir.path()])
-        .output()
-        .unwrap();
-    let stderr = String::from_utf8_lossy(&output.stderr);
-    assert_eq!(output.status.code(), Some(1), "{stderr}");
+    let (code, stderr) = crate::data_dir::refused_start(&[], &["--data-dir", dir.path()]);
+    assert_eq!(code, Some(1), "{stderr}");
     assert!(stderr.contains(dir.path()), "names the directory: {stderr}");
     assert!(
         stderr.contains(&first.pid().to_string()),
@@ -256,12 +252,8 @@ async fn a_damaged_data_file_is_refused_with_the_file_named() {
     }
     std::fs::write(&file, bytes).unwrap();
     let _ = std::fs::remove_file(Path::new(dir.path()).join("ssq.sqlite3-wal"));
-    let output = std::process::Command::new(crate::common::ssq_binary())
-        .args(["--listen", "127.0.0.1:0", "--data-dir", dir.path()])
-        .output()
-        .unwrap();
-    let stderr = String::from_utf8_lossy(&output.stderr);
-    assert_eq!(output.status.code(), Some(1), "{stderr}");
+    let (code, stderr) = crate::data_dir::refused_start(&[], &["--data-dir", dir.path()]);
+    assert_eq!(code, Some(1), "{stderr}");
     assert!(
         stderr.contains(&file.display().to_string()),
         "names the file: {stderr}"

@@ -192,12 +192,8 @@ async fn a_snapshot_that_cannot_be_imported_stops_ssq_naming_the_file_and_line()
         "{\"snapshot\":{\"version\":1}}\n{\"queue\":{\"name\":\"q\"}}\n{\"message\":{\"body\":\"cut off here\"}}\n",
     )
     .unwrap();
-    let output = std::process::Command::new(crate::common::ssq_binary())
-        .args(["--listen", "127.0.0.1:0", "--import", file.to_str().unwrap()])
-        .output()
-        .unwrap();
-    let stderr = String::from_utf8_lossy(&output.stderr);
-    assert_eq!(output.status.code(), Some(2), "{stderr}");
+    let (code, stderr) = refused_start(&[], &["--import", file.to_str().unwrap()]);
+    assert_eq!(code, Some(2), "{stderr}");
     assert!(
         stderr.contains(&file.display().to_string()),
         "names the file: {stderr}"
