@@ -109,6 +109,13 @@ pub struct Config {
     #[arg(long, env = "SSQ_ALLOWED_HOSTS", value_delimiter = ',')]
     pub allowed_hosts: Vec<String>,
 
+    /// Where SNS may send webhooks (HTTP/HTTPS subscriptions), comma-separated:
+    /// host names (`*.example.com` for subdomains), addresses and networks
+    /// (`10.0.0.0/8`). Deliveries elsewhere are refused, so that a client
+    /// cannot make ssq send requests into the network it runs in.
+    #[arg(long, env = "SSQ_SNS_ENDPOINTS", default_value = "localhost,127.0.0.0/8,::1/128", value_parser = parse_sns_endpoints)]
+    pub sns_endpoints: crate::webhooks::Destinations,
+
     /// PEM file of the CA that signed Redis's TLS certificate, for a
     /// rediss:// URL [default: the system's roots].
     #[arg(long, env = "SSQ_REDIS_CA_FILE")]
@@ -503,6 +510,10 @@ fn parse_node_id(value: &str) -> Result<String, String> {
             "{value:?} is not a node id: use 1 to 128 visible ASCII characters other than '|'"
         ))
     }
+}
+
+fn parse_sns_endpoints(text: &str) -> Result<crate::webhooks::Destinations, String> {
+    crate::webhooks::Destinations::parse(text).map_err(|error| error.to_string())
 }
 
 fn parse_public_url(value: &str) -> Result<String, String> {

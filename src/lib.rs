@@ -1,7 +1,7 @@
 //! ssq: an SQS-compatible queue server. See docs/ARCHITECTURE.md for the map.
 //!
-//! The layers, each using only those listed before it: `queue` (the pure
-//! core), `service` (queues behind locks, long polling, shards' placement),
+//! The layers, each using only those listed before it: `queue` and `topic`
+//! (the pure cores of SQS and SNS), `service` (queues behind locks, long polling, shards' placement),
 //! `store` (durability: Redis, or SQLite on local disk; snapshots),
 //! `cluster` (election, the sharded group, messages between shards), `api`,
 //! `protocol` and `http` (SQS calls and their wire formats, a folder per
@@ -22,3 +22,5 @@ pub mod protocol;
 pub mod queue;
 pub mod service;
 pub mod store;
+pub mod topic;
+pub mod webhooks;

@@ -42,6 +42,8 @@ pub struct Metrics {
     pub forward_seconds: Histogram,
     /// Messages between shards (`transfers.rs`), by step.
     pub transfers: IntCounterVec,
+    /// SNS, by topic and CloudWatch's metric name.
+    sns: IntCounterVec,
 }
 
 impl Metrics {
@@ -220,6 +222,15 @@ impl Metrics {
             &["step"],
         )
         .expect("valid metric");
+        let sns = IntCounterVec::new(
+            Opts::new(
+                "ssq_sns_total",
+                "SNS by topic and CloudWatch's metric name: NumberOfMessagesPublished, \
+                 NumberOfNotificationsDelivered, NumberOfNotificationsFailed, NumberOfNotificationsFilteredOut.",
+            ),
+            &["topic", "metric"],
+        )
+        .expect("valid metric");
         let build_info = IntGaugeVec::new(
             Opts::new(
                 "ssq_build_info",
@@ -241,6 +252,7 @@ impl Metrics {
             Box::new(requests.clone()) as Box<dyn prometheus::core::Collector>,
             Box::new(build_info),
             Box::new(transfers.clone()),
+            Box::new(sns.clone()),
             Box::new(shards_led.clone()),
             Box::new(data_bytes.clone()),
             Box::new(forwarded.clone()),
@@ -292,6 +304,33 @@ impl Metrics {
             forwarded,
             forward_seconds,
             transfers,
+            sns,
+        }
+    }
+
+    /// Counts one Publish on `topic` (its ARN): the copies delivered, the
+    /// ones that failed, and the subscriptions its filters kept it from.
+    pub fn sns_published(&self, topic: &str, delivered: usize, failed: usize, filtered_out: usize) {
+        let count = |metric: &str, n: usize| {
+            if n > 0 {
+                self.sns.with_label_values(&[topic, metric]).inc_by(n as u64);
+            }
+        };
+        count("NumberOfMessagesPublished", 1);
+        count("NumberOfNotificationsDelivered", delivered);
+        count("NumberOfNotificationsFailed", failed);
+        count("NumberOfNotificationsFilteredOut", filtered_out);
+    }
+
+    /// Drops a deleted topic's series, so that they do not outlive it.
+    pub fn sns_topic_deleted(&self, topic: &str) {
+        for metric in [
+            "NumberOfMessagesPublished",
+            "NumberOfNotificationsDelivered",
+            "NumberOfNotificationsFailed",
+            "NumberOfNotificationsFilteredOut",
+        ] {
+            let _ = self.sns.remove_label_values(&[topic, metric]);
         }
     }
 

@@ -22,6 +22,7 @@ mod permissions;
 mod queues;
 mod redrive;
 mod route;
+pub mod sns;
 pub(crate) mod shape;
 
 pub use route::{Route, route};

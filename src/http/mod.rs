@@ -2,7 +2,8 @@
 //! /{account}/{queue}` take SQS calls (`sqs_api/`); `GET /` is the admin
 //! page and `/admin/api/` its API, with the developer endpoint
 //! `/_aws/sqs/messages` that looks at a queue's messages without receiving
-//! them (`admin_api/`); `/_ssq/` is the control API for test suites
+//! them (`admin_api/`); SNS calls arrive at `POST /` too and are told
+//! apart there (`sns_api/`); `/_ssq/` is the control API for test suites
 //! (`control_api/`). Below them, what they share: running and answering a
 //! call (`call.rs`), the shards (`shard_front.rs`), sign-in, the host
 //! guard, bodies and large answers, the listener; and the operational
@@ -21,6 +22,7 @@ mod localstack;
 pub(crate) mod request_body;
 mod shard_front;
 mod sign_in;
+pub mod sns_api;
 pub mod sqs_api;
 mod status;
 
@@ -76,6 +78,7 @@ pub struct AppState {
     pub body_budget: BodyBudget,
     /// What each surface keeps of its own.
     pub sqs: sqs_api::SqsApiState,
+    pub sns: sns_api::SnsApiState,
     pub admin: admin_api::AdminState,
     pub control: control_api::ControlApiState,
     /// Where the state is kept (`/status`, `/metrics`).
@@ -196,7 +199,9 @@ pub fn router(state: Arc<AppState>) -> Router {
 /// What the SQS address serves besides the API's own paths: queue URLs,
 /// the LocalStack drop-in and, when on, the control API.
 fn sqs_address_routes(state: &AppState) -> Router<Arc<AppState>> {
-    let routes = queue_path_routes().merge(localstack::routes());
+    let routes = queue_path_routes()
+        .merge(localstack::routes())
+        .route("/_ssq/sns/{file}", get(sns_api::certificate));
     match state.control.enabled {
         true => routes.merge(control_api::routes()),
         false => routes,

@@ -35,6 +35,7 @@ use crate::http::control_api::ControlApiState;
 use crate::http::hosts::AllowedHosts;
 use crate::http::listener::{ConnectionTimeouts, LimitedListener};
 use crate::http::request_body::BodyBudget;
+use crate::http::sns_api::SnsApiState;
 use crate::http::sqs_api::SqsApiState;
 use crate::http::sqs_api::forward::Forwarder;
 use crate::http::sqs_api::sigv4::{Credentials, CredentialsError};
@@ -352,6 +353,14 @@ impl Node {
         let admin_apart = listeners.admin.is_some();
         let fronts = running.iter().map(|r| r.front(catalog.as_ref())).collect();
         let membership = group.as_ref().and_then(|g| g.membership.clone());
+        let webhooks = crate::webhooks::Sender::start(
+            crate::webhooks::Settings {
+                destinations: config.sns_endpoints.clone(),
+                home_region: config.region.clone(),
+                account: config.account_id.clone(),
+            },
+            running[0].service.clone(),
+        );
         let state = app_state(
             &config,
             &node_id,
@@ -364,8 +373,17 @@ impl Node {
                 activity,
                 admin_apart,
                 virtual_clock,
+                webhooks,
             },
         );
+        // The SNS signing key takes a moment to make: begin now, so that
+        // the first Publish seldom waits for it.
+        let warming = state.clone();
+        tokio::spawn(async move {
+            if let Err(error) = warming.sns.signing_key.get().await {
+                tracing::error!(%error, "the SNS signing key could not be made");
+            }
+        });
         let ready_line = match config.log_format {
             LogFormat::Text => ReadyLine::Bare,
             LogFormat::Json => ReadyLine::Event,
@@ -445,6 +463,8 @@ struct FrontParts {
     /// The admin page and the operational endpoints on their own address.
     admin_apart: bool,
     virtual_clock: Option<Arc<VirtualClock>>,
+    /// Sends SNS's webhooks.
+    webhooks: crate::webhooks::Sender,
 }
 
 /// What the HTTP front shares, from the configuration and the shards.
@@ -481,6 +501,10 @@ fn app_state(config: &Config, node_id: &str, parts: FrontParts) -> Arc<AppState>
         sqs: SqsApiState {
             forwarder: Forwarder::new(node_id),
             shard_wait: config.lock_retry * 2,
+        },
+        sns: SnsApiState {
+            signing_key: Default::default(),
+            webhooks: parts.webhooks,
         },
         admin: AdminState::new(
             parts.activity,

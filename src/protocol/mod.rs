@@ -6,4 +6,5 @@
 
 pub(crate) mod json;
 pub mod query;
+pub mod sns;
 pub(crate) mod xml;

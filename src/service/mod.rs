@@ -28,6 +28,7 @@ mod receive;
 mod send;
 pub mod shards;
 mod slot;
+mod topics;
 
 use std::collections::{BTreeMap, HashMap};
 use std::future::Future;
@@ -42,6 +43,7 @@ pub use self::import::{ImportError, Imported, SeedError, SeedSource};
 pub use self::limits::Limits;
 pub use self::queues::{ConfiguredQueueError, Created, QueueSpec, select_names};
 pub use self::receive::ReceiveRequest;
+pub use self::topics::{Delivered, Fanout, SNS_SENDER_ID, unsubscribe_url};
 use self::slot::{QueueSlot, lock_pair};
 use crate::error::{Result, SqsError};
 use crate::journal::{Memory, Pending, Transfer, Write};
@@ -84,6 +86,8 @@ pub struct Service {
     /// receives stop sending dead letters to them (they stay in their
     /// queue, as with a missing dead-letter queue of this shard).
     missing_targets: Mutex<HashMap<String, Instant>>,
+    /// The shard's SNS topics and subscriptions (`topics.rs`).
+    topics: Mutex<crate::topic::Topics>,
 }
 
 impl Service {
@@ -106,6 +110,7 @@ impl Service {
             home: None,
             outbox_ready: Notify::new(),
             missing_targets: Mutex::new(HashMap::new()),
+            topics: topics::no_topics(),
         }
     }
 

@@ -68,3 +68,10 @@ pub(super) fn lock_pair<'a>(
         (a.lock(), second)
     }
 }
+
+/// Locks queues sorted by name (as [`lock_pair`] orders two), so that no
+/// two callers deadlock; the guards come back in that order.
+pub(super) fn lock_all(sorted: &[std::sync::Arc<QueueSlot>]) -> Vec<MutexGuard<'_, Queue>> {
+    debug_assert!(sorted.windows(2).all(|pair| pair[0].name < pair[1].name));
+    sorted.iter().map(|slot| slot.lock()).collect()
+}

@@ -22,20 +22,15 @@ pub(in crate::http) struct Admitted {
     _permit: BodyPermit,
 }
 
-/// Authenticates and reads a request. With credentials configured, the
-/// signature's head is checked before a byte of the body is read, so that
-/// requests without a valid key, date and scope take no body memory; the
-/// body is then bound to the signature. Bodies draw on the process-wide
-/// budget until the request is answered (the permit returned).
-pub(in crate::http) async fn admit(
-    state: &AppState,
+/// A request whose body was read (by [`authenticate_and_read`]): its
+/// action and input parsed in `wire`'s format.
+pub(in crate::http) fn admit(
     wire: Protocol,
-    method: &Method,
     uri: &Uri,
     headers: &HeaderMap,
-    body: Body,
+    body: Bytes,
+    permit: BodyPermit,
 ) -> Result<Admitted, SqsError> {
-    let (body, permit) = authenticate_and_read(state, method, uri, headers, body).await?;
     // POST /{account}/{queue}: the path is the queue URL.
     let queue_path = Some(uri.path()).filter(|p| p.trim_matches('/').contains('/'));
     let (action, input) = read_request(wire, uri, queue_path, headers, body.clone())?;
@@ -47,8 +42,12 @@ pub(in crate::http) async fn admit(
     })
 }
 
-/// Checks the signature (when credentials are configured) and reads the
-/// body: what every request to the SQS address goes through.
+/// Authenticates and reads a request: what every request to the SQS
+/// address goes through. With credentials configured, the signature's head
+/// is checked before a byte of the body is read, so that requests without
+/// a valid key, date and scope take no body memory; the body is then bound
+/// to the signature. Bodies draw on the process-wide budget until the
+/// request is answered (the permit returned).
 pub(in crate::http) async fn authenticate_and_read(
     state: &AppState,
     method: &Method,

@@ -40,7 +40,24 @@ pub(crate) async fn sqs(State(state): State<Arc<AppState>>, request: Request) ->
     let started = Instant::now();
     let request_id = crate::queue::random::uuid().to_string();
     let wire = Protocol::of(headers);
-    let (action, result) = match admit(&state, wire, method, uri, headers, body).await {
+    if super::sns_api::is_unsigned_link(&parts) {
+        // Its parameters are in the URL; a body is never read.
+        return super::sns_api::serve(&state, &parts, Default::default()).await;
+    }
+    let read = authenticate_and_read(&state, method, uri, headers, body)
+        .await
+        .and_then(|(body, permit)| {
+            if wire == Protocol::Query && super::sns_api::claims(&parts, &body) {
+                return Ok(Err(body));
+            }
+            Ok(Ok(admit(wire, uri, headers, body, permit)?))
+        });
+    let admitted = match read {
+        Ok(Err(sns_body)) => return super::sns_api::serve(&state, &parts, sns_body).await,
+        Ok(Ok(admitted)) => Ok(admitted),
+        Err(error) => Err(error),
+    };
+    let (action, result) = match admitted {
         Err(error) => (None, Err(error)),
         Ok(admitted) if state.sharded() => {
             let action = admitted.action;

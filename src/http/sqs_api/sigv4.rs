@@ -99,14 +99,14 @@ impl Credentials {
         if signed.scope_date != signed.amz_date[..8] || signed.terminator != "aws4_request" {
             return Err(SqsError::new(
                 ErrorCode::SignatureDoesNotMatch,
-                "The credential scope must be <date>/<region>/sqs/aws4_request, dated as X-Amz-Date.",
+                "The credential scope must be <date>/<region>/<sqs or sns>/aws4_request, dated as X-Amz-Date.",
             ));
         }
-        if signed.service != "sqs" {
+        if signed.service != "sqs" && signed.service != "sns" {
             return Err(SqsError::new(
                 ErrorCode::SignatureDoesNotMatch,
                 format!(
-                    "Credential should be scoped to correct service: 'sqs', not '{}'.",
+                    "Credential should be scoped to correct service: 'sqs' or 'sns', not '{}'.",
                     signed.service
                 ),
             ));
@@ -129,7 +129,7 @@ impl Credentials {
             ));
         }
         let mut key = hmac(format!("AWS4{secret}").as_bytes(), signed.scope_date.as_bytes());
-        for part in [signed.region.as_str(), "sqs", "aws4_request"] {
+        for part in [signed.region.as_str(), signed.service.as_str(), "aws4_request"] {
             key = hmac(&key, part.as_bytes());
         }
         let head = HeadChecked {
@@ -521,6 +521,23 @@ fn parse_amz_date(text: &str) -> Option<i64> {
 /// the signature: with credentials configured the signature is checked
 /// separately, scope included; without, any signature is taken at its word.
 pub fn signed_region(authorization: Option<&HeaderValue>, query: Option<&str>) -> Option<String> {
+    let region = credential_part(authorization, query, 2)?;
+    crate::queue::key::is_region(&region).then_some(region)
+}
+
+/// The service a request is signed for (`sqs` or `sns`), read as
+/// [`signed_region`] reads the region: what tells SNS calls from SQS calls
+/// where the action name could be either's.
+pub fn signed_service(authorization: Option<&HeaderValue>, query: Option<&str>) -> Option<String> {
+    credential_part(authorization, query, 3)
+}
+
+/// Part `index` of the credential, `<key id>/<date>/<region>/<service>/aws4_request`.
+fn credential_part(authorization: Option<&HeaderValue>, query: Option<&str>, index: usize) -> Option<String> {
+    let part = |credential: &[u8]| {
+        let piece = credential.split(|&b| b == b'/' || b == b',' || b == b' ').nth(index)?;
+        std::str::from_utf8(piece).ok().map(str::to_string)
+    };
     match authorization {
         Some(authorization) => {
             // The SDKs' layout, with the credential first, is read without
@@ -533,21 +550,13 @@ pub fn signed_region(authorization: Option<&HeaderValue>, query: Option<&str>) -
                     &bytes[text.find("Credential=")? + "Credential=".len()..]
                 }
             };
-            region_in(credential)
+            part(credential)
         }
         None => serde_urlencoded::from_str::<Vec<(String, String)>>(query?)
             .ok()?
             .into_iter()
-            .find_map(|(name, value)| (name == "X-Amz-Credential").then(|| region_in(value.as_bytes())))?,
+            .find_map(|(name, value)| (name == "X-Amz-Credential").then(|| part(value.as_bytes())))?,
     }
-}
-
-/// The region of a credential, `<key id>/<date>/<region>/sqs/aws4_request`
-/// (and whatever follows it in a header).
-fn region_in(credential: &[u8]) -> Option<String> {
-    let region = credential.splitn(4, |&b| b == b'/').nth(2)?;
-    let region = std::str::from_utf8(region).ok()?;
-    crate::queue::key::is_region(region).then(|| region.to_string())
 }
 
 #[cfg(test)]

@@ -1,0 +1,218 @@
+//! The SNS API, beside SQS's on the same address: each action reads its
+//! members from the request's [`Form`], runs against the shard's topics
+//! (and, for a Publish, its queues) and answers an [`Answer`] tree, which
+//! `protocol::sns` writes as SNS's XML.
+//!
+//! The actions live by area: [`topics`] (create, delete, list,
+//! attributes), [`subscriptions`], [`publish`] (Publish and PublishBatch)
+//! and [`tags`] (tags and permissions).
+
+mod publish;
+mod subscriptions;
+mod tags;
+mod topics;
+
+use crate::api::{Api, RequestContext};
+use crate::protocol::sns::{Answer, Form};
+use crate::service::Fanout;
+use crate::topic::envelope::Sign;
+use crate::topic::{Outbound, Result, SnsError, TopicArn};
+
+/// Every SNS action ssq serves.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Action {
+    CreateTopic,
+    DeleteTopic,
+    ListTopics,
+    GetTopicAttributes,
+    SetTopicAttributes,
+    Subscribe,
+    ConfirmSubscription,
+    Unsubscribe,
+    ListSubscriptions,
+    ListSubscriptionsByTopic,
+    GetSubscriptionAttributes,
+    SetSubscriptionAttributes,
+    Publish,
+    PublishBatch,
+    TagResource,
+    UntagResource,
+    ListTagsForResource,
+    AddPermission,
+    RemovePermission,
+}
+
+const ACTIONS: &[Action] = &[
+    Action::CreateTopic,
+    Action::DeleteTopic,
+    Action::ListTopics,
+    Action::GetTopicAttributes,
+    Action::SetTopicAttributes,
+    Action::Subscribe,
+    Action::ConfirmSubscription,
+    Action::Unsubscribe,
+    Action::ListSubscriptions,
+    Action::ListSubscriptionsByTopic,
+    Action::GetSubscriptionAttributes,
+    Action::SetSubscriptionAttributes,
+    Action::Publish,
+    Action::PublishBatch,
+    Action::TagResource,
+    Action::UntagResource,
+    Action::ListTagsForResource,
+    Action::AddPermission,
+    Action::RemovePermission,
+];
+
+/// SNS actions ssq knows but has nothing to serve with (platform
+/// applications, SMS, data protection): answered with a clear refusal
+/// rather than taken for SQS calls.
+const NOT_SERVED: &[&str] = &[
+    "CheckIfPhoneNumberIsOptedOut",
+    "CreatePlatformApplication",
+    "CreatePlatformEndpoint",
+    "CreateSMSSandboxPhoneNumber",
+    "DeleteEndpoint",
+    "DeletePlatformApplication",
+    "DeleteSMSSandboxPhoneNumber",
+    "GetDataProtectionPolicy",
+    "GetEndpointAttributes",
+    "GetPlatformApplicationAttributes",
+    "GetSMSAttributes",
+    "GetSMSSandboxAccountStatus",
+    "ListEndpointsByPlatformApplication",
+    "ListOriginationNumbers",
+    "ListPhoneNumbersOptedOut",
+    "ListPlatformApplications",
+    "ListSMSSandboxPhoneNumbers",
+    "OptInPhoneNumber",
+    "PutDataProtectionPolicy",
+    "SetEndpointAttributes",
+    "SetPlatformApplicationAttributes",
+    "SetSMSAttributes",
+    "VerifySMSSandboxPhoneNumber",
+];
+
+impl Action {
+    pub fn name(self) -> &'static str {
+        match self {
+            Action::CreateTopic => "CreateTopic",
+            Action::DeleteTopic => "DeleteTopic",
+            Action::ListTopics => "ListTopics",
+            Action::GetTopicAttributes => "GetTopicAttributes",
+            Action::SetTopicAttributes => "SetTopicAttributes",
+            Action::Subscribe => "Subscribe",
+            Action::ConfirmSubscription => "ConfirmSubscription",
+            Action::Unsubscribe => "Unsubscribe",
+            Action::ListSubscriptions => "ListSubscriptions",
+            Action::ListSubscriptionsByTopic => "ListSubscriptionsByTopic",
+            Action::GetSubscriptionAttributes => "GetSubscriptionAttributes",
+            Action::SetSubscriptionAttributes => "SetSubscriptionAttributes",
+            Action::Publish => "Publish",
+            Action::PublishBatch => "PublishBatch",
+            Action::TagResource => "TagResource",
+            Action::UntagResource => "UntagResource",
+            Action::ListTagsForResource => "ListTagsForResource",
+            Action::AddPermission => "AddPermission",
+            Action::RemovePermission => "RemovePermission",
+        }
+    }
+
+    pub fn from_name(name: &str) -> Option<Action> {
+        ACTIONS.iter().copied().find(|action| action.name() == name)
+    }
+
+    /// Whether a Query request naming `action` is for SNS. Two names are
+    /// SQS's too: AddPermission and RemovePermission are SNS's when they
+    /// name a topic.
+    pub fn claims(action: &str, form_has_topic: bool) -> bool {
+        match action {
+            "AddPermission" | "RemovePermission" => form_has_topic,
+            name => Action::from_name(name).is_some() || NOT_SERVED.contains(&name),
+        }
+    }
+}
+
+/// What an action runs with beside its form.
+pub struct Call<'a> {
+    pub api: &'a Api,
+    pub ctx: &'a RequestContext,
+    pub signer: &'a dyn Sign,
+}
+
+impl Call<'_> {
+    fn fanout(&self) -> Fanout<'_> {
+        Fanout {
+            base_url: &self.ctx.base_url,
+            home_region: &self.ctx.home_region,
+            account: &self.ctx.account_id,
+            trace_header: self.ctx.trace_id.as_deref(),
+            signer: self.signer,
+        }
+    }
+
+    /// The SignatureVersion a topic's documents are signed with.
+    fn signature_version(&self, topic: &TopicArn) -> u8 {
+        let topics = self.api.service.topics();
+        match topics.topic(topic).ok().and_then(|t| t.attributes.get("SignatureVersion")).map(String::as_str) {
+            Some("2") => 2,
+            _ => 1,
+        }
+    }
+
+    /// The topic a member names: AWS's errors for a malformed ARN, and
+    /// NotFound for a topic of another account (none is here).
+    fn topic_arn(&self, form: &Form, member: &str) -> Result<TopicArn> {
+        let arn = TopicArn::parse(member, form.required(member)?)?;
+        if arn.account != self.ctx.account_id {
+            return Err(SnsError::topic_not_found());
+        }
+        Ok(arn)
+    }
+}
+
+/// What an action leaves for the webhook sender.
+pub type Webhooks = Vec<Outbound>;
+
+/// Runs an SNS action. The name is one [`Action::claims`]; those ssq does
+/// not serve are refused.
+pub async fn dispatch(call: &Call<'_>, action_name: &str, form: &Form) -> Result<(Option<Answer>, Webhooks)> {
+    let Some(action) = Action::from_name(action_name) else {
+        return Err(SnsError::new(
+            "InvalidAction",
+            400,
+            format!(
+                "ssq does not serve the SNS action {action_name}: it has no platform applications, SMS or data \
+                 protection policies; topics, subscriptions and publishing are served."
+            ),
+        ));
+    };
+    let none = Vec::new();
+    let answer = match action {
+        Action::CreateTopic => topics::create(call, form)?,
+        Action::DeleteTopic => topics::delete(call, form)?,
+        Action::ListTopics => topics::list(call, form)?,
+        Action::GetTopicAttributes => topics::attributes(call, form)?,
+        Action::SetTopicAttributes => topics::set_attribute(call, form)?,
+        Action::Subscribe => return subscriptions::subscribe(call, form),
+        Action::ConfirmSubscription => subscriptions::confirm(call, form)?,
+        Action::Unsubscribe => subscriptions::unsubscribe(call, form)?,
+        Action::ListSubscriptions => subscriptions::list(call, form)?,
+        Action::ListSubscriptionsByTopic => subscriptions::list_by_topic(call, form)?,
+        Action::GetSubscriptionAttributes => subscriptions::attributes(call, form)?,
+        Action::SetSubscriptionAttributes => subscriptions::set_attribute(call, form)?,
+        Action::Publish => return publish::publish(call, form).await,
+        Action::PublishBatch => return publish::publish_batch(call, form).await,
+        Action::TagResource => tags::tag(call, form)?,
+        Action::UntagResource => tags::untag(call, form)?,
+        Action::ListTagsForResource => tags::list(call, form)?,
+        Action::AddPermission => tags::add_permission(call, form)?,
+        Action::RemovePermission => tags::remove_permission(call, form)?,
+    };
+    Ok((answer, none))
+}
+
+/// An attribute map as answers carry it.
+fn attribute_map(attributes: std::collections::BTreeMap<String, String>) -> Answer {
+    Answer::Map(attributes.into_iter().collect())
+}

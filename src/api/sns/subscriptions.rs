@@ -1,0 +1,146 @@
+//! Subscribe, ConfirmSubscription, Unsubscribe, the two subscription
+//! listings, and Get/SetSubscriptionAttributes.
+
+use std::collections::BTreeMap;
+
+use super::{Call, Webhooks, attribute_map};
+use crate::protocol::sns::{Answer, Form};
+use crate::topic::envelope::{Confirmation, Envelope};
+use crate::topic::{Outbound, OutboundKind, Protocol, Result, SnsError, Subscription, arn};
+
+/// What Subscribe answers for a subscription its endpoint has yet to
+/// confirm, unless the caller asked for the ARN.
+const PENDING: &str = "pending confirmation";
+
+pub(super) fn subscribe(call: &Call<'_>, form: &Form) -> Result<(Option<Answer>, Webhooks)> {
+    let topic = call.topic_arn(form, "TopicArn")?;
+    let protocol = Protocol::parse(form.required("Protocol")?)?;
+    let endpoint = form.get("Endpoint").unwrap_or_default();
+    let attributes: BTreeMap<String, String> = form
+        .map("Attributes")
+        .into_iter()
+        .map(|(key, value)| (key, value.get("").cloned().unwrap_or_default()))
+        .collect();
+    let return_arn = form.get("ReturnSubscriptionArn").is_some_and(|v| v.eq_ignore_ascii_case("true"));
+    let mut topics = call.api.service.topics();
+    let subscribed = topics.subscribe(&topic, protocol, endpoint, &attributes, &call.ctx.account_id)?;
+    let subscription = topics.subscription(&subscribed.arn)?.clone();
+    drop(topics);
+    let shown = match subscription.pending.is_some() && !return_arn {
+        true => PENDING.to_string(),
+        false => subscribed.arn.clone(),
+    };
+    let mut work = Vec::new();
+    if let Some(token) = subscribed.pending_token
+        && matches!(protocol, Protocol::Http | Protocol::Https)
+    {
+        work.push(confirmation(call, subscription, &token));
+    }
+    Ok((Some(Answer::Fields(vec![("SubscriptionArn", Answer::Text(shown))])), work))
+}
+
+pub(super) fn confirm(call: &Call<'_>, form: &Form) -> Result<Option<Answer>> {
+    let topic = call.topic_arn(form, "TopicArn")?;
+    let token = form.required("Token")?;
+    let arn = call.api.service.topics().confirm(&topic, token)?;
+    Ok(Some(Answer::Fields(vec![("SubscriptionArn", Answer::Text(arn))])))
+}
+
+pub(super) fn unsubscribe(call: &Call<'_>, form: &Form) -> Result<Option<Answer>> {
+    let arn = form.required("SubscriptionArn")?;
+    arn::subscription_topic(arn)?;
+    call.api.service.topics().unsubscribe(arn);
+    Ok(None)
+}
+
+fn listed(subscription: &Subscription) -> Answer {
+    let arn = match subscription.pending {
+        Some(_) => "PendingConfirmation".to_string(),
+        None => subscription.arn.clone(),
+    };
+    Answer::Fields(vec![
+        ("SubscriptionArn", Answer::Text(arn)),
+        ("Owner", Answer::text(&subscription.owner)),
+        ("Protocol", Answer::text(subscription.protocol.as_str())),
+        ("Endpoint", Answer::text(&subscription.endpoint)),
+        ("TopicArn", Answer::text(subscription.topic.to_string())),
+    ])
+}
+
+fn page(subscriptions: Vec<&Subscription>, next: Option<String>) -> Option<Answer> {
+    let mut fields = vec![(
+        "Subscriptions",
+        Answer::List(subscriptions.into_iter().map(listed).collect()),
+    )];
+    if let Some(next) = next {
+        fields.push(("NextToken", Answer::Text(next)));
+    }
+    Some(Answer::Fields(fields))
+}
+
+pub(super) fn list(call: &Call<'_>, form: &Form) -> Result<Option<Answer>> {
+    let topics = call.api.service.topics();
+    let (subscriptions, next) = topics.list_subscriptions(&call.ctx.account_id, form.get("NextToken"))?;
+    Ok(page(subscriptions, next))
+}
+
+pub(super) fn list_by_topic(call: &Call<'_>, form: &Form) -> Result<Option<Answer>> {
+    let topic = call.topic_arn(form, "TopicArn")?;
+    let topics = call.api.service.topics();
+    let (subscriptions, next) = topics.list_by_topic(&topic, form.get("NextToken"))?;
+    Ok(page(subscriptions, next))
+}
+
+fn subscription_arn<'a>(form: &'a Form) -> Result<&'a str> {
+    let arn = form.required("SubscriptionArn")?;
+    arn::subscription_topic(arn)?;
+    Ok(arn)
+}
+
+pub(super) fn attributes(call: &Call<'_>, form: &Form) -> Result<Option<Answer>> {
+    let arn = subscription_arn(form)?;
+    let attributes = call.api.service.topics().subscription(arn)?.describe();
+    Ok(Some(Answer::Fields(vec![("Attributes", attribute_map(attributes))])))
+}
+
+pub(super) fn set_attribute(call: &Call<'_>, form: &Form) -> Result<Option<Answer>> {
+    let arn = subscription_arn(form)?;
+    let name = form.required("AttributeName")?;
+    if name.is_empty() {
+        return Err(SnsError::parameter("AttributeName"));
+    }
+    let value = form.get("AttributeValue").unwrap_or_default();
+    call.api.service.topics().set_subscription_attribute(arn, name, value)?;
+    Ok(None)
+}
+
+/// The SubscriptionConfirmation an HTTP endpoint receives: the document,
+/// signed, with the URL that confirms.
+fn confirmation(call: &Call<'_>, subscription: Subscription, token: &str) -> Outbound {
+    let topic = subscription.topic.to_string();
+    let message_id = crate::queue::random::uuid().to_string();
+    let subscribe_url = format!(
+        "{}/?Action=ConfirmSubscription&TopicArn={topic}&Token={token}",
+        call.ctx.base_url
+    );
+    let message = format!(
+        "You have chosen to subscribe to the topic {topic}.\nTo confirm the subscription, visit the SubscribeURL included in this message."
+    );
+    let timestamp = crate::topic::envelope::timestamp(call.api.service.now());
+    let document = Confirmation {
+        message_id: &message_id,
+        token,
+        topic_arn: &topic,
+        message: &message,
+        subscribe_url: &subscribe_url,
+        timestamp: &timestamp,
+        signature_version: call.signature_version(&subscription.topic),
+    };
+    let body = Envelope::confirmation("SubscriptionConfirmation", &document, call.signer, &call.ctx.base_url).to_json();
+    Outbound {
+        subscription,
+        kind: OutboundKind::SubscriptionConfirmation,
+        message_id,
+        body,
+    }
+}

@@ -1,0 +1,64 @@
+//! CreateTopic, DeleteTopic, ListTopics, Get/SetTopicAttributes.
+
+use std::collections::BTreeMap;
+
+use super::{Call, attribute_map};
+use crate::protocol::sns::{Answer, Form};
+use crate::topic::{Result, SnsError, TopicArn};
+
+pub(super) fn create(call: &Call<'_>, form: &Form) -> Result<Option<Answer>> {
+    let name = form.required("Name")?;
+    let mut attributes: BTreeMap<String, String> = form
+        .map("Attributes")
+        .into_iter()
+        .map(|(key, value)| (key, value.get("").cloned().unwrap_or_default()))
+        .collect();
+    if let Some(policy) = form.get("DataProtectionPolicy") {
+        attributes.insert("DataProtectionPolicy".into(), policy.into());
+    }
+    let tags = super::tags::read_tags(form)?;
+    let arn = TopicArn::new(call.ctx.region.get(), &call.ctx.account_id, name);
+    let arn = call.api.service.topics().create(arn, attributes, tags)?;
+    Ok(Some(Answer::Fields(vec![("TopicArn", Answer::text(arn.to_string()))])))
+}
+
+pub(super) fn delete(call: &Call<'_>, form: &Form) -> Result<Option<Answer>> {
+    let arn = TopicArn::parse("TopicArn", form.required("TopicArn")?)?;
+    call.api.service.topics().delete(&arn);
+    call.api.service.metrics.sns_topic_deleted(&arn.to_string());
+    Ok(None)
+}
+
+pub(super) fn list(call: &Call<'_>, form: &Form) -> Result<Option<Answer>> {
+    let topics = call.api.service.topics();
+    let (page, next) = topics.list(call.ctx.region.get(), &call.ctx.account_id, form.get("NextToken"))?;
+    let mut fields = vec![(
+        "Topics",
+        Answer::List(
+            page.into_iter()
+                .map(|arn| Answer::Fields(vec![("TopicArn", Answer::Text(arn))]))
+                .collect(),
+        ),
+    )];
+    if let Some(next) = next {
+        fields.push(("NextToken", Answer::Text(next)));
+    }
+    Ok(Some(Answer::Fields(fields)))
+}
+
+pub(super) fn attributes(call: &Call<'_>, form: &Form) -> Result<Option<Answer>> {
+    let arn = call.topic_arn(form, "TopicArn")?;
+    let attributes = call.api.service.topics().topic_attributes(&arn)?;
+    Ok(Some(Answer::Fields(vec![("Attributes", attribute_map(attributes))])))
+}
+
+pub(super) fn set_attribute(call: &Call<'_>, form: &Form) -> Result<Option<Answer>> {
+    let arn = call.topic_arn(form, "TopicArn")?;
+    let name = form.required("AttributeName")?;
+    if name.is_empty() {
+        return Err(SnsError::parameter("AttributeName"));
+    }
+    let value = form.get("AttributeValue").unwrap_or_default();
+    call.api.service.topics().set_topic_attribute(&arn, name, value)?;
+    Ok(None)
+}

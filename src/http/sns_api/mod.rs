@@ -1,0 +1,173 @@
+//! The SNS surface, on the SQS address: a request is SNS's when it is
+//! signed for the service `sns` or names an action only SNS has (SQS's and
+//! SNS's AddPermission and RemovePermission are told apart by the topic
+//! they name). It is admitted as an SQS call is (signature, body budget),
+//! run on the first shard's topics, counted, answered in SNS's XML, and
+//! what it leaves for webhooks is handed to the sender without waiting.
+//!
+//! The links SNS puts in its documents (SubscribeURL, UnsubscribeURL) are
+//! unsigned GETs, as AWS's are: their token or ARN is what authorises them.
+//! The signing certificate is served at `/_ssq/sns/<file>.pem`.
+
+mod signing_key;
+
+use std::sync::Arc;
+use std::time::Instant;
+
+use axum::body::Bytes;
+use axum::extract::{Path, State};
+use axum::http::request::Parts;
+use axum::http::{HeaderValue, Method, StatusCode, header};
+use axum::response::{IntoResponse, Response};
+
+pub use self::signing_key::SigningKeyCell;
+use super::AppState;
+use super::call::not_serving;
+use crate::api::sns::{Action, Call, dispatch};
+use crate::protocol::sns::{self, Form};
+use crate::topic::SnsError;
+
+/// What the SNS surface keeps of its own.
+pub struct SnsApiState {
+    pub signing_key: SigningKeyCell,
+    pub webhooks: crate::webhooks::Sender,
+}
+
+/// Whether a Query request (its head and body) is an SNS call.
+pub(crate) fn claims(parts: &Parts, body: &[u8]) -> bool {
+    let query = parts.uri.query();
+    let service = super::sqs_api::sigv4::signed_service(parts.headers.get(header::AUTHORIZATION), query);
+    if service.as_deref() == Some("sns") {
+        return true;
+    }
+    let Ok(form) = Form::parse(body, query) else {
+        return false;
+    };
+    form.get("Action")
+        .is_some_and(|action| Action::claims(action, form.get("TopicArn").is_some()))
+}
+
+/// Whether a request is one of the links SNS's documents carry: an
+/// unsigned GET whose one `Action` is ConfirmSubscription or Unsubscribe,
+/// as AWS's are (the token, or the subscription's ARN, is what authorises
+/// it). Only its query string is read.
+pub(crate) fn is_unsigned_link(parts: &Parts) -> bool {
+    if parts.method != Method::GET || parts.headers.get(header::AUTHORIZATION).is_some() {
+        return false;
+    }
+    let Some(query) = parts.uri.query() else {
+        return false;
+    };
+    let Ok(pairs) = serde_urlencoded::from_str::<Vec<(String, String)>>(query) else {
+        return false;
+    };
+    let mut actions = pairs.iter().filter(|(name, _)| name == "Action");
+    let signed = pairs.iter().any(|(name, _)| name.starts_with("X-Amz-"));
+    match (actions.next(), actions.next()) {
+        (Some((_, action)), None) => !signed && (action == "ConfirmSubscription" || action == "Unsubscribe"),
+        _ => false,
+    }
+}
+
+/// Runs an SNS call and answers it.
+pub(crate) async fn serve(state: &Arc<AppState>, parts: &Parts, body: Bytes) -> Response {
+    let started = Instant::now();
+    let request_id = crate::queue::random::uuid().to_string();
+    let (label, result) = run(state, parts, &body).await;
+    let outcome = match &result {
+        Ok(_) => "ok",
+        Err(error) => error.code,
+    };
+    state.metrics.requests.with_label_values(&[&label, outcome]).inc();
+    state
+        .metrics
+        .request_seconds
+        .with_label_values(&[&label])
+        .observe(started.elapsed().as_secs_f64());
+    match result {
+        Ok(answer) => sns::success(&label, &request_id, answer.as_ref()),
+        Err(error) => {
+            if error.status >= 500 && error.status != 503 {
+                tracing::error!(%request_id, action = %label, %error, "internal error");
+            }
+            sns::error(&request_id, &error)
+        }
+    }
+}
+
+async fn run(state: &Arc<AppState>, parts: &Parts, body: &[u8]) -> (String, Result<Option<sns::Answer>, SnsError>) {
+    let form = match Form::parse(body, parts.uri.query()) {
+        Ok(form) => form,
+        Err(error) => return ("unknown".into(), Err(error)),
+    };
+    let Some(action) = form.get("Action").map(str::to_string) else {
+        return ("unknown".into(), Err(SnsError::missing("action")));
+    };
+    let label = match Action::from_name(&action) {
+        Some(known) => known.name().to_string(),
+        None => "unknown".to_string(),
+    };
+    let shard = state.first_shard();
+    if !shard.leadership.is_serving() {
+        return (label, Err(not_serving(state, &shard.leadership).into()));
+    }
+    if let Some(refusal) = refusal(state) {
+        return (label, Err(refusal));
+    }
+    let signer = match state.sns.signing_key.get().await {
+        Ok(signer) => signer,
+        Err(error) => return (label, Err(error)),
+    };
+    let ctx = state.context(&parts.uri, &parts.headers);
+    let call = Call {
+        api: &shard.api,
+        ctx: &ctx,
+        signer: signer.as_ref(),
+    };
+    match dispatch(&call, &action, &form).await {
+        Ok((answer, outbound)) => {
+            for work in outbound {
+                state.sns.webhooks.send(work);
+            }
+            (label, Ok(answer))
+        }
+        Err(error) => (label, Err(error)),
+    }
+}
+
+/// Why this instance cannot serve SNS, if it cannot: topics are kept in
+/// memory only so far, so a store that would lose them on a restart or a
+/// failover gets a refusal rather than an acknowledgement it cannot keep.
+fn refusal(state: &AppState) -> Option<SnsError> {
+    let why = match (&state.storage, state.sharded()) {
+        (_, true) => "in a sharded group (--shards)",
+        (super::Storage::Memory, false) => return None,
+        (super::Storage::Disk { .. }, false) => "with --data-dir",
+        (super::Storage::Redis, false) => "with --redis-url",
+    };
+    Some(SnsError::new(
+        "InvalidAction",
+        400,
+        format!(
+            "SNS is not served {why} yet: ssq keeps topics durably only where it can keep them as it keeps \
+             queues. Run ssq in memory (no --data-dir, --redis-url or --shards) to use SNS."
+        ),
+    ))
+}
+
+/// `GET /_ssq/sns/{file}`: the certificate that signs SNS documents.
+pub(crate) async fn certificate(State(state): State<Arc<AppState>>, Path(file): Path<String>) -> Response {
+    let Ok(key) = state.sns.signing_key.get().await else {
+        return (StatusCode::SERVICE_UNAVAILABLE, "The signing key is not ready; retry.\n").into_response();
+    };
+    match key.certificate(&file) {
+        Some(pem) => {
+            let mut response = pem.to_string().into_response();
+            response
+                .headers_mut()
+                .insert(header::CONTENT_TYPE, HeaderValue::from_static("application/x-pem-file"));
+            response
+        }
+        None => (StatusCode::NOT_FOUND, "No such certificate.\n").into_response(),
+    }
+}

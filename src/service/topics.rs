@@ -1,0 +1,224 @@
+//! The service's side of SNS: one shard's topics behind a lock, and a
+//! Publish's fan-out: the copy for each subscribed queue sent to its queue
+//! with every target queue locked at once (in name order, as two queues
+//! are), and all of them submitted as one commit, so that a Publish is
+//! answered only when every copy is stored and a crash before that leaves
+//! none of them. Copies for webhooks go to the sender (`webhooks.rs`),
+//! which never holds up the answer.
+
+use std::sync::{Arc, Mutex, MutexGuard};
+
+use super::Service;
+use super::slot::{QueueSlot, lock_all};
+use crate::queue::arn::QueueArn;
+use crate::queue::{MessageAttributes, NewMessage, key};
+use crate::topic::envelope::{Envelope, Notification, Sign};
+use crate::topic::{Protocol, Publication, Published, Result, SnsError, Subscription, TopicArn, Topics};
+
+/// The SenderId of messages SNS delivers to queues: AWS's SNS principal.
+pub const SNS_SENDER_ID: &str = "AIDAIT2UOQQY3AUEKVGXU";
+
+/// What a fan-out needs to know of the request.
+pub struct Fanout<'a> {
+    /// Scheme and authority of this ssq, for the URLs in envelopes.
+    pub base_url: &'a str,
+    /// The instance's own region and account: queues of others are not here.
+    pub home_region: &'a str,
+    pub account: &'a str,
+    /// X-Amzn-Trace-Id, carried to the queues as AWSTraceHeader.
+    pub trace_header: Option<&'a str>,
+    pub signer: &'a dyn Sign,
+}
+
+/// How a Publish's copies fared.
+#[derive(Debug, Default, PartialEq, Eq)]
+pub struct Delivered {
+    /// Copies stored in their subscribed queue.
+    pub to_queues: usize,
+    /// Copies stored in their subscription's dead-letter queue.
+    pub dead_lettered: usize,
+    /// Copies with nowhere to go (the queue and any dead-letter queue gone,
+    /// or the queue refused the message).
+    pub failed: usize,
+}
+
+impl Service {
+    /// The shard's topics, locked: for the calls that only read or change
+    /// topics and subscriptions.
+    pub fn topics(&self) -> MutexGuard<'_, Topics> {
+        self.topics.lock().unwrap_or_else(|poisoned| poisoned.into_inner())
+    }
+
+    /// Publishes to a topic: registers the publication (a FIFO topic's
+    /// sequence and deduplication), then stores a copy in every subscribed
+    /// queue whose filter lets it through, all in one commit. Returns the
+    /// answer, the webhook subscriptions with the document each is sent,
+    /// and how the queue copies fared.
+    pub async fn publish(
+        &self,
+        arn: &TopicArn,
+        publication: &Publication,
+        fanout: &Fanout<'_>,
+    ) -> Result<(Published, Vec<(Subscription, String)>, Delivered)> {
+        let now = self.now();
+        let message_id = crate::queue::random::uuid().to_string();
+        let (published, signature_version) = {
+            let mut topics = self.topics();
+            let topic = topics.topic(arn)?;
+            let version = match topic.attributes.get("SignatureVersion").map(String::as_str) {
+                Some("2") => 2,
+                _ => 1,
+            };
+            (topics.publish(arn, publication, message_id, now)?, version)
+        };
+        let timestamp = crate::topic::envelope::timestamp(now);
+        let topic_arn = arn.to_string();
+        // The document a subscription receives: the message itself with raw
+        // delivery, the signed envelope otherwise.
+        let body_for = |sub: &Subscription| match sub.raw() {
+            true => publication.message_for(sub.protocol).to_string(),
+            false => {
+                let unsubscribe = unsubscribe_url(fanout.base_url, &sub.arn);
+                let notification = Notification {
+                    message_id: &published.message_id,
+                    topic_arn: &topic_arn,
+                    subject: publication.subject.as_deref(),
+                    message: publication.message_for(sub.protocol),
+                    timestamp: &timestamp,
+                    sequence_number: published.sequence_number.as_deref(),
+                    attributes: &publication.attributes,
+                    signature_version,
+                    unsubscribe_url: &unsubscribe,
+                };
+                Envelope::notification(&notification, fanout.signer, fanout.base_url).to_json()
+            }
+        };
+        let mut copies = Vec::new();
+        let mut webhooks = Vec::new();
+        for sub in &published.deliveries {
+            match sub.protocol {
+                Protocol::Sqs => copies.push(Copy {
+                    queue: queue_key(&sub.endpoint, fanout),
+                    dead_letter: sub
+                        .dead_letter_queue()
+                        .and_then(|arn| queue_key(&arn.to_string(), fanout)),
+                    body: body_for(sub),
+                    attributes: match sub.raw() {
+                        true => publication.attributes.clone(),
+                        false => MessageAttributes::new(),
+                    },
+                    group_id: publication.group_id.clone(),
+                    dedup_id: publication.dedup_id.clone(),
+                }),
+                Protocol::Http | Protocol::Https => webhooks.push((sub.clone(), body_for(sub))),
+                Protocol::Email | Protocol::EmailJson | Protocol::Sms => {}
+            }
+        }
+        let delivered = self.store_copies(copies, fanout.trace_header).await.map_err(SnsError::from)?;
+        let filtered_out = self.topics().topic(arn).map_or(0, |topic| topic.subscription_arns().len())
+            .saturating_sub(published.deliveries.len());
+        let failed = delivered.failed;
+        self.metrics.sns_published(&arn.to_string(), delivered.to_queues + delivered.dead_lettered, failed, filtered_out);
+        Ok((published, webhooks, delivered))
+    }
+
+    /// Sends each copy to its queue, or to its dead-letter queue when its
+    /// queue is gone or refuses it, every queue locked at once and every
+    /// change in one commit.
+    async fn store_copies(&self, copies: Vec<Copy>, trace_header: Option<&str>) -> crate::error::Result<Delivered> {
+        let mut delivered = Delivered::default();
+        if copies.is_empty() {
+            return Ok(delivered);
+        }
+        let mut names: Vec<String> = copies
+            .iter()
+            .flat_map(|copy| copy.queue.iter().chain(copy.dead_letter.iter()).cloned())
+            .collect();
+        names.sort();
+        names.dedup();
+        let slots: Vec<Arc<QueueSlot>> = names.iter().filter_map(|name| self.slot(name).ok()).collect();
+        if slots.is_empty() {
+            delivered.failed = copies.len();
+            return Ok(delivered);
+        }
+        let commit = {
+            let mut guards = lock_all(&slots);
+            let now = self.now();
+            let index_of = |name: &str, guards: &[MutexGuard<'_, crate::queue::Queue>]| {
+                guards.iter().position(|queue| queue.name == name)
+            };
+            let closed: Vec<bool> = slots.iter().map(|slot| slot.is_closed()).collect();
+            let before: Vec<(u64, u64)> = guards.iter().map(|queue| queue.holding()).collect();
+            for copy in copies {
+                let message = |copy: &Copy| NewMessage {
+                    body: copy.body.clone(),
+                    attributes: copy.attributes.clone(),
+                    delay_seconds: None,
+                    sender_id: SNS_SENDER_ID.into(),
+                    trace_header: trace_header.map(str::to_string),
+                    group_id: copy.group_id.clone(),
+                    dedup_id: None,
+                };
+                let mut send_to = |name: &Option<String>| -> bool {
+                    let Some(index) = name.as_deref().and_then(|name| index_of(name, &guards)) else {
+                        return false;
+                    };
+                    if closed[index] {
+                        return false;
+                    }
+                    let queue = &mut guards[index];
+                    let mut new = message(&copy);
+                    if queue.attributes.fifo_queue {
+                        new.dedup_id = copy.dedup_id.clone();
+                    }
+                    queue.send(new, now).is_ok()
+                };
+                if send_to(&copy.queue) {
+                    delivered.to_queues += 1;
+                } else if send_to(&copy.dead_letter) {
+                    delivered.dead_lettered += 1;
+                } else {
+                    delivered.failed += 1;
+                }
+            }
+            for (queue, before) in guards.iter().zip(before) {
+                self.account(before, queue.holding());
+            }
+            let writes = guards.iter_mut().map(|queue| Self::changes_of(queue)).collect();
+            self.submit(slots[0].generation, writes)
+        };
+        for slot in &slots {
+            slot.ready.notify_waiters();
+        }
+        self.committed(commit).await?;
+        Ok(delivered)
+    }
+}
+
+/// One copy of a publication, bound for a queue.
+struct Copy {
+    /// The queue's key, `None` when the endpoint is not a queue of this
+    /// ssq's account.
+    queue: Option<String>,
+    dead_letter: Option<String>,
+    body: String,
+    attributes: MessageAttributes,
+    group_id: Option<String>,
+    dedup_id: Option<String>,
+}
+
+/// The key of the queue an SQS ARN names, if it is one of this account.
+fn queue_key(endpoint: &str, fanout: &Fanout<'_>) -> Option<String> {
+    let arn = QueueArn::parse(endpoint)?;
+    (arn.account == fanout.account).then(|| key::of(&arn.region, fanout.home_region, &arn.name))
+}
+
+/// The URL that ends a subscription, as AWS puts it in every notification.
+pub fn unsubscribe_url(base_url: &str, subscription_arn: &str) -> String {
+    format!("{base_url}/?Action=Unsubscribe&SubscriptionArn={subscription_arn}")
+}
+
+/// The topics of a shard, made empty: what a new service starts with.
+pub(super) fn no_topics() -> Mutex<Topics> {
+    Mutex::new(Topics::default())
+}

@@ -1,0 +1,201 @@
+//! Whether a message passes a compiled filter policy: the values at each
+//! key the policy names, read from the message attributes or from the body
+//! (arrays along the way stand for each of their elements), against the
+//! key's conditions.
+
+use std::borrow::Cow;
+use std::net::IpAddr;
+
+use serde_json::Value;
+
+use super::{Clause, Condition, FilterPolicy, Literal};
+use crate::queue::{AttributeValue, MessageAttributes};
+
+/// One value found at a key.
+#[derive(Debug, PartialEq)]
+enum Leaf<'a> {
+    Text(Cow<'a, str>),
+    Number(f64),
+    Bool(bool),
+    Null,
+}
+
+/// What a message offers the policy: its attributes, or its body read as
+/// JSON once (`None` when it is not JSON, which no body policy matches).
+pub enum Subject<'a> {
+    Attributes(&'a MessageAttributes),
+    Body(Option<&'a Value>),
+}
+
+impl FilterPolicy {
+    pub fn matches(&self, subject: &Subject<'_>) -> bool {
+        if let Subject::Body(None) = subject {
+            return false;
+        }
+        self.root.matches(subject)
+    }
+}
+
+impl Clause {
+    fn matches(&self, subject: &Subject<'_>) -> bool {
+        self.keys.iter().all(|(path, conditions)| {
+            let found = values(subject, path);
+            conditions.iter().any(|condition| condition.holds(found.as_deref()))
+        }) && self
+            .any_of
+            .iter()
+            .all(|branches| branches.iter().any(|branch| branch.matches(subject)))
+    }
+}
+
+/// The values at `path`, or `None` when the key is not there.
+fn values<'a>(subject: &Subject<'a>, path: &[String]) -> Option<Vec<Leaf<'a>>> {
+    match subject {
+        Subject::Attributes(attributes) => {
+            let attribute = attributes.get(path.first()?)?;
+            let mut leaves = Vec::new();
+            if let AttributeValue::String(text) = &attribute.value {
+                let kind = attribute.data_type.split('.').next().unwrap_or_default();
+                match (kind, attribute.data_type.as_str()) {
+                    (_, "String.Array") => match serde_json::from_str::<Value>(text) {
+                        Ok(Value::Array(items)) => items.into_iter().for_each(|item| owned_leaf(item, &mut leaves)),
+                        _ => leaves.push(Leaf::Text(Cow::Borrowed(text))),
+                    },
+                    ("Number", _) => leaves.extend(text.trim().parse::<f64>().ok().map(Leaf::Number)),
+                    _ => leaves.push(Leaf::Text(Cow::Borrowed(text))),
+                }
+            }
+            Some(leaves)
+        }
+        Subject::Body(Some(body)) => {
+            let mut here: Vec<&Value> = vec![body];
+            for key in path {
+                let mut next = Vec::new();
+                for value in here {
+                    collect(value, key, &mut next);
+                }
+                if next.is_empty() {
+                    return None;
+                }
+                here = next;
+            }
+            let mut leaves = Vec::new();
+            for value in here {
+                leaf(value, &mut leaves);
+            }
+            Some(leaves)
+        }
+        Subject::Body(None) => None,
+    }
+}
+
+/// The members named `key` of `value`, looking through arrays.
+fn collect<'a>(value: &'a Value, key: &str, into: &mut Vec<&'a Value>) {
+    match value {
+        Value::Object(object) => into.extend(object.get(key)),
+        Value::Array(items) => items.iter().for_each(|item| collect(item, key, into)),
+        _ => {}
+    }
+}
+
+fn leaf<'a>(value: &'a Value, into: &mut Vec<Leaf<'a>>) {
+    match value {
+        Value::String(text) => into.push(Leaf::Text(Cow::Borrowed(text))),
+        Value::Number(number) => into.extend(number.as_f64().map(Leaf::Number)),
+        Value::Bool(value) => into.push(Leaf::Bool(*value)),
+        Value::Null => into.push(Leaf::Null),
+        Value::Array(items) => items.iter().for_each(|item| leaf(item, into)),
+        Value::Object(_) => {}
+    }
+}
+
+/// An element of a `String.Array` attribute (parsed for the match, so
+/// its text is owned).
+fn owned_leaf(item: Value, into: &mut Vec<Leaf<'_>>) {
+    match item {
+        Value::String(text) => into.push(Leaf::Text(Cow::Owned(text))),
+        Value::Number(number) => into.extend(number.as_f64().map(Leaf::Number)),
+        Value::Bool(value) => into.push(Leaf::Bool(value)),
+        Value::Null => into.push(Leaf::Null),
+        Value::Array(_) | Value::Object(_) => {}
+    }
+}
+
+impl Condition {
+    fn holds(&self, found: Option<&[Leaf<'_>]>) -> bool {
+        let Some(leaves) = found else {
+            return matches!(self, Condition::Exists(false));
+        };
+        let any_text = |test: &dyn Fn(&str) -> bool| {
+            leaves.iter().any(|leaf| matches!(leaf, Leaf::Text(text) if test(text.as_ref())))
+        };
+        match self {
+            Condition::Exists(exists) => *exists,
+            Condition::Text(expected) => any_text(&|text| text == expected),
+            Condition::Number(expected) => leaves.iter().any(|leaf| *leaf == Leaf::Number(*expected)),
+            Condition::Bool(expected) => leaves.iter().any(|leaf| *leaf == Leaf::Bool(*expected)),
+            Condition::Null => leaves.iter().any(|leaf| *leaf == Leaf::Null),
+            Condition::Prefix(prefix) => any_text(&|text| text.starts_with(prefix.as_str())),
+            Condition::Suffix(suffix) => any_text(&|text| text.ends_with(suffix.as_str())),
+            Condition::EqualsIgnoreCase(expected) => {
+                any_text(&|text| text.to_lowercase() == expected.to_lowercase())
+            }
+            Condition::Wildcard(pattern) => any_text(&|text| wildcard(pattern.as_bytes(), text.as_bytes())),
+            Condition::AnythingBut(excluded) => leaves.iter().any(|leaf| {
+                !excluded.iter().any(|literal| match (literal, leaf) {
+                    (Literal::Text(a), Leaf::Text(b)) => a.as_str() == b.as_ref(),
+                    (Literal::Number(a), Leaf::Number(b)) => a == b,
+                    _ => false,
+                })
+            }),
+            Condition::AnythingButPrefix(prefix) => any_text(&|text| !text.starts_with(prefix.as_str())),
+            Condition::Numeric(terms) => leaves.iter().any(|leaf| match leaf {
+                Leaf::Number(value) => terms.iter().all(|(op, bound)| op.holds(*value, *bound)),
+                _ => false,
+            }),
+            Condition::Cidr(network, bits) => any_text(&|text| {
+                text.parse::<IpAddr>()
+                    .is_ok_and(|address| in_network(address, *network, *bits))
+            }),
+        }
+    }
+}
+
+/// Whether `address` is in the network `network/bits`.
+pub fn in_network(address: IpAddr, network: IpAddr, bits: u8) -> bool {
+    match (address, network) {
+        (IpAddr::V4(a), IpAddr::V4(n)) => {
+            let mask = u32::MAX.checked_shl(32 - u32::from(bits)).unwrap_or(0);
+            u32::from(a) & mask == u32::from(n) & mask
+        }
+        (IpAddr::V6(a), IpAddr::V6(n)) => {
+            let mask = u128::MAX.checked_shl(128 - u32::from(bits)).unwrap_or(0);
+            u128::from(a) & mask == u128::from(n) & mask
+        }
+        _ => false,
+    }
+}
+
+/// `*` stands for any run of characters; everything else for itself.
+/// Iterative with one backtrack point, so linear in practice and never
+/// recursive.
+pub(super) fn wildcard(pattern: &[u8], text: &[u8]) -> bool {
+    let (mut p, mut t) = (0, 0);
+    let mut star: Option<(usize, usize)> = None;
+    while t < text.len() {
+        if p < pattern.len() && pattern[p] == b'*' {
+            star = Some((p, t));
+            p += 1;
+        } else if p < pattern.len() && pattern[p] == text[t] {
+            p += 1;
+            t += 1;
+        } else if let Some((star_p, star_t)) = star {
+            p = star_p + 1;
+            t = star_t + 1;
+            star = Some((star_p, star_t + 1));
+        } else {
+            return false;
+        }
+    }
+    pattern[p..].iter().all(|&b| b == b'*')
+}

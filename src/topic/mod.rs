@@ -1,0 +1,596 @@
+//! The SNS core: topics, their subscriptions and what a Publish delivers,
+//! beside the queue core and as pure: no I/O, no clock of its own (each
+//! operation is given the time), randomness only for ids and tokens.
+//!
+//! `Topics` is one shard's registry. The service keeps it behind a lock
+//! and turns a publication's deliveries into messages on its queues; the
+//! API reads and writes it through the service.
+
+pub mod arn;
+pub mod attributes;
+pub mod delivery_policy;
+pub mod envelope;
+pub mod error;
+pub mod filter;
+pub mod publish;
+pub mod signing;
+pub mod subscription;
+mod tags;
+
+use std::collections::{BTreeMap, HashMap, VecDeque};
+use std::ops::Bound;
+
+pub use self::arn::TopicArn;
+pub use self::error::{Result, SnsError};
+pub use self::publish::{AttributeInput, Publication, PublishInput};
+pub use self::subscription::{Protocol, Subscription};
+pub use self::tags::check_tags;
+
+/// AWS's default quota of topics per account, and ssq's bound on one
+/// topic's subscriptions (AWS allows 12.5 million; ssq holds every
+/// subscription in memory).
+pub const MAX_TOPICS: usize = 100_000;
+pub const MAX_SUBSCRIPTIONS_PER_TOPIC: usize = 100_000;
+/// How many topics or subscriptions a List call answers at once.
+pub const PAGE: usize = 100;
+/// How long a FIFO topic remembers a deduplication id: five minutes.
+const DEDUP_WINDOW_MS: u64 = 5 * 60 * 1000;
+
+/// One topic.
+#[derive(Debug, Clone)]
+pub struct Topic {
+    pub arn: TopicArn,
+    /// What clients set (`FifoTopic` is read from the name).
+    pub attributes: BTreeMap<String, String>,
+    pub tags: BTreeMap<String, String>,
+    /// Subscription ARNs in the order they were made.
+    subscriptions: Vec<String>,
+    deleted_subscriptions: u64,
+    /// FIFO: the last sequence number handed out.
+    sequence: u64,
+    dedup: Dedup,
+}
+
+/// A FIFO topic's deduplication ids of the last five minutes, with the
+/// answer each got.
+#[derive(Debug, Clone, Default)]
+struct Dedup {
+    seen: HashMap<String, (String, u64)>,
+    expiry: VecDeque<(u64, String)>,
+}
+
+impl Dedup {
+    fn forget_before(&mut self, now: u64) {
+        while let Some((until, _)) = self.expiry.front() {
+            if *until > now {
+                break;
+            }
+            if let Some((_, id)) = self.expiry.pop_front() {
+                self.seen.remove(&id);
+            }
+        }
+    }
+}
+
+impl Topic {
+    pub fn is_fifo(&self) -> bool {
+        self.arn.is_fifo()
+    }
+
+    fn content_dedup(&self) -> bool {
+        self.attributes
+            .get("ContentBasedDeduplication")
+            .is_some_and(|v| v == "true")
+    }
+
+    pub fn subscription_arns(&self) -> &[String] {
+        &self.subscriptions
+    }
+}
+
+/// The answer to a Publish and what it delivers.
+#[derive(Debug)]
+pub struct Published {
+    pub message_id: String,
+    /// FIFO topics: the message's sequence number on the topic.
+    pub sequence_number: Option<String>,
+    /// The subscriptions it goes to (none for a duplicate).
+    pub deliveries: Vec<Subscription>,
+}
+
+/// What a Subscribe did.
+#[derive(Debug)]
+pub struct Subscribed {
+    pub arn: String,
+    /// A new subscription that waits for its endpoint to confirm: the token.
+    pub pending_token: Option<String>,
+}
+
+/// A document to send to a subscription's HTTP endpoint.
+#[derive(Debug, Clone)]
+pub struct Outbound {
+    pub subscription: Subscription,
+    pub kind: OutboundKind,
+    pub message_id: String,
+    /// The signed document, or the message itself with raw delivery.
+    pub body: String,
+}
+
+/// What an outbound document is, as `x-amz-sns-message-type` names it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum OutboundKind {
+    SubscriptionConfirmation,
+    Notification,
+    UnsubscribeConfirmation,
+}
+
+impl OutboundKind {
+    pub fn name(self) -> &'static str {
+        match self {
+            OutboundKind::SubscriptionConfirmation => "SubscriptionConfirmation",
+            OutboundKind::Notification => "Notification",
+            OutboundKind::UnsubscribeConfirmation => "UnsubscribeConfirmation",
+        }
+    }
+}
+
+/// One shard's topics and subscriptions.
+#[derive(Debug, Default, Clone)]
+pub struct Topics {
+    topics: BTreeMap<String, Topic>,
+    subscriptions: BTreeMap<String, Subscription>,
+}
+
+impl Topics {
+    pub fn is_empty(&self) -> bool {
+        self.topics.is_empty()
+    }
+
+    pub fn len(&self) -> usize {
+        self.topics.len()
+    }
+
+    /// CreateTopic: a new topic, or the one of that name when what the
+    /// call gives agrees with it.
+    pub fn create(
+        &mut self,
+        arn: TopicArn,
+        attributes: BTreeMap<String, String>,
+        tags: Vec<(String, String)>,
+    ) -> Result<TopicArn> {
+        let fifo_asked = attributes.get("FifoTopic").is_some_and(|v| v == "true");
+        if !attributes::valid_topic_name(&arn.name) || arn.is_fifo() != fifo_asked {
+            if self.topics.contains_key(&arn.to_string()) && attributes::valid_topic_name(&arn.name) {
+                return Err(SnsError::parameter(
+                    "Attributes Reason: Topic already exists with different attributes",
+                ));
+            }
+            return Err(match arn.is_fifo() && !fifo_asked && attributes::valid_topic_name(&arn.name) {
+                true => SnsError::parameter(
+                    "Topic Name Reason: Fifo Topic names must end with .fifo and must be made up of only uppercase and lowercase ASCII letters, numbers, underscores, and hyphens, and must be between 1 and 256 characters long.",
+                ),
+                false => SnsError::parameter("Topic Name"),
+            });
+        }
+        check_tags(&tags)?;
+        if let Some(topic) = self.topics.get(&arn.to_string()) {
+            if !attributes::agree(&topic.attributes, topic.is_fifo(), &attributes) {
+                return Err(SnsError::parameter(
+                    "Attributes Reason: Topic already exists with different attributes",
+                ));
+            }
+            if !tags.iter().all(|(key, value)| topic.tags.get(key) == Some(value)) {
+                return Err(SnsError::parameter("Tags Reason: Topic already exists with different tags"));
+            }
+            return Ok(arn);
+        }
+        if self.topics.len() >= MAX_TOPICS {
+            return Err(SnsError::new("TopicLimitExceeded", 403, "Topic limit exceeded"));
+        }
+        let mut own = BTreeMap::new();
+        for (name, value) in attributes {
+            attributes::check(&name, &value, arn.is_fifo(), true)?;
+            if name != "FifoTopic" {
+                own.insert(name, value);
+            }
+        }
+        own.entry("Policy".into())
+            .or_insert_with(|| attributes::default_policy(&arn));
+        let topic = Topic {
+            arn: arn.clone(),
+            attributes: own,
+            tags: tags.into_iter().collect(),
+            subscriptions: Vec::new(),
+            deleted_subscriptions: 0,
+            sequence: 0,
+            dedup: Dedup::default(),
+        };
+        self.topics.insert(arn.to_string(), topic);
+        Ok(arn)
+    }
+
+    /// DeleteTopic: the topic and its subscriptions (a topic that is not
+    /// there is no error, as in AWS).
+    pub fn delete(&mut self, arn: &TopicArn) -> Vec<Subscription> {
+        let Some(topic) = self.topics.remove(&arn.to_string()) else {
+            return Vec::new();
+        };
+        topic
+            .subscriptions
+            .iter()
+            .filter_map(|sub| self.subscriptions.remove(sub))
+            .collect()
+    }
+
+    pub fn topic(&self, arn: &TopicArn) -> Result<&Topic> {
+        self.topics
+            .get(&arn.to_string())
+            .ok_or_else(SnsError::topic_not_found)
+    }
+
+    fn topic_mut(&mut self, arn: &TopicArn) -> Result<&mut Topic> {
+        self.topics
+            .get_mut(&arn.to_string())
+            .ok_or_else(SnsError::topic_not_found)
+    }
+
+    /// GetTopicAttributes' attributes.
+    pub fn topic_attributes(&self, arn: &TopicArn) -> Result<BTreeMap<String, String>> {
+        let topic = self.topic(arn)?;
+        let mut out = topic.attributes.clone();
+        out.entry("DisplayName".into()).or_default();
+        out.insert(
+            "EffectiveDeliveryPolicy".into(),
+            attributes::effective_delivery_policy(topic.attributes.get("DeliveryPolicy").map(String::as_str))
+                .to_string(),
+        );
+        out.insert("Owner".into(), arn.account.clone());
+        let (mut confirmed, mut pending) = (0, 0);
+        for sub in topic.subscriptions.iter().filter_map(|s| self.subscriptions.get(s)) {
+            match sub.pending {
+                None => confirmed += 1,
+                Some(_) => pending += 1,
+            }
+        }
+        out.insert("SubscriptionsConfirmed".into(), confirmed.to_string());
+        out.insert("SubscriptionsPending".into(), pending.to_string());
+        out.insert("SubscriptionsDeleted".into(), topic.deleted_subscriptions.to_string());
+        out.insert("TopicArn".into(), arn.to_string());
+        if topic.is_fifo() {
+            out.insert("FifoTopic".into(), "true".into());
+            out.entry("ContentBasedDeduplication".into())
+                .or_insert_with(|| "false".into());
+        }
+        Ok(out)
+    }
+
+    pub fn set_topic_attribute(&mut self, arn: &TopicArn, name: &str, value: &str) -> Result<()> {
+        let topic = self.topic_mut(arn)?;
+        attributes::check(name, value, topic.is_fifo(), false)?;
+        match (name, value.is_empty()) {
+            ("Policy", true) => {
+                topic.attributes.insert(name.into(), attributes::default_policy(arn));
+            }
+            (_, true) if name != "DisplayName" => {
+                topic.attributes.remove(name);
+            }
+            _ => {
+                topic.attributes.insert(name.into(), value.into());
+            }
+        }
+        Ok(())
+    }
+
+    /// ListTopics: one page of a region and account's topics, after `token`.
+    pub fn list(&self, region: &str, account: &str, token: Option<&str>) -> Result<(Vec<String>, Option<String>)> {
+        let prefix = format!("arn:aws:sns:{region}:{account}:");
+        let start = match token {
+            Some(token) if token.starts_with(&prefix) => Bound::Included(token.to_string()),
+            Some(_) => return Err(SnsError::parameter("NextToken")),
+            None => Bound::Included(prefix.clone()),
+        };
+        let mut page: Vec<String> = self
+            .topics
+            .range((start, Bound::Unbounded))
+            .map(|(arn, _)| arn)
+            .take_while(|arn| arn.starts_with(&prefix))
+            .take(PAGE + 1)
+            .cloned()
+            .collect();
+        let next = (page.len() > PAGE).then(|| page.pop()).flatten();
+        Ok((page, next))
+    }
+
+    /// Subscribe: a new subscription, or the one with the same topic,
+    /// protocol and endpoint when the attributes agree.
+    pub fn subscribe(
+        &mut self,
+        topic_arn: &TopicArn,
+        protocol: Protocol,
+        endpoint: &str,
+        given: &BTreeMap<String, String>,
+        owner: &str,
+    ) -> Result<Subscribed> {
+        let topic = self.topic(topic_arn)?;
+        protocol.check_endpoint(endpoint)?;
+        if protocol == Protocol::Sqs && endpoint.ends_with(".fifo") && !topic.is_fifo() {
+            return Err(SnsError::parameter(
+                "Invalid parameter: Endpoint Reason: FIFO SQS Queues can not be subscribed to standard SNS topics",
+            ));
+        }
+        let existing = topic
+            .subscriptions
+            .iter()
+            .filter_map(|arn| self.subscriptions.get(arn))
+            .find(|sub| sub.protocol == protocol && sub.endpoint == endpoint);
+        if let Some(sub) = existing {
+            let same = given.iter().all(|(name, value)| {
+                let stored = sub.attributes.get(name).map(String::as_str);
+                match name.as_str() {
+                    "RawMessageDelivery" => stored.unwrap_or("false") == value.to_ascii_lowercase(),
+                    _ => stored == Some(value.as_str()),
+                }
+            });
+            if !same {
+                return Err(SnsError::parameter(
+                    "Attributes Reason: Subscription already exists with different attributes",
+                ));
+            }
+            return Ok(Subscribed {
+                arn: sub.arn.clone(),
+                pending_token: None,
+            });
+        }
+        if topic.subscriptions.len() >= MAX_SUBSCRIPTIONS_PER_TOPIC {
+            return Err(SnsError::new("SubscriptionLimitExceeded", 403, "Subscription limit exceeded"));
+        }
+        let fifo = topic.is_fifo();
+        let pending_token = protocol.needs_confirmation().then(confirmation_token);
+        let mut sub = Subscription {
+            arn: format!("{topic_arn}:{}", crate::queue::random::uuid()),
+            topic: topic_arn.clone(),
+            protocol,
+            endpoint: endpoint.to_string(),
+            owner: owner.to_string(),
+            attributes: BTreeMap::new(),
+            filter: None,
+            pending: pending_token.clone(),
+        };
+        // The scope first, so that the policy is compiled for it.
+        let mut ordered: Vec<(&String, &String)> = given.iter().collect();
+        ordered.sort_by_key(|(name, _)| name.as_str() != "FilterPolicyScope");
+        for (name, value) in ordered {
+            sub.set(name, value, fifo, true)?;
+        }
+        let arn = sub.arn.clone();
+        self.topic_mut(topic_arn)?.subscriptions.push(arn.clone());
+        self.subscriptions.insert(arn.clone(), sub);
+        Ok(Subscribed { arn, pending_token })
+    }
+
+    /// ConfirmSubscription: the subscription whose token this is.
+    pub fn confirm(&mut self, topic_arn: &TopicArn, token: &str) -> Result<String> {
+        let topic = self.topic(topic_arn)?;
+        let arn = topic
+            .subscriptions
+            .iter()
+            .find(|arn| {
+                self.subscriptions
+                    .get(*arn)
+                    .is_some_and(|sub| sub.pending.as_deref() == Some(token))
+            })
+            .cloned()
+            .ok_or_else(|| SnsError::invalid("Invalid token"))?;
+        if let Some(sub) = self.subscriptions.get_mut(&arn) {
+            sub.pending = None;
+        }
+        Ok(arn)
+    }
+
+    /// Unsubscribe; the subscription removed, if there was one.
+    pub fn unsubscribe(&mut self, arn: &str) -> Option<Subscription> {
+        let sub = self.subscriptions.remove(arn)?;
+        if let Some(topic) = self.topics.get_mut(&sub.topic.to_string()) {
+            topic.subscriptions.retain(|s| s != arn);
+            topic.deleted_subscriptions += 1;
+        }
+        Some(sub)
+    }
+
+    pub fn subscription(&self, arn: &str) -> Result<&Subscription> {
+        self.subscriptions
+            .get(arn)
+            .ok_or_else(SnsError::subscription_not_found)
+    }
+
+    pub fn set_subscription_attribute(&mut self, arn: &str, name: &str, value: &str) -> Result<()> {
+        let fifo = {
+            let sub = self.subscription(arn)?;
+            self.topic(&sub.topic).map(Topic::is_fifo).unwrap_or(false)
+        };
+        let sub = self
+            .subscriptions
+            .get_mut(arn)
+            .ok_or_else(SnsError::subscription_not_found)?;
+        sub.set(name, value, fifo, false)
+    }
+
+    /// ListSubscriptions: a page of every subscription of `account`.
+    pub fn list_subscriptions(&self, account: &str, token: Option<&str>) -> Result<(Vec<&Subscription>, Option<String>)> {
+        let start = match token {
+            Some(token) if self.subscriptions.contains_key(token) => Bound::Included(token.to_string()),
+            Some(_) => return Err(SnsError::parameter("NextToken")),
+            None => Bound::Unbounded,
+        };
+        let mut page: Vec<&Subscription> = self
+            .subscriptions
+            .range((start, Bound::Unbounded))
+            .map(|(_, sub)| sub)
+            .filter(|sub| sub.topic.account == account)
+            .take(PAGE + 1)
+            .collect();
+        let next = (page.len() > PAGE).then(|| page.pop().map(|sub| sub.arn.clone())).flatten();
+        Ok((page, next))
+    }
+
+    /// ListSubscriptionsByTopic: a page of one topic's subscriptions.
+    pub fn list_by_topic(&self, arn: &TopicArn, token: Option<&str>) -> Result<(Vec<&Subscription>, Option<String>)> {
+        let topic = self.topic(arn)?;
+        let start = match token {
+            None => 0,
+            Some(token) => token
+                .parse::<usize>()
+                .ok()
+                .filter(|start| *start <= topic.subscriptions.len())
+                .ok_or_else(|| SnsError::parameter("NextToken"))?,
+        };
+        let page: Vec<&Subscription> = topic.subscriptions[start..]
+            .iter()
+            .take(PAGE)
+            .filter_map(|sub| self.subscriptions.get(sub))
+            .collect();
+        let end = start + PAGE;
+        let next = (end < topic.subscriptions.len()).then(|| end.to_string());
+        Ok((page, next))
+    }
+
+    pub fn tag(&mut self, arn: &TopicArn, tags: Vec<(String, String)>) -> Result<()> {
+        check_tags(&tags)?;
+        let topic = self.topics.get_mut(&arn.to_string()).ok_or_else(tags::resource_not_found)?;
+        let mut merged = topic.tags.clone();
+        merged.extend(tags);
+        tags::check_count(merged.len())?;
+        topic.tags = merged;
+        Ok(())
+    }
+
+    pub fn untag(&mut self, arn: &TopicArn, keys: &[String]) -> Result<()> {
+        let topic = self.topics.get_mut(&arn.to_string()).ok_or_else(tags::resource_not_found)?;
+        keys.iter().for_each(|key| {
+            topic.tags.remove(key);
+        });
+        Ok(())
+    }
+
+    pub fn tags(&self, arn: &TopicArn) -> Result<&BTreeMap<String, String>> {
+        self.topics
+            .get(&arn.to_string())
+            .map(|topic| &topic.tags)
+            .ok_or_else(tags::resource_not_found)
+    }
+
+    /// AddPermission: a statement in the topic's policy.
+    pub fn add_permission(&mut self, arn: &TopicArn, label: &str, accounts: &[String], actions: &[String]) -> Result<()> {
+        let topic = self.topic_mut(arn)?;
+        let mut policy = policy_of(topic, arn);
+        let statements = statements(&mut policy);
+        if statements.iter().any(|s| s["Sid"] == label) {
+            return Err(SnsError::parameter("Statement already exists"));
+        }
+        let actions: Vec<String> = actions
+            .iter()
+            .map(|action| match action.as_str() {
+                "*" => Ok("SNS:*".to_string()),
+                action if action.chars().all(|c| c.is_ascii_alphabetic()) && !action.is_empty() => {
+                    Ok(format!("SNS:{action}"))
+                }
+                _ => Err(SnsError::parameter("Policy statement action out of service scope!")),
+            })
+            .collect::<Result<_>>()?;
+        let principals: Vec<String> = accounts.iter().map(|a| format!("arn:aws:iam::{a}:root")).collect();
+        let one_or_many = |items: Vec<String>| match items.len() {
+            1 => serde_json::Value::from(items[0].clone()),
+            _ => serde_json::Value::from(items),
+        };
+        statements.push(serde_json::json!({
+            "Sid": label,
+            "Effect": "Allow",
+            "Principal": {"AWS": one_or_many(principals)},
+            "Action": one_or_many(actions),
+            "Resource": arn.to_string(),
+        }));
+        topic.attributes.insert("Policy".into(), policy.to_string());
+        Ok(())
+    }
+
+    pub fn remove_permission(&mut self, arn: &TopicArn, label: &str) -> Result<()> {
+        let topic = self.topic_mut(arn)?;
+        let mut policy = policy_of(topic, arn);
+        statements(&mut policy).retain(|s| s["Sid"] != label);
+        topic.attributes.insert("Policy".into(), policy.to_string());
+        Ok(())
+    }
+
+    /// Publish: a FIFO topic's deduplication and sequence, then the
+    /// subscriptions the publication goes to (confirmed ones whose filter
+    /// lets it through). `message_id` is the new message's id.
+    pub fn publish(&mut self, arn: &TopicArn, publication: &Publication, message_id: String, now: u64) -> Result<Published> {
+        let topic = self.topic_mut(arn)?;
+        let mut sequence_number = None;
+        if topic.is_fifo() {
+            topic.dedup.forget_before(now);
+            let dedup = publication.dedup_id.clone().unwrap_or_default();
+            if let Some((id, sequence)) = topic.dedup.seen.get(&dedup) {
+                return Ok(Published {
+                    message_id: id.clone(),
+                    sequence_number: Some(format!("{sequence:020}")),
+                    deliveries: Vec::new(),
+                });
+            }
+            topic.sequence += 1;
+            let sequence = topic.sequence;
+            topic.dedup.seen.insert(dedup.clone(), (message_id.clone(), sequence));
+            topic.dedup.expiry.push_back((now + DEDUP_WINDOW_MS, dedup));
+            sequence_number = Some(format!("{sequence:020}"));
+        }
+        let topic = self.topic(arn)?;
+        let deliveries = topic
+            .subscriptions
+            .iter()
+            .filter_map(|sub| self.subscriptions.get(sub))
+            .filter(|sub| sub.pending.is_none() && publication.passes(sub))
+            .cloned()
+            .collect();
+        Ok(Published {
+            message_id,
+            sequence_number,
+            deliveries,
+        })
+    }
+
+    /// Whether a topic takes publications with content-based deduplication.
+    pub fn content_dedup(&self, arn: &TopicArn) -> Result<bool> {
+        self.topic(arn).map(Topic::content_dedup)
+    }
+}
+
+fn policy_of(topic: &Topic, arn: &TopicArn) -> serde_json::Value {
+    topic
+        .attributes
+        .get("Policy")
+        .and_then(|text| serde_json::from_str(text).ok())
+        .unwrap_or_else(|| serde_json::from_str(&attributes::default_policy(arn)).unwrap_or_default())
+}
+
+fn statements(policy: &mut serde_json::Value) -> &mut Vec<serde_json::Value> {
+    if !policy["Statement"].is_array() {
+        policy["Statement"] = serde_json::Value::Array(Vec::new());
+    }
+    match &mut policy["Statement"] {
+        serde_json::Value::Array(statements) => statements,
+        _ => unreachable!("made an array above"),
+    }
+}
+
+/// A token a subscriber gives back to confirm: as long as AWS's.
+fn confirmation_token() -> String {
+    let mut token = String::with_capacity(128);
+    while token.len() < 128 {
+        token.push_str(&crate::queue::random::uuid().simple().to_string());
+    }
+    token.truncate(128);
+    token
+}
+
+#[cfg(test)]
+mod tests;

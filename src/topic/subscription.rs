@@ -1,0 +1,235 @@
+//! Subscriptions: a topic, a protocol and an endpoint, and the attributes
+//! that shape delivery (raw delivery, the filter policy and its scope, the
+//! redrive and delivery policies), checked as AWS checks them.
+
+use std::collections::BTreeMap;
+
+use super::arn::TopicArn;
+use super::error::{Result, SnsError};
+use super::filter::{FilterPolicy, Scope};
+use crate::queue::arn::QueueArn;
+
+/// Where a subscription delivers.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Protocol {
+    /// An SQS queue of this ssq: copies committed with the Publish.
+    Sqs,
+    /// A webhook.
+    Http,
+    Https,
+    /// Kept, listed and confirmed as AWS keeps them; ssq has no mail or
+    /// phone network to deliver to, so nothing is sent.
+    Email,
+    EmailJson,
+    Sms,
+}
+
+/// The protocols AWS knows that ssq has nothing to deliver to.
+const NOT_HERE: &[&str] = &["lambda", "application", "firehose"];
+
+impl Protocol {
+    pub fn parse(text: &str) -> Result<Protocol> {
+        match text {
+            "sqs" => Ok(Protocol::Sqs),
+            "http" => Ok(Protocol::Http),
+            "https" => Ok(Protocol::Https),
+            "email" => Ok(Protocol::Email),
+            "email-json" => Ok(Protocol::EmailJson),
+            "sms" => Ok(Protocol::Sms),
+            other if NOT_HERE.contains(&other) => Err(SnsError::parameter(format!(
+                "Protocol Reason: ssq does not deliver to {other} endpoints; it delivers to sqs, http and https \
+                 (email, email-json and sms subscriptions are kept but never sent)"
+            ))),
+            other => Err(SnsError::parameter(format!(
+                "Amazon SNS does not support this protocol string: {other}"
+            ))),
+        }
+    }
+
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Protocol::Sqs => "sqs",
+            Protocol::Http => "http",
+            Protocol::Https => "https",
+            Protocol::Email => "email",
+            Protocol::EmailJson => "email-json",
+            Protocol::Sms => "sms",
+        }
+    }
+
+    /// Whether a subscription must be confirmed by its endpoint first.
+    pub fn needs_confirmation(self) -> bool {
+        matches!(self, Protocol::Http | Protocol::Https | Protocol::Email | Protocol::EmailJson)
+    }
+
+    /// Checks an endpoint for this protocol.
+    pub fn check_endpoint(self, endpoint: &str) -> Result<()> {
+        let ok = match self {
+            Protocol::Sqs => QueueArn::parse(endpoint).is_some_and(|arn| !arn.name.is_empty()),
+            Protocol::Http => endpoint.starts_with("http://") && endpoint.len() > 7,
+            Protocol::Https => endpoint.starts_with("https://") && endpoint.len() > 8,
+            Protocol::Email | Protocol::EmailJson => endpoint.contains('@'),
+            Protocol::Sms => !endpoint.is_empty(),
+        };
+        match (ok, self) {
+            (true, _) => Ok(()),
+            (false, Protocol::Sqs) => Err(SnsError::parameter("SQS endpoint ARN")),
+            (false, Protocol::Http | Protocol::Https) => Err(SnsError::parameter(
+                "Endpoint must match the specified protocol",
+            )),
+            (false, _) => Err(SnsError::parameter("Endpoint")),
+        }
+    }
+}
+
+/// The attributes a client may set on a subscription.
+pub const SETTABLE: &[&str] = &[
+    "DeliveryPolicy",
+    "FilterPolicy",
+    "FilterPolicyScope",
+    "RawMessageDelivery",
+    "RedrivePolicy",
+    "ReplayPolicy",
+    "SubscriptionRoleArn",
+];
+
+/// One subscription.
+#[derive(Debug, Clone)]
+pub struct Subscription {
+    /// `<topic arn>:<id>`.
+    pub arn: String,
+    pub topic: TopicArn,
+    pub protocol: Protocol,
+    pub endpoint: String,
+    pub owner: String,
+    /// The attributes set, as given (`FilterPolicy` as its text).
+    pub attributes: BTreeMap<String, String>,
+    /// The compiled filter policy, when one is set.
+    pub filter: Option<FilterPolicy>,
+    /// Until the endpoint confirms: the token it must give back.
+    pub pending: Option<String>,
+}
+
+impl Subscription {
+    pub fn raw(&self) -> bool {
+        self.attributes.get("RawMessageDelivery").is_some_and(|v| v == "true")
+    }
+
+    pub fn scope(&self) -> Scope {
+        match self.attributes.get("FilterPolicyScope").map(String::as_str) {
+            Some("MessageBody") => Scope::MessageBody,
+            _ => Scope::MessageAttributes,
+        }
+    }
+
+    /// The SQS queue (its ARN) undeliverable copies go to, if any.
+    pub fn dead_letter_queue(&self) -> Option<QueueArn> {
+        let policy = self.attributes.get("RedrivePolicy")?;
+        let value: serde_json::Value = serde_json::from_str(policy).ok()?;
+        QueueArn::parse(value.get("deadLetterTargetArn")?.as_str()?)
+    }
+
+    /// Sets an attribute, checked; `member` is how AWS names the attribute
+    /// in its errors ("Attributes Reason: " at Subscribe, nothing after).
+    pub fn set(&mut self, name: &str, value: &str, topic_fifo: bool, in_attributes: bool) -> Result<()> {
+        let prefix = if in_attributes { "Attributes Reason: " } else { "" };
+        if !SETTABLE.contains(&name) {
+            return Err(match in_attributes {
+                true => SnsError::parameter(format!("Attributes Reason: Invalid attribute name: {name}")),
+                false => SnsError::parameter("AttributeName"),
+            });
+        }
+        match name {
+            "RawMessageDelivery" => {
+                let lower = value.to_ascii_lowercase();
+                if lower != "true" && lower != "false" {
+                    return Err(SnsError::parameter(format!(
+                        "{prefix}RawMessageDelivery: Invalid value [{value}]. Must be true or false."
+                    )));
+                }
+                self.attributes.insert(name.into(), lower);
+                return Ok(());
+            }
+            "FilterPolicy" if value.is_empty() => {
+                self.filter = None;
+                self.attributes.remove("FilterPolicy");
+                self.attributes.remove("FilterPolicyScope");
+                return Ok(());
+            }
+            "FilterPolicy" => {
+                let policy = FilterPolicy::compile(value, self.scope(), &format!("{prefix}FilterPolicy"))?;
+                self.filter = Some(policy);
+                self.attributes
+                    .entry("FilterPolicyScope".into())
+                    .or_insert_with(|| Scope::MessageAttributes.as_str().into());
+            }
+            "FilterPolicyScope" => {
+                let scope = Scope::parse(value)?;
+                if let Some(policy) = &self.filter
+                    && policy.is_nested()
+                    && scope == Scope::MessageAttributes
+                {
+                    return Err(SnsError::parameter(
+                        "Filter policy scope MessageAttributes does not support nested filter policy",
+                    ));
+                }
+                if let Some(text) = self.attributes.get("FilterPolicy") {
+                    self.filter = Some(FilterPolicy::compile(text, scope, &format!("{prefix}FilterPolicy"))?);
+                }
+            }
+            "RedrivePolicy" => self.check_redrive(value, topic_fifo)?,
+            "DeliveryPolicy" | "ReplayPolicy" => {
+                serde_json::from_str::<serde_json::Map<String, serde_json::Value>>(value).map_err(|error| {
+                    SnsError::parameter(format!("{name}: failed to parse JSON. {error}"))
+                })?;
+            }
+            _ => {}
+        }
+        self.attributes.insert(name.into(), value.into());
+        Ok(())
+    }
+
+    fn check_redrive(&self, value: &str, topic_fifo: bool) -> Result<()> {
+        let policy: serde_json::Value = serde_json::from_str(value).map_err(|error| {
+            SnsError::parameter(format!("RedrivePolicy: failed to parse JSON. {error}"))
+        })?;
+        let target = policy
+            .get("deadLetterTargetArn")
+            .and_then(serde_json::Value::as_str)
+            .and_then(QueueArn::parse)
+            .ok_or_else(|| SnsError::parameter("RedrivePolicy: deadLetterTargetArn is an invalid arn"))?;
+        let queue_fifo = target.name.ends_with(".fifo");
+        if topic_fifo && self.protocol == Protocol::Sqs && QueueArn::parse(&self.endpoint).is_some_and(|q| q.name.ends_with(".fifo")) && !queue_fifo {
+            return Err(SnsError::parameter(
+                "RedrivePolicy: must use a FIFO queue as DLQ for a FIFO Subscription to a FIFO Topic.",
+            ));
+        }
+        Ok(())
+    }
+
+    /// GetSubscriptionAttributes' attributes.
+    pub fn describe(&self) -> BTreeMap<String, String> {
+        let mut attributes = self.attributes.clone();
+        let confirmed = self.pending.is_none();
+        attributes.insert("ConfirmationWasAuthenticated".into(), confirmed.to_string());
+        attributes.insert("Endpoint".into(), self.endpoint.clone());
+        attributes.insert("Owner".into(), self.owner.clone());
+        attributes.insert("PendingConfirmation".into(), (!confirmed).to_string());
+        attributes.insert("Protocol".into(), self.protocol.as_str().into());
+        attributes
+            .entry("RawMessageDelivery".into())
+            .or_insert_with(|| "false".into());
+        attributes.insert("SubscriptionArn".into(), self.arn.clone());
+        attributes.insert(
+            "SubscriptionPrincipal".into(),
+            format!("arn:aws:iam::{}:user/ssq", self.owner),
+        );
+        attributes.insert("TopicArn".into(), self.topic.to_string());
+        if matches!(self.protocol, Protocol::Http | Protocol::Https) {
+            let own = self.attributes.get("DeliveryPolicy").map(String::as_str);
+            let effective = super::attributes::effective_delivery_policy(own);
+            attributes.insert("EffectiveDeliveryPolicy".into(), effective["http"].to_string());
+        }
+        attributes
+    }
+}

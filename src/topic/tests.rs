@@ -1,0 +1,132 @@
+use std::collections::BTreeMap;
+
+use super::*;
+
+fn arn(name: &str) -> TopicArn {
+    TopicArn::new("us-east-1", "000000000000", name)
+}
+
+fn attrs(pairs: &[(&str, &str)]) -> BTreeMap<String, String> {
+    pairs.iter().map(|(k, v)| (k.to_string(), v.to_string())).collect()
+}
+
+fn publication(message: &str, fifo: bool) -> Publication {
+    let input = PublishInput {
+        message: Some(message.into()),
+        group_id: fifo.then(|| "g".to_string()),
+        ..PublishInput::default()
+    };
+    Publication::check(input, fifo, fifo, "").unwrap()
+}
+
+#[test]
+fn create_topic_is_idempotent_only_when_attributes_and_tags_agree() {
+    let mut topics = Topics::default();
+    let tags = vec![("a".to_string(), "1".to_string()), ("b".to_string(), "2".to_string())];
+    topics.create(arn("t"), attrs(&[("DisplayName", "v1")]), tags.clone()).unwrap();
+    assert!(topics.create(arn("t"), attrs(&[]), vec![]).is_ok());
+    assert!(topics.create(arn("t"), attrs(&[("DisplayName", "v1")]), tags[..1].to_vec()).is_ok());
+    assert!(topics.create(arn("t"), attrs(&[("FifoTopic", "false")]), vec![]).is_ok());
+    let different = topics.create(arn("t"), attrs(&[("DisplayName", "v2")]), vec![]).unwrap_err();
+    assert!(different.message.contains("different attributes"));
+    let more_tags = topics.create(arn("t"), attrs(&[]), vec![("c".into(), "3".into())]).unwrap_err();
+    assert!(more_tags.message.contains("different tags"));
+    assert_eq!(
+        topics.create(arn("bad.name"), attrs(&[]), vec![]).unwrap_err().message,
+        "Invalid parameter: Topic Name"
+    );
+    assert!(topics.create(arn("f"), attrs(&[("FifoTopic", "true")]), vec![]).is_err());
+    assert!(topics.create(arn("f.fifo"), attrs(&[("FifoTopic", "true")]), vec![]).is_ok());
+}
+
+#[test]
+fn subscriptions_are_counted_listed_confirmed_and_removed_with_their_topic() {
+    let mut topics = Topics::default();
+    topics.create(arn("t"), attrs(&[]), vec![]).unwrap();
+    let queue = "arn:aws:sqs:us-east-1:000000000000:q";
+    let sqs = topics.subscribe(&arn("t"), Protocol::Sqs, queue, &attrs(&[]), "000000000000").unwrap();
+    assert!(sqs.pending_token.is_none());
+    let again = topics.subscribe(&arn("t"), Protocol::Sqs, queue, &attrs(&[]), "000000000000").unwrap();
+    assert_eq!(again.arn, sqs.arn);
+    let raw = attrs(&[("RawMessageDelivery", "true")]);
+    assert!(topics.subscribe(&arn("t"), Protocol::Sqs, queue, &raw, "000000000000").is_err());
+    let http = topics
+        .subscribe(&arn("t"), Protocol::Http, "http://127.0.0.1:1/hook", &attrs(&[]), "000000000000")
+        .unwrap();
+    let token = http.pending_token.unwrap();
+    let counts = topics.topic_attributes(&arn("t")).unwrap();
+    assert_eq!((counts["SubscriptionsConfirmed"].as_str(), counts["SubscriptionsPending"].as_str()), ("1", "1"));
+    assert_eq!(topics.confirm(&arn("t"), "wrong").unwrap_err().message, "Invalid token");
+    assert_eq!(topics.confirm(&arn("t"), &token).unwrap(), http.arn);
+    assert_eq!(topics.list_by_topic(&arn("t"), None).unwrap().0.len(), 2);
+    assert!(topics.unsubscribe(&http.arn).is_some());
+    assert_eq!(topics.topic_attributes(&arn("t")).unwrap()["SubscriptionsDeleted"], "1");
+    assert_eq!(topics.delete(&arn("t")).len(), 1);
+    assert!(topics.subscription(&sqs.arn).is_err());
+}
+
+#[test]
+fn pages_hold_a_hundred_and_go_on_from_their_token() {
+    let mut topics = Topics::default();
+    topics.create(arn("t"), attrs(&[]), vec![]).unwrap();
+    for i in 0..150 {
+        let endpoint = format!("+1555000{i:04}");
+        topics.subscribe(&arn("t"), Protocol::Sms, &endpoint, &attrs(&[]), "000000000000").unwrap();
+        topics.create(arn(&format!("topic-{i:03}")), attrs(&[]), vec![]).unwrap();
+    }
+    let (first, next) = topics.list_by_topic(&arn("t"), None).unwrap();
+    let (second, end) = topics.list_by_topic(&arn("t"), next.as_deref()).unwrap();
+    assert_eq!((first.len(), second.len(), end), (100, 50, None));
+    let (first, next) = topics.list("us-east-1", "000000000000", None).unwrap();
+    let (second, end) = topics.list("us-east-1", "000000000000", next.as_deref()).unwrap();
+    assert_eq!((first.len(), second.len(), end), (100, 51, None));
+    assert!(topics.list("eu-west-1", "000000000000", None).unwrap().0.is_empty());
+    let (all, next) = topics.list_subscriptions("000000000000", None).unwrap();
+    assert_eq!(all.len(), 100);
+    assert_eq!(topics.list_subscriptions("000000000000", next.as_deref()).unwrap().0.len(), 50);
+}
+
+#[test]
+fn a_publish_goes_to_confirmed_subscriptions_its_filter_lets_through() {
+    let mut topics = Topics::default();
+    topics.create(arn("t"), attrs(&[]), vec![]).unwrap();
+    let q = |name: &str| format!("arn:aws:sqs:us-east-1:000000000000:{name}");
+    let all = topics.subscribe(&arn("t"), Protocol::Sqs, &q("all"), &attrs(&[]), "o").unwrap();
+    let filter = attrs(&[("FilterPolicy", r#"{"kind": ["order"]}"#), ("FilterPolicyScope", "MessageBody")]);
+    topics.subscribe(&arn("t"), Protocol::Sqs, &q("orders"), &filter, "o").unwrap();
+    topics.subscribe(&arn("t"), Protocol::Http, "http://127.0.0.1:1/", &attrs(&[]), "o").unwrap();
+    let published = topics.publish(&arn("t"), &publication(r#"{"kind": "refund"}"#, false), "m1".into(), 0).unwrap();
+    let targets: Vec<&str> = published.deliveries.iter().map(|sub| sub.arn.as_str()).collect();
+    assert_eq!(targets, vec![all.arn.as_str()]);
+    let published = topics.publish(&arn("t"), &publication(r#"{"kind": "order"}"#, false), "m2".into(), 0).unwrap();
+    assert_eq!(published.deliveries.len(), 2);
+}
+
+#[test]
+fn a_fifo_topic_numbers_its_messages_and_drops_duplicates_for_five_minutes() {
+    let mut topics = Topics::default();
+    topics.create(arn("t.fifo"), attrs(&[("FifoTopic", "true"), ("ContentBasedDeduplication", "true")]), vec![]).unwrap();
+    topics
+        .subscribe(&arn("t.fifo"), Protocol::Sqs, "arn:aws:sqs:us-east-1:0:q.fifo", &attrs(&[]), "o")
+        .unwrap();
+    let first = topics.publish(&arn("t.fifo"), &publication("m", true), "id-1".into(), 0).unwrap();
+    let again = topics.publish(&arn("t.fifo"), &publication("m", true), "id-2".into(), 1_000).unwrap();
+    assert_eq!((again.message_id.as_str(), again.deliveries.len()), ("id-1", 0));
+    assert_eq!(again.sequence_number, first.sequence_number);
+    let later = topics.publish(&arn("t.fifo"), &publication("m", true), "id-3".into(), DEDUP_WINDOW_MS).unwrap();
+    assert_eq!((later.message_id.as_str(), later.deliveries.len()), ("id-3", 1));
+    assert!(later.sequence_number > first.sequence_number);
+}
+
+#[test]
+fn permissions_are_statements_in_the_policy() {
+    let mut topics = Topics::default();
+    topics.create(arn("t"), attrs(&[]), vec![]).unwrap();
+    let accounts = vec!["111111111111".to_string()];
+    topics.add_permission(&arn("t"), "p", &accounts, &["Publish".into()]).unwrap();
+    assert!(topics.add_permission(&arn("t"), "p", &accounts, &["Publish".into()]).is_err());
+    let policy = &topics.topic_attributes(&arn("t")).unwrap()["Policy"];
+    assert!(policy.contains("\"Sid\":\"p\"") && policy.contains("SNS:Publish"));
+    topics.remove_permission(&arn("t"), "p").unwrap();
+    assert!(!topics.topic_attributes(&arn("t")).unwrap()["Policy"].contains("\"Sid\":\"p\""));
+}
