@@ -310,7 +310,8 @@ impl Queue {
             updated.set(name, value)?;
         }
         let given: Vec<&str> = changes.keys().map(String::as_str).collect();
-        updated.check_consistency(&self.name, &given)?;
+        // The name without the region a key of another region carries.
+        updated.check_consistency(super::key::split(&self.name).1, &given)?;
         self.attributes = updated;
         self.last_modified_at = now;
         self.record(|queue| Change::Meta(queue.meta()));
@@ -788,6 +789,16 @@ pub(super) fn issued(message: &Message, handle: &ReceiptHandle) -> Option<Issued
 mod tests {
     use super::*;
     use crate::queue::test_support::*;
+
+    #[test]
+    fn a_queue_of_another_region_takes_new_attributes() {
+        // Its key carries its region (`queue::key`); the name checked is
+        // the queue's own.
+        let mut q = Queue::new("eu-west-1/orders".into(), QueueAttributes::default(), BTreeMap::new(), T0);
+        let changes = BTreeMap::from([("Policy".to_string(), r#"{"Statement":[]}"#.to_string())]);
+        q.set_attributes(&changes, T0).unwrap();
+        assert!(q.attributes.policy.is_some());
+    }
 
     #[test]
     fn only_the_latest_receipt_deletes() {
