@@ -109,6 +109,7 @@ impl Service {
                     },
                     group_id: publication.group_id.clone(),
                     dedup_id: publication.dedup_id.clone(),
+                    from_fifo_topic: published.sequence_number.is_some(),
                 }),
                 Protocol::Http | Protocol::Https => webhooks.push((sub.clone(), body_for(sub))),
                 Protocol::Email | Protocol::EmailJson | Protocol::Sms => {}
@@ -170,6 +171,8 @@ impl Service {
                     let mut new = message(&copy);
                     if queue.attributes.fifo_queue {
                         new.dedup_id = copy.dedup_id.clone();
+                    } else if copy.from_fifo_topic {
+                        new.group_id = None;
                     }
                     queue.send(new, now).is_ok()
                 };
@@ -205,6 +208,9 @@ struct Copy {
     attributes: MessageAttributes,
     group_id: Option<String>,
     dedup_id: Option<String>,
+    /// A FIFO topic's group id goes to FIFO queues only; a standard
+    /// topic's to standard queues too (fair queues use it).
+    from_fifo_topic: bool,
 }
 
 /// The key of the queue an SQS ARN names, if it is one of this account.

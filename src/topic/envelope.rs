@@ -50,7 +50,6 @@ impl Envelope {
             signed.push(("Subject", subject));
         }
         signed.extend([("Timestamp", n.timestamp), ("TopicArn", n.topic_arn), ("Type", "Notification")]);
-        let signature = signer.sign(n.signature_version, string_to_sign(&signed).as_bytes());
         let mut fields = vec![("Type", "Notification".to_string()), ("MessageId", n.message_id.to_string())];
         if let Some(sequence) = n.sequence_number {
             fields.push(("SequenceNumber", sequence.to_string()));
@@ -59,14 +58,17 @@ impl Envelope {
         if let Some(subject) = n.subject {
             fields.push(("Subject", subject.to_string()));
         }
-        fields.extend([
-            ("Message", n.message.to_string()),
-            ("Timestamp", n.timestamp.to_string()),
-            ("SignatureVersion", n.signature_version.to_string()),
-            ("Signature", signature),
-            ("SigningCertURL", signer.certificate_url(base_url)),
-            ("UnsubscribeURL", n.unsubscribe_url.to_string()),
-        ]);
+        fields.extend([("Message", n.message.to_string()), ("Timestamp", n.timestamp.to_string())]);
+        // A FIFO topic's notifications are not signed (AWS sends them
+        // without the signature's three members).
+        if n.sequence_number.is_none() {
+            fields.extend([
+                ("SignatureVersion", n.signature_version.to_string()),
+                ("Signature", signer.sign(n.signature_version, string_to_sign(&signed).as_bytes())),
+                ("SigningCertURL", signer.certificate_url(base_url)),
+            ]);
+        }
+        fields.push(("UnsubscribeURL", n.unsubscribe_url.to_string()));
         let attributes = (!n.attributes.is_empty()).then(|| {
             n.attributes
                 .iter()

@@ -31,6 +31,22 @@ pub use self::tags::check_tags;
 /// subscription in memory).
 pub const MAX_TOPICS: usize = 100_000;
 pub const MAX_SUBSCRIPTIONS_PER_TOPIC: usize = 100_000;
+/// The actions a topic's policy may grant (AddPermission's ActionName).
+const TOPIC_POLICY_ACTIONS: &[&str] = &[
+    "AddPermission",
+    "DeleteTopic",
+    "GetDataProtectionPolicy",
+    "GetTopicAttributes",
+    "ListSubscriptionsByTopic",
+    "ListTagsForResource",
+    "Publish",
+    "PutDataProtectionPolicy",
+    "RemovePermission",
+    "SetTopicAttributes",
+    "Subscribe",
+    "TagResource",
+    "UntagResource",
+];
 /// How many topics or subscriptions a List call answers at once.
 pub const PAGE: usize = 100;
 /// How long a FIFO topic remembers a deduplication id: five minutes.
@@ -139,6 +155,9 @@ impl OutboundKind {
 pub struct Topics {
     topics: BTreeMap<String, Topic>,
     subscriptions: BTreeMap<String, Subscription>,
+    /// Confirmation tokens, each naming its subscription (kept after it is
+    /// confirmed: confirming again answers the same).
+    tokens: HashMap<String, String>,
 }
 
 impl Topics {
@@ -160,17 +179,7 @@ impl Topics {
     ) -> Result<TopicArn> {
         let fifo_asked = attributes.get("FifoTopic").is_some_and(|v| v == "true");
         if !attributes::valid_topic_name(&arn.name) || arn.is_fifo() != fifo_asked {
-            if self.topics.contains_key(&arn.to_string()) && attributes::valid_topic_name(&arn.name) {
-                return Err(SnsError::parameter(
-                    "Attributes Reason: Topic already exists with different attributes",
-                ));
-            }
-            return Err(match arn.is_fifo() && !fifo_asked && attributes::valid_topic_name(&arn.name) {
-                true => SnsError::parameter(
-                    "Topic Name Reason: Fifo Topic names must end with .fifo and must be made up of only uppercase and lowercase ASCII letters, numbers, underscores, and hyphens, and must be between 1 and 256 characters long.",
-                ),
-                false => SnsError::parameter("Topic Name"),
-            });
+            return Err(SnsError::parameter("Topic Name"));
         }
         check_tags(&tags)?;
         if let Some(topic) = self.topics.get(&arn.to_string()) {
@@ -215,11 +224,15 @@ impl Topics {
         let Some(topic) = self.topics.remove(&arn.to_string()) else {
             return Vec::new();
         };
-        topic
+        let removed: Vec<Subscription> = topic
             .subscriptions
             .iter()
             .filter_map(|sub| self.subscriptions.remove(sub))
-            .collect()
+            .collect();
+        for token in removed.iter().filter_map(|sub| sub.token.as_ref()) {
+            self.tokens.remove(token);
+        }
+        removed
     }
 
     pub fn topic(&self, arn: &TopicArn) -> Result<&Topic> {
@@ -238,6 +251,8 @@ impl Topics {
     pub fn topic_attributes(&self, arn: &TopicArn) -> Result<BTreeMap<String, String>> {
         let topic = self.topic(arn)?;
         let mut out = topic.attributes.clone();
+        // Kept apart in AWS: GetDataProtectionPolicy answers it.
+        out.remove("DataProtectionPolicy");
         out.entry("DisplayName".into()).or_default();
         out.insert(
             "EffectiveDeliveryPolicy".into(),
@@ -248,8 +263,8 @@ impl Topics {
         let (mut confirmed, mut pending) = (0, 0);
         for sub in topic.subscriptions.iter().filter_map(|s| self.subscriptions.get(s)) {
             match sub.pending {
-                None => confirmed += 1,
-                Some(_) => pending += 1,
+                false => confirmed += 1,
+                true => pending += 1,
             }
         }
         out.insert("SubscriptionsConfirmed".into(), confirmed.to_string());
@@ -284,8 +299,8 @@ impl Topics {
     /// ListTopics: one page of a region and account's topics, after `token`.
     pub fn list(&self, region: &str, account: &str, token: Option<&str>) -> Result<(Vec<String>, Option<String>)> {
         let prefix = format!("arn:aws:sns:{region}:{account}:");
-        let start = match token {
-            Some(token) if token.starts_with(&prefix) => Bound::Included(token.to_string()),
+        let start = match token.map(read_page_token) {
+            Some(Some(token)) if token.starts_with(&prefix) => Bound::Included(token),
             Some(_) => return Err(SnsError::parameter("NextToken")),
             None => Bound::Included(prefix.clone()),
         };
@@ -298,7 +313,7 @@ impl Topics {
             .cloned()
             .collect();
         let next = (page.len() > PAGE).then(|| page.pop()).flatten();
-        Ok((page, next))
+        Ok((page, next.map(|next| page_token(&next))))
     }
 
     /// Subscribe: a new subscription, or the one with the same topic,
@@ -328,6 +343,7 @@ impl Topics {
                 let stored = sub.attributes.get(name).map(String::as_str);
                 match name.as_str() {
                     "RawMessageDelivery" => stored.unwrap_or("false") == value.to_ascii_lowercase(),
+                    "FilterPolicyScope" => stored.unwrap_or("MessageAttributes") == value,
                     _ => stored == Some(value.as_str()),
                 }
             });
@@ -354,7 +370,8 @@ impl Topics {
             owner: owner.to_string(),
             attributes: BTreeMap::new(),
             filter: None,
-            pending: pending_token.clone(),
+            pending: pending_token.is_some(),
+            token: pending_token.clone(),
         };
         // The scope first, so that the policy is compiled for it.
         let mut ordered: Vec<(&String, &String)> = given.iter().collect();
@@ -364,32 +381,43 @@ impl Topics {
         }
         let arn = sub.arn.clone();
         self.topic_mut(topic_arn)?.subscriptions.push(arn.clone());
+        if let Some(token) = &pending_token {
+            self.tokens.insert(token.clone(), arn.clone());
+        }
         self.subscriptions.insert(arn.clone(), sub);
         Ok(Subscribed { arn, pending_token })
     }
 
-    /// ConfirmSubscription: the subscription whose token this is.
-    pub fn confirm(&mut self, topic_arn: &TopicArn, token: &str) -> Result<String> {
-        let topic = self.topic(topic_arn)?;
-        let arn = topic
-            .subscriptions
-            .iter()
-            .find(|arn| {
-                self.subscriptions
-                    .get(*arn)
-                    .is_some_and(|sub| sub.pending.as_deref() == Some(token))
-            })
+    /// ConfirmSubscription: the subscription whose token this is. As in
+    /// AWS, the token names the subscription: the topic given need only be
+    /// of its region, and confirming again answers the same.
+    pub fn confirm(&mut self, topic: &str, token: &str) -> Result<String> {
+        let topic = TopicArn::parse("Topic", topic).map_err(|_| SnsError::parameter("Topic"))?;
+        let arn = self
+            .tokens
+            .get(token)
             .cloned()
-            .ok_or_else(|| SnsError::invalid("Invalid token"))?;
-        if let Some(sub) = self.subscriptions.get_mut(&arn) {
-            sub.pending = None;
+            .ok_or_else(|| SnsError::parameter("Token"))?;
+        let sub = self
+            .subscriptions
+            .get_mut(&arn)
+            .ok_or_else(|| SnsError::parameter("Token"))?;
+        if sub.topic.region != topic.region || sub.topic.account != topic.account {
+            return Err(SnsError::parameter("Topic"));
         }
+        sub.pending = false;
         Ok(arn)
     }
 
     /// Unsubscribe; the subscription removed, if there was one.
+    /// The token of a removed subscription is new: the one its
+    /// UnsubscribeConfirmation carries.
     pub fn unsubscribe(&mut self, arn: &str) -> Option<Subscription> {
-        let sub = self.subscriptions.remove(arn)?;
+        let mut sub = self.subscriptions.remove(arn)?;
+        if let Some(token) = &sub.token {
+            self.tokens.remove(token);
+        }
+        sub.token = Some(confirmation_token());
         if let Some(topic) = self.topics.get_mut(&sub.topic.to_string()) {
             topic.subscriptions.retain(|s| s != arn);
             topic.deleted_subscriptions += 1;
@@ -417,8 +445,8 @@ impl Topics {
 
     /// ListSubscriptions: a page of every subscription of `account`.
     pub fn list_subscriptions(&self, account: &str, token: Option<&str>) -> Result<(Vec<&Subscription>, Option<String>)> {
-        let start = match token {
-            Some(token) if self.subscriptions.contains_key(token) => Bound::Included(token.to_string()),
+        let start = match token.map(read_page_token) {
+            Some(Some(token)) if self.subscriptions.contains_key(&token) => Bound::Included(token),
             Some(_) => return Err(SnsError::parameter("NextToken")),
             None => Bound::Unbounded,
         };
@@ -429,7 +457,7 @@ impl Topics {
             .filter(|sub| sub.topic.account == account)
             .take(PAGE + 1)
             .collect();
-        let next = (page.len() > PAGE).then(|| page.pop().map(|sub| sub.arn.clone())).flatten();
+        let next = (page.len() > PAGE).then(|| page.pop().map(|sub| page_token(&sub.arn))).flatten();
         Ok((page, next))
     }
 
@@ -438,9 +466,8 @@ impl Topics {
         let topic = self.topic(arn)?;
         let start = match token {
             None => 0,
-            Some(token) => token
-                .parse::<usize>()
-                .ok()
+            Some(token) => read_page_token(token)
+                .and_then(|token| token.parse::<usize>().ok())
                 .filter(|start| *start <= topic.subscriptions.len())
                 .ok_or_else(|| SnsError::parameter("NextToken"))?,
         };
@@ -450,7 +477,7 @@ impl Topics {
             .filter_map(|sub| self.subscriptions.get(sub))
             .collect();
         let end = start + PAGE;
-        let next = (end < topic.subscriptions.len()).then(|| end.to_string());
+        let next = (end < topic.subscriptions.len()).then(|| page_token(&end.to_string()));
         Ok((page, next))
     }
 
@@ -491,9 +518,7 @@ impl Topics {
             .iter()
             .map(|action| match action.as_str() {
                 "*" => Ok("SNS:*".to_string()),
-                action if action.chars().all(|c| c.is_ascii_alphabetic()) && !action.is_empty() => {
-                    Ok(format!("SNS:{action}"))
-                }
+                action if TOPIC_POLICY_ACTIONS.contains(&action) => Ok(format!("SNS:{action}")),
                 _ => Err(SnsError::parameter("Policy statement action out of service scope!")),
             })
             .collect::<Result<_>>()?;
@@ -548,7 +573,7 @@ impl Topics {
             .subscriptions
             .iter()
             .filter_map(|sub| self.subscriptions.get(sub))
-            .filter(|sub| sub.pending.is_none() && publication.passes(sub))
+            .filter(|sub| !sub.pending && publication.passes(sub))
             .cloned()
             .collect();
         Ok(Published {
@@ -580,6 +605,19 @@ fn statements(policy: &mut serde_json::Value) -> &mut Vec<serde_json::Value> {
         serde_json::Value::Array(statements) => statements,
         _ => unreachable!("made an array above"),
     }
+}
+
+/// A List call's NextToken: where the next page starts, in base64 as
+/// AWS's tokens are (clients decode them).
+fn page_token(start: &str) -> String {
+    use base64::Engine as _;
+    base64::engine::general_purpose::STANDARD.encode(start)
+}
+
+fn read_page_token(token: &str) -> Option<String> {
+    use base64::Engine as _;
+    let bytes = base64::engine::general_purpose::STANDARD.decode(token).ok()?;
+    String::from_utf8(bytes).ok()
 }
 
 /// A token a subscriber gives back to confirm: as long as AWS's.

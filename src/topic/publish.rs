@@ -180,7 +180,16 @@ pub fn check_attributes(input: BTreeMap<String, AttributeInput>, member: &str) -
         let Some(data_type) = attribute.data_type else {
             return Err(SnsError::missing(&format!("{member}messageAttributes.{name}.member.dataType")));
         };
-        let kind = data_type.split('.').next().unwrap_or_default();
+        let (kind, custom) = match data_type.split_once('.') {
+            Some((kind, custom)) => (kind, Some(custom)),
+            None => (data_type.as_str(), None),
+        };
+        let known = matches!(kind, "String" | "Number" | "Binary");
+        if !known || custom.is_some_and(|custom| custom.trim().is_empty()) {
+            return Err(SnsError::value_invalid(format!(
+                "The message attribute '{name}' has an invalid message attribute type, the set of supported type prefixes is Binary, Number, and String."
+            )));
+        }
         let wrong_field = |field: &str| {
             SnsError::value_invalid(format!(
                 "The message attribute '{name}' with type '{kind}' must use field '{field}'."

@@ -106,8 +106,10 @@ pub struct Subscription {
     pub attributes: BTreeMap<String, String>,
     /// The compiled filter policy, when one is set.
     pub filter: Option<FilterPolicy>,
-    /// Until the endpoint confirms: the token it must give back.
-    pub pending: Option<String>,
+    /// Whether the endpoint has yet to confirm.
+    pub pending: bool,
+    /// The token that confirms it (protocols that confirm).
+    pub token: Option<String>,
 }
 
 impl Subscription {
@@ -153,7 +155,6 @@ impl Subscription {
             "FilterPolicy" if value.is_empty() => {
                 self.filter = None;
                 self.attributes.remove("FilterPolicy");
-                self.attributes.remove("FilterPolicyScope");
                 return Ok(());
             }
             "FilterPolicy" => {
@@ -210,7 +211,7 @@ impl Subscription {
     /// GetSubscriptionAttributes' attributes.
     pub fn describe(&self) -> BTreeMap<String, String> {
         let mut attributes = self.attributes.clone();
-        let confirmed = self.pending.is_none();
+        let confirmed = !self.pending;
         attributes.insert("ConfirmationWasAuthenticated".into(), confirmed.to_string());
         attributes.insert("Endpoint".into(), self.endpoint.clone());
         attributes.insert("Owner".into(), self.owner.clone());
@@ -219,6 +220,17 @@ impl Subscription {
         attributes
             .entry("RawMessageDelivery".into())
             .or_insert_with(|| "false".into());
+        // The scope shows only beside a policy, as AWS shows it.
+        match attributes.contains_key("FilterPolicy") {
+            true => {
+                attributes
+                    .entry("FilterPolicyScope".into())
+                    .or_insert_with(|| "MessageAttributes".into());
+            }
+            false => {
+                attributes.remove("FilterPolicyScope");
+            }
+        }
         attributes.insert("SubscriptionArn".into(), self.arn.clone());
         attributes.insert(
             "SubscriptionPrincipal".into(),

@@ -56,8 +56,15 @@ fn subscriptions_are_counted_listed_confirmed_and_removed_with_their_topic() {
     let token = http.pending_token.unwrap();
     let counts = topics.topic_attributes(&arn("t")).unwrap();
     assert_eq!((counts["SubscriptionsConfirmed"].as_str(), counts["SubscriptionsPending"].as_str()), ("1", "1"));
-    assert_eq!(topics.confirm(&arn("t"), "wrong").unwrap_err().message, "Invalid token");
-    assert_eq!(topics.confirm(&arn("t"), &token).unwrap(), http.arn);
+    let topic = arn("t").to_string();
+    assert_eq!(topics.confirm(&topic, "wrong").unwrap_err().message, "Invalid parameter: Token");
+    assert_eq!(topics.confirm("not-an-arn", &token).unwrap_err().message, "Invalid parameter: Topic");
+    let elsewhere = TopicArn::new("eu-west-1", "000000000000", "t").to_string();
+    assert_eq!(topics.confirm(&elsewhere, &token).unwrap_err().message, "Invalid parameter: Topic");
+    // The token names the subscription; any topic of its region will do,
+    // and confirming again answers the same.
+    assert_eq!(topics.confirm(&arn("other").to_string(), &token).unwrap(), http.arn);
+    assert_eq!(topics.confirm(&topic, &token).unwrap(), http.arn);
     assert_eq!(topics.list_by_topic(&arn("t"), None).unwrap().0.len(), 2);
     assert!(topics.unsubscribe(&http.arn).is_some());
     assert_eq!(topics.topic_attributes(&arn("t")).unwrap()["SubscriptionsDeleted"], "1");

@@ -62,6 +62,8 @@ impl Prepared {
         let mut builder = Request::post(path)
             .header(HOST, authority)
             .header(USER_AGENT, "Amazon Simple Notification Service Agent")
+            .header("accept-encoding", "gzip,deflate")
+            .header("connection", "close")
             .header("x-amz-sns-message-type", work.kind.name())
             .header("x-amz-sns-message-id", &work.message_id)
             .header("x-amz-sns-topic-arn", work.subscription.topic.to_string());
@@ -88,27 +90,40 @@ impl Prepared {
         };
         match tokio::time::timeout(timeout, self.exchange(address)).await {
             Err(_) => Outcome::Retry(format!("no answer within {timeout:?}")),
-            Ok(Err(error)) => Outcome::Retry(error),
+            // Nothing listens there: AWS counts an endpoint it cannot reach
+            // as the client's error, dead-lettered without retries.
+            Ok(Err(Failure::Unreachable(error))) => Outcome::Permanent(error),
+            Ok(Err(Failure::Exchange(error))) => Outcome::Retry(error),
             Ok(Ok(status)) if (200..300).contains(&status) => Outcome::Delivered,
             Ok(Ok(status)) if status == 429 || status >= 500 => Outcome::Retry(format!("answered {status}")),
             Ok(Ok(status)) => Outcome::Permanent(format!("answered {status}")),
         }
     }
 
-    async fn exchange(&self, address: std::net::SocketAddr) -> Result<u16, String> {
-        let stream = TcpStream::connect(address).await.map_err(|e| e.to_string())?;
+    async fn exchange(&self, address: std::net::SocketAddr) -> Result<u16, Failure> {
+        let stream = TcpStream::connect(address)
+            .await
+            .map_err(|e| Failure::Unreachable(format!("could not connect to {address}: {e}")))?;
         stream.set_nodelay(true).ok();
         if !self.tls {
-            return exchange_over(stream, self.request.clone()).await;
+            return exchange_over(stream, self.request.clone()).await.map_err(Failure::Exchange);
         }
-        let name = rustls::pki_types::ServerName::try_from(self.host.trim_start_matches('[').trim_end_matches(']').to_string())
-            .map_err(|e| e.to_string())?;
+        let host = self.host.trim_start_matches('[').trim_end_matches(']').to_string();
+        let name = rustls::pki_types::ServerName::try_from(host).map_err(|e| Failure::Unreachable(e.to_string()))?;
         let stream = tokio_rustls::TlsConnector::from(tls_config())
             .connect(name, stream)
             .await
-            .map_err(|e| e.to_string())?;
-        exchange_over(stream, self.request.clone()).await
+            .map_err(|e| Failure::Exchange(format!("TLS: {e}")))?;
+        exchange_over(stream, self.request.clone()).await.map_err(Failure::Exchange)
     }
+}
+
+/// How a try failed before an answer came.
+enum Failure {
+    /// No connection could be made.
+    Unreachable(String),
+    /// The connection failed on the way.
+    Exchange(String),
 }
 
 async fn exchange_over<S>(stream: S, request: Request<Full<Bytes>>) -> Result<u16, String>

@@ -40,6 +40,8 @@ pub enum Action {
     ListTagsForResource,
     AddPermission,
     RemovePermission,
+    GetDataProtectionPolicy,
+    PutDataProtectionPolicy,
 }
 
 const ACTIONS: &[Action] = &[
@@ -62,10 +64,12 @@ const ACTIONS: &[Action] = &[
     Action::ListTagsForResource,
     Action::AddPermission,
     Action::RemovePermission,
+    Action::GetDataProtectionPolicy,
+    Action::PutDataProtectionPolicy,
 ];
 
 /// SNS actions ssq knows but has nothing to serve with (platform
-/// applications, SMS, data protection): answered with a clear refusal
+/// applications, SMS): answered with a clear refusal
 /// rather than taken for SQS calls.
 const NOT_SERVED: &[&str] = &[
     "CheckIfPhoneNumberIsOptedOut",
@@ -75,7 +79,6 @@ const NOT_SERVED: &[&str] = &[
     "DeleteEndpoint",
     "DeletePlatformApplication",
     "DeleteSMSSandboxPhoneNumber",
-    "GetDataProtectionPolicy",
     "GetEndpointAttributes",
     "GetPlatformApplicationAttributes",
     "GetSMSAttributes",
@@ -86,7 +89,6 @@ const NOT_SERVED: &[&str] = &[
     "ListPlatformApplications",
     "ListSMSSandboxPhoneNumbers",
     "OptInPhoneNumber",
-    "PutDataProtectionPolicy",
     "SetEndpointAttributes",
     "SetPlatformApplicationAttributes",
     "SetSMSAttributes",
@@ -115,6 +117,8 @@ impl Action {
             Action::ListTagsForResource => "ListTagsForResource",
             Action::AddPermission => "AddPermission",
             Action::RemovePermission => "RemovePermission",
+            Action::GetDataProtectionPolicy => "GetDataProtectionPolicy",
+            Action::PutDataProtectionPolicy => "PutDataProtectionPolicy",
         }
     }
 
@@ -160,10 +164,15 @@ impl Call<'_> {
         }
     }
 
-    /// The topic a member names: AWS's errors for a malformed ARN, and
-    /// NotFound for a topic of another account (none is here).
+    /// The topic a member names: AWS's errors for a malformed ARN or one
+    /// of another region, and NotFound for a topic of another account
+    /// (none is here).
     fn topic_arn(&self, form: &Form, member: &str) -> Result<TopicArn> {
         let arn = TopicArn::parse(member, form.required(member)?)?;
+        // A topic is reached only from its own region, as in AWS.
+        if arn.region != self.ctx.region.get() {
+            return Err(SnsError::parameter(member));
+        }
         if arn.account != self.ctx.account_id {
             return Err(SnsError::topic_not_found());
         }
@@ -182,8 +191,8 @@ pub async fn dispatch(call: &Call<'_>, action_name: &str, form: &Form) -> Result
             "InvalidAction",
             400,
             format!(
-                "ssq does not serve the SNS action {action_name}: it has no platform applications, SMS or data \
-                 protection policies; topics, subscriptions and publishing are served."
+                "ssq does not serve the SNS action {action_name}: it has no platform applications or SMS; \
+                 topics, subscriptions and publishing are served."
             ),
         ));
     };
@@ -196,7 +205,7 @@ pub async fn dispatch(call: &Call<'_>, action_name: &str, form: &Form) -> Result
         Action::SetTopicAttributes => topics::set_attribute(call, form)?,
         Action::Subscribe => return subscriptions::subscribe(call, form),
         Action::ConfirmSubscription => subscriptions::confirm(call, form)?,
-        Action::Unsubscribe => subscriptions::unsubscribe(call, form)?,
+        Action::Unsubscribe => return subscriptions::unsubscribe(call, form),
         Action::ListSubscriptions => subscriptions::list(call, form)?,
         Action::ListSubscriptionsByTopic => subscriptions::list_by_topic(call, form)?,
         Action::GetSubscriptionAttributes => subscriptions::attributes(call, form)?,
@@ -208,6 +217,8 @@ pub async fn dispatch(call: &Call<'_>, action_name: &str, form: &Form) -> Result
         Action::ListTagsForResource => tags::list(call, form)?,
         Action::AddPermission => tags::add_permission(call, form)?,
         Action::RemovePermission => tags::remove_permission(call, form)?,
+        Action::GetDataProtectionPolicy => topics::data_protection_policy(call, form)?,
+        Action::PutDataProtectionPolicy => topics::put_data_protection_policy(call, form)?,
     };
     Ok((answer, none))
 }

@@ -79,7 +79,17 @@ pub(super) async fn publish_batch(call: &Call<'_>, form: &Form) -> Result<(Optio
         let entry_form = Form::from_fields(entry);
         let member = format!("publishBatchRequestEntries.{}.member.", index + 1);
         let input = read_input(&entry_form)?;
-        total += input.message.as_ref().map_or(0, String::len);
+        total += input.message.as_ref().map_or(0, String::len)
+            + input
+                .attributes
+                .iter()
+                .map(|(name, attribute)| {
+                    name.len()
+                        + attribute.data_type.as_ref().map_or(0, String::len)
+                        + attribute.string_value.as_ref().map_or(0, String::len)
+                        + attribute.binary_value.as_ref().map_or(0, Vec::len)
+                })
+                .sum::<usize>();
         publications.push((id, Publication::check(input, fifo, content_dedup, &member)?));
     }
     if total > MAX_MESSAGE_BYTES {
@@ -114,7 +124,8 @@ fn target(call: &Call<'_>, form: &Form) -> Result<TopicArn> {
         return call.topic_arn(form, "TopicArn");
     }
     if let Some(target) = form.get("TargetArn") {
-        if target.split(':').nth(2) == Some("sns") && target.split(':').count() == 6 {
+        let parts: Vec<&str> = target.split(':').collect();
+        if parts.len() == 6 && parts[2] == "sns" && !parts[5].contains('/') {
             return call.topic_arn(form, "TargetArn");
         }
         return Err(SnsError::parameter("TargetArn Reason: No endpoint found for the target arn specified"));

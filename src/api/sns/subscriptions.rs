@@ -26,37 +26,43 @@ pub(super) fn subscribe(call: &Call<'_>, form: &Form) -> Result<(Option<Answer>,
     let subscribed = topics.subscribe(&topic, protocol, endpoint, &attributes, &call.ctx.account_id)?;
     let subscription = topics.subscription(&subscribed.arn)?.clone();
     drop(topics);
-    let shown = match subscription.pending.is_some() && !return_arn {
+    let shown = match subscription.pending && !return_arn {
         true => PENDING.to_string(),
         false => subscribed.arn.clone(),
     };
     let mut work = Vec::new();
-    if let Some(token) = subscribed.pending_token
-        && matches!(protocol, Protocol::Http | Protocol::Https)
-    {
-        work.push(confirmation(call, subscription, &token));
+    if subscribed.pending_token.is_some() && matches!(protocol, Protocol::Http | Protocol::Https) {
+        work.push(confirmation(call, subscription, OutboundKind::SubscriptionConfirmation));
     }
     Ok((Some(Answer::Fields(vec![("SubscriptionArn", Answer::Text(shown))])), work))
 }
 
 pub(super) fn confirm(call: &Call<'_>, form: &Form) -> Result<Option<Answer>> {
-    let topic = call.topic_arn(form, "TopicArn")?;
+    let topic = form.required("TopicArn")?;
     let token = form.required("Token")?;
-    let arn = call.api.service.topics().confirm(&topic, token)?;
+    let arn = call.api.service.topics().confirm(topic, token)?;
     Ok(Some(Answer::Fields(vec![("SubscriptionArn", Answer::Text(arn))])))
 }
 
-pub(super) fn unsubscribe(call: &Call<'_>, form: &Form) -> Result<Option<Answer>> {
-    let arn = form.required("SubscriptionArn")?;
+pub(super) fn unsubscribe(call: &Call<'_>, form: &Form) -> Result<(Option<Answer>, Webhooks)> {
+    let arn = form.get("SubscriptionArn").unwrap_or_default();
     arn::subscription_topic(arn)?;
-    call.api.service.topics().unsubscribe(arn);
-    Ok(None)
+    let removed = call.api.service.topics().unsubscribe(arn);
+    let work = match removed {
+        Some(subscription) if matches!(subscription.protocol, Protocol::Http | Protocol::Https) => {
+            vec![confirmation(call, subscription, OutboundKind::UnsubscribeConfirmation)]
+        }
+        _ => Vec::new(),
+    };
+    Ok((None, work))
 }
 
 fn listed(subscription: &Subscription) -> Answer {
-    let arn = match subscription.pending {
-        Some(_) => "PendingConfirmation".to_string(),
-        None => subscription.arn.clone(),
+    // AWS lists an email address that has not confirmed without its ARN.
+    let unconfirmed_mail = subscription.pending && matches!(subscription.protocol, Protocol::Email | Protocol::EmailJson);
+    let arn = match unconfirmed_mail {
+        true => "PendingConfirmation".to_string(),
+        false => subscription.arn.clone(),
     };
     Answer::Fields(vec![
         ("SubscriptionArn", Answer::Text(arn)),
@@ -114,32 +120,40 @@ pub(super) fn set_attribute(call: &Call<'_>, form: &Form) -> Result<Option<Answe
     Ok(None)
 }
 
-/// The SubscriptionConfirmation an HTTP endpoint receives: the document,
-/// signed, with the URL that confirms.
-fn confirmation(call: &Call<'_>, subscription: Subscription, token: &str) -> Outbound {
+/// The SubscriptionConfirmation an HTTP endpoint receives, or the
+/// UnsubscribeConfirmation when it was unsubscribed: the document, signed,
+/// with the URL that confirms.
+fn confirmation(call: &Call<'_>, subscription: Subscription, kind: OutboundKind) -> Outbound {
     let topic = subscription.topic.to_string();
+    let token = subscription.token.clone().unwrap_or_default();
     let message_id = crate::queue::random::uuid().to_string();
     let subscribe_url = format!(
         "{}/?Action=ConfirmSubscription&TopicArn={topic}&Token={token}",
         call.ctx.base_url
     );
-    let message = format!(
-        "You have chosen to subscribe to the topic {topic}.\nTo confirm the subscription, visit the SubscribeURL included in this message."
-    );
+    let message = match kind {
+        OutboundKind::UnsubscribeConfirmation => format!(
+            "You have chosen to deactivate subscription {}.\nTo cancel this operation and restore the subscription, visit the SubscribeURL included in this message.",
+            subscription.arn
+        ),
+        _ => format!(
+            "You have chosen to subscribe to the topic {topic}.\nTo confirm the subscription, visit the SubscribeURL included in this message."
+        ),
+    };
     let timestamp = crate::topic::envelope::timestamp(call.api.service.now());
     let document = Confirmation {
         message_id: &message_id,
-        token,
+        token: &token,
         topic_arn: &topic,
         message: &message,
         subscribe_url: &subscribe_url,
         timestamp: &timestamp,
         signature_version: call.signature_version(&subscription.topic),
     };
-    let body = Envelope::confirmation("SubscriptionConfirmation", &document, call.signer, &call.ctx.base_url).to_json();
+    let body = Envelope::confirmation(kind.name(), &document, call.signer, &call.ctx.base_url).to_json();
     Outbound {
         subscription,
-        kind: OutboundKind::SubscriptionConfirmation,
+        kind,
         message_id,
         body,
     }

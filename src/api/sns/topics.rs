@@ -23,7 +23,7 @@ pub(super) fn create(call: &Call<'_>, form: &Form) -> Result<Option<Answer>> {
 }
 
 pub(super) fn delete(call: &Call<'_>, form: &Form) -> Result<Option<Answer>> {
-    let arn = TopicArn::parse("TopicArn", form.required("TopicArn")?)?;
+    let arn = call.topic_arn(form, "TopicArn")?;
     call.api.service.topics().delete(&arn);
     call.api.service.metrics.sns_topic_deleted(&arn.to_string());
     Ok(None)
@@ -60,5 +60,29 @@ pub(super) fn set_attribute(call: &Call<'_>, form: &Form) -> Result<Option<Answe
     }
     let value = form.get("AttributeValue").unwrap_or_default();
     call.api.service.topics().set_topic_attribute(&arn, name, value)?;
+    Ok(None)
+}
+
+/// The data protection policy is kept and answered; ssq does not apply it
+/// (it has no PII detection), as the docs say.
+pub(super) fn data_protection_policy(call: &Call<'_>, form: &Form) -> Result<Option<Answer>> {
+    let arn = TopicArn::parse("ResourceArn", form.required("ResourceArn")?)?;
+    let topics = call.api.service.topics();
+    let policy = topics
+        .topic(&arn)?
+        .attributes
+        .get("DataProtectionPolicy")
+        .cloned()
+        .unwrap_or_default();
+    Ok(Some(Answer::Fields(vec![("DataProtectionPolicy", Answer::Text(policy))])))
+}
+
+pub(super) fn put_data_protection_policy(call: &Call<'_>, form: &Form) -> Result<Option<Answer>> {
+    let arn = TopicArn::parse("ResourceArn", form.required("ResourceArn")?)?;
+    let policy = form.required("DataProtectionPolicy")?;
+    call.api
+        .service
+        .topics()
+        .set_topic_attribute(&arn, "DataProtectionPolicy", policy)?;
     Ok(None)
 }

@@ -68,19 +68,16 @@ fn values<'a>(subject: &Subject<'a>, path: &[String]) -> Option<Vec<Leaf<'a>>> {
             Some(leaves)
         }
         Subject::Body(Some(body)) => {
-            let mut here: Vec<&Value> = vec![body];
-            for key in path {
-                let mut next = Vec::new();
-                for value in here {
-                    collect(value, key, &mut next);
-                }
-                if next.is_empty() {
-                    return None;
-                }
-                here = next;
+            // AWS reads a key's dots as nesting, whichever way the body
+            // nests: `a.b` names {"a": {"b": …}} and {"a.b": …} alike.
+            let dotted = path.join(".");
+            let mut found = Vec::new();
+            collect(body, &dotted, &mut found);
+            if found.is_empty() {
+                return None;
             }
             let mut leaves = Vec::new();
-            for value in here {
+            for value in found {
                 leaf(value, &mut leaves);
             }
             Some(leaves)
@@ -89,11 +86,21 @@ fn values<'a>(subject: &Subject<'a>, path: &[String]) -> Option<Vec<Leaf<'a>>> {
     }
 }
 
-/// The members named `key` of `value`, looking through arrays.
-fn collect<'a>(value: &'a Value, key: &str, into: &mut Vec<&'a Value>) {
+/// The values at the dotted `path` in `value`, looking through arrays and
+/// matching a member whose own name holds dots as well as nested members.
+/// The walk goes no deeper than the path has segments.
+fn collect<'a>(value: &'a Value, path: &str, into: &mut Vec<&'a Value>) {
     match value {
-        Value::Object(object) => into.extend(object.get(key)),
-        Value::Array(items) => items.iter().for_each(|item| collect(item, key, into)),
+        Value::Object(object) => {
+            for (key, member) in object {
+                if key == path {
+                    into.push(member);
+                } else if let Some(rest) = path.strip_prefix(key.as_str()).and_then(|rest| rest.strip_prefix('.')) {
+                    collect(member, rest, into);
+                }
+            }
+        }
+        Value::Array(items) => items.iter().for_each(|item| collect(item, path, into)),
         _ => {}
     }
 }

@@ -136,8 +136,12 @@ impl FilterPolicy {
 }
 
 impl Clause {
+    /// Keys as AWS counts them: for a nested policy, only the parent keys.
     fn max_keys(&self) -> usize {
-        let own = self.keys.len();
+        let mut parents: Vec<&str> = self.keys.iter().filter_map(|(path, _)| path.first().map(String::as_str)).collect();
+        parents.sort_unstable();
+        parents.dedup();
+        let own = parents.len();
         let branches: usize = self
             .any_of
             .iter()
@@ -147,10 +151,11 @@ impl Clause {
     }
 
     fn combinations(&self) -> usize {
-        let own = self
-            .keys
-            .iter()
-            .fold(1usize, |product, (_, conditions)| product.saturating_mul(conditions.len()));
+        // AWS weighs a nested key's values by its depth: `a.b: [x, y, z]`
+        // counts 2 × 3.
+        let own = self.keys.iter().fold(1usize, |product, (path, conditions)| {
+            product.saturating_mul(path.len().saturating_mul(conditions.len()))
+        });
         self.any_of.iter().fold(own, |product, branches| {
             let sum = branches
                 .iter()

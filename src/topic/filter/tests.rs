@@ -82,6 +82,10 @@ fn body_policies_reach_nested_keys_and_arrays() {
     assert!(on_body(json!({"order": {"paid": [true]}}), body.clone()));
     assert!(on_body(json!({"order": {"note": [null]}}), body.clone()));
     assert!(!on_body(json!({"order": {"missing": [{"exists": true}]}}), body.clone()));
+    assert!(on_body(json!({"order.paid": [true]}), body.clone()));
+    assert!(on_body(json!({"a.b": ["x"]}), json!({"a.b": "x"})));
+    assert!(on_body(json!({"a": {"b.c": ["x"]}}), json!({"a": {"b": {"c": "x"}}})));
+    assert!(!on_body(json!({"a.b": ["x"]}), json!({"a": {"b": "y"}})));
     let not_json = policy(json!({"a": ["x"]}), Scope::MessageBody).unwrap();
     assert!(!not_json.matches(&Subject::Body(None)));
 }
@@ -120,6 +124,12 @@ fn limits_on_keys_and_combinations_and_nesting_by_scope() {
     let values: Vec<Value> = (0..13).map(|i| json!(format!("v{i}"))).collect();
     let wide = json!({"a": values.clone(), "b": values});
     assert_eq!(reason(wide), "Filter policy is too complex");
+    // A nested key's values count as many times as it is deep: 3·4 × 2·3 × 1·3 = 216.
+    let deep = json!({"a": {"b": {"c": ["1", "2", "3", "4"]}}, "d": {"e": ["1", "2", "3"]}, "f": ["1", "2", "3"]});
+    assert_eq!(reason(deep), "Filter policy is too complex");
+    let or = json!({"s": ["1", "2", "3", "4"], "$or": [{"m": ["1", "2", "3", "4", "5", "6"]},
+        {"t": ["1", "2", "3", "4"], "$or": [{"i": [1, 2, 3, 4]}, {"p": [1, 2, 3, 4]}]}]});
+    assert_eq!(reason(or), "Filter policy is too complex", "4·6 + 4·4·4 + 4·4·4 = 152");
     let nested = policy(json!({"a": {"b": ["c"]}}), Scope::MessageAttributes).unwrap_err();
     assert!(nested.message.contains("does not support nested filter policy"));
     assert!(policy(json!({"a": {"b": ["c"]}}), Scope::MessageBody).unwrap().is_nested());
