@@ -16,6 +16,7 @@ use tokio::sync::oneshot;
 
 use crate::error::SqsError;
 use crate::queue::{Change, Message, Queue};
+use crate::topic::{SnsChange, Topics};
 
 /// One request's writes to one queue, a queue's removal, or a step of a
 /// message's way to a queue of another shard (see `transfers.rs`).
@@ -36,6 +37,10 @@ pub enum Write {
     Delivered(Vec<String>),
     /// Inbox entries, by stream id, taken into their queues.
     TakenIn(Vec<String>),
+    /// Changes to the SNS records (topics, subscriptions, a FIFO topic's
+    /// deduplication ids), in the same commit as the queue copies of the
+    /// Publish that made them.
+    Sns(Vec<SnsChange>),
 }
 
 /// A message on its way to a queue of another shard: a dead letter, or a
@@ -80,8 +85,8 @@ pub trait Memory: Send + Sync + 'static {
     /// leadership, or before a reload, memory can no longer be trusted.
     fn clear(&self);
 
-    /// Puts loaded queues in place of whatever memory held.
-    fn install(&self, queues: Vec<Queue>);
+    /// Puts loaded queues and topics in place of whatever memory held.
+    fn install(&self, queues: Vec<Queue>, topics: Topics);
 
     /// Ends every long poll now and any started later (shutting down).
     fn close_long_polls(&self);

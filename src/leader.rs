@@ -474,7 +474,7 @@ mod tests {
         fn clear(&self) {
             self.clears.fetch_add(1, Ordering::AcqRel);
         }
-        fn install(&self, _: Vec<crate::queue::Queue>) {}
+        fn install(&self, _: Vec<crate::queue::Queue>, _: crate::topic::Topics) {}
         fn close_long_polls(&self) {}
         fn create_configured_queues(
             &self,

@@ -289,11 +289,13 @@ impl Memory for Service {
     }
 
     fn clear(&self) {
-        Service::clear(self)
+        Service::clear(self);
+        self.clear_topics();
     }
 
-    fn install(&self, queues: Vec<Queue>) {
-        Service::install(self, queues)
+    fn install(&self, queues: Vec<Queue>, topics: crate::topic::Topics) {
+        Service::install(self, queues);
+        self.install_topics(topics);
     }
 
     fn close_long_polls(&self) {

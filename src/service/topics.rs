@@ -9,11 +9,13 @@
 use std::sync::{Arc, Mutex, MutexGuard};
 
 use super::Service;
+use super::commit::Commit;
+use crate::journal::Write;
 use super::slot::{QueueSlot, lock_all};
 use crate::queue::arn::QueueArn;
 use crate::queue::{MessageAttributes, NewMessage, key};
 use crate::topic::envelope::{Envelope, Notification, Sign};
-use crate::topic::{Protocol, Publication, Published, Result, SnsError, Subscription, TopicArn, Topics};
+use crate::topic::{Protocol, Publication, Published, Result, SnsChange, SnsError, Subscription, TopicArn, Topics};
 
 /// The SenderId of messages SNS delivers to queues: AWS's SNS principal.
 pub const SNS_SENDER_ID: &str = "AIDAIT2UOQQY3AUEKVGXU";
@@ -43,10 +45,44 @@ pub struct Delivered {
 }
 
 impl Service {
-    /// The shard's topics, locked: for the calls that only read or change
-    /// topics and subscriptions.
+    /// The shard's topics, locked, to read.
     pub fn topics(&self) -> MutexGuard<'_, Topics> {
         self.topics.lock().unwrap_or_else(|poisoned| poisoned.into_inner())
+    }
+
+    /// Changes the shard's topics and answers once the change is durable:
+    /// what it recorded is submitted with the lock held (so the store
+    /// receives changes in memory's order), then waited for.
+    pub async fn change_topics<R>(&self, change: impl FnOnce(&mut Topics) -> Result<R>) -> Result<R> {
+        let (result, commit) = {
+            let mut topics = self.topics();
+            let result = change(&mut topics);
+            let changes = topics.take_changes();
+            let writes = match changes.is_empty() {
+                true => Vec::new(),
+                false => vec![Write::Sns(changes)],
+            };
+            (result, self.submit(self.generation(), writes))
+        };
+        self.committed(commit).await.map_err(SnsError::from)?;
+        result
+    }
+
+    /// Puts loaded topics in place of whatever memory held.
+    pub(super) fn install_topics(&self, mut topics: Topics) {
+        if self.journal.is_some() {
+            topics.enable_journal();
+        }
+        *self.topics() = topics;
+    }
+
+    /// Drops the topics with the rest of memory.
+    pub(super) fn clear_topics(&self) {
+        let mut topics = Topics::default();
+        if self.journal.is_some() {
+            topics.enable_journal();
+        }
+        *self.topics() = topics;
     }
 
     /// Publishes to a topic: registers the publication (a FIFO topic's
@@ -60,16 +96,35 @@ impl Service {
         publication: &Publication,
         fanout: &Fanout<'_>,
     ) -> Result<(Published, Vec<(Subscription, String)>, Delivered)> {
+        let fanned = self.fan_out(arn, publication, fanout)?;
+        self.committed(fanned.commit).await.map_err(SnsError::from)?;
+        Ok((fanned.published, fanned.webhooks, fanned.delivered))
+    }
+
+    /// A Publish up to its commit: registered on the topic, its copies in
+    /// their queues and submitted; the commit is left to wait for.
+    fn fan_out(&self, arn: &TopicArn, publication: &Publication, fanout: &Fanout<'_>) -> Result<FannedOut> {
         let now = self.now();
         let message_id = crate::queue::random::uuid().to_string();
-        let (published, signature_version) = {
-            let mut topics = self.topics();
-            let topic = topics.topic(arn)?;
-            let version = match topic.attributes.get("SignatureVersion").map(String::as_str) {
-                Some("2") => 2,
-                _ => 1,
-            };
-            (topics.publish(arn, publication, message_id, now)?, version)
+        // A FIFO topic's sequence and deduplication ids change with each
+        // Publish: its lock is held until the copies are submitted with
+        // them, so that the store receives them in order. A standard
+        // topic's Publish changes no topic.
+        let mut topics = self.topics();
+        let topic = topics.topic(arn)?;
+        let signature_version = match topic.attributes.get("SignatureVersion").map(String::as_str) {
+            Some("2") => 2,
+            _ => 1,
+        };
+        let published = topics.publish(arn, publication, message_id, now)?;
+        let sns_changes = topics.take_changes();
+        let subscribed = topics.topic(arn).map_or(0, |topic| topic.subscription_arns().len());
+        let topics = match sns_changes.is_empty() {
+            true => {
+                drop(topics);
+                None
+            }
+            false => Some(topics),
         };
         let timestamp = crate::topic::envelope::timestamp(now);
         let topic_arn = arn.to_string();
@@ -115,22 +170,26 @@ impl Service {
                 Protocol::Email | Protocol::EmailJson | Protocol::Sms => {}
             }
         }
-        let delivered = self.store_copies(copies, fanout.trace_header).await.map_err(SnsError::from)?;
-        let filtered_out = self.topics().topic(arn).map_or(0, |topic| topic.subscription_arns().len())
-            .saturating_sub(published.deliveries.len());
+        let (delivered, commit) = self.store_copies(copies, fanout.trace_header, sns_changes);
+        drop(topics);
+        let filtered_out = subscribed.saturating_sub(published.deliveries.len());
         let failed = delivered.failed;
         self.metrics.sns_published(&arn.to_string(), delivered.to_queues + delivered.dead_lettered, failed, filtered_out);
-        Ok((published, webhooks, delivered))
+        Ok(FannedOut {
+            published,
+            webhooks,
+            delivered,
+            commit,
+        })
     }
 
     /// Sends each copy to its queue, or to its dead-letter queue when its
-    /// queue is gone or refuses it, every queue locked at once and every
-    /// change in one commit.
-    async fn store_copies(&self, copies: Vec<Copy>, trace_header: Option<&str>) -> crate::error::Result<Delivered> {
+    /// queue is gone or refuses it, every queue locked at once, and submits
+    /// every change (with `sns`, the topic's) as one commit, to be waited
+    /// for.
+    fn store_copies(&self, copies: Vec<Copy>, trace_header: Option<&str>, sns: Vec<SnsChange>) -> (Delivered, Commit) {
         let mut delivered = Delivered::default();
-        if copies.is_empty() {
-            return Ok(delivered);
-        }
+        let sns_write = (!sns.is_empty()).then(|| Write::Sns(sns));
         let mut names: Vec<String> = copies
             .iter()
             .flat_map(|copy| copy.queue.iter().chain(copy.dead_letter.iter()).cloned())
@@ -140,7 +199,8 @@ impl Service {
         let slots: Vec<Arc<QueueSlot>> = names.iter().filter_map(|name| self.slot(name).ok()).collect();
         if slots.is_empty() {
             delivered.failed = copies.len();
-            return Ok(delivered);
+            let writes = sns_write.into_iter().collect();
+            return (delivered, self.submit(self.generation(), writes));
         }
         let commit = {
             let mut guards = lock_all(&slots);
@@ -187,15 +247,23 @@ impl Service {
             for (queue, before) in guards.iter().zip(before) {
                 self.account(before, queue.holding());
             }
-            let writes = guards.iter_mut().map(|queue| Self::changes_of(queue)).collect();
+            let mut writes: Vec<Write> = guards.iter_mut().map(|queue| Self::changes_of(queue)).collect();
+            writes.extend(sns_write);
             self.submit(slots[0].generation, writes)
         };
         for slot in &slots {
             slot.ready.notify_waiters();
         }
-        self.committed(commit).await?;
-        Ok(delivered)
+        (delivered, commit)
     }
+}
+
+/// A Publish submitted, its commit still to wait for.
+struct FannedOut {
+    published: Published,
+    webhooks: Vec<(Subscription, String)>,
+    delivered: Delivered,
+    commit: Commit,
 }
 
 /// One copy of a publication, bound for a queue.

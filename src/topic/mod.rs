@@ -13,6 +13,7 @@ pub mod envelope;
 pub mod error;
 pub mod filter;
 pub mod publish;
+mod records;
 pub mod signing;
 pub mod subscription;
 mod tags;
@@ -23,6 +24,7 @@ use std::ops::Bound;
 pub use self::arn::TopicArn;
 pub use self::error::{Result, SnsError};
 pub use self::publish::{AttributeInput, Publication, PublishInput};
+pub use self::records::{RecordError, SnsChange};
 pub use self::subscription::{Protocol, Subscription};
 pub use self::tags::check_tags;
 
@@ -76,15 +78,19 @@ struct Dedup {
 }
 
 impl Dedup {
-    fn forget_before(&mut self, now: u64) {
+    /// Forgets the ids whose five minutes have passed; returns them.
+    fn forget_before(&mut self, now: u64) -> Vec<String> {
+        let mut forgotten = Vec::new();
         while let Some((until, _)) = self.expiry.front() {
             if *until > now {
                 break;
             }
             if let Some((_, id)) = self.expiry.pop_front() {
                 self.seen.remove(&id);
+                forgotten.push(id);
             }
         }
+        forgotten
     }
 }
 
@@ -158,6 +164,12 @@ pub struct Topics {
     /// Confirmation tokens, each naming its subscription (kept after it is
     /// confirmed: confirming again answers the same).
     tokens: HashMap<String, String>,
+    /// Each subscription's place among all, so that a load lines each
+    /// topic's up as they were made.
+    order: HashMap<String, u64>,
+    next_order: u64,
+    /// Changes for the store, once one asks (`records.rs`).
+    journal: Option<Vec<SnsChange>>,
 }
 
 impl Topics {
@@ -215,6 +227,7 @@ impl Topics {
             dedup: Dedup::default(),
         };
         self.topics.insert(arn.to_string(), topic);
+        self.record_topic(&arn);
         Ok(arn)
     }
 
@@ -231,6 +244,20 @@ impl Topics {
             .collect();
         for token in removed.iter().filter_map(|sub| sub.token.as_ref()) {
             self.tokens.remove(token);
+        }
+        self.record_topic(arn);
+        for sub in &removed {
+            self.order.remove(&sub.arn);
+            self.record_subscription(&sub.arn);
+        }
+        let dedup_keys: Vec<String> = topic
+            .dedup
+            .seen
+            .keys()
+            .map(|id| records::dedup_key(&arn.to_string(), id))
+            .collect();
+        for key in dedup_keys {
+            self.record(SnsChange::Delete { key });
         }
         removed
     }
@@ -293,6 +320,7 @@ impl Topics {
                 topic.attributes.insert(name.into(), value.into());
             }
         }
+        self.record_topic(arn);
         Ok(())
     }
 
@@ -385,6 +413,9 @@ impl Topics {
             self.tokens.insert(token.clone(), arn.clone());
         }
         self.subscriptions.insert(arn.clone(), sub);
+        self.order.insert(arn.clone(), self.next_order);
+        self.next_order += 1;
+        self.record_subscription(&arn);
         Ok(Subscribed { arn, pending_token })
     }
 
@@ -405,7 +436,10 @@ impl Topics {
         if sub.topic.region != topic.region || sub.topic.account != topic.account {
             return Err(SnsError::parameter("Topic"));
         }
-        sub.pending = false;
+        let changed = std::mem::replace(&mut sub.pending, false);
+        if changed {
+            self.record_subscription(&arn);
+        }
         Ok(arn)
     }
 
@@ -422,6 +456,9 @@ impl Topics {
             topic.subscriptions.retain(|s| s != arn);
             topic.deleted_subscriptions += 1;
         }
+        self.order.remove(arn);
+        self.record_subscription(arn);
+        self.record_topic(&sub.topic.clone());
         Some(sub)
     }
 
@@ -440,7 +477,9 @@ impl Topics {
             .subscriptions
             .get_mut(arn)
             .ok_or_else(SnsError::subscription_not_found)?;
-        sub.set(name, value, fifo, false)
+        sub.set(name, value, fifo, false)?;
+        self.record_subscription(arn);
+        Ok(())
     }
 
     /// ListSubscriptions: a page of every subscription of `account`.
@@ -488,6 +527,7 @@ impl Topics {
         merged.extend(tags);
         tags::check_count(merged.len())?;
         topic.tags = merged;
+        self.record_topic(arn);
         Ok(())
     }
 
@@ -496,6 +536,7 @@ impl Topics {
         keys.iter().for_each(|key| {
             topic.tags.remove(key);
         });
+        self.record_topic(arn);
         Ok(())
     }
 
@@ -535,6 +576,7 @@ impl Topics {
             "Resource": arn.to_string(),
         }));
         topic.attributes.insert("Policy".into(), policy.to_string());
+        self.record_topic(arn);
         Ok(())
     }
 
@@ -543,6 +585,7 @@ impl Topics {
         let mut policy = policy_of(topic, arn);
         statements(&mut policy).retain(|s| s["Sid"] != label);
         topic.attributes.insert("Policy".into(), policy.to_string());
+        self.record_topic(arn);
         Ok(())
     }
 
@@ -553,7 +596,7 @@ impl Topics {
         let topic = self.topic_mut(arn)?;
         let mut sequence_number = None;
         if topic.is_fifo() {
-            topic.dedup.forget_before(now);
+            let forgotten = topic.dedup.forget_before(now);
             let dedup = publication.dedup_id.clone().unwrap_or_default();
             if let Some((id, sequence)) = topic.dedup.seen.get(&dedup) {
                 return Ok(Published {
@@ -564,9 +607,21 @@ impl Topics {
             }
             topic.sequence += 1;
             let sequence = topic.sequence;
+            let until = now + DEDUP_WINDOW_MS;
             topic.dedup.seen.insert(dedup.clone(), (message_id.clone(), sequence));
-            topic.dedup.expiry.push_back((now + DEDUP_WINDOW_MS, dedup));
+            topic.dedup.expiry.push_back((until, dedup.clone()));
             sequence_number = Some(format!("{sequence:020}"));
+            let topic_arn = arn.to_string();
+            for id in forgotten {
+                self.record(SnsChange::Delete {
+                    key: records::dedup_key(&topic_arn, &id),
+                });
+            }
+            self.record(SnsChange::Put {
+                key: records::dedup_key(&topic_arn, &dedup),
+                record: records::dedup_record(&message_id, sequence, until),
+            });
+            self.record_topic(arn);
         }
         let topic = self.topic(arn)?;
         let deliveries = topic

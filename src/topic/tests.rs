@@ -137,3 +137,58 @@ fn permissions_are_statements_in_the_policy() {
     topics.remove_permission(&arn("t"), "p").unwrap();
     assert!(!topics.topic_attributes(&arn("t")).unwrap()["Policy"].contains("\"Sid\":\"p\""));
 }
+
+/// The store's view: every change the journal gave, applied in order.
+fn replay(store: &mut BTreeMap<String, String>, topics: &mut Topics) {
+    for change in topics.take_changes() {
+        match change {
+            SnsChange::Put { key, record } => {
+                store.insert(key, record);
+            }
+            SnsChange::Delete { key } => {
+                store.remove(&key);
+            }
+        }
+    }
+}
+
+#[test]
+fn the_journal_leaves_the_records_a_load_restores_the_same_topics_from() {
+    let mut topics = Topics::default();
+    topics.enable_journal();
+    let mut store = BTreeMap::new();
+    let fifo = attrs(&[("FifoTopic", "true"), ("ContentBasedDeduplication", "true")]);
+    topics.create(arn("t.fifo"), fifo, vec![("k".into(), "v".into())]).unwrap();
+    topics.create(arn("gone"), attrs(&[]), vec![]).unwrap();
+    let q = "arn:aws:sqs:us-east-1:000000000000:q.fifo";
+    let filter = attrs(&[("FilterPolicy", r#"{"a": ["b"]}"#)]);
+    let kept = topics.subscribe(&arn("t.fifo"), Protocol::Sqs, q, &filter, "o").unwrap();
+    let hook = topics.subscribe(&arn("t.fifo"), Protocol::Http, "http://127.0.0.1:1/", &attrs(&[]), "o").unwrap();
+    topics.subscribe(&arn("gone"), Protocol::Sqs, "arn:aws:sqs:us-east-1:0:x", &attrs(&[]), "o").unwrap();
+    topics.set_topic_attribute(&arn("t.fifo"), "DisplayName", "shown").unwrap();
+    let first = topics.publish(&arn("t.fifo"), &publication("m", true), "id-1".into(), 0).unwrap();
+    topics.publish(&arn("t.fifo"), &publication("n", true), "id-2".into(), DEDUP_WINDOW_MS - 1).unwrap();
+    topics.unsubscribe(&hook.arn);
+    topics.delete(&arn("gone"));
+    // The first id's five minutes are over: its record goes.
+    topics.publish(&arn("t.fifo"), &publication("o", true), "id-3".into(), DEDUP_WINDOW_MS).unwrap();
+    replay(&mut store, &mut topics);
+    assert_eq!(store.into_iter().collect::<Vec<_>>(), {
+        let mut all = topics.records();
+        all.sort();
+        all
+    });
+    let mut restored = Topics::restore(topics.records()).unwrap();
+    assert_eq!(restored.topic_attributes(&arn("t.fifo")).unwrap(), topics.topic_attributes(&arn("t.fifo")).unwrap());
+    assert!(restored.topic(&arn("gone")).is_err());
+    assert_eq!(restored.subscription(&kept.arn).unwrap().describe(), topics.subscription(&kept.arn).unwrap().describe());
+    assert!(restored.subscription(&kept.arn).unwrap().filter.is_some());
+    // Deduplication and the sequence go on where they were.
+    let again = restored.publish(&arn("t.fifo"), &publication("n", true), "id-4".into(), DEDUP_WINDOW_MS + 1).unwrap();
+    assert_eq!((again.message_id.as_str(), again.deliveries.len()), ("id-2", 0));
+    let next = restored.publish(&arn("t.fifo"), &publication("p", true), "id-5".into(), DEDUP_WINDOW_MS + 1).unwrap();
+    assert!(next.sequence_number > first.sequence_number);
+    assert_eq!(next.sequence_number.unwrap(), format!("{:020}", 4));
+    let broken = vec![("s:x".to_string(), "{".to_string())];
+    assert_eq!(Topics::restore(broken).unwrap_err().key, "s:x");
+}

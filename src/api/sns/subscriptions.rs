@@ -12,7 +12,7 @@ use crate::topic::{Outbound, OutboundKind, Protocol, Result, SnsError, Subscript
 /// confirm, unless the caller asked for the ARN.
 const PENDING: &str = "pending confirmation";
 
-pub(super) fn subscribe(call: &Call<'_>, form: &Form) -> Result<(Option<Answer>, Webhooks)> {
+pub(super) async fn subscribe(call: &Call<'_>, form: &Form) -> Result<(Option<Answer>, Webhooks)> {
     let topic = call.topic_arn(form, "TopicArn")?;
     let protocol = Protocol::parse(form.required("Protocol")?)?;
     let endpoint = form.get("Endpoint").unwrap_or_default();
@@ -22,10 +22,16 @@ pub(super) fn subscribe(call: &Call<'_>, form: &Form) -> Result<(Option<Answer>,
         .map(|(key, value)| (key, value.get("").cloned().unwrap_or_default()))
         .collect();
     let return_arn = form.get("ReturnSubscriptionArn").is_some_and(|v| v.eq_ignore_ascii_case("true"));
-    let mut topics = call.api.service.topics();
-    let subscribed = topics.subscribe(&topic, protocol, endpoint, &attributes, &call.ctx.account_id)?;
-    let subscription = topics.subscription(&subscribed.arn)?.clone();
-    drop(topics);
+    let account = &call.ctx.account_id;
+    let (subscribed, subscription) = call
+        .api
+        .service
+        .change_topics(|topics| {
+            let subscribed = topics.subscribe(&topic, protocol, endpoint, &attributes, account)?;
+            let subscription = topics.subscription(&subscribed.arn)?.clone();
+            Ok((subscribed, subscription))
+        })
+        .await?;
     let shown = match subscription.pending && !return_arn {
         true => PENDING.to_string(),
         false => subscribed.arn.clone(),
@@ -37,17 +43,17 @@ pub(super) fn subscribe(call: &Call<'_>, form: &Form) -> Result<(Option<Answer>,
     Ok((Some(Answer::Fields(vec![("SubscriptionArn", Answer::Text(shown))])), work))
 }
 
-pub(super) fn confirm(call: &Call<'_>, form: &Form) -> Result<Option<Answer>> {
+pub(super) async fn confirm(call: &Call<'_>, form: &Form) -> Result<Option<Answer>> {
     let topic = form.required("TopicArn")?;
     let token = form.required("Token")?;
-    let arn = call.api.service.topics().confirm(topic, token)?;
+    let arn = call.api.service.change_topics(|topics| topics.confirm(topic, token)).await?;
     Ok(Some(Answer::Fields(vec![("SubscriptionArn", Answer::Text(arn))])))
 }
 
-pub(super) fn unsubscribe(call: &Call<'_>, form: &Form) -> Result<(Option<Answer>, Webhooks)> {
+pub(super) async fn unsubscribe(call: &Call<'_>, form: &Form) -> Result<(Option<Answer>, Webhooks)> {
     let arn = form.get("SubscriptionArn").unwrap_or_default();
     arn::subscription_topic(arn)?;
-    let removed = call.api.service.topics().unsubscribe(arn);
+    let removed = call.api.service.change_topics(|topics| Ok(topics.unsubscribe(arn))).await?;
     let work = match removed {
         Some(subscription) if matches!(subscription.protocol, Protocol::Http | Protocol::Https) => {
             vec![confirmation(call, subscription, OutboundKind::UnsubscribeConfirmation)]
@@ -109,14 +115,17 @@ pub(super) fn attributes(call: &Call<'_>, form: &Form) -> Result<Option<Answer>>
     Ok(Some(Answer::Fields(vec![("Attributes", attribute_map(attributes))])))
 }
 
-pub(super) fn set_attribute(call: &Call<'_>, form: &Form) -> Result<Option<Answer>> {
+pub(super) async fn set_attribute(call: &Call<'_>, form: &Form) -> Result<Option<Answer>> {
     let arn = subscription_arn(form)?;
     let name = form.required("AttributeName")?;
     if name.is_empty() {
         return Err(SnsError::parameter("AttributeName"));
     }
     let value = form.get("AttributeValue").unwrap_or_default();
-    call.api.service.topics().set_subscription_attribute(arn, name, value)?;
+    call.api
+        .service
+        .change_topics(|topics| topics.set_subscription_attribute(arn, name, value))
+        .await?;
     Ok(None)
 }
 

@@ -26,17 +26,18 @@ fn resource(call: &Call<'_>, form: &Form) -> Result<TopicArn> {
     Ok(arn)
 }
 
-pub(super) fn tag(call: &Call<'_>, form: &Form) -> Result<Option<Answer>> {
+pub(super) async fn tag(call: &Call<'_>, form: &Form) -> Result<Option<Answer>> {
     let arn = resource(call, form)?;
     let tags = read_tags(form)?;
     check_tags(&tags)?;
-    call.api.service.topics().tag(&arn, tags)?;
+    call.api.service.change_topics(|topics| topics.tag(&arn, tags)).await?;
     Ok(Some(Answer::Fields(Vec::new())))
 }
 
-pub(super) fn untag(call: &Call<'_>, form: &Form) -> Result<Option<Answer>> {
+pub(super) async fn untag(call: &Call<'_>, form: &Form) -> Result<Option<Answer>> {
     let arn = resource(call, form)?;
-    call.api.service.topics().untag(&arn, &form.list("TagKeys"))?;
+    let keys = form.list("TagKeys");
+    call.api.service.change_topics(|topics| topics.untag(&arn, &keys)).await?;
     Ok(Some(Answer::Fields(Vec::new())))
 }
 
@@ -53,7 +54,7 @@ pub(super) fn list(call: &Call<'_>, form: &Form) -> Result<Option<Answer>> {
     Ok(Some(Answer::Fields(vec![("Tags", Answer::List(tags))])))
 }
 
-pub(super) fn add_permission(call: &Call<'_>, form: &Form) -> Result<Option<Answer>> {
+pub(super) async fn add_permission(call: &Call<'_>, form: &Form) -> Result<Option<Answer>> {
     let arn = call.topic_arn(form, "TopicArn")?;
     let label = form.required("Label")?;
     let accounts = form.list("AWSAccountId");
@@ -64,13 +65,19 @@ pub(super) fn add_permission(call: &Call<'_>, form: &Form) -> Result<Option<Answ
     if actions.is_empty() {
         return Err(SnsError::missing("actionName"));
     }
-    call.api.service.topics().add_permission(&arn, label, &accounts, &actions)?;
+    call.api
+        .service
+        .change_topics(|topics| topics.add_permission(&arn, label, &accounts, &actions))
+        .await?;
     Ok(None)
 }
 
-pub(super) fn remove_permission(call: &Call<'_>, form: &Form) -> Result<Option<Answer>> {
+pub(super) async fn remove_permission(call: &Call<'_>, form: &Form) -> Result<Option<Answer>> {
     let arn = call.topic_arn(form, "TopicArn")?;
     let label = form.required("Label")?;
-    call.api.service.topics().remove_permission(&arn, label)?;
+    call.api
+        .service
+        .change_topics(|topics| topics.remove_permission(&arn, label))
+        .await?;
     Ok(None)
 }

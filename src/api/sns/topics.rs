@@ -6,7 +6,7 @@ use super::{Call, attribute_map};
 use crate::protocol::sns::{Answer, Form};
 use crate::topic::{Result, SnsError, TopicArn};
 
-pub(super) fn create(call: &Call<'_>, form: &Form) -> Result<Option<Answer>> {
+pub(super) async fn create(call: &Call<'_>, form: &Form) -> Result<Option<Answer>> {
     let name = form.required("Name")?;
     let mut attributes: BTreeMap<String, String> = form
         .map("Attributes")
@@ -18,13 +18,13 @@ pub(super) fn create(call: &Call<'_>, form: &Form) -> Result<Option<Answer>> {
     }
     let tags = super::tags::read_tags(form)?;
     let arn = TopicArn::new(call.ctx.region.get(), &call.ctx.account_id, name);
-    let arn = call.api.service.topics().create(arn, attributes, tags)?;
+    let arn = call.api.service.change_topics(|topics| topics.create(arn, attributes, tags)).await?;
     Ok(Some(Answer::Fields(vec![("TopicArn", Answer::text(arn.to_string()))])))
 }
 
-pub(super) fn delete(call: &Call<'_>, form: &Form) -> Result<Option<Answer>> {
+pub(super) async fn delete(call: &Call<'_>, form: &Form) -> Result<Option<Answer>> {
     let arn = call.topic_arn(form, "TopicArn")?;
-    call.api.service.topics().delete(&arn);
+    call.api.service.change_topics(|topics| Ok(topics.delete(&arn))).await?;
     call.api.service.metrics.sns_topic_deleted(&arn.to_string());
     Ok(None)
 }
@@ -52,14 +52,17 @@ pub(super) fn attributes(call: &Call<'_>, form: &Form) -> Result<Option<Answer>>
     Ok(Some(Answer::Fields(vec![("Attributes", attribute_map(attributes))])))
 }
 
-pub(super) fn set_attribute(call: &Call<'_>, form: &Form) -> Result<Option<Answer>> {
+pub(super) async fn set_attribute(call: &Call<'_>, form: &Form) -> Result<Option<Answer>> {
     let arn = call.topic_arn(form, "TopicArn")?;
     let name = form.required("AttributeName")?;
     if name.is_empty() {
         return Err(SnsError::parameter("AttributeName"));
     }
     let value = form.get("AttributeValue").unwrap_or_default();
-    call.api.service.topics().set_topic_attribute(&arn, name, value)?;
+    call.api
+        .service
+        .change_topics(|topics| topics.set_topic_attribute(&arn, name, value))
+        .await?;
     Ok(None)
 }
 
@@ -77,12 +80,12 @@ pub(super) fn data_protection_policy(call: &Call<'_>, form: &Form) -> Result<Opt
     Ok(Some(Answer::Fields(vec![("DataProtectionPolicy", Answer::Text(policy))])))
 }
 
-pub(super) fn put_data_protection_policy(call: &Call<'_>, form: &Form) -> Result<Option<Answer>> {
+pub(super) async fn put_data_protection_policy(call: &Call<'_>, form: &Form) -> Result<Option<Answer>> {
     let arn = TopicArn::parse("ResourceArn", form.required("ResourceArn")?)?;
     let policy = form.required("DataProtectionPolicy")?;
     call.api
         .service
-        .topics()
-        .set_topic_attribute(&arn, "DataProtectionPolicy", policy)?;
+        .change_topics(|topics| topics.set_topic_attribute(&arn, "DataProtectionPolicy", policy))
+        .await?;
     Ok(None)
 }

@@ -7,7 +7,8 @@
 //!
 //! The links SNS puts in its documents (SubscribeURL, UnsubscribeURL) are
 //! unsigned GETs, as AWS's are: their token or ARN is what authorises them.
-//! The signing certificate is served at `/_ssq/sns/<file>.pem`.
+//! The signing certificate is served at `/_ssq/sns/<file>.pem`. SNS is
+//! served in every mode but a sharded group.
 
 mod signing_key;
 
@@ -135,24 +136,18 @@ async fn run(state: &Arc<AppState>, parts: &Parts, body: &[u8]) -> (String, Resu
     }
 }
 
-/// Why this instance cannot serve SNS, if it cannot: topics are kept in
-/// memory only so far, so a store that would lose them on a restart or a
-/// failover gets a refusal rather than an acknowledgement it cannot keep.
+/// Why this instance cannot serve SNS, if it cannot: in a sharded group
+/// a topic's copies for queues of other shards would need the transfers
+/// between shards, which SNS does not use yet; a refusal is better than
+/// copies that never arrive.
 fn refusal(state: &AppState) -> Option<SnsError> {
-    let why = match (&state.storage, state.sharded()) {
-        (_, true) => "in a sharded group (--shards)",
-        (super::Storage::Memory, false) => return None,
-        (super::Storage::Disk { .. }, false) => "with --data-dir",
-        (super::Storage::Redis, false) => "with --redis-url",
-    };
-    Some(SnsError::new(
-        "InvalidAction",
-        400,
-        format!(
-            "SNS is not served {why} yet: ssq keeps topics durably only where it can keep them as it keeps \
-             queues. Run ssq in memory (no --data-dir, --redis-url or --shards) to use SNS."
-        ),
-    ))
+    state.sharded().then(|| {
+        SnsError::new(
+            "InvalidAction",
+            400,
+            "SNS is not served in a sharded group (--shards) yet; run ssq with one shard to use topics.",
+        )
+    })
 }
 
 /// `GET /_ssq/sns/{file}`: the certificate that signs SNS documents.

@@ -105,7 +105,7 @@ impl DiskCommitter {
         let (queues, messages, took) = (loaded.queues.len(), loaded.messages, loaded.took);
         if self
             .leadership
-            .standalone_loaded(|| self.memory.install(loaded.queues))
+            .standalone_loaded(|| self.memory.install(loaded.queues, loaded.topics))
         {
             tracing::info!(
                 queues,

@@ -28,6 +28,7 @@ pub use self::lock::LockError;
 use super::codec;
 use crate::journal::Write;
 use crate::queue::{Change, Message, Queue};
+use crate::topic::SnsChange;
 
 /// The database file inside the data directory.
 const DATABASE: &str = "ssq.sqlite3";
@@ -103,6 +104,7 @@ pub struct DiskStore {
 /// What a load found.
 pub struct Loaded {
     pub queues: Vec<Queue>,
+    pub topics: crate::topic::Topics,
     pub messages: usize,
     /// How long reading it took.
     pub took: std::time::Duration,
@@ -268,8 +270,18 @@ impl DiskStore {
         };
         let sqlite = |e| self.sqlite(e);
         let started = std::time::Instant::now();
+        let sns: Vec<(String, String)> = connection
+            .prepare("SELECT key, record FROM sns")
+            .and_then(|mut statement| {
+                statement
+                    .query_map([], |row| Ok((row.get(0)?, row.get(1)?)))?
+                    .collect()
+            })
+            .map_err(sqlite)?;
+        let topics = crate::topic::Topics::restore(sns).map_err(|error| damaged(error.to_string()))?;
         let mut loaded = Loaded {
             queues: Vec::new(),
+            topics,
             messages: 0,
             took: std::time::Duration::ZERO,
         };
@@ -495,6 +507,8 @@ const SCHEMA: &str = "
     CREATE TABLE IF NOT EXISTS states (queue TEXT, seq INTEGER, record TEXT NOT NULL, PRIMARY KEY (queue, seq)) WITHOUT ROWID;
     CREATE TABLE IF NOT EXISTS dedup (queue TEXT, key TEXT, record TEXT NOT NULL, PRIMARY KEY (queue, key)) WITHOUT ROWID;
     CREATE TABLE IF NOT EXISTS attempts (queue TEXT, id TEXT, record TEXT NOT NULL, PRIMARY KEY (queue, id)) WITHOUT ROWID;
+    -- SNS: topics, subscriptions and FIFO topics' deduplication ids (`topic/records.rs`).
+    CREATE TABLE IF NOT EXISTS sns (key TEXT PRIMARY KEY, record TEXT NOT NULL) WITHOUT ROWID;
 ";
 
 /// One write, as the rows it sets and removes: the same records the Redis
@@ -508,6 +522,16 @@ fn apply(db: &rusqlite::Transaction<'_>, write: &Write) -> rusqlite::Result<()> 
         }
         // Messages between shards: a sharded group is Redis's alone.
         Write::Outbox(_) | Write::Delivered(_) | Write::TakenIn(_) => {}
+        Write::Sns(changes) => {
+            for change in changes {
+                match change {
+                    SnsChange::Put { key, record } => {
+                        run(db, "INSERT OR REPLACE INTO sns VALUES (?1, ?2)", params![key, record])?
+                    }
+                    SnsChange::Delete { key } => run(db, "DELETE FROM sns WHERE key = ?1", [key])?,
+                }
+            }
+        }
         Write::Queue { name, changes } => {
             for change in changes {
                 apply_change(db, name, change)?;

@@ -20,6 +20,7 @@ use fred::types::{Key, Value};
 
 use super::layout::Layout;
 use crate::journal::Write;
+use crate::topic::SnsChange;
 use crate::queue::Change;
 use crate::store::codec;
 
@@ -41,6 +42,8 @@ pub struct Batch<'a> {
     queue_keys: HashMap<&'a str, QueueKeys>,
     /// The indexes of the [`Stream`]s, once a write touches them.
     streams: [Option<usize>; 2],
+    /// The index of the SNS records' hash, once a write touches it.
+    sns: Option<usize>,
     data: BytesMut,
 }
 
@@ -99,6 +102,7 @@ impl<'a> Batch<'a> {
             ops: vec![Vec::new(), Vec::new(), Vec::new(), Vec::new()],
             queue_keys: HashMap::new(),
             streams: [None; 2],
+            sns: None,
             data: BytesMut::new(),
         }
     }
@@ -124,6 +128,21 @@ impl<'a> Batch<'a> {
             }
             Write::Delivered(ids) => self.trim(Stream::Outbox, ids),
             Write::TakenIn(ids) => self.trim(Stream::Inbox, ids),
+            Write::Sns(changes) => {
+                let sns = *self.sns.get_or_insert_with(|| {
+                    self.keys.push(self.layout.sns());
+                    self.ops.push(Vec::new());
+                    self.keys.len() - 1
+                });
+                for change in changes {
+                    match change {
+                        SnsChange::Put { key, record } => {
+                            self.set(sns, Field::Name(key), |out| out.put_slice(record.as_bytes()))
+                        }
+                        SnsChange::Delete { key } => self.remove(sns, Field::Name(key)),
+                    }
+                }
+            }
             Write::Queue { name, changes } => {
                 let QueueKeys { bodies, states, .. } = self.queue(name);
                 for change in changes {
@@ -491,6 +510,14 @@ mod tests {
             }
             Write::Delivered(ids) => ids.iter().for_each(|id| hdel(store, &layout.outbox(), id)),
             Write::TakenIn(ids) => ids.iter().for_each(|id| hdel(store, &layout.inbox(), id)),
+            Write::Sns(changes) => {
+                for change in changes {
+                    match change {
+                        SnsChange::Put { key, record } => hset(store, layout.sns(), key.clone(), record.clone()),
+                        SnsChange::Delete { key } => hdel(store, &layout.sns(), key),
+                    }
+                }
+            }
             Write::Queue { name, changes } => {
                 let (bodies, states) = (layout.bodies(name), layout.states(name));
                 for change in changes {
@@ -577,8 +604,24 @@ mod tests {
                 .map(|_| format!("{:020}", dice.below(6)))
                 .collect()
         };
-        match dice.below(20) {
+        match dice.below(22) {
             0 => return Write::DeleteQueue { name },
+            20 | 21 => {
+                // SNS records: puts and deletes over few keys, so that they meet.
+                let changes = (0..=dice.below(3))
+                    .map(|_| {
+                        let key = format!("t:{}", dice.below(3));
+                        match dice.below(3) {
+                            0 => SnsChange::Delete { key },
+                            _ => SnsChange::Put {
+                                key,
+                                record: format!("{{\"v\":{}}}", dice.below(100)),
+                            },
+                        }
+                    })
+                    .collect();
+                return Write::Sns(changes);
+            }
             1 => {
                 *next_seq += 1;
                 return Write::Outbox(vec![Transfer {

@@ -79,6 +79,12 @@ impl Layout {
         format!("{{{}}}:queues", self.prefix)
     }
 
+    /// Hash: SNS record key → record (topics, subscriptions, FIFO topics'
+    /// deduplication ids; `topic/records.rs`).
+    pub fn sns(&self) -> String {
+        format!("{{{}}}:sns", self.prefix)
+    }
+
     /// Hash: queue name → next message sequence number.
     pub fn sequences(&self) -> String {
         format!("{{{}}}:seqs", self.prefix)

@@ -47,6 +47,7 @@ impl LoadError {
 /// What a load found.
 pub struct Loaded {
     pub queues: Vec<Queue>,
+    pub topics: crate::topic::Topics,
     pub messages: usize,
     /// Records that could not be read: logged and left out.
     pub damaged: usize,
@@ -88,7 +89,7 @@ impl Loader {
                     let (queues, messages, damaged) = (loaded.queues.len(), loaded.messages, loaded.damaged);
                     let memory = &self.store.memory;
                     if self.store.leadership.restored_with(term, || {
-                        self.store.load_id.install(load_id, &**memory, loaded.queues)
+                        self.store.load_id.install(load_id, &**memory, loaded.queues, loaded.topics)
                     }) {
                         tracing::info!(
                             queues,
@@ -164,8 +165,22 @@ impl Loader {
             .hgetall(self.store.layout.sequences())
             .await
             .map_err(|error| LoadError::new(self.store.layout.sequences(), error))?;
+        let sns: HashMap<String, String> = self
+            .store
+            .link
+            .commands()
+            .hgetall(self.store.layout.sns())
+            .await
+            .map_err(|error| LoadError::new(self.store.layout.sns(), error))?;
+        let topics = crate::topic::Topics::restore(sns.into_iter().collect()).unwrap_or_else(|error| {
+            // Refused whole rather than served in part: topics are rebuilt
+            // together, a subscription needs its topic.
+            tracing::error!(%error, "the stored SNS topics cannot be read; they are left out");
+            crate::topic::Topics::default()
+        });
         let mut loaded = Loaded {
             queues: Vec::with_capacity(records.len()),
+            topics,
             messages: 0,
             damaged: 0,
         };

@@ -81,9 +81,15 @@ impl LoadId {
 
     /// Installs loaded state into `memory` as the load `id`, which Redis
     /// already holds as its fence.
-    pub fn install(&self, id: Arc<str>, memory: &dyn Memory, queues: Vec<crate::queue::Queue>) {
+    pub fn install(
+        &self,
+        id: Arc<str>,
+        memory: &dyn Memory,
+        queues: Vec<crate::queue::Queue>,
+        topics: crate::topic::Topics,
+    ) {
         let mut installed = self.lock();
-        memory.install(queues);
+        memory.install(queues, topics);
         *installed = Some((memory.generation(), id));
     }
 }

@@ -1,8 +1,8 @@
 //! Shared by the integration tests and the benches: real `ssq` and `redis-server` processes
 //! on free loopback ports ([`process`], [`redis`]), a relay that holds
 //! traffic back ([`hold`]), an ssq node inside the
-//! test process ([`node`]), and the official AWS SDK to talk to them
-//! ([`sdk`]).
+//! test process ([`node`]), and the official AWS SDKs to talk to them
+//! ([`sdk`], and [`sns`] for topics).
 
 pub mod cluster;
 pub mod hold;
@@ -10,6 +10,7 @@ pub mod node;
 pub mod process;
 pub mod redis;
 pub mod sdk;
+pub mod sns;
 
 pub use cluster::*;
 pub use hold::*;
@@ -17,3 +18,4 @@ pub use node::*;
 pub use process::*;
 pub use redis::*;
 pub use sdk::*;
+pub use sns::*;
