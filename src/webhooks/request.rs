@@ -130,7 +130,11 @@ async fn exchange_over<S>(stream: S, request: Request<Full<Bytes>>) -> Result<u1
 where
     S: AsyncRead + AsyncWrite + Unpin + Send + 'static,
 {
-    let (mut sender, connection) = hyper::client::conn::http1::handshake(TokioIo::new(stream))
+    // Header names as AWS writes them (`X-Amz-Sns-Message-Type`): some
+    // receivers compare them with their case.
+    let (mut sender, connection) = hyper::client::conn::http1::Builder::new()
+        .title_case_headers(true)
+        .handshake(TokioIo::new(stream))
         .await
         .map_err(|e| e.to_string())?;
     let driver = tokio::spawn(connection);

@@ -1,0 +1,278 @@
+"""SNS through boto3: fan-out to queues with filter policies, raw delivery,
+FIFO topics, signatures checked against the certificate ssq serves, and
+webhooks (the confirmation handshake, notifications, retries and the
+dead-letter queue, allowed destinations, redirects not followed)."""
+import base64
+import json
+import threading
+import time
+import urllib.request
+from http.server import BaseHTTPRequestHandler, HTTPServer
+
+import boto3
+import pytest
+from cryptography import x509
+from cryptography.hazmat.primitives import hashes
+from cryptography.hazmat.primitives.asymmetric import padding
+
+from conftest import start_ssq, stop
+
+KEYS = dict(region_name="us-east-1", aws_access_key_id="test", aws_secret_access_key="test")
+
+
+@pytest.fixture
+def clients(endpoint):
+    return boto3.client("sns", endpoint_url=endpoint, **KEYS), boto3.client("sqs", endpoint_url=endpoint, **KEYS)
+
+
+def queue(sqs, name, **attributes):
+    url = sqs.create_queue(QueueName=name, Attributes=attributes)["QueueUrl"]
+    arn = sqs.get_queue_attributes(QueueUrl=url, AttributeNames=["QueueArn"])["Attributes"]["QueueArn"]
+    return url, arn
+
+
+def drain(sqs, url, wait=0):
+    """Every message in the queue, received and deleted."""
+    messages = []
+    while True:
+        got = sqs.receive_message(
+            QueueUrl=url, MaxNumberOfMessages=10, WaitTimeSeconds=wait, MessageAttributeNames=["All"]
+        ).get("Messages", [])
+        if not got:
+            return messages
+        for message in got:
+            sqs.delete_message(QueueUrl=url, ReceiptHandle=message["ReceiptHandle"])
+        messages.extend(got)
+        wait = 0
+
+
+def notes(sqs, url):
+    return sorted(json.loads(m["Body"])["Message"] for m in drain(sqs, url))
+
+
+def test_a_publish_reaches_every_queue_its_filter_lets_through(clients):
+    sns, sqs = clients
+    topic = sns.create_topic(Name="fan-out")["TopicArn"]
+    every, every_arn = queue(sqs, "every")
+    cheap, cheap_arn = queue(sqs, "cheap")
+    refunds, refunds_arn = queue(sqs, "refunds")
+    sns.subscribe(TopicArn=topic, Protocol="sqs", Endpoint=every_arn)
+    sns.subscribe(
+        TopicArn=topic,
+        Protocol="sqs",
+        Endpoint=cheap_arn,
+        Attributes={"FilterPolicy": json.dumps({"price": [{"numeric": ["<", 10]}]})},
+    )
+    sns.subscribe(
+        TopicArn=topic,
+        Protocol="sqs",
+        Endpoint=refunds_arn,
+        Attributes={
+            "FilterPolicy": json.dumps({"order": {"kind": [{"prefix": "refund"}]}}),
+            "FilterPolicyScope": "MessageBody",
+        },
+    )
+    price = lambda value: {"price": {"DataType": "Number", "StringValue": value}}  # noqa: E731
+    sns.publish(TopicArn=topic, Message=json.dumps({"order": {"kind": "sale"}}), MessageAttributes=price("5"))
+    sns.publish(TopicArn=topic, Message=json.dumps({"order": {"kind": "refund-1"}}), MessageAttributes=price("50"))
+    sns.publish(TopicArn=topic, Message="not json", MessageAttributes=price("9.99"))
+    assert len(notes(sqs, every)) == 3
+    assert notes(sqs, cheap) == ['not json', '{"order": {"kind": "sale"}}']
+    assert notes(sqs, refunds) == ['{"order": {"kind": "refund-1"}}']
+    metrics = urllib.request.urlopen(sns.meta.endpoint_url + "/metrics").read().decode()
+    assert f'ssq_sns_total{{metric="NumberOfNotificationsFilteredOut",topic="{topic}"}} 3' in metrics
+
+
+def test_raw_delivery_carries_the_message_and_its_attributes(clients):
+    sns, sqs = clients
+    topic = sns.create_topic(Name="raw")["TopicArn"]
+    url, arn = queue(sqs, "raw-copy")
+    sns.subscribe(TopicArn=topic, Protocol="sqs", Endpoint=arn, Attributes={"RawMessageDelivery": "true"})
+    sns.publish(
+        TopicArn=topic,
+        Message="plain",
+        MessageAttributes={
+            "n": {"DataType": "Number", "StringValue": "3"},
+            "b": {"DataType": "Binary", "BinaryValue": b"\x00\x01"},
+        },
+    )
+    (message,) = drain(sqs, url)
+    assert message["Body"] == "plain"
+    assert message["MessageAttributes"]["n"] == {"DataType": "Number", "StringValue": "3"}
+    assert message["MessageAttributes"]["b"]["BinaryValue"] == b"\x00\x01"
+
+
+def test_a_fifo_topic_keeps_order_and_drops_duplicates(clients):
+    sns, sqs = clients
+    topic = sns.create_topic(
+        Name="ledger.fifo", Attributes={"FifoTopic": "true", "ContentBasedDeduplication": "true"}
+    )["TopicArn"]
+    url, arn = queue(sqs, "ledger.fifo", FifoQueue="true")
+    sns.subscribe(TopicArn=topic, Protocol="sqs", Endpoint=arn)
+    first = sns.publish(TopicArn=topic, Message="1", MessageGroupId="g")
+    assert sns.publish(TopicArn=topic, Message="1", MessageGroupId="g")["MessageId"] == first["MessageId"]
+    batch = sns.publish_batch(
+        TopicArn=topic,
+        PublishBatchRequestEntries=[{"Id": str(n), "Message": str(n), "MessageGroupId": "g"} for n in (2, 3)],
+    )
+    assert [entry["Id"] for entry in batch["Successful"]] == ["2", "3"]
+    received = []
+    for _ in range(3):
+        got = sqs.receive_message(QueueUrl=url, AttributeNames=["All"])["Messages"][0]
+        received.append(json.loads(got["Body"]))
+        assert got["Attributes"]["MessageGroupId"] == "g"
+        sqs.delete_message(QueueUrl=url, ReceiptHandle=got["ReceiptHandle"])
+    assert [r["Message"] for r in received] == ["1", "2", "3"]
+    sequence = [int(r["SequenceNumber"]) for r in received]
+    assert sequence == sorted(sequence) and len(set(sequence)) == 3
+    with pytest.raises(sns.exceptions.InvalidParameterException):
+        sns.publish(TopicArn=topic, Message="no group")
+
+
+@pytest.mark.parametrize("version", ["1", "2"])
+def test_notifications_verify_with_the_certificate_ssq_serves(clients, version):
+    sns, sqs = clients
+    topic = sns.create_topic(Name=f"signed-{version}", Attributes={"SignatureVersion": version})["TopicArn"]
+    url, arn = queue(sqs, f"signed-{version}")
+    sns.subscribe(TopicArn=topic, Protocol="sqs", Endpoint=arn)
+    sns.publish(TopicArn=topic, Message="check me", Subject="hello")
+    (message,) = drain(sqs, url)
+    document = json.loads(message["Body"])
+    assert document["SignatureVersion"] == version
+    certificate = x509.load_pem_x509_certificate(urllib.request.urlopen(document["SigningCertURL"]).read())
+    fields = ["Message", "MessageId", "Subject", "Timestamp", "TopicArn", "Type"]
+    signed = "".join(f"{name}\n{document[name]}\n" for name in fields).encode()
+    digest = hashes.SHA1() if version == "1" else hashes.SHA256()
+    signature = base64.b64decode(document["Signature"])
+    certificate.public_key().verify(signature, signed, padding.PKCS1v15(), digest)
+    with pytest.raises(Exception):
+        certificate.public_key().verify(signature, signed + b"x", padding.PKCS1v15(), digest)
+
+
+class Receiver:
+    """A webhook endpoint on loopback that records what it is sent and
+    answers with the status `answer` gives for each request."""
+
+    def __init__(self, answer=lambda request: 200, host="127.0.0.1"):
+        self.requests = []
+        receiver = self
+
+        class Handler(BaseHTTPRequestHandler):
+            def do_POST(self):
+                body = self.rfile.read(int(self.headers["Content-Length"]))
+                headers = {name.lower(): value for name, value in self.headers.items()}
+                request = {"path": self.path, "headers": headers, "body": json.loads(body)}
+                receiver.requests.append(request)
+                status = answer(request)
+                self.send_response(status)
+                if status in (301, 302):
+                    self.send_header("Location", f"http://{host}:{receiver.port}/moved")
+                self.send_header("Content-Length", "0")
+                self.end_headers()
+
+            def log_message(self, *args):
+                pass
+
+        self.server = HTTPServer((host, 0), Handler)
+        self.port = self.server.server_address[1]
+        self.url = f"http://{host}:{self.port}/hook"
+        threading.Thread(target=self.server.serve_forever, daemon=True).start()
+
+    def wait_for(self, count, seconds=10):
+        deadline = time.time() + seconds
+        while len(self.requests) < count and time.time() < deadline:
+            time.sleep(0.02)
+        return self.requests
+
+    def close(self):
+        self.server.shutdown()
+
+
+def test_a_webhook_is_confirmed_notified_and_told_when_unsubscribed(clients):
+    sns, _ = clients
+    receiver = Receiver()
+    try:
+        topic = sns.create_topic(Name="hooked")["TopicArn"]
+        pending = sns.subscribe(TopicArn=topic, Protocol="http", Endpoint=receiver.url)
+        assert pending["SubscriptionArn"] == "pending confirmation"
+        (confirmation,) = receiver.wait_for(1)
+        assert confirmation["headers"]["x-amz-sns-message-type"] == "SubscriptionConfirmation"
+        assert confirmation["headers"]["user-agent"] == "Amazon Simple Notification Service Agent"
+        subscribe_url = confirmation["body"]["SubscribeURL"]
+        confirmed = urllib.request.urlopen(subscribe_url).read().decode()  # unsigned, as AWS's link is
+        assert "<ConfirmSubscriptionResult>" in confirmed
+        (subscription,) = sns.list_subscriptions_by_topic(TopicArn=topic)["Subscriptions"]
+        attributes = sns.get_subscription_attributes(SubscriptionArn=subscription["SubscriptionArn"])["Attributes"]
+        assert attributes["PendingConfirmation"] == "false"
+        sns.publish(TopicArn=topic, Message="hello hook")
+        notification = receiver.wait_for(2)[1]
+        assert notification["headers"]["x-amz-sns-message-type"] == "Notification"
+        assert notification["headers"]["x-amz-sns-subscription-arn"] == subscription["SubscriptionArn"]
+        assert notification["body"]["Message"] == "hello hook"
+        sns.unsubscribe(SubscriptionArn=subscription["SubscriptionArn"])
+        goodbye = receiver.wait_for(3)[2]
+        assert goodbye["body"]["Type"] == "UnsubscribeConfirmation"
+    finally:
+        receiver.close()
+
+
+def test_a_failing_webhook_is_retried_by_its_policy_then_dead_lettered(clients):
+    sns, sqs = clients
+    receiver = Receiver(answer=lambda r: 200 if r["body"]["Type"] == "SubscriptionConfirmation" else 503)
+    try:
+        topic = sns.create_topic(Name="flaky")["TopicArn"]
+        dlq, dlq_arn = queue(sqs, "flaky-dlq")
+        arn = sns.subscribe(TopicArn=topic, Protocol="http", Endpoint=receiver.url, ReturnSubscriptionArn=True)[
+            "SubscriptionArn"
+        ]
+        token = receiver.wait_for(1)[0]["body"]["Token"]
+        sns.confirm_subscription(TopicArn=topic, Token=token)
+        policy = {"healthyRetryPolicy": {"numRetries": 2, "minDelayTarget": 1, "maxDelayTarget": 1}}
+        sns.set_subscription_attributes(SubscriptionArn=arn, AttributeName="DeliveryPolicy", AttributeValue=json.dumps(policy))
+        sns.set_subscription_attributes(
+            SubscriptionArn=arn, AttributeName="RedrivePolicy", AttributeValue=json.dumps({"deadLetterTargetArn": dlq_arn})
+        )
+        started = time.time()
+        sns.publish(TopicArn=topic, Message="undeliverable")
+        assert time.time() - started < 1, "a Publish never waits for webhooks"
+        (dead,) = drain(sqs, dlq, wait=10)
+        assert json.loads(dead["Body"])["Message"] == "undeliverable"
+        tries = [r for r in receiver.requests if r["body"]["Type"] == "Notification"]
+        assert len(tries) == 3, "one try and the policy's two retries"
+        assert time.time() - started >= 2, "the retries waited their delay"
+    finally:
+        receiver.close()
+
+
+def test_redirects_are_not_followed(clients):
+    sns, _ = clients
+    receiver = Receiver(answer=lambda r: 302)
+    try:
+        topic = sns.create_topic(Name="moved")["TopicArn"]
+        sns.subscribe(TopicArn=topic, Protocol="http", Endpoint=receiver.url)
+        receiver.wait_for(1)
+        time.sleep(1)
+        assert [r["path"] for r in receiver.requests] == ["/hook"]
+    finally:
+        receiver.close()
+
+
+def test_webhooks_reach_only_destinations_the_operator_allows():
+    proc, url = start_ssq("--sns-endpoints", "10.0.0.0/8")
+    receiver = Receiver()
+    try:
+        sns = boto3.client("sns", endpoint_url=url, **KEYS)
+        topic = sns.create_topic(Name="walled")["TopicArn"]
+        sns.subscribe(TopicArn=topic, Protocol="http", Endpoint=receiver.url)
+        assert receiver.wait_for(1, seconds=2) == [], "loopback is not allowed by --sns-endpoints 10.0.0.0/8"
+    finally:
+        receiver.close()
+        stop(proc)
+
+
+def test_other_protocols_are_refused_naming_what_is_served(clients):
+    sns, _ = clients
+    topic = sns.create_topic(Name="lambdas")["TopicArn"]
+    with pytest.raises(sns.exceptions.InvalidParameterException) as refused:
+        sns.subscribe(TopicArn=topic, Protocol="lambda", Endpoint="arn:aws:lambda:us-east-1:000000000000:function:f")
+    assert "sqs, http and https" in str(refused.value)
