@@ -3,7 +3,7 @@
 VENV := .venv
 PYTHON_DEPS := $(VENV)/.installed
 
-.PHONY: build run bench-compare bench-fair rules test test-deps test-quick test-rust test-python chaos screenshots fuzz bench cluster cluster-stop docker fmt lint clean
+.PHONY: build run bench-compare bench-fair bench-sns rules test test-deps test-quick test-rust test-python chaos screenshots fuzz bench cluster cluster-stop docker fmt lint clean
 
 build:
 	cargo build --release
@@ -77,6 +77,10 @@ bench:
 # Another build against this one, side by side: make bench-compare OLD=/path/to/old/ssq
 bench-compare: build
 	bash loadtest/compare.sh $(OLD) target/release/ssq
+
+# SNS: a Publish's server CPU beside a SendMessage's (to 1 and 10 queues), and LocalStack's publishes.
+bench-sns:
+	bash loadtest/sns.sh
 
 # Fair queues: quiet tenants' dwell time with and without group ids, side by side.
 bench-fair:

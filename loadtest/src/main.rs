@@ -37,6 +37,7 @@ use hdrhistogram::Histogram;
 use serde_json::{Value, json};
 
 mod fair;
+mod publish;
 
 #[derive(Parser, Debug, Clone)]
 #[command(
@@ -119,6 +120,10 @@ struct Options {
     /// Serve the HTTP floor on this address instead of generating load.
     #[arg(long)]
     serve_floor: Option<std::net::SocketAddr>,
+    /// `publish`: subscribe the queues with RawMessageDelivery, so that no
+    /// envelope is made or signed.
+    #[arg(long)]
+    raw: bool,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
@@ -130,6 +135,8 @@ enum Scenario {
     Fill,
     Pipeline,
     Fair,
+    /// SNS Publish to a topic with every queue subscribed (`publish.rs`).
+    Publish,
 }
 
 /// Latencies and counts of one request kind.
@@ -454,6 +461,19 @@ async fn main() {
         .iter()
         .map(|url| Arc::new(Requests::new(url, &body, options.batch)))
         .collect();
+    let publish = match options.scenario {
+        Scenario::Publish => {
+            publish::clean_up(&sqs).await;
+            let body = publish::prepare(&sqs, &queues, &body, options.raw)
+                .await
+                .unwrap_or_else(|e| {
+                    eprintln!("ssq-bench: cannot prepare the topic at {}: {e}", options.endpoint);
+                    std::process::exit(1);
+                });
+            Some(body)
+        }
+        _ => None,
+    };
     let mut workers = Vec::new();
     let worker_count = if options.scenario == Scenario::Longpoll {
         options.concurrency + 1
@@ -463,6 +483,8 @@ async fn main() {
     for w in 0..worker_count {
         let role = match options.scenario {
             Scenario::Send | Scenario::Fill => Role::Producer,
+            // Its workers publish (`publish_loop`) whatever their role.
+            Scenario::Publish => Role::Producer,
             Scenario::Receive => Role::Consumer,
             Scenario::Roundtrip if w % 2 == 0 => Role::Producer,
             Scenario::Roundtrip => Role::Consumer,
@@ -472,8 +494,12 @@ async fn main() {
         };
         let queue = requests[w % requests.len()].clone();
         let (sqs, recorder, stop, options) = (sqs.clone(), recorder.clone(), stop.clone(), options.clone());
+        let publish = publish.clone();
         workers.push(tokio::spawn(async move {
-            work(role, &sqs, &queue, &options, &recorder, &stop).await
+            match publish {
+                Some(body) => publish_loop(&sqs, body, &recorder, &stop).await,
+                None => work(role, &sqs, &queue, &options, &recorder, &stop).await,
+            }
         }));
     }
 
@@ -514,9 +540,21 @@ async fn main() {
         server_cpu,
     );
     if !options.keep_queues {
+        if options.scenario == Scenario::Publish {
+            publish::clean_up(&sqs).await;
+        }
         for queue in &queues {
             let _ = sqs.call("DeleteQueue", json!({"QueueUrl": queue})).await;
         }
+    }
+}
+
+/// A publisher: the same Publish, as fast as it is answered.
+async fn publish_loop(sqs: &Sqs, body: Bytes, recorder: &Recorder, stop: &AtomicBool) {
+    while !stop.load(Ordering::Relaxed) {
+        let started = Instant::now();
+        let ok = sqs.sns_body(body.clone()).await.is_ok();
+        recorder.record("publish", started, 1, ok);
     }
 }
 

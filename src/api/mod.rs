@@ -22,8 +22,8 @@ mod permissions;
 mod queues;
 mod redrive;
 mod route;
-pub mod sns;
 pub(crate) mod shape;
+pub mod sns;
 
 pub use route::{Route, route};
 

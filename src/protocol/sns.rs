@@ -44,14 +44,16 @@ impl Form {
 
     /// A member the model requires: AWS's ValidationError without it.
     pub fn required(&self, name: &str) -> Result<&str, SnsError> {
-        self.get(name).ok_or_else(|| SnsError::missing(&lower_first(name)))
+        self.get(name)
+            .ok_or_else(|| SnsError::missing(&lower_first(name)))
     }
 
     /// A list: `{prefix}.member.1`, `.2`, … in number order.
     pub fn list(&self, prefix: &str) -> Vec<String> {
         self.numbered(&format!("{prefix}.member."))
             .into_iter()
-            .filter_map(|(_, rest, value)| rest.is_empty().then(|| value.to_string()))
+            .filter(|(_, rest, _)| rest.is_empty())
+            .map(|(_, _, value)| value.to_string())
             .collect()
     }
 
@@ -188,7 +190,11 @@ pub fn success(action: &str, request_id: &str, result: Option<&Answer>) -> Respo
 
 /// An error answer, as SNS writes them.
 pub fn error(request_id: &str, error: &SnsError) -> Response {
-    let kind = if error.is_sender_fault() { "Sender" } else { "Receiver" };
+    let kind = if error.is_sender_fault() {
+        "Sender"
+    } else {
+        "Receiver"
+    };
     let xml = format!(
         "<ErrorResponse xmlns=\"{NAMESPACE}\"><Error><Type>{kind}</Type><Code>{}</Code><Message>{}</Message></Error><RequestId>{request_id}</RequestId></ErrorResponse>",
         escape(error.code),
@@ -225,13 +231,17 @@ mod tests {
         assert_eq!((map[0].0.as_str(), map[0].1[""].as_str()), ("A", "1"));
         let attributes = form.map("MessageAttributes");
         assert_eq!(attributes[0].1["StringValue"], "s");
-        assert_eq!(form.required("TopicArn").unwrap_err().message.contains("'topicArn'"), true);
+        let missing = form.required("TopicArn").unwrap_err().message;
+        assert!(missing.contains("'topicArn'"), "{missing}");
     }
 
     #[test]
     fn answers_are_written_as_aws_writes_them() {
         let answer = Answer::Fields(vec![
-            ("Topics", Answer::List(vec![Answer::Fields(vec![("TopicArn", Answer::text("a<b"))])])),
+            (
+                "Topics",
+                Answer::List(vec![Answer::Fields(vec![("TopicArn", Answer::text("a<b"))])]),
+            ),
             ("Attributes", Answer::Map(vec![("k".into(), "v".into())])),
         ]);
         let mut xml = String::new();

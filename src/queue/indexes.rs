@@ -794,7 +794,12 @@ mod tests {
     fn a_queue_of_another_region_takes_new_attributes() {
         // Its key carries its region (`queue::key`); the name checked is
         // the queue's own.
-        let mut q = Queue::new("eu-west-1/orders".into(), QueueAttributes::default(), BTreeMap::new(), T0);
+        let mut q = Queue::new(
+            "eu-west-1/orders".into(),
+            QueueAttributes::default(),
+            BTreeMap::new(),
+            T0,
+        );
         let changes = BTreeMap::from([("Policy".to_string(), r#"{"Statement":[]}"#.to_string())]);
         q.set_attributes(&changes, T0).unwrap();
         assert!(q.attributes.policy.is_some());

@@ -10,12 +10,14 @@ use std::sync::{Arc, Mutex, MutexGuard};
 
 use super::Service;
 use super::commit::Commit;
-use crate::journal::Write;
 use super::slot::{QueueSlot, lock_all};
+use crate::journal::Write;
 use crate::queue::arn::QueueArn;
 use crate::queue::{MessageAttributes, NewMessage, key};
-use crate::topic::envelope::{Envelope, Notification, Sign};
-use crate::topic::{Protocol, Publication, Published, Result, SnsChange, SnsError, Subscription, TopicArn, Topics};
+use crate::topic::envelope::{Envelope, Notification, Sign, Signature};
+use crate::topic::{
+    Protocol, Publication, Published, Result, SnsChange, SnsError, Subscription, TopicArn, Topics,
+};
 
 /// The SenderId of messages SNS delivers to queues: AWS's SNS principal.
 pub const SNS_SENDER_ID: &str = "AIDAIT2UOQQY3AUEKVGXU";
@@ -47,7 +49,9 @@ pub struct Delivered {
 impl Service {
     /// The shard's topics, locked, to read.
     pub fn topics(&self) -> MutexGuard<'_, Topics> {
-        self.topics.lock().unwrap_or_else(|poisoned| poisoned.into_inner())
+        self.topics
+            .lock()
+            .unwrap_or_else(|poisoned| poisoned.into_inner())
     }
 
     /// Changes the shard's topics and answers once the change is durable:
@@ -118,7 +122,9 @@ impl Service {
         };
         let published = topics.publish(arn, publication, message_id, now)?;
         let sns_changes = topics.take_changes();
-        let subscribed = topics.topic(arn).map_or(0, |topic| topic.subscription_arns().len());
+        let subscribed = topics
+            .topic(arn)
+            .map_or(0, |topic| topic.subscription_arns().len());
         let topics = match sns_changes.is_empty() {
             true => {
                 drop(topics);
@@ -128,25 +134,47 @@ impl Service {
         };
         let timestamp = crate::topic::envelope::timestamp(now);
         let topic_arn = arn.to_string();
-        // The document a subscription receives: the message itself with raw
-        // delivery, the signed envelope otherwise.
-        let body_for = |sub: &Subscription| match sub.raw() {
-            true => publication.message_for(sub.protocol).to_string(),
-            false => {
-                let unsubscribe = unsubscribe_url(fanout.base_url, &sub.arn);
-                let notification = Notification {
-                    message_id: &published.message_id,
-                    topic_arn: &topic_arn,
-                    subject: publication.subject.as_deref(),
-                    message: publication.message_for(sub.protocol),
-                    timestamp: &timestamp,
-                    sequence_number: published.sequence_number.as_deref(),
-                    attributes: &publication.attributes,
-                    signature_version,
-                    unsubscribe_url: &unsubscribe,
-                };
-                Envelope::notification(&notification, fanout.signer, fanout.base_url).to_json()
+        let certificate_url = fanout.signer.certificate_url(fanout.base_url);
+        // Signed once for each message text the subscriptions receive (one,
+        // unless a JSON structure gives protocols messages of their own):
+        // an RSA signature is most of what a signed Publish costs.
+        let mut signatures: Vec<(&str, String)> = Vec::new();
+        let fifo = published.sequence_number.is_some();
+        let mut body_for = |sub: &Subscription| {
+            if sub.raw() {
+                return publication.message_for(sub.protocol).to_string();
             }
+            let unsubscribe = unsubscribe_url(fanout.base_url, &sub.arn);
+            let notification = Notification {
+                message_id: &published.message_id,
+                topic_arn: &topic_arn,
+                subject: publication.subject.as_deref(),
+                message: publication.message_for(sub.protocol),
+                timestamp: &timestamp,
+                sequence_number: published.sequence_number.as_deref(),
+                attributes: &publication.attributes,
+                signature_version,
+                unsubscribe_url: &unsubscribe,
+            };
+            if fifo {
+                return Envelope::notification(&notification, None).to_json();
+            }
+            let message = publication.message_for(sub.protocol);
+            let at = match signatures.iter().position(|(signed, _)| *signed == message) {
+                Some(at) => at,
+                None => {
+                    let value = fanout
+                        .signer
+                        .sign(signature_version, notification.string_to_sign().as_bytes());
+                    signatures.push((message, value));
+                    signatures.len() - 1
+                }
+            };
+            let signature = Signature {
+                value: &signatures[at].1,
+                certificate_url: &certificate_url,
+            };
+            Envelope::notification(&notification, Some(&signature)).to_json()
         };
         let mut copies = Vec::new();
         let mut webhooks = Vec::new();
@@ -174,7 +202,12 @@ impl Service {
         drop(topics);
         let filtered_out = subscribed.saturating_sub(published.deliveries.len());
         let failed = delivered.failed;
-        self.metrics.sns_published(&arn.to_string(), delivered.to_queues + delivered.dead_lettered, failed, filtered_out);
+        self.metrics.sns_published(
+            &arn.to_string(),
+            delivered.to_queues + delivered.dead_lettered,
+            failed,
+            filtered_out,
+        );
         Ok(FannedOut {
             published,
             webhooks,
@@ -187,9 +220,14 @@ impl Service {
     /// queue is gone or refuses it, every queue locked at once, and submits
     /// every change (with `sns`, the topic's) as one commit, to be waited
     /// for.
-    fn store_copies(&self, copies: Vec<Copy>, trace_header: Option<&str>, sns: Vec<SnsChange>) -> (Delivered, Commit) {
+    fn store_copies(
+        &self,
+        copies: Vec<Copy>,
+        trace_header: Option<&str>,
+        sns: Vec<SnsChange>,
+    ) -> (Delivered, Commit) {
         let mut delivered = Delivered::default();
-        let sns_write = (!sns.is_empty()).then(|| Write::Sns(sns));
+        let sns_write = (!sns.is_empty()).then_some(Write::Sns(sns));
         let mut names: Vec<String> = copies
             .iter()
             .flat_map(|copy| copy.queue.iter().chain(copy.dead_letter.iter()).cloned())

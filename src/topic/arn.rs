@@ -91,7 +91,9 @@ mod tests {
             "Invalid parameter: TopicArn Reason: An ARN must have at least 6 elements, not 1"
         );
         assert_eq!(
-            TopicArn::parse("TopicArn", "arn:aws:sqs:eu-west-1:1:q").unwrap_err().message,
+            TopicArn::parse("TopicArn", "arn:aws:sqs:eu-west-1:1:q")
+                .unwrap_err()
+                .message,
             "Invalid parameter: TopicArn"
         );
     }
@@ -101,7 +103,9 @@ mod tests {
         let topic = subscription_topic("arn:aws:sns:us-east-1:000000000000:t:0b3c").unwrap();
         assert_eq!(topic.name, "t");
         assert_eq!(
-            subscription_topic("arn:aws:sns:us-east-1:000000000000:t").unwrap_err().message,
+            subscription_topic("arn:aws:sns:us-east-1:000000000000:t")
+                .unwrap_err()
+                .message,
             "Invalid parameter: SubscriptionId"
         );
         assert!(subscription_topic("x").unwrap_err().message.ends_with("not 1"));

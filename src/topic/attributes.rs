@@ -56,13 +56,11 @@ pub fn check(name: &str, value: &str, fifo: bool, creating: bool) -> Result<()> 
     if !known {
         return Err(SnsError::parameter("AttributeName"));
     }
-    let invalid = |reason: &str| {
-        SnsError::parameter(format!("Attributes Reason: {name}: {reason}"))
-    };
+    let invalid = |reason: &str| SnsError::parameter(format!("Attributes Reason: {name}: {reason}"));
     match name {
-        "FifoTopic" | "ContentBasedDeduplication" if !matches!(value, "true" | "false") => {
-            Err(invalid(&format!("Invalid value [{value}]. Must be true or false.")))
-        }
+        "FifoTopic" | "ContentBasedDeduplication" if !matches!(value, "true" | "false") => Err(invalid(
+            &format!("Invalid value [{value}]. Must be true or false."),
+        )),
         "ContentBasedDeduplication" if !fifo && value == "true" => Err(SnsError::parameter(
             "ContentBasedDeduplication Reason: Content based deduplication can only be set for FIFO topics",
         )),
@@ -154,9 +152,7 @@ fn merge(base: &mut Value, over: Value) {
 pub fn agree(stored: &BTreeMap<String, String>, fifo: bool, given: &BTreeMap<String, String>) -> bool {
     given.iter().all(|(name, value)| match name.as_str() {
         "FifoTopic" => (value == "true") == fifo,
-        "ContentBasedDeduplication" => {
-            stored.get(name).map_or("false", String::as_str) == value
-        }
+        "ContentBasedDeduplication" => stored.get(name).map_or("false", String::as_str) == value,
         _ => stored.get(name) == Some(value),
     })
 }
@@ -188,7 +184,8 @@ mod tests {
 
     #[test]
     fn a_delivery_policy_lays_over_the_default() {
-        let policy = effective_delivery_policy(Some(r#"{"http":{"defaultHealthyRetryPolicy":{"numRetries":1}}}"#));
+        let policy =
+            effective_delivery_policy(Some(r#"{"http":{"defaultHealthyRetryPolicy":{"numRetries":1}}}"#));
         assert_eq!(policy["http"]["defaultHealthyRetryPolicy"]["numRetries"], 1);
         assert_eq!(policy["http"]["defaultHealthyRetryPolicy"]["minDelayTarget"], 20);
     }

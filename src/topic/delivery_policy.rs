@@ -75,7 +75,9 @@ impl DeliveryPolicy {
         let Some(retry) = retry else { return };
         let number = |name: &str, limit: u64| retry.get(name).and_then(Value::as_u64).map(|n| n.min(limit));
         self.min_delay = number("minDelayTarget", MAX_DELAY_SECONDS).unwrap_or(self.min_delay);
-        self.max_delay = number("maxDelayTarget", MAX_DELAY_SECONDS).unwrap_or(self.max_delay).max(self.min_delay);
+        self.max_delay = number("maxDelayTarget", MAX_DELAY_SECONDS)
+            .unwrap_or(self.max_delay)
+            .max(self.min_delay);
         self.retries = number("numRetries", MAX_RETRIES).unwrap_or(self.retries);
         self.no_delay_retries = number("numNoDelayRetries", MAX_RETRIES).unwrap_or(self.no_delay_retries);
         self.min_delay_retries = number("numMinDelayRetries", MAX_RETRIES).unwrap_or(self.min_delay_retries);
@@ -147,9 +149,15 @@ mod tests {
         assert_eq!(policy.delays(), vec![0, 1, 4, 6, 9, 9]);
         assert_eq!(policy.content_type, "application/json");
         let own = r#"{"healthyRetryPolicy":{"numRetries":1,"minDelayTarget":2,"maxDelayTarget":2}}"#;
-        assert_eq!(DeliveryPolicy::effective(Some(topic), Some(own)).delays().len(), 1);
+        assert_eq!(
+            DeliveryPolicy::effective(Some(topic), Some(own)).delays().len(),
+            1
+        );
         let locked = r#"{"http":{"disableSubscriptionOverrides":true}}"#;
-        assert_eq!(DeliveryPolicy::effective(Some(locked), Some(own)).delays(), vec![20, 20, 20]);
+        assert_eq!(
+            DeliveryPolicy::effective(Some(locked), Some(own)).delays(),
+            vec![20, 20, 20]
+        );
         let huge = r#"{"healthyRetryPolicy":{"numRetries":100000,"maxDelayTarget":999999}}"#;
         let capped = DeliveryPolicy::effective(None, Some(huge));
         assert_eq!(capped.delays().len(), 100);

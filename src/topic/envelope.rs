@@ -42,15 +42,40 @@ pub struct Notification<'a> {
     pub unsubscribe_url: &'a str,
 }
 
-impl Envelope {
-    pub fn notification(notification: &Notification<'_>, signer: &dyn Sign, base_url: &str) -> Envelope {
-        let n = notification;
-        let mut signed = vec![("Message", n.message), ("MessageId", n.message_id)];
-        if let Some(subject) = n.subject {
+impl Notification<'_> {
+    /// What AWS signs of a Notification: the same for every subscription
+    /// that receives the same message (the UnsubscribeURL is not signed),
+    /// so that a Publish signs once, however many queues it reaches.
+    pub fn string_to_sign(&self) -> String {
+        let mut signed = vec![("Message", self.message), ("MessageId", self.message_id)];
+        if let Some(subject) = self.subject {
             signed.push(("Subject", subject));
         }
-        signed.extend([("Timestamp", n.timestamp), ("TopicArn", n.topic_arn), ("Type", "Notification")]);
-        let mut fields = vec![("Type", "Notification".to_string()), ("MessageId", n.message_id.to_string())];
+        signed.extend([
+            ("Timestamp", self.timestamp),
+            ("TopicArn", self.topic_arn),
+            ("Type", "Notification"),
+        ]);
+        string_to_sign(&signed)
+    }
+}
+
+/// A Notification's signature, made once with [`Sign::sign`] over
+/// [`Notification::string_to_sign`], and where its certificate is.
+pub struct Signature<'a> {
+    pub value: &'a str,
+    pub certificate_url: &'a str,
+}
+
+impl Envelope {
+    /// A Notification; `signature` is `None` for a FIFO topic's, which AWS
+    /// does not sign.
+    pub fn notification(notification: &Notification<'_>, signature: Option<&Signature<'_>>) -> Envelope {
+        let n = notification;
+        let mut fields = vec![
+            ("Type", "Notification".to_string()),
+            ("MessageId", n.message_id.to_string()),
+        ];
         if let Some(sequence) = n.sequence_number {
             fields.push(("SequenceNumber", sequence.to_string()));
         }
@@ -58,14 +83,15 @@ impl Envelope {
         if let Some(subject) = n.subject {
             fields.push(("Subject", subject.to_string()));
         }
-        fields.extend([("Message", n.message.to_string()), ("Timestamp", n.timestamp.to_string())]);
-        // A FIFO topic's notifications are not signed (AWS sends them
-        // without the signature's three members).
-        if n.sequence_number.is_none() {
+        fields.extend([
+            ("Message", n.message.to_string()),
+            ("Timestamp", n.timestamp.to_string()),
+        ]);
+        if let Some(signature) = signature {
             fields.extend([
                 ("SignatureVersion", n.signature_version.to_string()),
-                ("Signature", signer.sign(n.signature_version, string_to_sign(&signed).as_bytes())),
-                ("SigningCertURL", signer.certificate_url(base_url)),
+                ("Signature", signature.value.to_string()),
+                ("SigningCertURL", signature.certificate_url.to_string()),
             ]);
         }
         fields.push(("UnsubscribeURL", n.unsubscribe_url.to_string()));
@@ -75,7 +101,9 @@ impl Envelope {
                 .map(|(name, attribute)| {
                     let value = match &attribute.value {
                         AttributeValue::String(text) => text.clone(),
-                        AttributeValue::Binary(bytes) => base64::engine::general_purpose::STANDARD.encode(bytes),
+                        AttributeValue::Binary(bytes) => {
+                            base64::engine::general_purpose::STANDARD.encode(bytes)
+                        }
                     };
                     let kind = attribute.data_type.clone();
                     (name.clone(), (kind, value))
@@ -134,17 +162,28 @@ impl Envelope {
             let inner: Vec<String> = attributes
                 .iter()
                 .map(|(name, (kind, value))| {
-                    format!("    {} : {{\"Type\":{},\"Value\":{}}}", text(name), text(kind), text(value))
+                    format!(
+                        "    {} : {{\"Type\":{},\"Value\":{}}}",
+                        text(name),
+                        text(kind),
+                        text(value)
+                    )
                 })
                 .collect();
-            members.push(format!("  \"MessageAttributes\" : {{\n{}\n  }}", inner.join(",\n")));
+            members.push(format!(
+                "  \"MessageAttributes\" : {{\n{}\n  }}",
+                inner.join(",\n")
+            ));
         }
         format!("{{\n{}\n}}", members.join(",\n"))
     }
 
     /// A member's value (the HTTP headers repeat some).
     pub fn get(&self, name: &str) -> Option<&str> {
-        self.fields.iter().find(|(n, _)| *n == name).map(|(_, v)| v.as_str())
+        self.fields
+            .iter()
+            .find(|(n, _)| *n == name)
+            .map(|(_, v)| v.as_str())
     }
 }
 
@@ -173,7 +212,11 @@ pub fn timestamp(millis: u64) -> String {
     let day_of_year = day_of_era - (365 * year_of_era + year_of_era / 4 - year_of_era / 100);
     let month_index = (5 * day_of_year + 2) / 153;
     let day = day_of_year - (153 * month_index + 2) / 5 + 1;
-    let month = if month_index < 10 { month_index + 3 } else { month_index - 9 };
+    let month = if month_index < 10 {
+        month_index + 3
+    } else {
+        month_index - 9
+    };
     let year = year_of_era + era * 400 + i64::from(month <= 2);
     format!(
         "{year:04}-{month:02}-{day:02}T{:02}:{:02}:{:02}.{:03}Z",
@@ -240,13 +283,23 @@ mod tests {
             signature_version: 1,
             unsubscribe_url: "http://h/?Action=Unsubscribe",
         };
-        let envelope = Envelope::notification(&notification, &Plain, "http://h");
+        let value = Plain.sign(1, notification.string_to_sign().as_bytes());
+        let url = Plain.certificate_url("http://h");
+        let signature = Signature {
+            value: &value,
+            certificate_url: &url,
+        };
+        let envelope = Envelope::notification(&notification, Some(&signature));
         let json: serde_json::Value = serde_json::from_str(&envelope.to_json()).unwrap();
         assert_eq!(json["Message"], "m \"q\"");
         assert_eq!(json["MessageAttributes"]["n"]["Type"], "Number");
         let signed = "Message\nm \"q\"\nMessageId\nid\nSubject\ns\nTimestamp\n2026-12-04T00:00:00.000Z\nTopicArn\narn:aws:sns:r:1:t\nType\nNotification\n";
         assert_eq!(json["Signature"], format!("v1:{}", signed.len()));
-        assert!(envelope.to_json().starts_with("{\n  \"Type\" : \"Notification\",\n  \"MessageId\" : \"id\""));
+        assert!(
+            envelope
+                .to_json()
+                .starts_with("{\n  \"Type\" : \"Notification\",\n  \"MessageId\" : \"id\"")
+        );
         let keys: Vec<&str> = json.as_object().unwrap().keys().map(String::as_str).collect();
         assert_eq!(keys.len(), 11);
     }

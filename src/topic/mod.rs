@@ -201,7 +201,9 @@ impl Topics {
                 ));
             }
             if !tags.iter().all(|(key, value)| topic.tags.get(key) == Some(value)) {
-                return Err(SnsError::parameter("Tags Reason: Topic already exists with different tags"));
+                return Err(SnsError::parameter(
+                    "Tags Reason: Topic already exists with different tags",
+                ));
             }
             return Ok(arn);
         }
@@ -288,7 +290,11 @@ impl Topics {
         );
         out.insert("Owner".into(), arn.account.clone());
         let (mut confirmed, mut pending) = (0, 0);
-        for sub in topic.subscriptions.iter().filter_map(|s| self.subscriptions.get(s)) {
+        for sub in topic
+            .subscriptions
+            .iter()
+            .filter_map(|s| self.subscriptions.get(s))
+        {
             match sub.pending {
                 false => confirmed += 1,
                 true => pending += 1,
@@ -296,7 +302,10 @@ impl Topics {
         }
         out.insert("SubscriptionsConfirmed".into(), confirmed.to_string());
         out.insert("SubscriptionsPending".into(), pending.to_string());
-        out.insert("SubscriptionsDeleted".into(), topic.deleted_subscriptions.to_string());
+        out.insert(
+            "SubscriptionsDeleted".into(),
+            topic.deleted_subscriptions.to_string(),
+        );
         out.insert("TopicArn".into(), arn.to_string());
         if topic.is_fifo() {
             out.insert("FifoTopic".into(), "true".into());
@@ -311,7 +320,9 @@ impl Topics {
         attributes::check(name, value, topic.is_fifo(), false)?;
         match (name, value.is_empty()) {
             ("Policy", true) => {
-                topic.attributes.insert(name.into(), attributes::default_policy(arn));
+                topic
+                    .attributes
+                    .insert(name.into(), attributes::default_policy(arn));
             }
             (_, true) if name != "DisplayName" => {
                 topic.attributes.remove(name);
@@ -325,7 +336,12 @@ impl Topics {
     }
 
     /// ListTopics: one page of a region and account's topics, after `token`.
-    pub fn list(&self, region: &str, account: &str, token: Option<&str>) -> Result<(Vec<String>, Option<String>)> {
+    pub fn list(
+        &self,
+        region: &str,
+        account: &str,
+        token: Option<&str>,
+    ) -> Result<(Vec<String>, Option<String>)> {
         let prefix = format!("arn:aws:sns:{region}:{account}:");
         let start = match token.map(read_page_token) {
             Some(Some(token)) if token.starts_with(&prefix) => Bound::Included(token),
@@ -386,7 +402,11 @@ impl Topics {
             });
         }
         if topic.subscriptions.len() >= MAX_SUBSCRIPTIONS_PER_TOPIC {
-            return Err(SnsError::new("SubscriptionLimitExceeded", 403, "Subscription limit exceeded"));
+            return Err(SnsError::new(
+                "SubscriptionLimitExceeded",
+                403,
+                "Subscription limit exceeded",
+            ));
         }
         let fifo = topic.is_fifo();
         let pending_token = protocol.needs_confirmation().then(confirmation_token);
@@ -483,7 +503,11 @@ impl Topics {
     }
 
     /// ListSubscriptions: a page of every subscription of `account`.
-    pub fn list_subscriptions(&self, account: &str, token: Option<&str>) -> Result<(Vec<&Subscription>, Option<String>)> {
+    pub fn list_subscriptions(
+        &self,
+        account: &str,
+        token: Option<&str>,
+    ) -> Result<(Vec<&Subscription>, Option<String>)> {
         let start = match token.map(read_page_token) {
             Some(Some(token)) if self.subscriptions.contains_key(&token) => Bound::Included(token),
             Some(_) => return Err(SnsError::parameter("NextToken")),
@@ -496,12 +520,18 @@ impl Topics {
             .filter(|sub| sub.topic.account == account)
             .take(PAGE + 1)
             .collect();
-        let next = (page.len() > PAGE).then(|| page.pop().map(|sub| page_token(&sub.arn))).flatten();
+        let next = (page.len() > PAGE)
+            .then(|| page.pop().map(|sub| page_token(&sub.arn)))
+            .flatten();
         Ok((page, next))
     }
 
     /// ListSubscriptionsByTopic: a page of one topic's subscriptions.
-    pub fn list_by_topic(&self, arn: &TopicArn, token: Option<&str>) -> Result<(Vec<&Subscription>, Option<String>)> {
+    pub fn list_by_topic(
+        &self,
+        arn: &TopicArn,
+        token: Option<&str>,
+    ) -> Result<(Vec<&Subscription>, Option<String>)> {
         let topic = self.topic(arn)?;
         let start = match token {
             None => 0,
@@ -522,7 +552,10 @@ impl Topics {
 
     pub fn tag(&mut self, arn: &TopicArn, tags: Vec<(String, String)>) -> Result<()> {
         check_tags(&tags)?;
-        let topic = self.topics.get_mut(&arn.to_string()).ok_or_else(tags::resource_not_found)?;
+        let topic = self
+            .topics
+            .get_mut(&arn.to_string())
+            .ok_or_else(tags::resource_not_found)?;
         let mut merged = topic.tags.clone();
         merged.extend(tags);
         tags::check_count(merged.len())?;
@@ -532,7 +565,10 @@ impl Topics {
     }
 
     pub fn untag(&mut self, arn: &TopicArn, keys: &[String]) -> Result<()> {
-        let topic = self.topics.get_mut(&arn.to_string()).ok_or_else(tags::resource_not_found)?;
+        let topic = self
+            .topics
+            .get_mut(&arn.to_string())
+            .ok_or_else(tags::resource_not_found)?;
         keys.iter().for_each(|key| {
             topic.tags.remove(key);
         });
@@ -548,7 +584,13 @@ impl Topics {
     }
 
     /// AddPermission: a statement in the topic's policy.
-    pub fn add_permission(&mut self, arn: &TopicArn, label: &str, accounts: &[String], actions: &[String]) -> Result<()> {
+    pub fn add_permission(
+        &mut self,
+        arn: &TopicArn,
+        label: &str,
+        accounts: &[String],
+        actions: &[String],
+    ) -> Result<()> {
         let topic = self.topic_mut(arn)?;
         let mut policy = policy_of(topic, arn);
         let statements = statements(&mut policy);
@@ -560,10 +602,15 @@ impl Topics {
             .map(|action| match action.as_str() {
                 "*" => Ok("SNS:*".to_string()),
                 action if TOPIC_POLICY_ACTIONS.contains(&action) => Ok(format!("SNS:{action}")),
-                _ => Err(SnsError::parameter("Policy statement action out of service scope!")),
+                _ => Err(SnsError::parameter(
+                    "Policy statement action out of service scope!",
+                )),
             })
             .collect::<Result<_>>()?;
-        let principals: Vec<String> = accounts.iter().map(|a| format!("arn:aws:iam::{a}:root")).collect();
+        let principals: Vec<String> = accounts
+            .iter()
+            .map(|a| format!("arn:aws:iam::{a}:root"))
+            .collect();
         let one_or_many = |items: Vec<String>| match items.len() {
             1 => serde_json::Value::from(items[0].clone()),
             _ => serde_json::Value::from(items),
@@ -592,7 +639,13 @@ impl Topics {
     /// Publish: a FIFO topic's deduplication and sequence, then the
     /// subscriptions the publication goes to (confirmed ones whose filter
     /// lets it through). `message_id` is the new message's id.
-    pub fn publish(&mut self, arn: &TopicArn, publication: &Publication, message_id: String, now: u64) -> Result<Published> {
+    pub fn publish(
+        &mut self,
+        arn: &TopicArn,
+        publication: &Publication,
+        message_id: String,
+        now: u64,
+    ) -> Result<Published> {
         let topic = self.topic_mut(arn)?;
         let mut sequence_number = None;
         if topic.is_fifo() {
@@ -608,7 +661,10 @@ impl Topics {
             topic.sequence += 1;
             let sequence = topic.sequence;
             let until = now + DEDUP_WINDOW_MS;
-            topic.dedup.seen.insert(dedup.clone(), (message_id.clone(), sequence));
+            topic
+                .dedup
+                .seen
+                .insert(dedup.clone(), (message_id.clone(), sequence));
             topic.dedup.expiry.push_back((until, dedup.clone()));
             sequence_number = Some(format!("{sequence:020}"));
             let topic_arn = arn.to_string();

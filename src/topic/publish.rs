@@ -60,7 +60,9 @@ impl Publication {
     /// for a batch).
     pub fn check(input: PublishInput, fifo: bool, content_dedup: bool, member: &str) -> Result<Publication> {
         let attributes = check_attributes(input.attributes, member)?;
-        let message = input.message.ok_or_else(|| SnsError::missing(&format!("{member}message")))?;
+        let message = input
+            .message
+            .ok_or_else(|| SnsError::missing(&format!("{member}message")))?;
         if message.is_empty() {
             return Err(SnsError::parameter("Empty message"));
         }
@@ -90,10 +92,14 @@ impl Publication {
             None => None,
             Some("json") => {
                 let Ok(Value::Object(structure)) = serde_json::from_str::<Value>(&message) else {
-                    return Err(SnsError::parameter("Message Structure - JSON message body failed to parse"));
+                    return Err(SnsError::parameter(
+                        "Message Structure - JSON message body failed to parse",
+                    ));
                 };
                 if !structure.get("default").is_some_and(Value::is_string) {
-                    return Err(SnsError::parameter("Message Structure - No default entry in JSON message body"));
+                    return Err(SnsError::parameter(
+                        "Message Structure - No default entry in JSON message body",
+                    ));
                 }
                 Some(structure)
             }
@@ -105,7 +111,9 @@ impl Publication {
         };
         if fifo {
             let Some(group) = &input.group_id else {
-                return Err(SnsError::parameter("The MessageGroupId parameter is required for FIFO topics"));
+                return Err(SnsError::parameter(
+                    "The MessageGroupId parameter is required for FIFO topics",
+                ));
             };
             check_fifo_id("MessageGroupId", group)?;
         } else if input.dedup_id.is_some() {
@@ -168,7 +176,9 @@ fn check_fifo_id(name: &str, value: &str) -> Result<()> {
     let fine = !value.is_empty() && value.len() <= 128 && value.bytes().all(|b| (33..=126).contains(&b));
     match fine {
         true => Ok(()),
-        false => Err(SnsError::parameter(format!("{name} Reason: must be 1 to 128 printable ASCII characters"))),
+        false => Err(SnsError::parameter(format!(
+            "{name} Reason: must be 1 to 128 printable ASCII characters"
+        ))),
     }
 }
 
@@ -178,7 +188,9 @@ pub fn check_attributes(input: BTreeMap<String, AttributeInput>, member: &str) -
     for (name, attribute) in input {
         check_attribute_name(&name)?;
         let Some(data_type) = attribute.data_type else {
-            return Err(SnsError::missing(&format!("{member}messageAttributes.{name}.member.dataType")));
+            return Err(SnsError::missing(&format!(
+                "{member}messageAttributes.{name}.member.dataType"
+            )));
         };
         let (kind, custom) = match data_type.split_once('.') {
             Some((kind, custom)) => (kind, Some(custom)),
@@ -287,7 +299,10 @@ mod tests {
     fn messages_subjects_and_structures_are_checked_as_aws_does() {
         let error = |input, fifo| Publication::check(input, fifo, false, "").unwrap_err().message;
         assert_eq!(error(message(""), false), "Invalid parameter: Empty message");
-        assert_eq!(error(message(&"x".repeat(MAX_MESSAGE_BYTES + 1)), false), "Invalid parameter: Message too long");
+        assert_eq!(
+            error(message(&"x".repeat(MAX_MESSAGE_BYTES + 1)), false),
+            "Invalid parameter: Message too long"
+        );
         let mut subject = message("m");
         subject.subject = Some("a\nb".into());
         assert_eq!(error(subject, false), "Invalid parameter: Subject");
@@ -320,17 +335,47 @@ mod tests {
             check_attributes(BTreeMap::from([(name.to_string(), attribute)]), "")
         };
         assert!(check("ok.name-1_x", text_attribute("String", "v")).is_ok());
-        assert!(check(".a", text_attribute("String", "v")).unwrap_err().message.contains("starting with"));
-        assert!(check("a..b", text_attribute("String", "v")).unwrap_err().message.contains("successive"));
-        assert!(check("a^", text_attribute("String", "v")).unwrap_err().message.contains("'#x5E'"));
-        assert!(check("a", text_attribute("Int", "v")).unwrap_err().message.contains("invalid message attribute type"));
-        assert!(check("a", text_attribute("String", "")).unwrap_err().message.contains("non-empty"));
+        assert!(
+            check(".a", text_attribute("String", "v"))
+                .unwrap_err()
+                .message
+                .contains("starting with")
+        );
+        assert!(
+            check("a..b", text_attribute("String", "v"))
+                .unwrap_err()
+                .message
+                .contains("successive")
+        );
+        assert!(
+            check("a^", text_attribute("String", "v"))
+                .unwrap_err()
+                .message
+                .contains("'#x5E'")
+        );
+        assert!(
+            check("a", text_attribute("Int", "v"))
+                .unwrap_err()
+                .message
+                .contains("invalid message attribute type")
+        );
+        assert!(
+            check("a", text_attribute("String", ""))
+                .unwrap_err()
+                .message
+                .contains("non-empty")
+        );
         let binary_as_text = AttributeInput {
             data_type: Some("Binary".into()),
             string_value: Some("x".into()),
             binary_value: None,
         };
-        assert!(check("a", binary_as_text).unwrap_err().message.contains("must use field 'Binary'"));
+        assert!(
+            check("a", binary_as_text)
+                .unwrap_err()
+                .message
+                .contains("must use field 'Binary'")
+        );
         let untyped = AttributeInput::default();
         assert_eq!(check("a", untyped).unwrap_err().code, "ValidationError");
     }

@@ -118,7 +118,8 @@ impl Topics {
         for (key, text) in &records {
             match key.split_once(':') {
                 Some(("t", _)) => {
-                    let record: TopicRecord = serde_json::from_str(text).map_err(|e| fail(key, e.to_string()))?;
+                    let record: TopicRecord =
+                        serde_json::from_str(text).map_err(|e| fail(key, e.to_string()))?;
                     let arn = TopicArn::parse("TopicArn", &record.arn).map_err(|e| fail(key, e.message))?;
                     let topic = Topic {
                         arn,
@@ -137,11 +138,19 @@ impl Topics {
                     subscriptions.push((key, record));
                 }
                 Some(("d", rest)) => {
-                    let (topic, id) = rest.split_once(' ').ok_or_else(|| fail(key, "no deduplication id".into()))?;
-                    let record: DedupRecord = serde_json::from_str(text).map_err(|e| fail(key, e.to_string()))?;
+                    let (topic, id) = rest
+                        .split_once(' ')
+                        .ok_or_else(|| fail(key, "no deduplication id".into()))?;
+                    let record: DedupRecord =
+                        serde_json::from_str(text).map_err(|e| fail(key, e.to_string()))?;
                     dedups.push((topic.to_string(), id.to_string(), record));
                 }
-                _ => return Err(fail(key, "not a topic, subscription or deduplication record".into())),
+                _ => {
+                    return Err(fail(
+                        key,
+                        "not a topic, subscription or deduplication record".into(),
+                    ));
+                }
             }
         }
         subscriptions.sort_by_key(|(_, record)| record.order);
@@ -178,7 +187,10 @@ impl Topics {
         dedups.sort_by_key(|(_, _, record)| record.until);
         for (topic, id, record) in dedups {
             if let Some(owner) = topics.topics.get_mut(&topic) {
-                owner.dedup.seen.insert(id.clone(), (record.message_id, record.sequence));
+                owner
+                    .dedup
+                    .seen
+                    .insert(id.clone(), (record.message_id, record.sequence));
                 owner.dedup.expiry.push_back((record.until, id));
             }
         }
@@ -201,13 +213,24 @@ impl Topics {
         for topic in self.topics.values() {
             records.push((topic_key(&topic.arn.to_string()), topic_record(topic)));
             for (id, (message_id, sequence)) in &topic.dedup.seen {
-                let until = topic.dedup.expiry.iter().find(|(_, i)| i == id).map_or(0, |(u, _)| *u);
-                records.push((dedup_key(&topic.arn.to_string(), id), dedup_record(message_id, *sequence, until)));
+                let until = topic
+                    .dedup
+                    .expiry
+                    .iter()
+                    .find(|(_, i)| i == id)
+                    .map_or(0, |(u, _)| *u);
+                records.push((
+                    dedup_key(&topic.arn.to_string(), id),
+                    dedup_record(message_id, *sequence, until),
+                ));
             }
         }
         for subscription in self.subscriptions.values() {
             let order = self.order.get(&subscription.arn).copied().unwrap_or_default();
-            records.push((subscription_key(&subscription.arn), subscription_record(subscription, order)));
+            records.push((
+                subscription_key(&subscription.arn),
+                subscription_record(subscription, order),
+            ));
         }
         records
     }

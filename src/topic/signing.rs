@@ -92,7 +92,11 @@ mod tests {
         let url = key.certificate_url("http://127.0.0.1:9324");
         let file = url.rsplit('/').next().unwrap();
         assert!(file.starts_with("SimpleNotificationService-") && file.ends_with(".pem"));
-        assert!(key.certificate(file).unwrap().starts_with("-----BEGIN CERTIFICATE-----"));
+        assert!(
+            key.certificate(file)
+                .unwrap()
+                .starts_with("-----BEGIN CERTIFICATE-----")
+        );
         assert!(key.certificate("SimpleNotificationService-other.pem").is_none());
         let public = rsa::RsaPublicKey::from(key.sha1.as_ref());
         for version in [1u8, 2] {
@@ -102,10 +106,12 @@ mod tests {
             let signature = Signature::try_from(signature.as_slice()).unwrap();
             let verified = match version {
                 1 => VerifyingKey::<sha1::Sha1>::new(public.clone()).verify(b"Message\nhi\n", &signature),
-                _ => VerifyingKey::<rsa::sha2::Sha256>::new(public.clone()).verify(b"Message\nhi\n", &signature),
+                _ => VerifyingKey::<rsa::sha2::Sha256>::new(public.clone())
+                    .verify(b"Message\nhi\n", &signature),
             };
             assert!(verified.is_ok(), "version {version}");
-            let wrong = VerifyingKey::<rsa::sha2::Sha256>::new(public.clone()).verify(b"Message\nho\n", &signature);
+            let wrong =
+                VerifyingKey::<rsa::sha2::Sha256>::new(public.clone()).verify(b"Message\nho\n", &signature);
             assert!(wrong.is_err());
         }
     }

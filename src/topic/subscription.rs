@@ -59,7 +59,10 @@ impl Protocol {
 
     /// Whether a subscription must be confirmed by its endpoint first.
     pub fn needs_confirmation(self) -> bool {
-        matches!(self, Protocol::Http | Protocol::Https | Protocol::Email | Protocol::EmailJson)
+        matches!(
+            self,
+            Protocol::Http | Protocol::Https | Protocol::Email | Protocol::EmailJson
+        )
     }
 
     /// Checks an endpoint for this protocol.
@@ -74,9 +77,9 @@ impl Protocol {
         match (ok, self) {
             (true, _) => Ok(()),
             (false, Protocol::Sqs) => Err(SnsError::parameter("SQS endpoint ARN")),
-            (false, Protocol::Http | Protocol::Https) => Err(SnsError::parameter(
-                "Endpoint must match the specified protocol",
-            )),
+            (false, Protocol::Http | Protocol::Https) => {
+                Err(SnsError::parameter("Endpoint must match the specified protocol"))
+            }
             (false, _) => Err(SnsError::parameter("Endpoint")),
         }
     }
@@ -114,7 +117,9 @@ pub struct Subscription {
 
 impl Subscription {
     pub fn raw(&self) -> bool {
-        self.attributes.get("RawMessageDelivery").is_some_and(|v| v == "true")
+        self.attributes
+            .get("RawMessageDelivery")
+            .is_some_and(|v| v == "true")
     }
 
     pub fn scope(&self) -> Scope {
@@ -175,14 +180,17 @@ impl Subscription {
                     ));
                 }
                 if let Some(text) = self.attributes.get("FilterPolicy") {
-                    self.filter = Some(FilterPolicy::compile(text, scope, &format!("{prefix}FilterPolicy"))?);
+                    self.filter = Some(FilterPolicy::compile(
+                        text,
+                        scope,
+                        &format!("{prefix}FilterPolicy"),
+                    )?);
                 }
             }
             "RedrivePolicy" => self.check_redrive(value, topic_fifo)?,
             "DeliveryPolicy" | "ReplayPolicy" => {
-                serde_json::from_str::<serde_json::Map<String, serde_json::Value>>(value).map_err(|error| {
-                    SnsError::parameter(format!("{name}: failed to parse JSON. {error}"))
-                })?;
+                serde_json::from_str::<serde_json::Map<String, serde_json::Value>>(value)
+                    .map_err(|error| SnsError::parameter(format!("{name}: failed to parse JSON. {error}")))?;
             }
             _ => {}
         }
@@ -191,16 +199,19 @@ impl Subscription {
     }
 
     fn check_redrive(&self, value: &str, topic_fifo: bool) -> Result<()> {
-        let policy: serde_json::Value = serde_json::from_str(value).map_err(|error| {
-            SnsError::parameter(format!("RedrivePolicy: failed to parse JSON. {error}"))
-        })?;
+        let policy: serde_json::Value = serde_json::from_str(value)
+            .map_err(|error| SnsError::parameter(format!("RedrivePolicy: failed to parse JSON. {error}")))?;
         let target = policy
             .get("deadLetterTargetArn")
             .and_then(serde_json::Value::as_str)
             .and_then(QueueArn::parse)
             .ok_or_else(|| SnsError::parameter("RedrivePolicy: deadLetterTargetArn is an invalid arn"))?;
         let queue_fifo = target.name.ends_with(".fifo");
-        if topic_fifo && self.protocol == Protocol::Sqs && QueueArn::parse(&self.endpoint).is_some_and(|q| q.name.ends_with(".fifo")) && !queue_fifo {
+        if topic_fifo
+            && self.protocol == Protocol::Sqs
+            && QueueArn::parse(&self.endpoint).is_some_and(|q| q.name.ends_with(".fifo"))
+            && !queue_fifo
+        {
             return Err(SnsError::parameter(
                 "RedrivePolicy: must use a FIFO queue as DLQ for a FIFO Subscription to a FIFO Topic.",
             ));

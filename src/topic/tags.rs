@@ -17,10 +17,14 @@ pub fn check_tags(tags: &[(String, String)]) -> Result<()> {
     }
     for (key, value) in tags {
         if key.is_empty() || key.chars().count() > MAX_KEY_CHARS {
-            return Err(SnsError::parameter("TagKey Reason: must be between 1 and 128 characters"));
+            return Err(SnsError::parameter(
+                "TagKey Reason: must be between 1 and 128 characters",
+            ));
         }
         if value.chars().count() > MAX_VALUE_CHARS {
-            return Err(SnsError::parameter("TagValue Reason: must be at most 256 characters"));
+            return Err(SnsError::parameter(
+                "TagValue Reason: must be at most 256 characters",
+            ));
         }
     }
     check_count(tags.len())

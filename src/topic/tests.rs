@@ -7,7 +7,10 @@ fn arn(name: &str) -> TopicArn {
 }
 
 fn attrs(pairs: &[(&str, &str)]) -> BTreeMap<String, String> {
-    pairs.iter().map(|(k, v)| (k.to_string(), v.to_string())).collect()
+    pairs
+        .iter()
+        .map(|(k, v)| (k.to_string(), v.to_string()))
+        .collect()
 }
 
 fn publication(message: &str, fifo: bool) -> Publication {
@@ -22,21 +25,49 @@ fn publication(message: &str, fifo: bool) -> Publication {
 #[test]
 fn create_topic_is_idempotent_only_when_attributes_and_tags_agree() {
     let mut topics = Topics::default();
-    let tags = vec![("a".to_string(), "1".to_string()), ("b".to_string(), "2".to_string())];
-    topics.create(arn("t"), attrs(&[("DisplayName", "v1")]), tags.clone()).unwrap();
+    let tags = vec![
+        ("a".to_string(), "1".to_string()),
+        ("b".to_string(), "2".to_string()),
+    ];
+    topics
+        .create(arn("t"), attrs(&[("DisplayName", "v1")]), tags.clone())
+        .unwrap();
     assert!(topics.create(arn("t"), attrs(&[]), vec![]).is_ok());
-    assert!(topics.create(arn("t"), attrs(&[("DisplayName", "v1")]), tags[..1].to_vec()).is_ok());
-    assert!(topics.create(arn("t"), attrs(&[("FifoTopic", "false")]), vec![]).is_ok());
-    let different = topics.create(arn("t"), attrs(&[("DisplayName", "v2")]), vec![]).unwrap_err();
+    assert!(
+        topics
+            .create(arn("t"), attrs(&[("DisplayName", "v1")]), tags[..1].to_vec())
+            .is_ok()
+    );
+    assert!(
+        topics
+            .create(arn("t"), attrs(&[("FifoTopic", "false")]), vec![])
+            .is_ok()
+    );
+    let different = topics
+        .create(arn("t"), attrs(&[("DisplayName", "v2")]), vec![])
+        .unwrap_err();
     assert!(different.message.contains("different attributes"));
-    let more_tags = topics.create(arn("t"), attrs(&[]), vec![("c".into(), "3".into())]).unwrap_err();
+    let more_tags = topics
+        .create(arn("t"), attrs(&[]), vec![("c".into(), "3".into())])
+        .unwrap_err();
     assert!(more_tags.message.contains("different tags"));
     assert_eq!(
-        topics.create(arn("bad.name"), attrs(&[]), vec![]).unwrap_err().message,
+        topics
+            .create(arn("bad.name"), attrs(&[]), vec![])
+            .unwrap_err()
+            .message,
         "Invalid parameter: Topic Name"
     );
-    assert!(topics.create(arn("f"), attrs(&[("FifoTopic", "true")]), vec![]).is_err());
-    assert!(topics.create(arn("f.fifo"), attrs(&[("FifoTopic", "true")]), vec![]).is_ok());
+    assert!(
+        topics
+            .create(arn("f"), attrs(&[("FifoTopic", "true")]), vec![])
+            .is_err()
+    );
+    assert!(
+        topics
+            .create(arn("f.fifo"), attrs(&[("FifoTopic", "true")]), vec![])
+            .is_ok()
+    );
 }
 
 #[test]
@@ -44,30 +75,65 @@ fn subscriptions_are_counted_listed_confirmed_and_removed_with_their_topic() {
     let mut topics = Topics::default();
     topics.create(arn("t"), attrs(&[]), vec![]).unwrap();
     let queue = "arn:aws:sqs:us-east-1:000000000000:q";
-    let sqs = topics.subscribe(&arn("t"), Protocol::Sqs, queue, &attrs(&[]), "000000000000").unwrap();
+    let sqs = topics
+        .subscribe(&arn("t"), Protocol::Sqs, queue, &attrs(&[]), "000000000000")
+        .unwrap();
     assert!(sqs.pending_token.is_none());
-    let again = topics.subscribe(&arn("t"), Protocol::Sqs, queue, &attrs(&[]), "000000000000").unwrap();
+    let again = topics
+        .subscribe(&arn("t"), Protocol::Sqs, queue, &attrs(&[]), "000000000000")
+        .unwrap();
     assert_eq!(again.arn, sqs.arn);
     let raw = attrs(&[("RawMessageDelivery", "true")]);
-    assert!(topics.subscribe(&arn("t"), Protocol::Sqs, queue, &raw, "000000000000").is_err());
+    assert!(
+        topics
+            .subscribe(&arn("t"), Protocol::Sqs, queue, &raw, "000000000000")
+            .is_err()
+    );
     let http = topics
-        .subscribe(&arn("t"), Protocol::Http, "http://127.0.0.1:1/hook", &attrs(&[]), "000000000000")
+        .subscribe(
+            &arn("t"),
+            Protocol::Http,
+            "http://127.0.0.1:1/hook",
+            &attrs(&[]),
+            "000000000000",
+        )
         .unwrap();
     let token = http.pending_token.unwrap();
     let counts = topics.topic_attributes(&arn("t")).unwrap();
-    assert_eq!((counts["SubscriptionsConfirmed"].as_str(), counts["SubscriptionsPending"].as_str()), ("1", "1"));
+    assert_eq!(
+        (
+            counts["SubscriptionsConfirmed"].as_str(),
+            counts["SubscriptionsPending"].as_str()
+        ),
+        ("1", "1")
+    );
     let topic = arn("t").to_string();
-    assert_eq!(topics.confirm(&topic, "wrong").unwrap_err().message, "Invalid parameter: Token");
-    assert_eq!(topics.confirm("not-an-arn", &token).unwrap_err().message, "Invalid parameter: Topic");
+    assert_eq!(
+        topics.confirm(&topic, "wrong").unwrap_err().message,
+        "Invalid parameter: Token"
+    );
+    assert_eq!(
+        topics.confirm("not-an-arn", &token).unwrap_err().message,
+        "Invalid parameter: Topic"
+    );
     let elsewhere = TopicArn::new("eu-west-1", "000000000000", "t").to_string();
-    assert_eq!(topics.confirm(&elsewhere, &token).unwrap_err().message, "Invalid parameter: Topic");
+    assert_eq!(
+        topics.confirm(&elsewhere, &token).unwrap_err().message,
+        "Invalid parameter: Topic"
+    );
     // The token names the subscription; any topic of its region will do,
     // and confirming again answers the same.
-    assert_eq!(topics.confirm(&arn("other").to_string(), &token).unwrap(), http.arn);
+    assert_eq!(
+        topics.confirm(&arn("other").to_string(), &token).unwrap(),
+        http.arn
+    );
     assert_eq!(topics.confirm(&topic, &token).unwrap(), http.arn);
     assert_eq!(topics.list_by_topic(&arn("t"), None).unwrap().0.len(), 2);
     assert!(topics.unsubscribe(&http.arn).is_some());
-    assert_eq!(topics.topic_attributes(&arn("t")).unwrap()["SubscriptionsDeleted"], "1");
+    assert_eq!(
+        topics.topic_attributes(&arn("t")).unwrap()["SubscriptionsDeleted"],
+        "1"
+    );
     assert_eq!(topics.delete(&arn("t")).len(), 1);
     assert!(topics.subscription(&sqs.arn).is_err());
 }
@@ -78,8 +144,12 @@ fn pages_hold_a_hundred_and_go_on_from_their_token() {
     topics.create(arn("t"), attrs(&[]), vec![]).unwrap();
     for i in 0..150 {
         let endpoint = format!("+1555000{i:04}");
-        topics.subscribe(&arn("t"), Protocol::Sms, &endpoint, &attrs(&[]), "000000000000").unwrap();
-        topics.create(arn(&format!("topic-{i:03}")), attrs(&[]), vec![]).unwrap();
+        topics
+            .subscribe(&arn("t"), Protocol::Sms, &endpoint, &attrs(&[]), "000000000000")
+            .unwrap();
+        topics
+            .create(arn(&format!("topic-{i:03}")), attrs(&[]), vec![])
+            .unwrap();
     }
     let (first, next) = topics.list_by_topic(&arn("t"), None).unwrap();
     let (second, end) = topics.list_by_topic(&arn("t"), next.as_deref()).unwrap();
@@ -87,10 +157,23 @@ fn pages_hold_a_hundred_and_go_on_from_their_token() {
     let (first, next) = topics.list("us-east-1", "000000000000", None).unwrap();
     let (second, end) = topics.list("us-east-1", "000000000000", next.as_deref()).unwrap();
     assert_eq!((first.len(), second.len(), end), (100, 51, None));
-    assert!(topics.list("eu-west-1", "000000000000", None).unwrap().0.is_empty());
+    assert!(
+        topics
+            .list("eu-west-1", "000000000000", None)
+            .unwrap()
+            .0
+            .is_empty()
+    );
     let (all, next) = topics.list_subscriptions("000000000000", None).unwrap();
     assert_eq!(all.len(), 100);
-    assert_eq!(topics.list_subscriptions("000000000000", next.as_deref()).unwrap().0.len(), 50);
+    assert_eq!(
+        topics
+            .list_subscriptions("000000000000", next.as_deref())
+            .unwrap()
+            .0
+            .len(),
+        50
+    );
 }
 
 #[test]
@@ -98,29 +181,75 @@ fn a_publish_goes_to_confirmed_subscriptions_its_filter_lets_through() {
     let mut topics = Topics::default();
     topics.create(arn("t"), attrs(&[]), vec![]).unwrap();
     let q = |name: &str| format!("arn:aws:sqs:us-east-1:000000000000:{name}");
-    let all = topics.subscribe(&arn("t"), Protocol::Sqs, &q("all"), &attrs(&[]), "o").unwrap();
-    let filter = attrs(&[("FilterPolicy", r#"{"kind": ["order"]}"#), ("FilterPolicyScope", "MessageBody")]);
-    topics.subscribe(&arn("t"), Protocol::Sqs, &q("orders"), &filter, "o").unwrap();
-    topics.subscribe(&arn("t"), Protocol::Http, "http://127.0.0.1:1/", &attrs(&[]), "o").unwrap();
-    let published = topics.publish(&arn("t"), &publication(r#"{"kind": "refund"}"#, false), "m1".into(), 0).unwrap();
+    let all = topics
+        .subscribe(&arn("t"), Protocol::Sqs, &q("all"), &attrs(&[]), "o")
+        .unwrap();
+    let filter = attrs(&[
+        ("FilterPolicy", r#"{"kind": ["order"]}"#),
+        ("FilterPolicyScope", "MessageBody"),
+    ]);
+    topics
+        .subscribe(&arn("t"), Protocol::Sqs, &q("orders"), &filter, "o")
+        .unwrap();
+    topics
+        .subscribe(&arn("t"), Protocol::Http, "http://127.0.0.1:1/", &attrs(&[]), "o")
+        .unwrap();
+    let published = topics
+        .publish(
+            &arn("t"),
+            &publication(r#"{"kind": "refund"}"#, false),
+            "m1".into(),
+            0,
+        )
+        .unwrap();
     let targets: Vec<&str> = published.deliveries.iter().map(|sub| sub.arn.as_str()).collect();
     assert_eq!(targets, vec![all.arn.as_str()]);
-    let published = topics.publish(&arn("t"), &publication(r#"{"kind": "order"}"#, false), "m2".into(), 0).unwrap();
+    let published = topics
+        .publish(
+            &arn("t"),
+            &publication(r#"{"kind": "order"}"#, false),
+            "m2".into(),
+            0,
+        )
+        .unwrap();
     assert_eq!(published.deliveries.len(), 2);
 }
 
 #[test]
 fn a_fifo_topic_numbers_its_messages_and_drops_duplicates_for_five_minutes() {
     let mut topics = Topics::default();
-    topics.create(arn("t.fifo"), attrs(&[("FifoTopic", "true"), ("ContentBasedDeduplication", "true")]), vec![]).unwrap();
     topics
-        .subscribe(&arn("t.fifo"), Protocol::Sqs, "arn:aws:sqs:us-east-1:0:q.fifo", &attrs(&[]), "o")
+        .create(
+            arn("t.fifo"),
+            attrs(&[("FifoTopic", "true"), ("ContentBasedDeduplication", "true")]),
+            vec![],
+        )
         .unwrap();
-    let first = topics.publish(&arn("t.fifo"), &publication("m", true), "id-1".into(), 0).unwrap();
-    let again = topics.publish(&arn("t.fifo"), &publication("m", true), "id-2".into(), 1_000).unwrap();
+    topics
+        .subscribe(
+            &arn("t.fifo"),
+            Protocol::Sqs,
+            "arn:aws:sqs:us-east-1:0:q.fifo",
+            &attrs(&[]),
+            "o",
+        )
+        .unwrap();
+    let first = topics
+        .publish(&arn("t.fifo"), &publication("m", true), "id-1".into(), 0)
+        .unwrap();
+    let again = topics
+        .publish(&arn("t.fifo"), &publication("m", true), "id-2".into(), 1_000)
+        .unwrap();
     assert_eq!((again.message_id.as_str(), again.deliveries.len()), ("id-1", 0));
     assert_eq!(again.sequence_number, first.sequence_number);
-    let later = topics.publish(&arn("t.fifo"), &publication("m", true), "id-3".into(), DEDUP_WINDOW_MS).unwrap();
+    let later = topics
+        .publish(
+            &arn("t.fifo"),
+            &publication("m", true),
+            "id-3".into(),
+            DEDUP_WINDOW_MS,
+        )
+        .unwrap();
     assert_eq!((later.message_id.as_str(), later.deliveries.len()), ("id-3", 1));
     assert!(later.sequence_number > first.sequence_number);
 }
@@ -130,8 +259,14 @@ fn permissions_are_statements_in_the_policy() {
     let mut topics = Topics::default();
     topics.create(arn("t"), attrs(&[]), vec![]).unwrap();
     let accounts = vec!["111111111111".to_string()];
-    topics.add_permission(&arn("t"), "p", &accounts, &["Publish".into()]).unwrap();
-    assert!(topics.add_permission(&arn("t"), "p", &accounts, &["Publish".into()]).is_err());
+    topics
+        .add_permission(&arn("t"), "p", &accounts, &["Publish".into()])
+        .unwrap();
+    assert!(
+        topics
+            .add_permission(&arn("t"), "p", &accounts, &["Publish".into()])
+            .is_err()
+    );
     let policy = &topics.topic_attributes(&arn("t")).unwrap()["Policy"];
     assert!(policy.contains("\"Sid\":\"p\"") && policy.contains("SNS:Publish"));
     topics.remove_permission(&arn("t"), "p").unwrap();
@@ -158,20 +293,58 @@ fn the_journal_leaves_the_records_a_load_restores_the_same_topics_from() {
     topics.enable_journal();
     let mut store = BTreeMap::new();
     let fifo = attrs(&[("FifoTopic", "true"), ("ContentBasedDeduplication", "true")]);
-    topics.create(arn("t.fifo"), fifo, vec![("k".into(), "v".into())]).unwrap();
+    topics
+        .create(arn("t.fifo"), fifo, vec![("k".into(), "v".into())])
+        .unwrap();
     topics.create(arn("gone"), attrs(&[]), vec![]).unwrap();
     let q = "arn:aws:sqs:us-east-1:000000000000:q.fifo";
     let filter = attrs(&[("FilterPolicy", r#"{"a": ["b"]}"#)]);
-    let kept = topics.subscribe(&arn("t.fifo"), Protocol::Sqs, q, &filter, "o").unwrap();
-    let hook = topics.subscribe(&arn("t.fifo"), Protocol::Http, "http://127.0.0.1:1/", &attrs(&[]), "o").unwrap();
-    topics.subscribe(&arn("gone"), Protocol::Sqs, "arn:aws:sqs:us-east-1:0:x", &attrs(&[]), "o").unwrap();
-    topics.set_topic_attribute(&arn("t.fifo"), "DisplayName", "shown").unwrap();
-    let first = topics.publish(&arn("t.fifo"), &publication("m", true), "id-1".into(), 0).unwrap();
-    topics.publish(&arn("t.fifo"), &publication("n", true), "id-2".into(), DEDUP_WINDOW_MS - 1).unwrap();
+    let kept = topics
+        .subscribe(&arn("t.fifo"), Protocol::Sqs, q, &filter, "o")
+        .unwrap();
+    let hook = topics
+        .subscribe(
+            &arn("t.fifo"),
+            Protocol::Http,
+            "http://127.0.0.1:1/",
+            &attrs(&[]),
+            "o",
+        )
+        .unwrap();
+    topics
+        .subscribe(
+            &arn("gone"),
+            Protocol::Sqs,
+            "arn:aws:sqs:us-east-1:0:x",
+            &attrs(&[]),
+            "o",
+        )
+        .unwrap();
+    topics
+        .set_topic_attribute(&arn("t.fifo"), "DisplayName", "shown")
+        .unwrap();
+    let first = topics
+        .publish(&arn("t.fifo"), &publication("m", true), "id-1".into(), 0)
+        .unwrap();
+    topics
+        .publish(
+            &arn("t.fifo"),
+            &publication("n", true),
+            "id-2".into(),
+            DEDUP_WINDOW_MS - 1,
+        )
+        .unwrap();
     topics.unsubscribe(&hook.arn);
     topics.delete(&arn("gone"));
     // The first id's five minutes are over: its record goes.
-    topics.publish(&arn("t.fifo"), &publication("o", true), "id-3".into(), DEDUP_WINDOW_MS).unwrap();
+    topics
+        .publish(
+            &arn("t.fifo"),
+            &publication("o", true),
+            "id-3".into(),
+            DEDUP_WINDOW_MS,
+        )
+        .unwrap();
     replay(&mut store, &mut topics);
     assert_eq!(store.into_iter().collect::<Vec<_>>(), {
         let mut all = topics.records();
@@ -179,14 +352,34 @@ fn the_journal_leaves_the_records_a_load_restores_the_same_topics_from() {
         all
     });
     let mut restored = Topics::restore(topics.records()).unwrap();
-    assert_eq!(restored.topic_attributes(&arn("t.fifo")).unwrap(), topics.topic_attributes(&arn("t.fifo")).unwrap());
+    assert_eq!(
+        restored.topic_attributes(&arn("t.fifo")).unwrap(),
+        topics.topic_attributes(&arn("t.fifo")).unwrap()
+    );
     assert!(restored.topic(&arn("gone")).is_err());
-    assert_eq!(restored.subscription(&kept.arn).unwrap().describe(), topics.subscription(&kept.arn).unwrap().describe());
+    assert_eq!(
+        restored.subscription(&kept.arn).unwrap().describe(),
+        topics.subscription(&kept.arn).unwrap().describe()
+    );
     assert!(restored.subscription(&kept.arn).unwrap().filter.is_some());
     // Deduplication and the sequence go on where they were.
-    let again = restored.publish(&arn("t.fifo"), &publication("n", true), "id-4".into(), DEDUP_WINDOW_MS + 1).unwrap();
+    let again = restored
+        .publish(
+            &arn("t.fifo"),
+            &publication("n", true),
+            "id-4".into(),
+            DEDUP_WINDOW_MS + 1,
+        )
+        .unwrap();
     assert_eq!((again.message_id.as_str(), again.deliveries.len()), ("id-2", 0));
-    let next = restored.publish(&arn("t.fifo"), &publication("p", true), "id-5".into(), DEDUP_WINDOW_MS + 1).unwrap();
+    let next = restored
+        .publish(
+            &arn("t.fifo"),
+            &publication("p", true),
+            "id-5".into(),
+            DEDUP_WINDOW_MS + 1,
+        )
+        .unwrap();
     assert!(next.sequence_number > first.sequence_number);
     assert_eq!(next.sequence_number.unwrap(), format!("{:020}", 4));
     let broken = vec![("s:x".to_string(), "{".to_string())];

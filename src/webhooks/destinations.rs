@@ -133,7 +133,9 @@ mod tests {
         assert!(default.resolve("localhost", 80).await.is_ok());
         assert_eq!(
             default.resolve("10.1.2.3", 80).await,
-            Err(Refused::NotAllowed { host: "10.1.2.3".into() })
+            Err(Refused::NotAllowed {
+                host: "10.1.2.3".into()
+            })
         );
         assert!(default.resolve("169.254.169.254", 80).await.is_err());
         let wider = Destinations::parse("10.0.0.0/8, hooks.example, *.internal").unwrap();

@@ -126,7 +126,9 @@ impl Delivery {
         let mut delays = policy.delays().into_iter();
         loop {
             let outcome = {
-                let Ok(_connection) = self.connections.acquire().await else { return };
+                let Ok(_connection) = self.connections.acquire().await else {
+                    return;
+                };
                 request.send(&self.settings.destinations, TRY_TIMEOUT).await
             };
             match outcome {
@@ -153,7 +155,9 @@ impl Delivery {
     }
 
     async fn dead_letter(&self, subscription: &Subscription, body: &str) {
-        let Some(queue) = subscription.dead_letter_queue() else { return };
+        let Some(queue) = subscription.dead_letter_queue() else {
+            return;
+        };
         if queue.account != self.settings.account {
             return;
         }

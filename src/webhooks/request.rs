@@ -53,12 +53,20 @@ impl Prepared {
         let tls = match endpoint.scheme_str() {
             Some("https") => true,
             Some("http") => false,
-            _ => return Err(format!("{} is not an http or https URL", work.subscription.endpoint)),
+            _ => {
+                return Err(format!(
+                    "{} is not an http or https URL",
+                    work.subscription.endpoint
+                ));
+            }
         };
         let host = endpoint.host().ok_or("the endpoint names no host")?.to_string();
         let port = endpoint.port_u16().unwrap_or(if tls { 443 } else { 80 });
         let path = endpoint.path_and_query().map_or("/", |p| p.as_str()).to_string();
-        let authority = endpoint.authority().map(|a| a.to_string()).unwrap_or_else(|| host.clone());
+        let authority = endpoint
+            .authority()
+            .map(|a| a.to_string())
+            .unwrap_or_else(|| host.clone());
         let mut builder = Request::post(path)
             .header(HOST, authority)
             .header(USER_AGENT, "Amazon Simple Notification Service Agent")
@@ -79,7 +87,12 @@ impl Prepared {
             .header(CONTENT_TYPE, content_type)
             .body(Full::new(Bytes::from(work.body.clone())))
             .map_err(|error| error.to_string())?;
-        Ok(Prepared { host, port, tls, request })
+        Ok(Prepared {
+            host,
+            port,
+            tls,
+            request,
+        })
     }
 
     /// One try, within `timeout`.
@@ -106,15 +119,24 @@ impl Prepared {
             .map_err(|e| Failure::Unreachable(format!("could not connect to {address}: {e}")))?;
         stream.set_nodelay(true).ok();
         if !self.tls {
-            return exchange_over(stream, self.request.clone()).await.map_err(Failure::Exchange);
+            return exchange_over(stream, self.request.clone())
+                .await
+                .map_err(Failure::Exchange);
         }
-        let host = self.host.trim_start_matches('[').trim_end_matches(']').to_string();
-        let name = rustls::pki_types::ServerName::try_from(host).map_err(|e| Failure::Unreachable(e.to_string()))?;
+        let host = self
+            .host
+            .trim_start_matches('[')
+            .trim_end_matches(']')
+            .to_string();
+        let name =
+            rustls::pki_types::ServerName::try_from(host).map_err(|e| Failure::Unreachable(e.to_string()))?;
         let stream = tokio_rustls::TlsConnector::from(tls_config())
             .connect(name, stream)
             .await
             .map_err(|e| Failure::Exchange(format!("TLS: {e}")))?;
-        exchange_over(stream, self.request.clone()).await.map_err(Failure::Exchange)
+        exchange_over(stream, self.request.clone())
+            .await
+            .map_err(Failure::Exchange)
     }
 }
 
@@ -172,11 +194,13 @@ fn tls_config() -> Arc<rustls::ClientConfig> {
                 .with_safe_default_protocol_versions()
                 .map(|builder| builder.with_root_certificates(roots).with_no_client_auth());
             Arc::new(config.unwrap_or_else(|_| {
-                rustls::ClientConfig::builder_with_provider(Arc::new(rustls::crypto::ring::default_provider()))
-                    .with_protocol_versions(&[&rustls::version::TLS13])
-                    .expect("TLS 1.3 is supported by ring")
-                    .with_root_certificates(rustls::RootCertStore::empty())
-                    .with_no_client_auth()
+                rustls::ClientConfig::builder_with_provider(
+                    Arc::new(rustls::crypto::ring::default_provider()),
+                )
+                .with_protocol_versions(&[&rustls::version::TLS13])
+                .expect("TLS 1.3 is supported by ring")
+                .with_root_certificates(rustls::RootCertStore::empty())
+                .with_no_client_auth()
             }))
         })
         .clone()

@@ -21,6 +21,6 @@ mod redis_tls;
 mod redis_unix;
 mod replicas;
 mod sentinel;
-mod sns;
 mod snapshot;
+mod sns;
 mod soak;

@@ -19,8 +19,17 @@ async fn drain(sqs: &aws_sdk_sqs::Client, url: &str) -> Vec<String> {
     let mut bodies = Vec::new();
     let deadline = std::time::Instant::now() + Duration::from_secs(60);
     loop {
-        assert!(std::time::Instant::now() < deadline, "{url} did not drain within 60 s");
-        let Ok(out) = sqs.receive_message().queue_url(url).max_number_of_messages(10).send().await else {
+        assert!(
+            std::time::Instant::now() < deadline,
+            "{url} did not drain within 60 s"
+        );
+        let Ok(out) = sqs
+            .receive_message()
+            .queue_url(url)
+            .max_number_of_messages(10)
+            .send()
+            .await
+        else {
             tokio::time::sleep(Duration::from_millis(100)).await;
             continue;
         };
@@ -31,7 +40,14 @@ async fn drain(sqs: &aws_sdk_sqs::Client, url: &str) -> Vec<String> {
         for message in messages {
             bodies.push(message.body.clone().unwrap_or_default());
             let handle = message.receipt_handle.unwrap_or_default();
-            while sqs.delete_message().queue_url(url).receipt_handle(&handle).send().await.is_err() {
+            while sqs
+                .delete_message()
+                .queue_url(url)
+                .receipt_handle(&handle)
+                .send()
+                .await
+                .is_err()
+            {
                 tokio::time::sleep(Duration::from_millis(100)).await;
             }
         }
@@ -47,7 +63,13 @@ async fn topics_subscriptions_and_deduplication_survive_a_kill_on_disk() {
         .create_topic()
         .name("news")
         .attributes("DisplayName", "News")
-        .tags(aws_sdk_sns::types::Tag::builder().key("team").value("a").build().unwrap())
+        .tags(
+            aws_sdk_sns::types::Tag::builder()
+                .key("team")
+                .value("a")
+                .build()
+                .unwrap(),
+        )
         .send()
         .await
         .unwrap()
@@ -65,20 +87,56 @@ async fn topics_subscriptions_and_deduplication_survive_a_kill_on_disk() {
         .unwrap();
     let plain = create_queue_url(&sqs, "plain", &[]).await;
     let ordered = create_queue_url(&sqs, "ordered.fifo", &[("FifoQueue", "true")]).await;
-    let filtered = subscribe_queue(&sns, &sqs, &news, &plain, &[("FilterPolicy", r#"{"kind": ["a"]}"#)]).await;
+    let filtered = subscribe_queue(
+        &sns,
+        &sqs,
+        &news,
+        &plain,
+        &[("FilterPolicy", r#"{"kind": ["a"]}"#)],
+    )
+    .await;
     subscribe_queue(&sns, &sqs, &orders, &ordered, &[("RawMessageDelivery", "true")]).await;
-    let first = sns.publish().topic_arn(&orders).message("m1").message_group_id("g").send().await.unwrap();
+    let first = sns
+        .publish()
+        .topic_arn(&orders)
+        .message("m1")
+        .message_group_id("g")
+        .send()
+        .await
+        .unwrap();
 
     kill_9(&mut server);
     let server = start_on(&dir, &[]).await;
     let (sqs, sns) = (server.client(), sns_client_for(&server.url));
 
-    let attributes = sns.get_topic_attributes().topic_arn(&news).send().await.unwrap().attributes.unwrap();
+    let attributes = sns
+        .get_topic_attributes()
+        .topic_arn(&news)
+        .send()
+        .await
+        .unwrap()
+        .attributes
+        .unwrap();
     assert_eq!(attributes["DisplayName"], "News");
-    let tags = sns.list_tags_for_resource().resource_arn(&news).send().await.unwrap().tags.unwrap();
+    let tags = sns
+        .list_tags_for_resource()
+        .resource_arn(&news)
+        .send()
+        .await
+        .unwrap()
+        .tags
+        .unwrap();
     assert_eq!((tags[0].key.as_str(), tags[0].value.as_str()), ("team", "a"));
-    let subscription = sns.get_subscription_attributes().subscription_arn(&filtered).send().await.unwrap();
-    assert_eq!(subscription.attributes.unwrap()["FilterPolicy"], r#"{"kind": ["a"]}"#);
+    let subscription = sns
+        .get_subscription_attributes()
+        .subscription_arn(&filtered)
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(
+        subscription.attributes.unwrap()["FilterPolicy"],
+        r#"{"kind": ["a"]}"#
+    );
     // The filter policy was compiled again at the load.
     let kind = |value: &str| {
         aws_sdk_sns::types::MessageAttributeValue::builder()
@@ -87,16 +145,49 @@ async fn topics_subscriptions_and_deduplication_survive_a_kill_on_disk() {
             .build()
             .unwrap()
     };
-    sns.publish().topic_arn(&news).message("b").message_attributes("kind", kind("b")).send().await.unwrap();
-    sns.publish().topic_arn(&news).message("a").message_attributes("kind", kind("a")).send().await.unwrap();
-    let got: Vec<String> = drain(&sqs, &plain).await.iter().map(|body| message_of(body)).collect();
+    sns.publish()
+        .topic_arn(&news)
+        .message("b")
+        .message_attributes("kind", kind("b"))
+        .send()
+        .await
+        .unwrap();
+    sns.publish()
+        .topic_arn(&news)
+        .message("a")
+        .message_attributes("kind", kind("a"))
+        .send()
+        .await
+        .unwrap();
+    let got: Vec<String> = drain(&sqs, &plain)
+        .await
+        .iter()
+        .map(|body| message_of(body))
+        .collect();
     assert_eq!(got, vec!["a"]);
     // Within five minutes the same message is the same publication, and
     // the sequence goes on from where it was.
-    let again = sns.publish().topic_arn(&orders).message("m1").message_group_id("g").send().await.unwrap();
+    let again = sns
+        .publish()
+        .topic_arn(&orders)
+        .message("m1")
+        .message_group_id("g")
+        .send()
+        .await
+        .unwrap();
     assert_eq!(again.message_id, first.message_id);
-    let next = sns.publish().topic_arn(&orders).message("m2").message_group_id("g").send().await.unwrap();
-    assert!(next.sequence_number > first.sequence_number, "{next:?} after {first:?}");
+    let next = sns
+        .publish()
+        .topic_arn(&orders)
+        .message("m2")
+        .message_group_id("g")
+        .send()
+        .await
+        .unwrap();
+    assert!(
+        next.sequence_number > first.sequence_number,
+        "{next:?} after {first:?}"
+    );
     assert_eq!(drain(&sqs, &ordered).await, vec!["m1", "m2"]);
 }
 
@@ -104,21 +195,53 @@ async fn topics_subscriptions_and_deduplication_survive_a_kill_on_disk() {
 async fn a_new_leader_serves_the_topics_of_the_old_one() {
     let redis = RedisServer::start();
     let mut first = Server::start_node(&redis, "sns-a");
-    assert!(wait_for(Duration::from_secs(10), || first.is_ready()).await.is_some());
+    assert!(
+        wait_for(Duration::from_secs(10), || first.is_ready())
+            .await
+            .is_some()
+    );
     let second = Server::start_node(&redis, "sns-b");
     let (sqs, sns) = (first.client(), sns_client_for(&first.url));
-    let topic = sns.create_topic().name("events").send().await.unwrap().topic_arn.unwrap();
+    let topic = sns
+        .create_topic()
+        .name("events")
+        .send()
+        .await
+        .unwrap()
+        .topic_arn
+        .unwrap();
     let queue = create_queue_url(&sqs, "events-copy", &[]).await;
     let subscription = subscribe_queue(&sns, &sqs, &topic, &queue, &[]).await;
 
     first.signal("KILL");
     assert!(first.wait_exit(Duration::from_secs(5)));
-    assert!(wait_for(Duration::from_secs(15), || second.is_ready()).await.is_some());
+    assert!(
+        wait_for(Duration::from_secs(15), || second.is_ready())
+            .await
+            .is_some()
+    );
     let (sqs, sns) = (second.client(), sns_client_for(&second.url));
-    let listed = sns.list_subscriptions_by_topic().topic_arn(&topic).send().await.unwrap();
-    assert_eq!(listed.subscriptions.unwrap()[0].subscription_arn.as_deref(), Some(subscription.as_str()));
-    sns.publish().topic_arn(&topic).message("after").send().await.unwrap();
-    let got: Vec<String> = drain(&sqs, &queue).await.iter().map(|body| message_of(body)).collect();
+    let listed = sns
+        .list_subscriptions_by_topic()
+        .topic_arn(&topic)
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(
+        listed.subscriptions.unwrap()[0].subscription_arn.as_deref(),
+        Some(subscription.as_str())
+    );
+    sns.publish()
+        .topic_arn(&topic)
+        .message("after")
+        .send()
+        .await
+        .unwrap();
+    let got: Vec<String> = drain(&sqs, &queue)
+        .await
+        .iter()
+        .map(|body| message_of(body))
+        .collect();
     assert_eq!(got, vec!["after"]);
 }
 
@@ -127,7 +250,14 @@ async fn a_new_leader_serves_the_topics_of_the_old_one() {
 /// of one, or none), each once, and every acknowledged one.
 async fn fan_out_killed_half_way(mut restart: impl AsyncFnMut() -> Server, first: &mut Server) {
     let (sqs, sns) = (first.client(), sns_client_for(&first.url));
-    let topic = sns.create_topic().name("fan").send().await.unwrap().topic_arn.unwrap();
+    let topic = sns
+        .create_topic()
+        .name("fan")
+        .send()
+        .await
+        .unwrap()
+        .topic_arn
+        .unwrap();
     let mut queues = Vec::new();
     for n in 0..5 {
         let url = create_queue_url(&sqs, &format!("fan-{n}"), &[]).await;
@@ -149,7 +279,10 @@ async fn fan_out_killed_half_way(mut restart: impl AsyncFnMut() -> Server, first
             })
         })
         .collect();
-    let started = wait_for(Duration::from_secs(10), || async { acknowledged.lock().unwrap().len() > 200 }).await;
+    let started = wait_for(Duration::from_secs(10), || async {
+        acknowledged.lock().unwrap().len() > 200
+    })
+    .await;
     assert!(started.is_some(), "publishes did not get going");
     first.signal("KILL");
     assert!(first.wait_exit(Duration::from_secs(5)));
@@ -160,7 +293,11 @@ async fn fan_out_killed_half_way(mut restart: impl AsyncFnMut() -> Server, first
     let sqs = server.client();
     let mut held: BTreeMap<&str, Vec<String>> = BTreeMap::new();
     for url in &queues {
-        let mut got: Vec<String> = drain(&sqs, url).await.iter().map(|body| message_of(body)).collect();
+        let mut got: Vec<String> = drain(&sqs, url)
+            .await
+            .iter()
+            .map(|body| message_of(body))
+            .collect();
         got.sort();
         let unique: BTreeSet<&String> = got.iter().collect();
         assert_eq!(unique.len(), got.len(), "{url} holds a publication twice");
@@ -169,7 +306,11 @@ async fn fan_out_killed_half_way(mut restart: impl AsyncFnMut() -> Server, first
     let acknowledged = acknowledged.lock().unwrap().clone();
     let reference = &held[queues[0].as_str()];
     for (url, got) in &held {
-        assert_eq!(got, reference, "{url} holds other publications than {}: a partial fan-out", queues[0]);
+        assert_eq!(
+            got, reference,
+            "{url} holds other publications than {}: a partial fan-out",
+            queues[0]
+        );
         let got: BTreeSet<&String> = got.iter().collect();
         let lost: Vec<&String> = acknowledged.iter().filter(|m| !got.contains(m)).collect();
         assert!(lost.is_empty(), "{url} lost acknowledged publications: {lost:?}");
@@ -188,13 +329,21 @@ async fn a_kill_during_fan_out_leaves_every_copy_or_none_on_disk() {
 async fn a_kill_during_fan_out_leaves_every_copy_or_none_on_redis() {
     let redis = RedisServer::start();
     let mut first = Server::start_node(&redis, "fan-a");
-    assert!(wait_for(Duration::from_secs(10), || first.is_ready()).await.is_some());
+    assert!(
+        wait_for(Duration::from_secs(10), || first.is_ready())
+            .await
+            .is_some()
+    );
     let second = Server::start_node(&redis, "fan-b");
     let second = Mutex::new(Some(second));
     fan_out_killed_half_way(
         async || {
             let server = second.lock().unwrap().take().expect("one takeover");
-            assert!(wait_for(Duration::from_secs(15), || server.is_ready()).await.is_some());
+            assert!(
+                wait_for(Duration::from_secs(15), || server.is_ready())
+                    .await
+                    .is_some()
+            );
             server
         },
         &mut first,

@@ -158,7 +158,12 @@ impl Call<'_> {
     /// The SignatureVersion a topic's documents are signed with.
     fn signature_version(&self, topic: &TopicArn) -> u8 {
         let topics = self.api.service.topics();
-        match topics.topic(topic).ok().and_then(|t| t.attributes.get("SignatureVersion")).map(String::as_str) {
+        match topics
+            .topic(topic)
+            .ok()
+            .and_then(|t| t.attributes.get("SignatureVersion"))
+            .map(String::as_str)
+        {
             Some("2") => 2,
             _ => 1,
         }

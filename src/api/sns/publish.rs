@@ -9,7 +9,9 @@ use base64::Engine as _;
 use super::{Call, Webhooks};
 use crate::protocol::sns::{Answer, Form};
 use crate::topic::publish::MAX_MESSAGE_BYTES;
-use crate::topic::{AttributeInput, Outbound, OutboundKind, Publication, PublishInput, Result, SnsError, TopicArn};
+use crate::topic::{
+    AttributeInput, Outbound, OutboundKind, Publication, PublishInput, Result, SnsError, TopicArn,
+};
 
 /// At most ten entries in a PublishBatch.
 const MAX_BATCH_ENTRIES: usize = 10;
@@ -56,11 +58,17 @@ pub(super) async fn publish_batch(call: &Call<'_>, form: &Form) -> Result<(Optio
                 format!("The Id of a batch entry in the batch request is too long: {id}"),
             ));
         }
-        if id.is_empty() || !id.chars().all(|c| c.is_ascii_alphanumeric() || c == '-' || c == '_') {
+        if id.is_empty()
+            || !id
+                .chars()
+                .all(|c| c.is_ascii_alphanumeric() || c == '-' || c == '_')
+        {
             return Err(SnsError::new(
                 "InvalidBatchEntryId",
                 400,
-                format!("The Id of a batch entry in the batch request contains an impermissible character: {id}"),
+                format!(
+                    "The Id of a batch entry in the batch request contains an impermissible character: {id}"
+                ),
             ));
         }
         if !ids.insert(id.to_string()) {
@@ -128,14 +136,18 @@ fn target(call: &Call<'_>, form: &Form) -> Result<TopicArn> {
         if parts.len() == 6 && parts[2] == "sns" && !parts[5].contains('/') {
             return call.topic_arn(form, "TargetArn");
         }
-        return Err(SnsError::parameter("TargetArn Reason: No endpoint found for the target arn specified"));
+        return Err(SnsError::parameter(
+            "TargetArn Reason: No endpoint found for the target arn specified",
+        ));
     }
     if let Some(number) = form.get("PhoneNumber") {
         return Err(SnsError::parameter(format!(
             "PhoneNumber Reason: ssq sends no SMS; {number} is not valid to publish to"
         )));
     }
-    Err(SnsError::parameter("TopicArn or TargetArn Reason: no value for required parameter"))
+    Err(SnsError::parameter(
+        "TopicArn or TargetArn Reason: no value for required parameter",
+    ))
 }
 
 fn topic_kind(call: &Call<'_>, arn: &TopicArn) -> Result<(bool, bool)> {
@@ -149,9 +161,15 @@ fn read_input(form: &Form) -> Result<PublishInput> {
     for (name, value) in form.map("MessageAttributes") {
         let binary_value = match value.get("BinaryValue") {
             None => None,
-            Some(text) => Some(base64::engine::general_purpose::STANDARD.decode(text).map_err(|_| {
-                SnsError::value_invalid(format!("The message attribute '{name}' has an invalid binary value."))
-            })?),
+            Some(text) => Some(
+                base64::engine::general_purpose::STANDARD
+                    .decode(text)
+                    .map_err(|_| {
+                        SnsError::value_invalid(format!(
+                            "The message attribute '{name}' has an invalid binary value."
+                        ))
+                    })?,
+            ),
         };
         let attribute = AttributeInput {
             data_type: value.get("DataType").cloned(),
@@ -172,7 +190,11 @@ fn read_input(form: &Form) -> Result<PublishInput> {
 
 /// Publishes one checked publication; its id, sequence number and the
 /// webhook notifications it leaves.
-async fn run(call: &Call<'_>, arn: &TopicArn, publication: &Publication) -> Result<(String, Option<String>, Webhooks)> {
+async fn run(
+    call: &Call<'_>,
+    arn: &TopicArn,
+    publication: &Publication,
+) -> Result<(String, Option<String>, Webhooks)> {
     let (published, webhooks, _) = call.api.service.publish(arn, publication, &call.fanout()).await?;
     let work = webhooks
         .into_iter()

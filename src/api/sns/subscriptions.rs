@@ -21,7 +21,9 @@ pub(super) async fn subscribe(call: &Call<'_>, form: &Form) -> Result<(Option<An
         .into_iter()
         .map(|(key, value)| (key, value.get("").cloned().unwrap_or_default()))
         .collect();
-    let return_arn = form.get("ReturnSubscriptionArn").is_some_and(|v| v.eq_ignore_ascii_case("true"));
+    let return_arn = form
+        .get("ReturnSubscriptionArn")
+        .is_some_and(|v| v.eq_ignore_ascii_case("true"));
     let account = &call.ctx.account_id;
     let (subscribed, subscription) = call
         .api
@@ -38,25 +40,44 @@ pub(super) async fn subscribe(call: &Call<'_>, form: &Form) -> Result<(Option<An
     };
     let mut work = Vec::new();
     if subscribed.pending_token.is_some() && matches!(protocol, Protocol::Http | Protocol::Https) {
-        work.push(confirmation(call, subscription, OutboundKind::SubscriptionConfirmation));
+        work.push(confirmation(
+            call,
+            subscription,
+            OutboundKind::SubscriptionConfirmation,
+        ));
     }
-    Ok((Some(Answer::Fields(vec![("SubscriptionArn", Answer::Text(shown))])), work))
+    Ok((
+        Some(Answer::Fields(vec![("SubscriptionArn", Answer::Text(shown))])),
+        work,
+    ))
 }
 
 pub(super) async fn confirm(call: &Call<'_>, form: &Form) -> Result<Option<Answer>> {
     let topic = form.required("TopicArn")?;
     let token = form.required("Token")?;
-    let arn = call.api.service.change_topics(|topics| topics.confirm(topic, token)).await?;
+    let arn = call
+        .api
+        .service
+        .change_topics(|topics| topics.confirm(topic, token))
+        .await?;
     Ok(Some(Answer::Fields(vec![("SubscriptionArn", Answer::Text(arn))])))
 }
 
 pub(super) async fn unsubscribe(call: &Call<'_>, form: &Form) -> Result<(Option<Answer>, Webhooks)> {
     let arn = form.get("SubscriptionArn").unwrap_or_default();
     arn::subscription_topic(arn)?;
-    let removed = call.api.service.change_topics(|topics| Ok(topics.unsubscribe(arn))).await?;
+    let removed = call
+        .api
+        .service
+        .change_topics(|topics| Ok(topics.unsubscribe(arn)))
+        .await?;
     let work = match removed {
         Some(subscription) if matches!(subscription.protocol, Protocol::Http | Protocol::Https) => {
-            vec![confirmation(call, subscription, OutboundKind::UnsubscribeConfirmation)]
+            vec![confirmation(
+                call,
+                subscription,
+                OutboundKind::UnsubscribeConfirmation,
+            )]
         }
         _ => Vec::new(),
     };
@@ -65,7 +86,8 @@ pub(super) async fn unsubscribe(call: &Call<'_>, form: &Form) -> Result<(Option<
 
 fn listed(subscription: &Subscription) -> Answer {
     // AWS lists an email address that has not confirmed without its ARN.
-    let unconfirmed_mail = subscription.pending && matches!(subscription.protocol, Protocol::Email | Protocol::EmailJson);
+    let unconfirmed_mail =
+        subscription.pending && matches!(subscription.protocol, Protocol::Email | Protocol::EmailJson);
     let arn = match unconfirmed_mail {
         true => "PendingConfirmation".to_string(),
         false => subscription.arn.clone(),
@@ -103,7 +125,7 @@ pub(super) fn list_by_topic(call: &Call<'_>, form: &Form) -> Result<Option<Answe
     Ok(page(subscriptions, next))
 }
 
-fn subscription_arn<'a>(form: &'a Form) -> Result<&'a str> {
+fn subscription_arn(form: &Form) -> Result<&str> {
     let arn = form.required("SubscriptionArn")?;
     arn::subscription_topic(arn)?;
     Ok(arn)
@@ -112,7 +134,10 @@ fn subscription_arn<'a>(form: &'a Form) -> Result<&'a str> {
 pub(super) fn attributes(call: &Call<'_>, form: &Form) -> Result<Option<Answer>> {
     let arn = subscription_arn(form)?;
     let attributes = call.api.service.topics().subscription(arn)?.describe();
-    Ok(Some(Answer::Fields(vec![("Attributes", attribute_map(attributes))])))
+    Ok(Some(Answer::Fields(vec![(
+        "Attributes",
+        attribute_map(attributes),
+    )])))
 }
 
 pub(super) async fn set_attribute(call: &Call<'_>, form: &Form) -> Result<Option<Answer>> {

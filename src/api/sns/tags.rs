@@ -30,14 +30,20 @@ pub(super) async fn tag(call: &Call<'_>, form: &Form) -> Result<Option<Answer>> 
     let arn = resource(call, form)?;
     let tags = read_tags(form)?;
     check_tags(&tags)?;
-    call.api.service.change_topics(|topics| topics.tag(&arn, tags)).await?;
+    call.api
+        .service
+        .change_topics(|topics| topics.tag(&arn, tags))
+        .await?;
     Ok(Some(Answer::Fields(Vec::new())))
 }
 
 pub(super) async fn untag(call: &Call<'_>, form: &Form) -> Result<Option<Answer>> {
     let arn = resource(call, form)?;
     let keys = form.list("TagKeys");
-    call.api.service.change_topics(|topics| topics.untag(&arn, &keys)).await?;
+    call.api
+        .service
+        .change_topics(|topics| topics.untag(&arn, &keys))
+        .await?;
     Ok(Some(Answer::Fields(Vec::new())))
 }
 
@@ -47,9 +53,7 @@ pub(super) fn list(call: &Call<'_>, form: &Form) -> Result<Option<Answer>> {
     let tags = topics
         .tags(&arn)?
         .iter()
-        .map(|(key, value)| {
-            Answer::Fields(vec![("Key", Answer::text(key)), ("Value", Answer::text(value))])
-        })
+        .map(|(key, value)| Answer::Fields(vec![("Key", Answer::text(key)), ("Value", Answer::text(value))]))
         .collect();
     Ok(Some(Answer::Fields(vec![("Tags", Answer::List(tags))])))
 }

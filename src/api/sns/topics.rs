@@ -18,13 +18,23 @@ pub(super) async fn create(call: &Call<'_>, form: &Form) -> Result<Option<Answer
     }
     let tags = super::tags::read_tags(form)?;
     let arn = TopicArn::new(call.ctx.region.get(), &call.ctx.account_id, name);
-    let arn = call.api.service.change_topics(|topics| topics.create(arn, attributes, tags)).await?;
-    Ok(Some(Answer::Fields(vec![("TopicArn", Answer::text(arn.to_string()))])))
+    let arn = call
+        .api
+        .service
+        .change_topics(|topics| topics.create(arn, attributes, tags))
+        .await?;
+    Ok(Some(Answer::Fields(vec![(
+        "TopicArn",
+        Answer::text(arn.to_string()),
+    )])))
 }
 
 pub(super) async fn delete(call: &Call<'_>, form: &Form) -> Result<Option<Answer>> {
     let arn = call.topic_arn(form, "TopicArn")?;
-    call.api.service.change_topics(|topics| Ok(topics.delete(&arn))).await?;
+    call.api
+        .service
+        .change_topics(|topics| Ok(topics.delete(&arn)))
+        .await?;
     call.api.service.metrics.sns_topic_deleted(&arn.to_string());
     Ok(None)
 }
@@ -49,7 +59,10 @@ pub(super) fn list(call: &Call<'_>, form: &Form) -> Result<Option<Answer>> {
 pub(super) fn attributes(call: &Call<'_>, form: &Form) -> Result<Option<Answer>> {
     let arn = call.topic_arn(form, "TopicArn")?;
     let attributes = call.api.service.topics().topic_attributes(&arn)?;
-    Ok(Some(Answer::Fields(vec![("Attributes", attribute_map(attributes))])))
+    Ok(Some(Answer::Fields(vec![(
+        "Attributes",
+        attribute_map(attributes),
+    )])))
 }
 
 pub(super) async fn set_attribute(call: &Call<'_>, form: &Form) -> Result<Option<Answer>> {
@@ -77,7 +90,10 @@ pub(super) fn data_protection_policy(call: &Call<'_>, form: &Form) -> Result<Opt
         .get("DataProtectionPolicy")
         .cloned()
         .unwrap_or_default();
-    Ok(Some(Answer::Fields(vec![("DataProtectionPolicy", Answer::Text(policy))])))
+    Ok(Some(Answer::Fields(vec![(
+        "DataProtectionPolicy",
+        Answer::Text(policy),
+    )])))
 }
 
 pub(super) async fn put_data_protection_policy(call: &Call<'_>, form: &Form) -> Result<Option<Answer>> {

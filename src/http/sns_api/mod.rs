@@ -96,7 +96,11 @@ pub(crate) async fn serve(state: &Arc<AppState>, parts: &Parts, body: Bytes) -> 
     }
 }
 
-async fn run(state: &Arc<AppState>, parts: &Parts, body: &[u8]) -> (String, Result<Option<sns::Answer>, SnsError>) {
+async fn run(
+    state: &Arc<AppState>,
+    parts: &Parts,
+    body: &[u8],
+) -> (String, Result<Option<sns::Answer>, SnsError>) {
     let form = match Form::parse(body, parts.uri.query()) {
         Ok(form) => form,
         Err(error) => return ("unknown".into(), Err(error)),
@@ -153,14 +157,19 @@ fn refusal(state: &AppState) -> Option<SnsError> {
 /// `GET /_ssq/sns/{file}`: the certificate that signs SNS documents.
 pub(crate) async fn certificate(State(state): State<Arc<AppState>>, Path(file): Path<String>) -> Response {
     let Ok(key) = state.sns.signing_key.get().await else {
-        return (StatusCode::SERVICE_UNAVAILABLE, "The signing key is not ready; retry.\n").into_response();
+        return (
+            StatusCode::SERVICE_UNAVAILABLE,
+            "The signing key is not ready; retry.\n",
+        )
+            .into_response();
     };
     match key.certificate(&file) {
         Some(pem) => {
             let mut response = pem.to_string().into_response();
-            response
-                .headers_mut()
-                .insert(header::CONTENT_TYPE, HeaderValue::from_static("application/x-pem-file"));
+            response.headers_mut().insert(
+                header::CONTENT_TYPE,
+                HeaderValue::from_static("application/x-pem-file"),
+            );
             response
         }
         None => (StatusCode::NOT_FOUND, "No such certificate.\n").into_response(),

@@ -535,7 +535,9 @@ pub fn signed_service(authorization: Option<&HeaderValue>, query: Option<&str>) 
 /// Part `index` of the credential, `<key id>/<date>/<region>/<service>/aws4_request`.
 fn credential_part(authorization: Option<&HeaderValue>, query: Option<&str>, index: usize) -> Option<String> {
     let part = |credential: &[u8]| {
-        let piece = credential.split(|&b| b == b'/' || b == b',' || b == b' ').nth(index)?;
+        let piece = credential
+            .split(|&b| b == b'/' || b == b',' || b == b' ')
+            .nth(index)?;
         std::str::from_utf8(piece).ok().map(str::to_string)
     };
     match authorization {

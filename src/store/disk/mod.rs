@@ -525,9 +525,11 @@ fn apply(db: &rusqlite::Transaction<'_>, write: &Write) -> rusqlite::Result<()> 
         Write::Sns(changes) => {
             for change in changes {
                 match change {
-                    SnsChange::Put { key, record } => {
-                        run(db, "INSERT OR REPLACE INTO sns VALUES (?1, ?2)", params![key, record])?
-                    }
+                    SnsChange::Put { key, record } => run(
+                        db,
+                        "INSERT OR REPLACE INTO sns VALUES (?1, ?2)",
+                        params![key, record],
+                    )?,
                     SnsChange::Delete { key } => run(db, "DELETE FROM sns WHERE key = ?1", [key])?,
                 }
             }

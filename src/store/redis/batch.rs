@@ -20,9 +20,9 @@ use fred::types::{Key, Value};
 
 use super::layout::Layout;
 use crate::journal::Write;
-use crate::topic::SnsChange;
 use crate::queue::Change;
 use crate::store::codec;
+use crate::topic::SnsChange;
 
 /// The most fields one HSET or HDEL carries, well inside what Lua's
 /// `unpack` accepts.
@@ -513,7 +513,9 @@ mod tests {
             Write::Sns(changes) => {
                 for change in changes {
                     match change {
-                        SnsChange::Put { key, record } => hset(store, layout.sns(), key.clone(), record.clone()),
+                        SnsChange::Put { key, record } => {
+                            hset(store, layout.sns(), key.clone(), record.clone())
+                        }
                         SnsChange::Delete { key } => hdel(store, &layout.sns(), key),
                     }
                 }

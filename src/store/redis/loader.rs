@@ -89,7 +89,9 @@ impl Loader {
                     let (queues, messages, damaged) = (loaded.queues.len(), loaded.messages, loaded.damaged);
                     let memory = &self.store.memory;
                     if self.store.leadership.restored_with(term, || {
-                        self.store.load_id.install(load_id, &**memory, loaded.queues, loaded.topics)
+                        self.store
+                            .load_id
+                            .install(load_id, &**memory, loaded.queues, loaded.topics)
                     }) {
                         tracing::info!(
                             queues,

@@ -40,7 +40,9 @@ impl Clause {
     fn matches(&self, subject: &Subject<'_>) -> bool {
         self.keys.iter().all(|(path, conditions)| {
             let found = values(subject, path);
-            conditions.iter().any(|condition| condition.holds(found.as_deref()))
+            conditions
+                .iter()
+                .any(|condition| condition.holds(found.as_deref()))
         }) && self
             .any_of
             .iter()
@@ -58,7 +60,9 @@ fn values<'a>(subject: &Subject<'a>, path: &[String]) -> Option<Vec<Leaf<'a>>> {
                 let kind = attribute.data_type.split('.').next().unwrap_or_default();
                 match (kind, attribute.data_type.as_str()) {
                     (_, "String.Array") => match serde_json::from_str::<Value>(text) {
-                        Ok(Value::Array(items)) => items.into_iter().for_each(|item| owned_leaf(item, &mut leaves)),
+                        Ok(Value::Array(items)) => {
+                            items.into_iter().for_each(|item| owned_leaf(item, &mut leaves))
+                        }
                         _ => leaves.push(Leaf::Text(Cow::Borrowed(text))),
                     },
                     ("Number", _) => leaves.extend(text.trim().parse::<f64>().ok().map(Leaf::Number)),
@@ -95,7 +99,10 @@ fn collect<'a>(value: &'a Value, path: &str, into: &mut Vec<&'a Value>) {
             for (key, member) in object {
                 if key == path {
                     into.push(member);
-                } else if let Some(rest) = path.strip_prefix(key.as_str()).and_then(|rest| rest.strip_prefix('.')) {
+                } else if let Some(rest) = path
+                    .strip_prefix(key.as_str())
+                    .and_then(|rest| rest.strip_prefix('.'))
+                {
                     collect(member, rest, into);
                 }
             }
@@ -134,14 +141,16 @@ impl Condition {
             return matches!(self, Condition::Exists(false));
         };
         let any_text = |test: &dyn Fn(&str) -> bool| {
-            leaves.iter().any(|leaf| matches!(leaf, Leaf::Text(text) if test(text.as_ref())))
+            leaves
+                .iter()
+                .any(|leaf| matches!(leaf, Leaf::Text(text) if test(text.as_ref())))
         };
         match self {
             Condition::Exists(exists) => *exists,
             Condition::Text(expected) => any_text(&|text| text == expected),
-            Condition::Number(expected) => leaves.iter().any(|leaf| *leaf == Leaf::Number(*expected)),
-            Condition::Bool(expected) => leaves.iter().any(|leaf| *leaf == Leaf::Bool(*expected)),
-            Condition::Null => leaves.iter().any(|leaf| *leaf == Leaf::Null),
+            Condition::Number(expected) => leaves.contains(&Leaf::Number(*expected)),
+            Condition::Bool(expected) => leaves.contains(&Leaf::Bool(*expected)),
+            Condition::Null => leaves.contains(&Leaf::Null),
             Condition::Prefix(prefix) => any_text(&|text| text.starts_with(prefix.as_str())),
             Condition::Suffix(suffix) => any_text(&|text| text.ends_with(suffix.as_str())),
             Condition::EqualsIgnoreCase(expected) => {

@@ -107,8 +107,8 @@ impl FilterPolicy {
     /// "Attributes Reason: FilterPolicy" (Subscribe).
     pub fn compile(text: &str, scope: Scope, member: &str) -> Result<FilterPolicy> {
         let fail = |reason: String| SnsError::parameter(format!("{member}: {reason}"));
-        let value: Value = serde_json::from_str(text)
-            .map_err(|error| fail(format!("failed to parse JSON. {error}")))?;
+        let value: Value =
+            serde_json::from_str(text).map_err(|error| fail(format!("failed to parse JSON. {error}")))?;
         let Value::Object(object) = value else {
             return Err(fail("Filter policy must be a JSON object".into()));
         };
@@ -120,7 +120,9 @@ impl FilterPolicy {
             ));
         }
         if root.max_keys() > MAX_KEYS {
-            return Err(fail(format!("Filter policy can not have more than {MAX_KEYS} keys")));
+            return Err(fail(format!(
+                "Filter policy can not have more than {MAX_KEYS} keys"
+            )));
         }
         if root.combinations() > MAX_COMBINATIONS {
             return Err(fail("Filter policy is too complex".into()));
@@ -138,7 +140,11 @@ impl FilterPolicy {
 impl Clause {
     /// Keys as AWS counts them: for a nested policy, only the parent keys.
     fn max_keys(&self) -> usize {
-        let mut parents: Vec<&str> = self.keys.iter().filter_map(|(path, _)| path.first().map(String::as_str)).collect();
+        let mut parents: Vec<&str> = self
+            .keys
+            .iter()
+            .filter_map(|(path, _)| path.first().map(String::as_str))
+            .collect();
         parents.sort_unstable();
         parents.dedup();
         let own = parents.len();
@@ -196,7 +202,10 @@ fn clause(
                 }
                 let mut full = path.clone();
                 full.push(key.clone());
-                let conditions = items.iter().map(condition).collect::<std::result::Result<_, _>>()?;
+                let conditions = items
+                    .iter()
+                    .map(condition)
+                    .collect::<std::result::Result<_, _>>()?;
                 level.keys.push((full, conditions));
             }
             Value::Object(inner) => {
@@ -270,7 +279,9 @@ fn anything_but(value: &Value) -> std::result::Result<Condition, String> {
             let mut entries = operator.iter();
             match (entries.next(), entries.next()) {
                 (Some((name, inner)), None) if name == "prefix" => match inner {
-                    Value::String(prefix) if !prefix.is_empty() => Ok(Condition::AnythingButPrefix(prefix.clone())),
+                    Value::String(prefix) if !prefix.is_empty() => {
+                        Ok(Condition::AnythingButPrefix(prefix.clone()))
+                    }
                     Value::String(_) => Err("Null prefix/suffix not allowed".into()),
                     _ => Err("prefix match pattern must be a string".into()),
                 },
@@ -313,9 +324,8 @@ fn numeric(value: &Value) -> std::result::Result<Vec<(Comparison, f64)>, String>
         return Ok(terms);
     }
     match items.get(2) {
-        Some(Value::String(op)) if first == Comparison::Equal || first.is_upper() => {
-            let _ = op;
-            return Err("Too many elements in numeric expression".into());
+        Some(Value::String(_)) if first == Comparison::Equal || first.is_upper() => {
+            Err("Too many elements in numeric expression".into())
         }
         Some(Value::String(op)) => {
             let second = match op.as_str() {

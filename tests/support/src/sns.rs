@@ -50,5 +50,8 @@ pub async fn subscribe_queue(
 /// The `Message` of an SNS envelope a queue received.
 pub fn message_of(body: &str) -> String {
     let envelope: serde_json::Value = serde_json::from_str(body).expect("an SNS envelope");
-    envelope["Message"].as_str().expect("a Message member").to_string()
+    envelope["Message"]
+        .as_str()
+        .expect("a Message member")
+        .to_string()
 }
