@@ -342,7 +342,8 @@ fn tree_response(status: StatusCode, request_id: &str, tree: Value) -> Response 
     response
 }
 
-fn with_headers(status: StatusCode, request_id: &str, xml: String) -> Response {
+/// An XML answer with its request id (SNS's too).
+pub(crate) fn with_headers(status: StatusCode, request_id: &str, xml: String) -> Response {
     let mut response = (status, xml).into_response();
     let headers = response.headers_mut();
     headers.insert(header::CONTENT_TYPE, HeaderValue::from_static("text/xml"));

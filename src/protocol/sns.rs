@@ -9,8 +9,8 @@
 
 use std::collections::BTreeMap;
 
-use axum::http::{HeaderValue, StatusCode, header};
-use axum::response::{IntoResponse, Response};
+use axum::http::StatusCode;
+use axum::response::Response;
 
 use super::query;
 use super::xml::escape;
@@ -185,7 +185,7 @@ pub fn success(action: &str, request_id: &str, result: Option<&Answer>) -> Respo
     xml.push_str(&format!(
         "<ResponseMetadata><RequestId>{request_id}</RequestId></ResponseMetadata></{action}Response>"
     ));
-    xml_response(StatusCode::OK, request_id, xml)
+    query::with_headers(StatusCode::OK, request_id, xml)
 }
 
 /// An error answer, as SNS writes them.
@@ -201,17 +201,7 @@ pub fn error(request_id: &str, error: &SnsError) -> Response {
         escape(&error.message)
     );
     let status = StatusCode::from_u16(error.status).unwrap_or(StatusCode::BAD_REQUEST);
-    xml_response(status, request_id, xml)
-}
-
-fn xml_response(status: StatusCode, request_id: &str, xml: String) -> Response {
-    let mut response = (status, xml).into_response();
-    let headers = response.headers_mut();
-    headers.insert(header::CONTENT_TYPE, HeaderValue::from_static("text/xml"));
-    if let Ok(id) = HeaderValue::from_str(request_id) {
-        headers.insert("x-amzn-requestid", id);
-    }
-    response
+    query::with_headers(status, request_id, xml)
 }
 
 #[cfg(test)]

@@ -54,6 +54,15 @@ async fn drain(sqs: &aws_sdk_sqs::Client, url: &str) -> Vec<String> {
     }
 }
 
+/// The `Message` of every envelope in the queue at `url`, drained.
+async fn notes(sqs: &aws_sdk_sqs::Client, url: &str) -> Vec<String> {
+    drain(sqs, url)
+        .await
+        .iter()
+        .map(|body| message_of(body))
+        .collect()
+}
+
 #[tokio::test]
 async fn topics_subscriptions_and_deduplication_survive_a_kill_on_disk() {
     let dir = DataDir::new("sns-restart");
@@ -96,14 +105,7 @@ async fn topics_subscriptions_and_deduplication_survive_a_kill_on_disk() {
     )
     .await;
     subscribe_queue(&sns, &sqs, &orders, &ordered, &[("RawMessageDelivery", "true")]).await;
-    let first = sns
-        .publish()
-        .topic_arn(&orders)
-        .message("m1")
-        .message_group_id("g")
-        .send()
-        .await
-        .unwrap();
+    let first = publish_in_order(&sns, &orders, "m1").await;
 
     kill_9(&mut server);
     let server = start_on(&dir, &[]).await;
@@ -159,31 +161,13 @@ async fn topics_subscriptions_and_deduplication_survive_a_kill_on_disk() {
         .send()
         .await
         .unwrap();
-    let got: Vec<String> = drain(&sqs, &plain)
-        .await
-        .iter()
-        .map(|body| message_of(body))
-        .collect();
+    let got = notes(&sqs, &plain).await;
     assert_eq!(got, vec!["a"]);
     // Within five minutes the same message is the same publication, and
     // the sequence goes on from where it was.
-    let again = sns
-        .publish()
-        .topic_arn(&orders)
-        .message("m1")
-        .message_group_id("g")
-        .send()
-        .await
-        .unwrap();
+    let again = publish_in_order(&sns, &orders, "m1").await;
     assert_eq!(again.message_id, first.message_id);
-    let next = sns
-        .publish()
-        .topic_arn(&orders)
-        .message("m2")
-        .message_group_id("g")
-        .send()
-        .await
-        .unwrap();
+    let next = publish_in_order(&sns, &orders, "m2").await;
     assert!(
         next.sequence_number > first.sequence_number,
         "{next:?} after {first:?}"
@@ -191,16 +175,36 @@ async fn topics_subscriptions_and_deduplication_survive_a_kill_on_disk() {
     assert_eq!(drain(&sqs, &ordered).await, vec!["m1", "m2"]);
 }
 
-#[tokio::test]
-async fn a_new_leader_serves_the_topics_of_the_old_one() {
-    let redis = RedisServer::start();
-    let mut first = Server::start_node(&redis, "sns-a");
+/// Publishes `message` to the FIFO topic `topic` in the group `g`.
+async fn publish_in_order(
+    sns: &aws_sdk_sns::Client,
+    topic: &str,
+    message: &str,
+) -> aws_sdk_sns::operation::publish::PublishOutput {
+    sns.publish()
+        .topic_arn(topic)
+        .message(message)
+        .message_group_id("g")
+        .send()
+        .await
+        .unwrap()
+}
+
+/// A Redis with two instances on it, the first leading.
+async fn leader_and_passive(redis: &RedisServer, prefix: &str) -> (Server, Server) {
+    let first = Server::start_node(redis, &format!("{prefix}-a"));
     assert!(
         wait_for(Duration::from_secs(10), || first.is_ready())
             .await
             .is_some()
     );
-    let second = Server::start_node(&redis, "sns-b");
+    (first, Server::start_node(redis, &format!("{prefix}-b")))
+}
+
+#[tokio::test]
+async fn a_new_leader_serves_the_topics_of_the_old_one() {
+    let redis = RedisServer::start();
+    let (mut first, second) = leader_and_passive(&redis, "sns").await;
     let (sqs, sns) = (first.client(), sns_client_for(&first.url));
     let topic = sns
         .create_topic()
@@ -237,11 +241,7 @@ async fn a_new_leader_serves_the_topics_of_the_old_one() {
         .send()
         .await
         .unwrap();
-    let got: Vec<String> = drain(&sqs, &queue)
-        .await
-        .iter()
-        .map(|body| message_of(body))
-        .collect();
+    let got = notes(&sqs, &queue).await;
     assert_eq!(got, vec!["after"]);
 }
 
@@ -293,11 +293,7 @@ async fn fan_out_killed_half_way(mut restart: impl AsyncFnMut() -> Server, first
     let sqs = server.client();
     let mut held: BTreeMap<&str, Vec<String>> = BTreeMap::new();
     for url in &queues {
-        let mut got: Vec<String> = drain(&sqs, url)
-            .await
-            .iter()
-            .map(|body| message_of(body))
-            .collect();
+        let mut got = notes(&sqs, url).await;
         got.sort();
         let unique: BTreeSet<&String> = got.iter().collect();
         assert_eq!(unique.len(), got.len(), "{url} holds a publication twice");
@@ -328,13 +324,7 @@ async fn a_kill_during_fan_out_leaves_every_copy_or_none_on_disk() {
 #[tokio::test]
 async fn a_kill_during_fan_out_leaves_every_copy_or_none_on_redis() {
     let redis = RedisServer::start();
-    let mut first = Server::start_node(&redis, "fan-a");
-    assert!(
-        wait_for(Duration::from_secs(10), || first.is_ready())
-            .await
-            .is_some()
-    );
-    let second = Server::start_node(&redis, "fan-b");
+    let (mut first, second) = leader_and_passive(&redis, "fan").await;
     let second = Mutex::new(Some(second));
     fan_out_killed_half_way(
         async || {

@@ -228,6 +228,16 @@ pub async fn dispatch(call: &Call<'_>, action_name: &str, form: &Form) -> Result
     Ok((answer, none))
 }
 
+/// The `AttributeName` and `AttributeValue` of a Set…Attributes call (a
+/// value left out is empty: it unsets the attribute).
+fn attribute_to_set(form: &Form) -> Result<(&str, &str)> {
+    let name = form.required("AttributeName")?;
+    if name.is_empty() {
+        return Err(SnsError::parameter("AttributeName"));
+    }
+    Ok((name, form.get("AttributeValue").unwrap_or_default()))
+}
+
 /// An attribute map as answers carry it.
 fn attribute_map(attributes: std::collections::BTreeMap<String, String>) -> Answer {
     Answer::Map(attributes.into_iter().collect())

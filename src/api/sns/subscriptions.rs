@@ -6,7 +6,7 @@ use std::collections::BTreeMap;
 use super::{Call, Webhooks, attribute_map};
 use crate::protocol::sns::{Answer, Form};
 use crate::topic::envelope::{Confirmation, Envelope};
-use crate::topic::{Outbound, OutboundKind, Protocol, Result, SnsError, Subscription, arn};
+use crate::topic::{Outbound, OutboundKind, Protocol, Result, Subscription, arn};
 
 /// What Subscribe answers for a subscription its endpoint has yet to
 /// confirm, unless the caller asked for the ARN.
@@ -142,11 +142,7 @@ pub(super) fn attributes(call: &Call<'_>, form: &Form) -> Result<Option<Answer>>
 
 pub(super) async fn set_attribute(call: &Call<'_>, form: &Form) -> Result<Option<Answer>> {
     let arn = subscription_arn(form)?;
-    let name = form.required("AttributeName")?;
-    if name.is_empty() {
-        return Err(SnsError::parameter("AttributeName"));
-    }
-    let value = form.get("AttributeValue").unwrap_or_default();
+    let (name, value) = super::attribute_to_set(form)?;
     call.api
         .service
         .change_topics(|topics| topics.set_subscription_attribute(arn, name, value))

@@ -4,7 +4,7 @@ use std::collections::BTreeMap;
 
 use super::{Call, attribute_map};
 use crate::protocol::sns::{Answer, Form};
-use crate::topic::{Result, SnsError, TopicArn};
+use crate::topic::{Result, TopicArn};
 
 pub(super) async fn create(call: &Call<'_>, form: &Form) -> Result<Option<Answer>> {
     let name = form.required("Name")?;
@@ -67,11 +67,7 @@ pub(super) fn attributes(call: &Call<'_>, form: &Form) -> Result<Option<Answer>>
 
 pub(super) async fn set_attribute(call: &Call<'_>, form: &Form) -> Result<Option<Answer>> {
     let arn = call.topic_arn(form, "TopicArn")?;
-    let name = form.required("AttributeName")?;
-    if name.is_empty() {
-        return Err(SnsError::parameter("AttributeName"));
-    }
-    let value = form.get("AttributeValue").unwrap_or_default();
+    let (name, value) = super::attribute_to_set(form)?;
     call.api
         .service
         .change_topics(|topics| topics.set_topic_attribute(&arn, name, value))
