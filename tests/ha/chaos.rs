@@ -1,7 +1,8 @@
 //! Chaos with a history checker, on each store: producers and consumers of
-//! a standard queue (its messages in tenants: fair queues) and a FIFO
-//! queue, consumers that leave some messages to time out, while faults
-//! follow each other.
+//! a standard queue (its messages in tenants: fair queues), a FIFO queue
+//! and a FIFO topic with two FIFO queues subscribed (raw delivery, each
+//! publication deduplicated by its body), consumers that leave some
+//! messages to time out, while faults follow each other.
 //!
 //! - Redis: three ssq instances on one Redis (AOF, fsync always), each
 //!   reaching it through a relay that can hold its traffic back; the leader
@@ -18,7 +19,8 @@
 //! (delivered after their delete was acknowledged), delivered early (again
 //! before their visibility timeout ran out) or out of order (a FIFO
 //! group's message before the one sent before it), and FIFO messages
-//! stored twice.
+//! stored twice; an acknowledged publication must reach both subscribed
+//! queues, once each, in order.
 //!
 //! `make chaos` runs both (they are `#[ignore]`d by `cargo test`): two to
 //! three minutes each. `CHAOS_SECONDS` sets how long faults go on (default
@@ -29,7 +31,9 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
-use crate::common::{Endpoints, HoldingRelay, RedisServer, Server, redis_cli};
+use crate::common::{
+    Endpoints, HoldingRelay, RedisServer, Server, redis_cli, sns_client_for, subscribe_queue,
+};
 use crate::disk::DataDir;
 use aws_sdk_sqs::types::QueueAttributeName;
 use rand::{Rng, SeedableRng};
@@ -38,6 +42,10 @@ use rand::{Rng, SeedableRng};
 const VISIBILITY: Duration = Duration::from_secs(4);
 const FIFO_GROUPS: usize = 6;
 const STANDARD_PRODUCERS: usize = 2;
+/// Message groups publishing to the topic.
+const TOPIC_GROUPS: usize = 2;
+/// The topic (its account and region are the defaults).
+const TOPIC_ARN: &str = "arn:aws:sns:us-east-1:000000000000:chaos-topic.fifo";
 /// The backlog sent before the faults: groups (FIFO and standard in turn)
 /// of this many messages each.
 const BACKLOG_GROUPS: usize = 20;
@@ -51,10 +59,41 @@ const LEFT_TO_TIME_OUT: u32 = 20;
 /// message.
 const SWEEP_PATIENCE: Duration = Duration::from_secs(30);
 
-#[derive(Clone, Copy, PartialEq, Eq, Debug)]
+#[derive(Clone, Copy, PartialEq, Eq, Hash, Debug)]
 enum Kind {
     Standard,
     Fifo,
+    /// Publications to the FIFO topic (sent only).
+    Topic,
+    /// The topic's two subscribed queues (delivered only).
+    FanA,
+    FanB,
+}
+
+impl Kind {
+    /// Whether its messages are FIFO: deduplicated and ordered by group.
+    fn fifo(self) -> bool {
+        !matches!(self, Kind::Standard)
+    }
+
+    /// The queue a consumer of this kind receives from.
+    fn queue(self) -> &'static str {
+        match self {
+            Kind::Standard => "chaos",
+            Kind::Fifo | Kind::Topic => "chaos.fifo",
+            Kind::FanA => "chaos-fan-a.fifo",
+            Kind::FanB => "chaos-fan-b.fifo",
+        }
+    }
+
+    /// Where an acknowledged send of this kind must be delivered.
+    fn delivered_as(self) -> &'static [Kind] {
+        match self {
+            Kind::Standard => &[Kind::Standard],
+            Kind::Topic => &[Kind::FanA, Kind::FanB],
+            _ => &[Kind::Fifo],
+        }
+    }
 }
 
 struct Sent {
@@ -190,8 +229,40 @@ fn queue_url(name: &str) -> String {
     crate::common::queue_url(name)
 }
 
+/// Publishes `body` to the topic until an instance acknowledges it or
+/// patience runs out (deduplicated by its body, so a retry is no second
+/// publication).
+async fn publish(group: &Group, body: &str, group_id: &str, stop: &AtomicBool) -> bool {
+    let started = Instant::now();
+    while started.elapsed() < SEND_PATIENCE {
+        for url in group.endpoints.urls() {
+            let request = sns_client_for(&url)
+                .publish()
+                .topic_arn(TOPIC_ARN)
+                .message(body)
+                .message_group_id(group_id)
+                .message_deduplication_id(body)
+                .send();
+            if matches!(
+                tokio::time::timeout(Duration::from_secs(5), request).await,
+                Ok(Ok(_))
+            ) {
+                return true;
+            }
+        }
+        if stop.load(Ordering::Relaxed) && started.elapsed() > Duration::from_secs(5) {
+            return false;
+        }
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    false
+}
+
 /// Sends `body` until an instance acknowledges it or patience runs out.
 async fn send(group: &Group, kind: Kind, body: &str, group_id: &str, stop: &AtomicBool) -> bool {
+    if kind == Kind::Topic {
+        return publish(group, body, group_id, stop).await;
+    }
     let started = Instant::now();
     while started.elapsed() < SEND_PATIENCE {
         for sqs in group.clients() {
@@ -200,8 +271,8 @@ async fn send(group: &Group, kind: Kind, body: &str, group_id: &str, stop: &Atom
                 // A tenant of its own (fair queues), so that choosing among
                 // tenants and finding them again after a load run too.
                 Kind::Standard => request.queue_url(queue_url("chaos")).message_group_id(group_id),
-                Kind::Fifo => request
-                    .queue_url(queue_url("chaos.fifo"))
+                _ => request
+                    .queue_url(queue_url(kind.queue()))
                     .message_group_id(group_id)
                     .message_deduplication_id(body),
             };
@@ -250,10 +321,7 @@ async fn consume(
     stop: Arc<AtomicBool>,
 ) {
     let mut rng = rand::rngs::StdRng::seed_from_u64(seed);
-    let url = match kind {
-        Kind::Standard => queue_url("chaos"),
-        Kind::Fifo => queue_url("chaos.fifo"),
-    };
+    let url = queue_url(kind.queue());
     while !stop.load(Ordering::Relaxed) {
         let mut answered = false;
         for sqs in group.clients() {
@@ -412,22 +480,29 @@ async fn redis_fault(
     }
 }
 
+/// Acknowledged sends not delivered yet, by the queue (kind) each should
+/// have come from: a publication from each of the topic's queues.
+fn missing(history: &History) -> Vec<(Kind, &str)> {
+    let delivered: std::collections::HashSet<(Kind, &str)> = history
+        .delivered
+        .iter()
+        .map(|(kind, d)| (*kind, d.body.as_str()))
+        .collect();
+    history
+        .sent
+        .iter()
+        .filter(|(_, s)| s.acknowledged)
+        .flat_map(|(kind, s)| kind.delivered_as().iter().map(|to| (*to, s.body.as_str())))
+        .filter(|key| !delivered.contains(key))
+        .collect()
+}
+
 /// What the history breaks, one line each.
 fn violations(history: &History) -> Vec<String> {
-    let mut found = Vec::new();
-    let delivered: HashMap<&str, Vec<&Delivery>> =
-        history.delivered.iter().fold(HashMap::new(), |mut by, (_, d)| {
-            by.entry(d.body.as_str()).or_default().push(d);
-            by
-        });
-    for (kind, sent) in &history.sent {
-        if sent.acknowledged && !delivered.contains_key(sent.body.as_str()) {
-            found.push(format!(
-                "lost: {kind:?} {} was acknowledged and never delivered",
-                sent.body
-            ));
-        }
-    }
+    let mut found = missing(history)
+        .into_iter()
+        .map(|(kind, body)| format!("lost: {body} was acknowledged and never delivered from {kind:?}"))
+        .collect::<Vec<_>>();
     let mut by_id: HashMap<&str, Vec<&Delivery>> = HashMap::new();
     for (_, delivery) in &history.delivered {
         by_id
@@ -459,27 +534,28 @@ fn violations(history: &History) -> Vec<String> {
     // FIFO: one message id per body (deduplication), and each group's first
     // deliveries in the order its messages were sent (each after the last
     // was acknowledged).
-    let mut ids_of_body: HashMap<&str, std::collections::BTreeSet<&str>> = HashMap::new();
+    // Each queue apart: the topic's copies share their bodies.
+    let mut ids_of_body: HashMap<(Kind, &str), std::collections::BTreeSet<&str>> = HashMap::new();
     let mut firsts: BTreeMap<(String, usize), &Delivery> = BTreeMap::new();
     for (kind, delivery) in &history.delivered {
-        if *kind != Kind::Fifo {
+        if !kind.fifo() {
             continue;
         }
         ids_of_body
-            .entry(&delivery.body)
+            .entry((*kind, &delivery.body))
             .or_default()
             .insert(&delivery.message_id);
         let (group, n) = delivery.body.rsplit_once('-').expect("bodies are group-n");
-        let key = (group.to_string(), n.parse().expect("a number"));
+        let key = (format!("{kind:?} {group}"), n.parse().expect("a number"));
         let first = firsts.entry(key).or_insert(delivery);
         if (delivery.asked_at, delivery.place) < (first.asked_at, first.place) {
             *first = delivery;
         }
     }
-    for (body, ids) in ids_of_body {
+    for ((kind, body), ids) in ids_of_body {
         if ids.len() > 1 {
             found.push(format!(
-                "stored twice: FIFO {body} delivered under {} message ids",
+                "stored twice: {kind:?} {body} delivered under {} message ids",
                 ids.len()
             ));
         }
@@ -511,16 +587,7 @@ fn violations(history: &History) -> Vec<String> {
 /// without one turning up (an instance that holds messages and never
 /// hands them out has lost them for its users).
 async fn sweep(history: &Mutex<History>) {
-    let missing = || {
-        let history = history.lock().unwrap();
-        let delivered: std::collections::HashSet<&str> =
-            history.delivered.iter().map(|(_, d)| d.body.as_str()).collect();
-        history
-            .sent
-            .iter()
-            .filter(|(_, s)| s.acknowledged && !delivered.contains(s.body.as_str()))
-            .count()
-    };
+    let missing = || missing(&history.lock().unwrap()).len();
     let mut last = missing();
     let mut progress_at = Instant::now();
     while last > 0 && progress_at.elapsed() < SWEEP_PATIENCE {
@@ -587,6 +654,29 @@ async fn run(group: Group) {
         }
         create.send().await.unwrap();
     }
+    let sns = sns_client_for(&group.endpoints.urls()[group.leader().await.unwrap()]);
+    let topic = sns
+        .create_topic()
+        .name("chaos-topic.fifo")
+        .attributes("FifoTopic", "true")
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(topic.topic_arn(), Some(TOPIC_ARN));
+    for kind in [Kind::FanA, Kind::FanB] {
+        let url = queue_url(kind.queue());
+        sqs.create_queue()
+            .queue_name(kind.queue())
+            .attributes(
+                QueueAttributeName::VisibilityTimeout,
+                VISIBILITY.as_secs().to_string(),
+            )
+            .attributes(QueueAttributeName::FifoQueue, "true")
+            .send()
+            .await
+            .unwrap();
+        subscribe_queue(&sns, &sqs, TOPIC_ARN, &url, &[("RawMessageDelivery", "true")]).await;
+    }
 
     let history = Arc::new(Mutex::new(History::default()));
     // A backlog, so that every load reads several HSCAN pages of each hash:
@@ -596,7 +686,7 @@ async fn run(group: Group) {
             let (sqs, history) = (sqs.clone(), history.clone());
             tokio::spawn(async move {
                 let kind = if g % 2 == 0 { Kind::Fifo } else { Kind::Standard };
-                let url = queue_url(if kind == Kind::Fifo { "chaos.fifo" } else { "chaos" });
+                let url = queue_url(kind.queue());
                 for batch in 0..BACKLOG_PER_GROUP / 10 {
                     let bodies: Vec<String> = (0..10).map(|i| format!("b{g}-{}", batch * 10 + i)).collect();
                     let entries = bodies.iter().enumerate().map(|(i, body)| {
@@ -604,11 +694,11 @@ async fn run(group: Group) {
                             .id(i.to_string())
                             .message_body(body);
                         match kind {
-                            Kind::Fifo => entry
-                                .message_group_id(format!("b{g}"))
-                                .message_deduplication_id(body),
                             // Tenants with a backlog: noisy while consumed.
                             Kind::Standard => entry.message_group_id(format!("b{g}")),
+                            _ => entry
+                                .message_group_id(format!("b{g}"))
+                                .message_deduplication_id(body),
                         }
                         .build()
                         .unwrap()
@@ -641,7 +731,8 @@ async fn run(group: Group) {
     let (producing, consuming) = (Arc::new(AtomicBool::new(false)), Arc::new(AtomicBool::new(false)));
     let names = (0..STANDARD_PRODUCERS)
         .map(|p| (Kind::Standard, format!("s{p}")))
-        .chain((0..FIFO_GROUPS).map(|g| (Kind::Fifo, format!("g{g}"))));
+        .chain((0..FIFO_GROUPS).map(|g| (Kind::Fifo, format!("g{g}"))))
+        .chain((0..TOPIC_GROUPS).map(|g| (Kind::Topic, format!("t{g}"))));
     let producers: Vec<_> = names
         .map(|(kind, name)| {
             tokio::spawn(produce(
@@ -653,20 +744,28 @@ async fn run(group: Group) {
             ))
         })
         .collect();
-    let consumers: Vec<_> = [Kind::Standard, Kind::Standard, Kind::Fifo, Kind::Fifo, Kind::Fifo]
-        .into_iter()
-        .enumerate()
-        .map(|(n, kind)| {
-            let seed = seed.wrapping_add(n as u64 + 1);
-            tokio::spawn(consume(
-                group.clone(),
-                history.clone(),
-                kind,
-                seed,
-                consuming.clone(),
-            ))
-        })
-        .collect();
+    let consumers: Vec<_> = [
+        Kind::Standard,
+        Kind::Standard,
+        Kind::Fifo,
+        Kind::Fifo,
+        Kind::Fifo,
+        Kind::FanA,
+        Kind::FanB,
+    ]
+    .into_iter()
+    .enumerate()
+    .map(|(n, kind)| {
+        let seed = seed.wrapping_add(n as u64 + 1);
+        tokio::spawn(consume(
+            group.clone(),
+            history.clone(),
+            kind,
+            seed,
+            consuming.clone(),
+        ))
+    })
+    .collect();
 
     let faults_end = Instant::now() + fault_time;
     while Instant::now() < faults_end {
@@ -702,8 +801,13 @@ async fn run(group: Group) {
 
     let history = history.lock().unwrap();
     let acknowledged = history.sent.iter().filter(|(_, s)| s.acknowledged).count();
+    let published = history
+        .sent
+        .iter()
+        .filter(|(kind, _)| *kind == Kind::Topic)
+        .count();
     eprintln!(
-        "chaos: {} sends ({acknowledged} acknowledged), {} deliveries, {} deletes acknowledged",
+        "chaos: {} sends ({acknowledged} acknowledged, {published} of them publications), {} deliveries, {} deletes acknowledged",
         history.sent.len(),
         history.delivered.len(),
         history.deleted.len()
