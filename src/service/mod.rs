@@ -87,7 +87,7 @@ pub struct Service {
     /// queue, as with a missing dead-letter queue of this shard).
     missing_targets: Mutex<HashMap<String, Instant>>,
     /// The shard's SNS topics and subscriptions (`topics.rs`).
-    topics: Mutex<crate::topic::Topics>,
+    topics: Mutex<topics::TopicsSlot>,
 }
 
 impl Service {

@@ -46,9 +46,32 @@ pub struct Delivered {
     pub failed: usize,
 }
 
+/// The shard's topics and the memory generation they belong to (as a
+/// queue's slot knows its own): a change made on topics a load or a change
+/// of leadership has replaced is submitted with their old generation, and
+/// the store refuses it.
+pub struct TopicsSlot {
+    topics: Topics,
+    generation: u64,
+}
+
+impl std::ops::Deref for TopicsSlot {
+    type Target = Topics;
+
+    fn deref(&self) -> &Topics {
+        &self.topics
+    }
+}
+
+impl std::ops::DerefMut for TopicsSlot {
+    fn deref_mut(&mut self) -> &mut Topics {
+        &mut self.topics
+    }
+}
+
 impl Service {
     /// The shard's topics, locked, to read.
-    pub fn topics(&self) -> MutexGuard<'_, Topics> {
+    pub fn topics(&self) -> MutexGuard<'_, TopicsSlot> {
         self.topics
             .lock()
             .unwrap_or_else(|poisoned| poisoned.into_inner())
@@ -66,27 +89,28 @@ impl Service {
                 true => Vec::new(),
                 false => vec![Write::Sns(changes)],
             };
-            (result, self.submit(self.generation(), writes))
+            (result, self.submit(topics.generation, writes))
         };
         self.committed(commit).await.map_err(SnsError::from)?;
         result
     }
 
-    /// Puts loaded topics in place of whatever memory held.
+    /// Puts loaded topics in place of whatever memory held, in the
+    /// generation the queues were just installed in.
     pub(super) fn install_topics(&self, mut topics: Topics) {
         if self.journal.is_some() {
             topics.enable_journal();
         }
-        *self.topics() = topics;
+        *self.topics() = TopicsSlot {
+            topics,
+            generation: self.generation(),
+        };
     }
 
-    /// Drops the topics with the rest of memory.
+    /// Drops the topics with the rest of memory (after its generation
+    /// moved on).
     pub(super) fn clear_topics(&self) {
-        let mut topics = Topics::default();
-        if self.journal.is_some() {
-            topics.enable_journal();
-        }
-        *self.topics() = topics;
+        self.install_topics(Topics::default());
     }
 
     /// Publishes to a topic: registers the publication (a FIFO topic's
@@ -120,6 +144,14 @@ impl Service {
             Some("2") => 2,
             _ => 1,
         };
+        // Room for a copy in every subscription, checked before the topic
+        // records the publication (a FIFO topic's deduplication id must
+        // not be kept for a publication refused).
+        let copies = topic.subscription_arns().len() as u64;
+        let size =
+            publication.message.len() + crate::queue::message::attributes_size(&publication.attributes);
+        self.check_room(copies, copies.saturating_mul(size as u64))
+            .map_err(SnsError::from)?;
         let published = topics.publish(arn, publication, message_id, now)?;
         let sns_changes = topics.take_changes();
         let subscribed = topics
@@ -198,7 +230,11 @@ impl Service {
                 Protocol::Email | Protocol::EmailJson | Protocol::Sms => {}
             }
         }
-        let (delivered, commit) = self.store_copies(copies, fanout.trace_header, sns_changes);
+        let topics_generation = topics
+            .as_ref()
+            .map_or(self.generation(), |topics| topics.generation);
+        let (delivered, commit) =
+            self.store_copies(copies, fanout.trace_header, sns_changes, topics_generation);
         drop(topics);
         let filtered_out = subscribed.saturating_sub(published.deliveries.len());
         let failed = delivered.failed;
@@ -225,6 +261,7 @@ impl Service {
         copies: Vec<Copy>,
         trace_header: Option<&str>,
         sns: Vec<SnsChange>,
+        topics_generation: u64,
     ) -> (Delivered, Commit) {
         let mut delivered = Delivered::default();
         let sns_write = (!sns.is_empty()).then_some(Write::Sns(sns));
@@ -238,7 +275,7 @@ impl Service {
         if slots.is_empty() {
             delivered.failed = copies.len();
             let writes = sns_write.into_iter().collect();
-            return (delivered, self.submit(self.generation(), writes));
+            return (delivered, self.submit(topics_generation, writes));
         }
         let commit = {
             let mut guards = lock_all(&slots);
@@ -285,9 +322,16 @@ impl Service {
             for (queue, before) in guards.iter().zip(before) {
                 self.account(before, queue.holding());
             }
+            // A publication that straddles a load (its topic from before,
+            // its queues from after, or the other way) carries the older
+            // generation, which the store refuses.
+            let generation = match &sns_write {
+                Some(_) => slots[0].generation.min(topics_generation),
+                None => slots[0].generation,
+            };
             let mut writes: Vec<Write> = guards.iter_mut().map(|queue| Self::changes_of(queue)).collect();
             writes.extend(sns_write);
-            self.submit(slots[0].generation, writes)
+            self.submit(generation, writes)
         };
         for slot in &slots {
             slot.ready.notify_waiters();
@@ -331,6 +375,9 @@ pub fn unsubscribe_url(base_url: &str, subscription_arn: &str) -> String {
 }
 
 /// The topics of a shard, made empty: what a new service starts with.
-pub(super) fn no_topics() -> Mutex<Topics> {
-    Mutex::new(Topics::default())
+pub(super) fn no_topics() -> Mutex<TopicsSlot> {
+    Mutex::new(TopicsSlot {
+        topics: Topics::default(),
+        generation: 0,
+    })
 }

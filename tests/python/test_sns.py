@@ -276,3 +276,22 @@ def test_other_protocols_are_refused_naming_what_is_served(clients):
     with pytest.raises(sns.exceptions.InvalidParameterException) as refused:
         sns.subscribe(TopicArn=topic, Protocol="lambda", Endpoint="arn:aws:lambda:us-east-1:000000000000:function:f")
     assert "sqs, http and https" in str(refused.value)
+
+
+def test_a_publish_with_no_room_for_every_copy_is_refused_whole():
+    proc, url = start_ssq("--max-messages", "2")
+    try:
+        sns = boto3.client("sns", endpoint_url=url, **KEYS)
+        sqs = boto3.client("sqs", endpoint_url=url, **KEYS)
+        topic = sns.create_topic(Name="crowded")["TopicArn"]
+        urls = []
+        for n in range(3):
+            queue_url, arn = queue(sqs, f"crowded-{n}")
+            sns.subscribe(TopicArn=topic, Protocol="sqs", Endpoint=arn)
+            urls.append(queue_url)
+        with pytest.raises(Exception) as refused:
+            sns.publish(TopicArn=topic, Message="three copies, room for two")
+        assert "OverLimit" in str(refused.value)
+        assert all(drain(sqs, queue_url) == [] for queue_url in urls), "nothing of it is stored"
+    finally:
+        stop(proc)
