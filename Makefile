@@ -63,7 +63,7 @@ screenshots: $(PYTHON_DEPS)
 fuzz:
 	command -v cargo-fuzz >/dev/null || cargo install cargo-fuzz --locked
 	# New inputs go to a scratch directory: the repository's corpus only seeds.
-	cd fuzz && for target in json_request query_request sigv4; do \
+	cd fuzz && for target in json_request query_request sigv4 sns_request; do \
 	  scratch=$$(mktemp -d); \
 	  RUSTC_BOOTSTRAP=1 cargo fuzz run -O $$target $$scratch corpus/$$target -- \
 	    -max_total_time=$(FUZZ_SECONDS) -max_len=$(FUZZ_MAX_LEN) -rss_limit_mb=4096 -print_final_stats=1 || exit 1; \

@@ -34,10 +34,18 @@ async fn counts(sqs: &aws_sdk_sqs::Client, url: &str) -> (String, String, String
 
 /// The snapshot an instance exports, checked to be whole.
 async fn export(server: &Server) -> String {
-    let (status, text) = server
-        .get("/admin/api/snapshot")
+    // Not `Server::get`, whose half a second is for probes: a snapshot of
+    // megabytes from a debug build on a busy machine takes longer.
+    let response = reqwest::Client::builder()
+        .timeout(Duration::from_secs(60))
+        .build()
+        .unwrap()
+        .get(format!("{}/admin/api/snapshot", server.url))
+        .send()
         .await
         .expect("the snapshot is answered");
+    let status = response.status().as_u16();
+    let text = response.text().await.expect("the snapshot is read whole");
     assert_eq!(status, 200, "{text}");
     assert!(text.starts_with(r#"{"snapshot":{"version":1"#), "{text}");
     let end = text.lines().last().unwrap_or_default();
