@@ -4,16 +4,15 @@
 //! string. Any answer is fine; a panic, a hang or an internal error is not.
 #![no_main]
 
-use std::sync::{Arc, OnceLock};
+use std::sync::OnceLock;
 
 use libfuzzer_sys::fuzz_target;
 use ssq::api::sns::{Call, dispatch};
-use ssq::api::{Action, Api, AsTree, Input, RequestContext};
-use ssq::metrics::Metrics;
 use ssq::protocol::sns::Form;
-use ssq::queue::clock::SystemClock;
-use ssq::service::Service;
 use ssq::topic::signing::SigningKey;
+
+#[path = "common.rs"]
+mod common;
 
 /// Made once: an RSA key takes a moment.
 fn key() -> &'static SigningKey {
@@ -36,31 +35,7 @@ fuzz_target!(|data: &[u8]| {
     };
     let Ok(form) = Form::parse(body, url_query) else { return };
     let Some(action) = form.get("Action").map(str::to_string) else { return };
-    let runtime = tokio::runtime::Builder::new_current_thread()
-        .enable_time()
-        .start_paused(true)
-        .build()
-        .expect("a runtime");
-    runtime.block_on(async {
-        let api = Api::new(Arc::new(Service::new(Arc::new(SystemClock), Arc::new(Metrics::new("fuzz")))));
-        let ctx = RequestContext {
-            base_url: "http://fuzz".into(),
-            account_id: "000000000000".into(),
-            region: ssq::api::RequestRegion::known("us-east-1"),
-            home_region: "us-east-1".into(),
-            sender_id: "000000000000".into(),
-            trace_id: None,
-        };
-        for name in ["q", "q.fifo"] {
-            let attributes = match name.ends_with(".fifo") {
-                true => serde_json::json!({"FifoQueue": "true"}),
-                false => serde_json::json!({}),
-            };
-            let tree = serde_json::json!({"QueueName": name, "Attributes": attributes});
-            ssq::api::dispatch::<AsTree>(&api, &ctx, Action::CreateQueue, Input::Tree(tree))
-                .await
-                .expect("the queues are valid");
-        }
+    common::with_queues(|api, ctx| async move {
         let call = Call { api: &api, ctx: &ctx, signer: key() };
         for setup in SETUP {
             let setup = Form::parse(setup.as_bytes(), None).expect("a form");

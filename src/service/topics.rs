@@ -154,9 +154,7 @@ impl Service {
             .map_err(SnsError::from)?;
         let published = topics.publish(arn, publication, message_id, now)?;
         let sns_changes = topics.take_changes();
-        let subscribed = topics
-            .topic(arn)
-            .map_or(0, |topic| topic.subscription_arns().len());
+        let subscribed = copies as usize;
         let topics = match sns_changes.is_empty() {
             true => {
                 drop(topics);

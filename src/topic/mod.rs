@@ -99,7 +99,9 @@ impl Topic {
         self.arn.is_fifo()
     }
 
-    fn content_dedup(&self) -> bool {
+    /// Whether publications without a deduplication id are deduplicated
+    /// by their message.
+    pub fn content_dedup(&self) -> bool {
         self.attributes
             .get("ContentBasedDeduplication")
             .is_some_and(|v| v == "true")
@@ -692,11 +694,6 @@ impl Topics {
             sequence_number,
             deliveries,
         })
-    }
-
-    /// Whether a topic takes publications with content-based deduplication.
-    pub fn content_dedup(&self, arn: &TopicArn) -> Result<bool> {
-        self.topic(arn).map(Topic::content_dedup)
     }
 }
 

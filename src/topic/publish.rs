@@ -51,6 +51,8 @@ pub struct Publication {
     pub dedup_id: Option<String>,
     /// The body read as JSON once, for body-scope filter policies.
     body: Option<Value>,
+    /// The bytes the message (as given) and its attributes count for.
+    pub size: usize,
 }
 
 impl Publication {
@@ -66,18 +68,9 @@ impl Publication {
         if message.is_empty() {
             return Err(SnsError::parameter("Empty message"));
         }
-        let attribute_bytes: usize = attributes
-            .iter()
-            .map(|(name, attribute)| {
-                name.len()
-                    + attribute.data_type.len()
-                    + match &attribute.value {
-                        AttributeValue::String(text) => text.len(),
-                        AttributeValue::Binary(bytes) => bytes.len(),
-                    }
-            })
-            .sum();
-        if message.len() + attribute_bytes > MAX_MESSAGE_BYTES {
+        // SNS counts attributes as SQS does: name, data type and value.
+        let size = message.len() + crate::queue::message::attributes_size(&attributes);
+        if size > MAX_MESSAGE_BYTES {
             return Err(SnsError::parameter("Message too long"));
         }
         if let Some(subject) = &input.subject {
@@ -146,6 +139,7 @@ impl Publication {
             group_id: input.group_id,
             dedup_id,
             body,
+            size,
         })
     }
 

@@ -87,18 +87,9 @@ pub(super) async fn publish_batch(call: &Call<'_>, form: &Form) -> Result<(Optio
         let entry_form = Form::from_fields(entry);
         let member = format!("publishBatchRequestEntries.{}.member.", index + 1);
         let input = read_input(&entry_form)?;
-        total += input.message.as_ref().map_or(0, String::len)
-            + input
-                .attributes
-                .iter()
-                .map(|(name, attribute)| {
-                    name.len()
-                        + attribute.data_type.as_ref().map_or(0, String::len)
-                        + attribute.string_value.as_ref().map_or(0, String::len)
-                        + attribute.binary_value.as_ref().map_or(0, Vec::len)
-                })
-                .sum::<usize>();
-        publications.push((id, Publication::check(input, fifo, content_dedup, &member)?));
+        let publication = Publication::check(input, fifo, content_dedup, &member)?;
+        total += publication.size;
+        publications.push((id, publication));
     }
     if total > MAX_MESSAGE_BYTES {
         return Err(SnsError::new(
@@ -153,7 +144,7 @@ fn target(call: &Call<'_>, form: &Form) -> Result<TopicArn> {
 fn topic_kind(call: &Call<'_>, arn: &TopicArn) -> Result<(bool, bool)> {
     let topics = call.api.service.topics();
     let topic = topics.topic(arn)?;
-    Ok((topic.is_fifo(), topics.content_dedup(arn)?))
+    Ok((topic.is_fifo(), topic.content_dedup()))
 }
 
 fn read_input(form: &Form) -> Result<PublishInput> {
