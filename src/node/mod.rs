@@ -44,10 +44,10 @@ use crate::leader::Leadership;
 use crate::metrics::Metrics;
 use crate::queue::clock::{Clock, SystemClock, VirtualClock};
 use crate::service::shards::Placement;
-use crate::service::{ConfiguredQueueError, ImportError, QueueSpec, SeedError, SeedSource, Service};
+use crate::service::{ConfiguredQueueError, ImportError, QueueSpec, Seed, SeedError, SeedSource, Service};
 use crate::store::disk::{DiskError, DiskStore};
 use crate::store::redis::SetupError;
-use crate::store::snapshot::{self, SnapshotError};
+use crate::store::snapshot::{self, Snapshot, SnapshotError};
 
 /// Why a node could not start; each says what to change.
 #[derive(Debug, thiserror::Error)]
@@ -90,6 +90,11 @@ pub enum StartError {
     ConfiguredQueue(#[from] ConfiguredQueueError),
     #[error("the snapshot {} cannot be imported: {source}; correct it or start without --import", path.display())]
     Snapshot { path: PathBuf, source: SnapshotError },
+    #[error(
+        "the snapshot {} holds {topics} SNS topics, and a group with --shards above 1 serves no SNS; import it into an unsharded ssq",
+        path.display()
+    )]
+    TopicsInShards { path: PathBuf, topics: usize },
     #[error(transparent)]
     Import(#[from] ImportError),
     /// An address that cannot be listened on.
@@ -132,7 +137,7 @@ fn seed_from(
 ) -> Result<impl Fn(usize) -> SeedSource + use<>, StartError> {
     let file_path = path.to_path_buf();
     let (region, account) = (config.region.clone(), config.account_id.clone());
-    let read = move || -> Result<Vec<crate::queue::Queue>, SnapshotError> {
+    let read = move || -> Result<Snapshot, SnapshotError> {
         let file = std::fs::File::open(&file_path).map_err(|error| SnapshotError {
             line: 0,
             problem: error.into(),
@@ -144,12 +149,18 @@ fn seed_from(
         };
         snapshot::read(std::io::BufReader::new(file), &defaults)
     };
-    let queues = read().map_err(|source| StartError::Snapshot {
+    let first = read().map_err(|source| StartError::Snapshot {
         path: path.to_path_buf(),
         source,
     })?;
+    if placement.count() > 1 && !first.topics.is_empty() {
+        return Err(StartError::TopicsInShards {
+            path: path.to_path_buf(),
+            topics: first.topics.len(),
+        });
+    }
     // Without Redis there is one shard, so one service takes these.
-    let first = Arc::new(std::sync::Mutex::new(config.redis().is_none().then_some(queues)));
+    let first = Arc::new(std::sync::Mutex::new(config.redis().is_none().then_some(first)));
     let read = Arc::new(read);
     let placement = placement.clone();
     Ok(move |shard: usize| -> SeedSource {
@@ -159,14 +170,19 @@ fn seed_from(
                 .lock()
                 .unwrap_or_else(|poisoned| poisoned.into_inner())
                 .take();
-            let queues = match kept {
-                Some(queues) => queues,
+            let snapshot = match kept {
+                Some(snapshot) => snapshot,
                 None => read().map_err(|error| Arc::new(error) as SeedError)?,
             };
-            Ok(queues
-                .into_iter()
-                .filter(|queue| placement.shard_of(&queue.name) == shard)
-                .collect())
+            Ok(Seed {
+                queues: snapshot
+                    .queues
+                    .into_iter()
+                    .filter(|queue| placement.shard_of(&queue.name) == shard)
+                    .collect(),
+                // Only an unsharded instance serves topics (checked above).
+                topics: snapshot.topics,
+            })
         })
     })
 }

@@ -1,12 +1,14 @@
-//! Queues imported from a snapshot at start (`--import`): the fixtures a
-//! test suite starts from, or a backup or another mode's state moved here.
+//! Queues and topics imported from a snapshot at start (`--import`): the
+//! fixtures a test suite starts from, or a backup or another mode's state
+//! moved here.
 //!
 //! The import runs once per process, at the first load of the state (at
 //! start in memory-only mode, after the first load from disk or Redis).
 //! It is whole or nothing: the queues of the snapshot that do not exist
 //! are checked against the limits together, then created with their
-//! messages in one commit, so a crash leaves the store as before the
-//! import or with all of it. A queue that exists is left as it is, so a
+//! messages, and the topics that do not exist with their subscriptions,
+//! in one commit, so a crash leaves the store as before the import or
+//! with all of it. A queue or topic that exists is left as it is, so a
 //! restart with the same `--import` changes nothing. If the import cannot
 //! be made (a limit, a failed write), nothing of it is applied, the
 //! instance never turns ready, and the node stops with the cause
@@ -24,9 +26,17 @@ use super::slot::QueueSlot;
 use crate::error::SqsError;
 use crate::journal::Write;
 use crate::queue::Queue;
+use crate::topic::{TopicArn, TopicSnapshot};
 
-/// Reads the snapshot's queues of this service's shard.
-pub type SeedSource = Arc<dyn Fn() -> Result<Vec<Queue>, SeedError> + Send + Sync>;
+/// What a snapshot gives one shard.
+#[derive(Default)]
+pub struct Seed {
+    pub queues: Vec<Queue>,
+    pub topics: Vec<TopicSnapshot>,
+}
+
+/// Reads the snapshot's queues and topics of this service's shard.
+pub type SeedSource = Arc<dyn Fn() -> Result<Seed, SeedError> + Send + Sync>;
 
 /// Why the snapshot could not be read again (the store's snapshot reader
 /// says, naming the line; the service does not know the file's format).
@@ -46,6 +56,8 @@ pub enum ImportError {
         messages: u64,
         error: SqsError,
     },
+    #[error("the snapshot's topics cannot be taken in ({0}); nothing was imported")]
+    Topics(String),
     #[error("the import could not be stored ({}); nothing was imported", error.message)]
     NotStored { error: SqsError },
 }
@@ -55,7 +67,9 @@ pub enum ImportError {
 pub struct Imported {
     pub queues: usize,
     pub messages: usize,
-    /// Queues that existed already, left as they were.
+    pub topics: usize,
+    /// Queues (by name) and topics (by ARN) that existed already, left as
+    /// they were.
     pub skipped: Vec<String>,
 }
 
@@ -100,7 +114,7 @@ impl Service {
     }
 
     async fn import_from(&self, seed: SeedSource) -> Result<Imported, ImportError> {
-        let queues = tokio::task::spawn_blocking(move || seed())
+        let Seed { queues, topics } = tokio::task::spawn_blocking(move || seed())
             .await
             .map_err(|panic| ImportError::Read(Arc::new(panic)))?
             .map_err(ImportError::Read)?;
@@ -119,7 +133,9 @@ impl Service {
             }
             fresh.push(queue);
         }
-        let (commit, slots) = {
+        let (commit, withdrawn) = {
+            // The topics' lock before the queues', as a Publish takes them.
+            let mut held_topics = self.topics();
             let mut map = self.write_queues();
             fresh.retain(|queue| {
                 let exists = map.contains_key(&queue.name);
@@ -137,16 +153,34 @@ impl Service {
                 messages,
                 error,
             };
-            match fresh.len() {
-                0 => return Ok(imported),
-                n => self.check_queue_room(map.len() + n - 1).map_err(no_room)?,
+            if let Some(n) = fresh.len().checked_sub(1) {
+                self.check_queue_room(map.len() + n).map_err(no_room)?;
             }
             self.check_room(messages, bytes).map_err(no_room)?;
+            let arns: Vec<TopicArn> = topics.iter().map(|topic| topic.arn.clone()).collect();
+            let skipped_topics = held_topics
+                .import(topics)
+                .map_err(|error| ImportError::Topics(error.message))?;
+            let new_topics: Vec<TopicArn> = arns
+                .into_iter()
+                .filter(|arn| !skipped_topics.contains(&arn.to_string()))
+                .collect();
+            imported.topics = new_topics.len();
+            imported.skipped.extend(skipped_topics);
+            let topic_changes = held_topics.take_changes();
+            if fresh.is_empty() && imported.topics == 0 {
+                return Ok(imported);
+            }
             self.account((0, 0), (messages, bytes));
             imported.queues = fresh.len();
             imported.messages = messages as usize;
-            let generation = self.generation();
-            let mut writes = Vec::with_capacity(fresh.len());
+            // Topics a load replaced carry the older generation, which
+            // the store refuses.
+            let generation = self.generation().min(held_topics.generation());
+            let mut writes = Vec::with_capacity(fresh.len() + 1);
+            if !topic_changes.is_empty() {
+                writes.push(Write::Sns(topic_changes));
+            }
             let mut slots = Vec::with_capacity(fresh.len());
             for mut queue in fresh {
                 let name = queue.name.clone();
@@ -158,20 +192,33 @@ impl Service {
                 map.insert(name, slot.clone());
                 slots.push(slot);
             }
-            (self.submit(generation, writes), slots)
+            let withdrawn = Withdrawn {
+                slots,
+                topics: new_topics,
+                generation,
+            };
+            (self.submit(generation, writes), withdrawn)
         };
         if let Err(error) = self.committed(commit).await {
-            self.withdraw(&slots);
+            self.withdraw(withdrawn);
             return Err(ImportError::NotStored { error });
         }
         Ok(imported)
     }
 
-    /// Takes out the queues of an import that was not stored, where a
-    /// load has not already replaced them.
-    fn withdraw(&self, slots: &[Arc<QueueSlot>]) {
+    /// Takes out the queues and topics of an import that was not stored,
+    /// where a load has not already replaced them.
+    fn withdraw(&self, withdrawn: Withdrawn) {
+        let mut topics = self.topics();
+        if topics.generation() == withdrawn.generation {
+            for arn in &withdrawn.topics {
+                topics.delete(arn);
+            }
+            // Never stored, so nothing to take out of the store.
+            topics.take_changes();
+        }
         let mut map = self.write_queues();
-        for slot in slots {
+        for slot in &withdrawn.slots {
             if map.get(&slot.name).is_some_and(|held| Arc::ptr_eq(held, slot)) {
                 map.remove(&slot.name);
                 self.account(slot.lock().holding(), (0, 0));
@@ -179,6 +226,13 @@ impl Service {
             }
         }
     }
+}
+
+/// What an import put in memory, to take out if it is not stored.
+struct Withdrawn {
+    slots: Vec<Arc<QueueSlot>>,
+    topics: Vec<TopicArn>,
+    generation: u64,
 }
 
 #[cfg(test)]
@@ -199,13 +253,83 @@ mod tests {
         queue
     }
 
+    fn seed_of(queues: Vec<Queue>) -> Seed {
+        Seed {
+            queues,
+            topics: Vec::new(),
+        }
+    }
+
+    fn topic(name: &str, subscriptions: Vec<crate::topic::SubscriptionSnapshot>) -> TopicSnapshot {
+        TopicSnapshot {
+            arn: TopicArn::new("us-east-1", "000000000000", name),
+            attributes: BTreeMap::new(),
+            tags: BTreeMap::new(),
+            sequence: 0,
+            subscriptions,
+        }
+    }
+
+    fn subscription_to(queue: &str, filter: &str) -> crate::topic::SubscriptionSnapshot {
+        crate::topic::SubscriptionSnapshot {
+            id: Some("kept-id".into()),
+            protocol: crate::topic::Protocol::Sqs,
+            endpoint: format!("arn:aws:sqs:us-east-1:000000000000:{queue}"),
+            owner: None,
+            attributes: BTreeMap::from([("FilterPolicy".into(), filter.into())]),
+            pending: false,
+            token: None,
+        }
+    }
+
+    #[tokio::test]
+    async fn topics_are_imported_with_the_queues_and_a_wrong_one_refuses_the_whole_import() {
+        let good = Arc::new(|| {
+            Ok(Seed {
+                queues: vec![queue_with("paid", &["a"])],
+                topics: vec![topic(
+                    "orders",
+                    vec![subscription_to("paid", r#"{"kind":["paid"]}"#)],
+                )],
+            })
+        });
+        let service = Service::new(Arc::new(SystemClock), Arc::new(Metrics::new("test"))).with_seed(good);
+        let imported = service.import_seed().await.unwrap().unwrap();
+        assert_eq!((imported.queues, imported.topics), (1, 1));
+        let arn = "arn:aws:sns:us-east-1:000000000000:orders:kept-id";
+        assert!(
+            service.topics().subscription(arn).is_ok(),
+            "the subscription keeps its ARN"
+        );
+
+        let wrong = Arc::new(|| {
+            Ok(Seed {
+                queues: vec![queue_with("other", &["b"])],
+                topics: vec![topic(
+                    "refunds",
+                    vec![subscription_to("other", r#"{"kind":"not a list"}"#)],
+                )],
+            })
+        });
+        let service = Service::new(Arc::new(SystemClock), Arc::new(Metrics::new("test"))).with_seed(wrong);
+        let refused = service.import_seed().await.unwrap().unwrap_err();
+        assert!(matches!(refused, ImportError::Topics(_)), "{refused}");
+        assert!(refused.to_string().contains("refunds"), "{refused}");
+        assert!(!service.queue_exists("other"), "nothing of it applied");
+        assert!(service.topics().is_empty());
+        assert!(service.preparing(), "never ready");
+    }
+
     #[tokio::test]
     async fn an_import_creates_the_missing_queues_once_and_leaves_existing_ones() {
         let reads = Arc::new(AtomicUsize::new(0));
         let counted = reads.clone();
         let seed: SeedSource = Arc::new(move || {
             counted.fetch_add(1, Ordering::SeqCst);
-            Ok(vec![queue_with("new", &["a", "b"]), queue_with("kept", &["c"])])
+            Ok(Seed {
+                queues: vec![queue_with("new", &["a", "b"]), queue_with("kept", &["c"])],
+                topics: Vec::new(),
+            })
         });
         let service = Service::new(Arc::new(SystemClock), Arc::new(Metrics::new("test"))).with_seed(seed);
         service
@@ -220,6 +344,7 @@ mod tests {
             Imported {
                 queues: 1,
                 messages: 2,
+                topics: 0,
                 skipped: vec!["kept".into()],
             }
         );
@@ -233,8 +358,12 @@ mod tests {
 
     #[tokio::test]
     async fn an_import_past_the_limits_is_refused_whole() {
-        let seed: SeedSource =
-            Arc::new(|| Ok(vec![queue_with("small", &["a"]), queue_with("big", &["b", "c"])]));
+        let seed: SeedSource = Arc::new(|| {
+            Ok(seed_of(vec![
+                queue_with("small", &["a"]),
+                queue_with("big", &["b", "c"]),
+            ]))
+        });
         let limits = crate::service::Limits {
             max_messages: 2,
             ..Default::default()

@@ -39,7 +39,7 @@ use std::sync::{Arc, Mutex, RwLock};
 use tokio::sync::{Notify, mpsc};
 use tokio::time::Instant;
 
-pub use self::import::{ImportError, Imported, SeedError, SeedSource};
+pub use self::import::{ImportError, Imported, Seed, SeedError, SeedSource};
 pub use self::limits::Limits;
 pub use self::queues::{ConfiguredQueueError, Created, QueueSpec, select_names};
 pub use self::receive::ReceiveRequest;

@@ -55,6 +55,13 @@ pub struct TopicsSlot {
     generation: u64,
 }
 
+impl TopicsSlot {
+    /// The memory generation these topics were installed in.
+    pub(super) fn generation(&self) -> u64 {
+        self.generation
+    }
+}
+
 impl std::ops::Deref for TopicsSlot {
     type Target = Topics;
 

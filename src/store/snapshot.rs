@@ -3,8 +3,8 @@
 //! describes the format for the people who write or read one.
 //!
 //! A snapshot is JSON Lines: a header naming the format's version, then
-//! each queue followed by its messages, then an end line that counts
-//! them, so that a file cut short (an export interrupted) is refused
+//! each queue followed by its messages, then each SNS topic with its
+//! subscriptions, then an end line that counts them, so that a file cut short (an export interrupted) is refused
 //! rather than imported in part. Fields are named for people, not for
 //! Redis (`codec.rs` keeps the store's own compact records, free to
 //! change), and everything but a queue's name and a message's body has a
@@ -13,9 +13,11 @@
 //! What is kept: queues with their attributes and tags, and messages with
 //! their state (delay, visibility deadline, receive count, the key of
 //! their receipt handles, so that a handle received before an export
-//! still deletes after the import). What is not: FIFO deduplication ids
-//! and receive attempt ids, which live five minutes, and message move
-//! tasks, which belong to the instance that runs them.
+//! still deletes after the import), and topics with their attributes,
+//! tags and subscriptions (see `topic/snapshot.rs`). What is not: FIFO
+//! deduplication ids and receive attempt ids, of queues and of topics,
+//! which live five minutes, and message move tasks, which belong to the
+//! instance that runs them.
 
 use std::borrow::Cow;
 use std::collections::{BTreeMap, HashSet};
@@ -31,6 +33,7 @@ use crate::queue::message::{self, MessageState};
 use crate::queue::{
     AttributeValue, Message, MessageAttribute, MessageAttributes, Queue, QueueAttributes, QueueMeta, key,
 };
+use crate::topic::{Protocol, SubscriptionSnapshot, TopicArn, TopicSnapshot};
 
 /// The version this ssq writes and reads. A later version of the format
 /// is refused by name rather than misread.
@@ -48,6 +51,7 @@ enum Line<'a> {
     Queue(QueueLine),
     #[serde(borrow)]
     Message(MessageLine<'a>),
+    Topic(TopicLine),
     End(EndLine),
 }
 
@@ -146,9 +150,64 @@ struct AttributeLine {
 
 #[derive(Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
+struct TopicLine {
+    /// `.fifo` at the end for a FIFO topic.
+    name: String,
+    /// The instance's own region when absent.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    region: Option<String>,
+    /// As CreateTopic takes them.
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    attributes: BTreeMap<String, String>,
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    tags: BTreeMap<String, String>,
+    /// A FIFO topic's sequence numbers continue from here.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    next_sequence_number: Option<u64>,
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    subscriptions: Vec<SubscriptionLine>,
+}
+
+#[derive(Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct SubscriptionLine {
+    /// The part of its ARN after the topic's; a new one when absent.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    id: Option<String>,
+    /// `sqs`, `http`, `https`, `email`, `email-json` or `sms`.
+    protocol: String,
+    endpoint: String,
+    /// The account that subscribed; the topic's when absent.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    owner: Option<String>,
+    /// As Subscribe takes them.
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    attributes: BTreeMap<String, String>,
+    /// Not yet confirmed (protocols that confirm).
+    #[serde(default, skip_serializing_if = "is_false")]
+    pending_confirmation: bool,
+    /// The token that confirms a pending subscription; a new one when absent.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    confirmation_token: Option<String>,
+}
+
+fn is_false(value: &bool) -> bool {
+    !*value
+}
+
+#[derive(Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
 struct EndLine {
     queues: u64,
     messages: u64,
+    /// Left out when there are none, so that a snapshot without topics is
+    /// read by an ssq from before topics.
+    #[serde(default, skip_serializing_if = "is_zero_count")]
+    topics: u64,
+}
+
+fn is_zero_count(count: &u64) -> bool {
+    *count == 0
 }
 
 /// Writes a snapshot's lines, counting what the end line must say.
@@ -156,6 +215,7 @@ pub struct Writer {
     home_region: String,
     queues: u64,
     messages: u64,
+    topics: u64,
 }
 
 impl Writer {
@@ -173,6 +233,7 @@ impl Writer {
             home_region: home_region.to_string(),
             queues: 0,
             messages: 0,
+            topics: 0,
         }
     }
 
@@ -238,6 +299,33 @@ impl Writer {
         put(out, &Line::Message(line));
     }
 
+    /// A topic's line, with its subscriptions; topics follow the queues.
+    pub fn topic(&mut self, topic: &TopicSnapshot, out: &mut Vec<u8>) {
+        self.topics += 1;
+        let subscriptions = topic
+            .subscriptions
+            .iter()
+            .map(|sub| SubscriptionLine {
+                id: sub.id.clone(),
+                protocol: sub.protocol.as_str().to_string(),
+                endpoint: sub.endpoint.clone(),
+                owner: sub.owner.clone(),
+                attributes: sub.attributes.clone(),
+                pending_confirmation: sub.pending,
+                confirmation_token: sub.token.clone(),
+            })
+            .collect();
+        let line = TopicLine {
+            name: topic.arn.name.clone(),
+            region: Some(topic.arn.region.clone()),
+            attributes: topic.attributes.clone(),
+            tags: topic.tags.clone(),
+            next_sequence_number: topic.arn.is_fifo().then_some(topic.sequence + 1),
+            subscriptions,
+        };
+        put(out, &Line::Topic(line));
+    }
+
     /// The end line, which tells a whole snapshot from one cut short.
     pub fn end(self, out: &mut Vec<u8>) {
         put(
@@ -245,6 +333,7 @@ impl Writer {
             &Line::End(EndLine {
                 queues: self.queues,
                 messages: self.messages,
+                topics: self.topics,
             }),
         );
     }
@@ -282,18 +371,24 @@ pub enum Problem {
     MessageBeforeQueue,
     #[error("queue {0} comes twice")]
     QueueTwice(String),
+    #[error("topic {0} comes twice")]
+    TopicTwice(String),
+    #[error("topic {name}: {reason}")]
+    Topic { name: String, reason: String },
     #[error("queue {name}: {reason}")]
     Queue { name: String, reason: String },
     #[error("message of queue {queue}: {reason}")]
     Message { queue: String, reason: MessageProblem },
     #[error(
-        "the end line counts {said} queues and {said_messages} messages, the snapshot holds {queues} and {messages}"
+        "the end line counts {said} queues, {said_messages} messages and {said_topics} topics, the snapshot holds {queues}, {messages} and {topics}"
     )]
     Counts {
         said: u64,
         said_messages: u64,
+        said_topics: u64,
         queues: u64,
         messages: u64,
+        topics: u64,
     },
     #[error("a line follows the end line")]
     AfterEnd,
@@ -337,16 +432,25 @@ pub struct Defaults<'a> {
     pub now: u64,
 }
 
-/// Reads a whole snapshot into queues, each checked as CreateQueue and
-/// SendMessage check theirs: a snapshot with any line wrong is refused
-/// whole, naming the line.
-pub fn read(input: impl BufRead, defaults: &Defaults<'_>) -> Result<Vec<Queue>, SnapshotError> {
+/// What a snapshot holds.
+#[derive(Default)]
+pub struct Snapshot {
+    pub queues: Vec<Queue>,
+    pub topics: Vec<TopicSnapshot>,
+}
+
+/// Reads a whole snapshot, each queue and topic checked as CreateQueue,
+/// SendMessage, CreateTopic and Subscribe check theirs: a snapshot with
+/// any line wrong is refused whole, naming the line.
+pub fn read(input: impl BufRead, defaults: &Defaults<'_>) -> Result<Snapshot, SnapshotError> {
     let mut reader = Reader {
         defaults,
         queues: Vec::new(),
         names: HashSet::new(),
         current: None,
         messages: 0,
+        topics: crate::topic::Topics::default(),
+        topic_lines: Vec::new(),
         ended: false,
     };
     let mut input = input.take(0);
@@ -392,6 +496,10 @@ struct Reader<'d, 'a> {
     /// The queue whose messages follow, and the messages read so far.
     current: Option<(Queue, Vec<Message>, HashSet<u64>)>,
     messages: u64,
+    /// The topics read so far, taken in as an import would take them, so
+    /// that a wrong one is refused at its line.
+    topics: crate::topic::Topics,
+    topic_lines: Vec<TopicSnapshot>,
     ended: bool,
 }
 
@@ -433,15 +541,35 @@ impl Reader<'_, '_> {
                 self.messages += 1;
                 Ok(())
             }
+            (_, Line::Topic(line)) => {
+                self.close_queue();
+                let topic = self.topic(line)?;
+                let name = topic.arn.to_string();
+                match self.topics.import(vec![topic.clone()]) {
+                    Ok(skipped) if skipped.is_empty() => {}
+                    Ok(_) => return Err(Problem::TopicTwice(name)),
+                    Err(error) => {
+                        return Err(Problem::Topic {
+                            name,
+                            reason: error.message,
+                        });
+                    }
+                }
+                self.topic_lines.push(topic);
+                Ok(())
+            }
             (_, Line::End(end)) => {
                 self.close_queue();
                 let queues = self.queues.len() as u64;
-                if (end.queues, end.messages) != (queues, self.messages) {
+                let topics = self.topic_lines.len() as u64;
+                if (end.queues, end.messages, end.topics) != (queues, self.messages, topics) {
                     return Err(Problem::Counts {
                         said: end.queues,
                         said_messages: end.messages,
+                        said_topics: end.topics,
                         queues,
                         messages: self.messages,
+                        topics,
                     });
                 }
                 self.ended = true;
@@ -487,6 +615,54 @@ impl Reader<'_, '_> {
         Ok(Queue::restore(meta, next_sequence_number, [], []))
     }
 
+    fn topic(&self, line: TopicLine) -> Result<TopicSnapshot, Problem> {
+        let region = line.region.as_deref().unwrap_or(self.defaults.home_region);
+        let invalid = |reason: String| Problem::Topic {
+            name: line.name.clone(),
+            reason,
+        };
+        if !key::is_region(region) {
+            return Err(invalid(format!("{region} is not a region")));
+        }
+        if !crate::topic::attributes::valid_topic_name(&line.name) {
+            return Err(invalid(
+                "a topic's name is 1 to 256 letters, digits, hyphens and underscores, with .fifo at the end of a FIFO topic's"
+                    .into(),
+            ));
+        }
+        let arn = TopicArn::new(region, self.defaults.account_id, &line.name);
+        let sequence = match line.next_sequence_number {
+            None => 0,
+            Some(next) if arn.is_fifo() && (1..=MAX_SEQUENCE + 1).contains(&next) => next - 1,
+            Some(next) => {
+                return Err(invalid(format!(
+                    "next_sequence_number {next}: only a FIFO topic has one, between 1 and {}",
+                    MAX_SEQUENCE + 1
+                )));
+            }
+        };
+        let mut subscriptions = Vec::with_capacity(line.subscriptions.len());
+        for sub in line.subscriptions {
+            let protocol = Protocol::parse(&sub.protocol).map_err(|e| invalid(e.message))?;
+            subscriptions.push(SubscriptionSnapshot {
+                id: sub.id,
+                protocol,
+                endpoint: sub.endpoint,
+                owner: sub.owner,
+                attributes: sub.attributes,
+                pending: sub.pending_confirmation,
+                token: sub.confirmation_token,
+            });
+        }
+        Ok(TopicSnapshot {
+            arn,
+            attributes: line.attributes,
+            tags: line.tags,
+            sequence,
+            subscriptions,
+        })
+    }
+
     /// The queue being read is complete: its messages go in.
     fn close_queue(&mut self) {
         if let Some((queue, messages, _)) = self.current.take() {
@@ -495,9 +671,12 @@ impl Reader<'_, '_> {
         }
     }
 
-    fn finish(self) -> Result<Vec<Queue>, Problem> {
+    fn finish(self) -> Result<Snapshot, Problem> {
         match self.ended {
-            true => Ok(self.queues),
+            true => Ok(Snapshot {
+                queues: self.queues,
+                topics: self.topic_lines,
+            }),
             false => Err(Problem::Incomplete),
         }
     }
@@ -705,7 +884,7 @@ mod tests {
         send(&mut fifo, "b", Some("g1"), 1_000);
 
         let text = export(&[&standard, &fifo]);
-        let read = read(&text[..], &DEFAULTS).unwrap();
+        let read = read(&text[..], &DEFAULTS).unwrap().queues;
         assert_eq!(read.len(), 2);
         for (original, copy) in [&standard, &fifo].into_iter().zip(&read) {
             assert_eq!(copy.meta(), original.meta());
@@ -734,7 +913,7 @@ mod tests {
 
 {"end":{"queues":1,"messages":2}}
 "#;
-        let queues = read(&text[..], &DEFAULTS).unwrap();
+        let queues = read(&text[..], &DEFAULTS).unwrap().queues;
         let queue = &queues[0];
         assert_eq!(queue.name, "orders");
         assert_eq!(queue.created_at, 5_000);
@@ -746,6 +925,79 @@ mod tests {
         assert_eq!(&*messages[1].sender_id, "000000000000");
         assert_eq!(messages[0].md5_of_body, message::md5_of_body("first"));
         assert_eq!(queue.next_sequence_number(), 3);
+    }
+
+    #[test]
+    fn topic_lines_are_read_with_defaults_and_refused_naming_their_line() {
+        let text = r#"{"snapshot":{"version":1}}
+{"queue":{"name":"paid"}}
+{"topic":{"name":"orders","subscriptions":[{"protocol":"sqs","endpoint":"arn:aws:sqs:us-east-1:000000000000:paid","attributes":{"RawMessageDelivery":"true"}}]}}
+{"topic":{"name":"jobs.fifo","next_sequence_number":10}}
+{"end":{"queues":1,"messages":0,"topics":2}}
+"#;
+        let snapshot = read(text.as_bytes(), &DEFAULTS).unwrap();
+        assert_eq!(snapshot.queues.len(), 1);
+        let arns: Vec<String> = snapshot
+            .topics
+            .iter()
+            .map(|topic| topic.arn.to_string())
+            .collect();
+        assert_eq!(
+            arns,
+            vec![
+                "arn:aws:sns:us-east-1:000000000000:orders",
+                "arn:aws:sns:us-east-1:000000000000:jobs.fifo"
+            ]
+        );
+        assert_eq!(snapshot.topics[1].sequence, 9);
+        // Written out again, the lines read the same.
+        let mut out = Vec::new();
+        let mut writer = Writer::start("us-east-1", 1, &mut out);
+        for topic in &snapshot.topics {
+            writer.topic(topic, &mut out);
+        }
+        writer.end(&mut out);
+        let again = read(&out[..], &DEFAULTS).unwrap();
+        assert_eq!(again.topics, snapshot.topics);
+
+        let header = r#"{"snapshot":{"version":1}}"#;
+        let cases = [
+            (
+                r#"{"topic":{"name":"orders","subscriptions":[{"protocol":"lambda","endpoint":"x"}]}}"#,
+                "does not deliver to lambda",
+            ),
+            (
+                r#"{"topic":{"name":"orders","attributes":{"Nope":"1"}}}"#,
+                "AttributeName",
+            ),
+            (r#"{"topic":{"name":"bad name"}}"#, "topic bad name"),
+            (
+                r#"{"topic":{"name":"orders","next_sequence_number":5}}"#,
+                "only a FIFO topic",
+            ),
+            (
+                r#"{"topic":{"name":"orders","subscriptions":[{"protocol":"sqs","endpoint":"arn:aws:sqs:us-east-1:000000000000:q","attributes":{"FilterPolicy":"{\"a\":\"b\"}"}}]}}"#,
+                "FilterPolicy",
+            ),
+        ];
+        for (line, expected) in cases {
+            let text =
+                format!("{header}\n{line}\n{{\"end\":{{\"queues\":0,\"messages\":0,\"topics\":1}}}}\n");
+            let (number, message) = problem(&text);
+            assert_eq!(number, 2, "{line}: {message}");
+            assert!(message.contains(expected), "{line}: {message}");
+        }
+        let twice = format!("{header}\n{{\"topic\":{{\"name\":\"t\"}}}}\n{{\"topic\":{{\"name\":\"t\"}}}}\n");
+        assert_eq!(
+            problem(&twice),
+            (3, "topic arn:aws:sns:us-east-1:000000000000:t comes twice".into())
+        );
+        let miscounted = format!(
+            "{header}\n{{\"topic\":{{\"name\":\"t\"}}}}\n{{\"end\":{{\"queues\":0,\"messages\":0}}}}\n"
+        );
+        let (number, message) = problem(&miscounted);
+        assert_eq!(number, 3);
+        assert!(message.contains("0 topics"), "{message}");
     }
 
     fn problem(text: &str) -> (usize, String) {
@@ -810,7 +1062,7 @@ mod tests {
             (
                 format!("{header}{queue}{}", end(1, 1)),
                 3,
-                "counts 1 queues and 1 messages",
+                "counts 1 queues, 1 messages and 0 topics",
             ),
             (
                 format!("{header}{queue}{}{queue}", end(1, 0)),
@@ -886,7 +1138,7 @@ mod tests {
             &format!(r#","next_sequence_number":{past}"#),
             &[&format!(r#","sequence_number":{MAX_SEQUENCE}"#)],
         );
-        let mut queue = read(text.as_bytes(), &DEFAULTS).unwrap().remove(0);
+        let mut queue = read(text.as_bytes(), &DEFAULTS).unwrap().queues.remove(0);
         assert_eq!(queue.messages_after(0, usize::MAX, u64::MAX)[0].seq, MAX_SEQUENCE);
         let refused = queue.send(NewMessage::plain("more"), 6_000).unwrap_err();
         assert!(
@@ -900,9 +1152,9 @@ mod tests {
     #[test]
     fn the_first_sequence_number_is_exported_and_imported_again() {
         let text = file_with("", &[r#","sequence_number":1"#, ""]);
-        let queue = read(text.as_bytes(), &DEFAULTS).unwrap().remove(0);
+        let queue = read(text.as_bytes(), &DEFAULTS).unwrap().queues.remove(0);
         let again = export(&[&queue]);
-        let seqs: Vec<u64> = read(&again[..], &DEFAULTS).unwrap()[0]
+        let seqs: Vec<u64> = read(&again[..], &DEFAULTS).unwrap().queues[0]
             .messages_after(0, usize::MAX, u64::MAX)
             .iter()
             .map(|m| m.seq)
@@ -1046,7 +1298,8 @@ mod tests {
                 .collect();
             let first = export(&queues.iter().collect::<Vec<_>>());
             let imported = read(&first[..], &DEFAULTS)
-                .unwrap_or_else(|error| panic!("seed {seed}: {error}\n{}", String::from_utf8_lossy(&first)));
+                .unwrap_or_else(|error| panic!("seed {seed}: {error}\n{}", String::from_utf8_lossy(&first)))
+                .queues;
             let second = export(&imported.iter().collect::<Vec<_>>());
             assert_eq!(
                 String::from_utf8_lossy(&second),

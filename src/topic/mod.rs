@@ -15,6 +15,7 @@ pub mod filter;
 pub mod publish;
 mod records;
 pub mod signing;
+mod snapshot;
 pub mod subscription;
 mod tags;
 
@@ -25,6 +26,7 @@ pub use self::arn::TopicArn;
 pub use self::error::{Result, SnsError};
 pub use self::publish::{AttributeInput, Publication, PublishInput};
 pub use self::records::{RecordError, SnsChange};
+pub use self::snapshot::{SubscriptionSnapshot, TopicSnapshot};
 pub use self::subscription::{Protocol, Subscription};
 pub use self::tags::check_tags;
 

@@ -372,3 +372,185 @@ async fn an_import_the_disk_cannot_hold_stores_nothing_and_stops_ssq() {
     );
     let _ = std::fs::remove_file(&file);
 }
+
+/// Topics travel with the queues: a Redis-backed instance's topics, their
+/// subscriptions (same ARNs, filter policies, a pending one's token) and a
+/// FIFO topic's sequence are exported and imported into a `--data-dir`
+/// instance, which publishes through them and keeps them across a SIGKILL.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn topics_and_subscriptions_are_exported_and_imported_with_the_queues() {
+    use crate::common::{message_of, sns_client_for, subscribe_queue};
+    use aws_sdk_sns::types::MessageAttributeValue as SnsAttribute;
+
+    let redis = RedisServer::start();
+    let exporter = Server::start_node(&redis, "topics-exporter");
+    let ready = wait_for(Duration::from_secs(20), || exporter.is_ready()).await;
+    assert!(ready.is_some(), "the Redis-backed instance leads");
+    let (sqs, sns) = (exporter.client(), sns_client_for(&exporter.url));
+    let paid = create_queue_url(&sqs, "paid", &[]).await;
+    let ordered = create_queue_url(&sqs, "ordered.fifo", &[("FifoQueue", "true")]).await;
+    let orders = sns.create_topic().name("orders").tags(
+        aws_sdk_sns::types::Tag::builder()
+            .key("team")
+            .value("payments")
+            .build()
+            .unwrap(),
+    );
+    let orders = orders.send().await.unwrap().topic_arn.unwrap();
+    let filtered = subscribe_queue(
+        &sns,
+        &sqs,
+        &orders,
+        &paid,
+        &[
+            ("FilterPolicy", r#"{"kind":["paid"]}"#),
+            ("RawMessageDelivery", "true"),
+        ],
+    )
+    .await;
+    let hook = sns
+        .subscribe()
+        .topic_arn(&orders)
+        .protocol("http")
+        .endpoint("http://127.0.0.1:9/hook")
+        .return_subscription_arn(true)
+        .send()
+        .await
+        .unwrap()
+        .subscription_arn
+        .unwrap();
+    let jobs = sns
+        .create_topic()
+        .name("jobs.fifo")
+        .attributes("FifoTopic", "true")
+        .attributes("ContentBasedDeduplication", "true")
+        .send()
+        .await
+        .unwrap()
+        .topic_arn
+        .unwrap();
+    subscribe_queue(&sns, &sqs, &jobs, &ordered, &[]).await;
+    let mut sequence = 0u128;
+    for body in ["one", "two"] {
+        let out = sns
+            .publish()
+            .topic_arn(&jobs)
+            .message(body)
+            .message_group_id("g")
+            .send()
+            .await
+            .unwrap();
+        sequence = out.sequence_number.unwrap().parse().unwrap();
+    }
+
+    let snapshot = export(&exporter).await;
+    let lines: Vec<serde_json::Value> = snapshot
+        .lines()
+        .map(|line| serde_json::from_str(line).unwrap())
+        .collect();
+    assert_eq!(lines.last().unwrap()["end"]["topics"], 2, "{snapshot}");
+    let token = lines
+        .iter()
+        .filter_map(|line| line["topic"]["subscriptions"].as_array())
+        .flatten()
+        .find(|sub| sub["protocol"] == "http")
+        .and_then(|sub| sub["confirmation_token"].as_str())
+        .expect("a pending subscription keeps its token")
+        .to_string();
+    let file = std::env::temp_dir().join(format!("ssq-topics-snapshot-{}.jsonl", std::process::id()));
+    std::fs::write(&file, &snapshot).unwrap();
+
+    let dir = DataDir::new("topics-import");
+    let mut importer = start_on(&dir, &["--import", file.to_str().unwrap()]).await;
+    let (sqs, sns) = (importer.client(), sns_client_for(&importer.url));
+    let listed = sns.list_topics().send().await.unwrap();
+    let mut arns: Vec<String> = listed
+        .topics()
+        .iter()
+        .filter_map(|topic| topic.topic_arn.clone())
+        .collect();
+    arns.sort();
+    assert_eq!(arns, vec![jobs.clone(), orders.clone()]);
+    let tags = sns
+        .list_tags_for_resource()
+        .resource_arn(&orders)
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(tags.tags()[0].key(), "team");
+    let attributes = sns
+        .get_subscription_attributes()
+        .subscription_arn(&filtered)
+        .send()
+        .await
+        .expect("the subscription keeps its ARN")
+        .attributes
+        .unwrap_or_default();
+    assert_eq!(attributes["FilterPolicy"], r#"{"kind":["paid"]}"#);
+    let confirmed = sns
+        .confirm_subscription()
+        .topic_arn(&orders)
+        .token(&token)
+        .send()
+        .await
+        .expect("the pending subscription's token confirms it after the import");
+    assert_eq!(confirmed.subscription_arn.as_deref(), Some(hook.as_str()));
+
+    // The filter is compiled again: only the paid kind reaches the queue.
+    for kind in ["paid", "refunded"] {
+        sns.publish()
+            .topic_arn(&orders)
+            .message(format!("a {kind} order"))
+            .message_attributes(
+                "kind",
+                SnsAttribute::builder()
+                    .data_type("String")
+                    .string_value(kind)
+                    .build()
+                    .unwrap(),
+            )
+            .send()
+            .await
+            .unwrap();
+    }
+    let received = sqs
+        .receive_message()
+        .queue_url(&paid)
+        .max_number_of_messages(10)
+        .wait_time_seconds(1)
+        .send()
+        .await
+        .unwrap();
+    let bodies: Vec<&str> = received.messages().iter().filter_map(|m| m.body()).collect();
+    assert_eq!(bodies, vec!["a paid order"], "raw delivery, filtered");
+    // The FIFO topic's sequence goes on from the exporter's.
+    let next = sns
+        .publish()
+        .topic_arn(&jobs)
+        .message("three")
+        .message_group_id("g")
+        .send()
+        .await
+        .unwrap();
+    assert!(next.sequence_number.unwrap().parse::<u128>().unwrap() > sequence);
+
+    // Durable: a SIGKILL and a start without --import keep them.
+    kill_9(&mut importer);
+    let restarted = start_on(&dir, &[]).await;
+    let sns = sns_client_for(&restarted.url);
+    assert_eq!(sns.list_topics().send().await.unwrap().topics().len(), 2);
+    let restarted_sqs = restarted.client();
+    let bodies: Vec<String> = restarted_sqs
+        .receive_message()
+        .queue_url(&ordered)
+        .max_number_of_messages(10)
+        .send()
+        .await
+        .unwrap()
+        .messages()
+        .iter()
+        .map(|m| message_of(m.body().unwrap_or_default()))
+        .collect();
+    assert_eq!(bodies, vec!["one", "two", "three"]);
+    let _ = std::fs::remove_file(&file);
+}

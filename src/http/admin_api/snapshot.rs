@@ -8,7 +8,8 @@
 //! piece ahead of what the client has read; each piece waiting to be
 //! written holds its size from the body budget (`large_answers.rs`). A queue
 //! under traffic is exported as each piece found it, as a Redis SCAN sees
-//! a changing hash: every message held throughout is there once. If the
+//! a changing hash: every message held throughout is there once. Topics
+//! follow, a hundred at a time. If the
 //! instance stops serving during the export (a failover, a reload), the
 //! answer breaks off without its end line, and the import refuses it.
 
@@ -35,6 +36,9 @@ use crate::store::snapshot::Writer;
 
 /// Messages copied out of a queue under its lock at a time.
 const PIECE_MESSAGES: usize = 1_000;
+
+/// Topics copied out under the topics' lock at a time.
+const PIECE_TOPICS: usize = 100;
 
 /// A piece is handed on once it holds about this much text.
 const PIECE_BYTES: usize = 1024 * 1024;
@@ -133,10 +137,36 @@ impl Export<'_> {
                         (None, Some(_)) => break,
                     };
                     after = Some(last);
-                    writer = self.render(writer, piece).await?;
+                    writer = self
+                        .render(writer, move |writer, out| {
+                            if let Some((meta, next)) = &piece.head {
+                                writer.queue(meta, *next, out);
+                            }
+                            for message in &piece.messages {
+                                writer.message(message, out);
+                            }
+                        })
+                        .await?;
                     if self.out.len() >= PIECE_BYTES {
                         self.hand_on().await?;
                     }
+                }
+            }
+            let mut after = None;
+            loop {
+                let topics = service.topics().snapshot_after(after.as_deref(), PIECE_TOPICS);
+                let Some(last) = topics.last() else { break };
+                after = Some(last.arn.to_string());
+                still_serving()?;
+                writer = self
+                    .render(writer, move |writer, out| {
+                        for topic in &topics {
+                            writer.topic(topic, out);
+                        }
+                    })
+                    .await?;
+                if self.out.len() >= PIECE_BYTES {
+                    self.hand_on().await?;
                 }
             }
             still_serving()?;
@@ -145,20 +175,20 @@ impl Export<'_> {
         self.hand_on().await
     }
 
-    /// Renders a piece on the blocking pool.
-    async fn render(&mut self, mut writer: Writer, piece: QueuePiece) -> Result<Writer, ExportError> {
+    /// Renders lines on the blocking pool: `lines` writes them with the
+    /// writer into the text not yet handed on.
+    async fn render(
+        &mut self,
+        mut writer: Writer,
+        lines: impl FnOnce(&mut Writer, &mut Vec<u8>) + Send + 'static,
+    ) -> Result<Writer, ExportError> {
         let mut out = std::mem::take(&mut self.out);
         let (writer, out) = self
             .state
             .admin
             .blocking_pool
             .run(move || {
-                if let Some((meta, next)) = &piece.head {
-                    writer.queue(meta, *next, &mut out);
-                }
-                for message in &piece.messages {
-                    writer.message(message, &mut out);
-                }
+                lines(&mut writer, &mut out);
                 (writer, out)
             })
             .await?;
