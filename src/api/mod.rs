@@ -35,6 +35,7 @@ use crate::error::{ErrorCode, Result, SqsError};
 use crate::queue::{QueueArn, key};
 use crate::service::Service;
 use crate::service::move_tasks::MoveTasks;
+use crate::service::replays::Replays;
 use crate::service::shards::Catalog;
 use model::*;
 use shape::{Member, Shape};
@@ -46,6 +47,9 @@ use shape::{Member, Shape};
 pub struct Api {
     pub service: Arc<Service>,
     pub move_tasks: MoveTasks,
+    /// Replays of FIFO topics' archives (unsharded: a sharded group serves
+    /// no SNS).
+    pub replays: Replays,
     pub catalog: Option<Arc<dyn Catalog>>,
 }
 
@@ -54,6 +58,7 @@ impl Api {
     pub fn new(service: Arc<Service>) -> Api {
         Api {
             move_tasks: MoveTasks::new(service.clone(), None),
+            replays: Replays::new(service.clone()),
             service,
             catalog: None,
         }
@@ -63,6 +68,7 @@ impl Api {
     pub fn sharded(service: Arc<Service>, catalog: Arc<dyn Catalog>) -> Api {
         Api {
             move_tasks: MoveTasks::new(service.clone(), Some(catalog.clone())),
+            replays: Replays::new(service.clone()),
             service,
             catalog: Some(catalog),
         }

@@ -25,6 +25,7 @@ mod limits;
 pub(crate) mod move_tasks;
 mod queues;
 mod receive;
+pub mod replays;
 mod send;
 pub mod shards;
 mod slot;
@@ -74,9 +75,10 @@ pub struct Service {
     /// applying each operation's difference.
     held_messages: AtomicU64,
     held_bytes: AtomicU64,
-    /// Notified after each load of the state is installed: what the state
-    /// holds that runs in the background (message move tasks) resumes.
-    pub state_loaded: Notify,
+    /// Counts the loads of the state, moved on once each load's queues and
+    /// topics are installed: what the state holds that runs in the
+    /// background (message move tasks, replays) resumes.
+    pub state_loaded: tokio::sync::watch::Sender<u64>,
     /// In a sharded group: which shard this service holds, so that a
     /// message bound for another shard's queue goes through the outbox.
     home: Option<(Placement, usize)>,
@@ -106,7 +108,7 @@ impl Service {
             preparing: AtomicBool::new(false),
             held_messages: AtomicU64::new(0),
             held_bytes: AtomicU64::new(0),
-            state_loaded: Notify::new(),
+            state_loaded: tokio::sync::watch::Sender::new(0),
             home: None,
             outbox_ready: Notify::new(),
             missing_targets: Mutex::new(HashMap::new()),
@@ -296,6 +298,7 @@ impl Memory for Service {
     fn install(&self, queues: Vec<Queue>, topics: crate::topic::Topics) {
         Service::install(self, queues);
         self.install_topics(topics);
+        self.state_loaded.send_modify(|loads| *loads += 1);
     }
 
     fn close_long_polls(&self) {

@@ -176,8 +176,13 @@ fn spawn(
 
 /// After each load of the state, runs the running tasks it holds.
 async fn resume_after_loads(service: Arc<Service>, catalog: Option<Arc<dyn Catalog>>, running: Running) {
+    let mut loads = service.state_loaded.subscribe();
+    // A load before this task started counts too.
+    loads.mark_changed();
     loop {
-        service.state_loaded.notified().await;
+        if loads.changed().await.is_err() {
+            return;
+        }
         for source in service.queues_where(|q| q.move_tasks.iter().any(MoveTaskRecord::is_running)) {
             let handles = service
                 .inspect(&source, |queue, _| {

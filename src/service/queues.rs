@@ -262,7 +262,6 @@ impl Service {
         for slot in dropped.values() {
             slot.close();
         }
-        self.state_loaded.notify_one();
     }
 
     /// Ends every long poll now and any started later: the server is

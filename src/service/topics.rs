@@ -90,7 +90,10 @@ impl Service {
     pub async fn change_topics<R>(&self, change: impl FnOnce(&mut Topics) -> Result<R>) -> Result<R> {
         let (result, commit) = {
             let mut topics = self.topics();
+            topics.set_time(self.now());
+            let archived = topics.archived();
             let result = change(&mut topics);
+            self.account(archived, topics.archived());
             let changes = topics.take_changes();
             let writes = match changes.is_empty() {
                 true => Vec::new(),
@@ -108,6 +111,9 @@ impl Service {
         if self.journal.is_some() {
             topics.enable_journal();
         }
+        // The queues' install (or the clear) counted what is held afresh;
+        // the archives are added here.
+        self.account((0, 0), topics.archived());
         *self.topics() = TopicsSlot {
             topics,
             generation: self.generation(),
@@ -146,6 +152,7 @@ impl Service {
         // them, so that the store receives them in order. A standard
         // topic's Publish changes no topic.
         let mut topics = self.topics();
+        topics.set_time(now);
         let topic = topics.topic(arn)?;
         let signature_version = match topic.attributes.get("SignatureVersion").map(String::as_str) {
             Some("2") => 2,
@@ -155,11 +162,14 @@ impl Service {
         // records the publication (a FIFO topic's deduplication id must
         // not be kept for a publication refused).
         let copies = topic.subscription_arns().len() as u64;
+        let kept = copies + u64::from(topic.archives());
         let size =
             publication.message.len() + crate::queue::message::attributes_size(&publication.attributes);
-        self.check_room(copies, copies.saturating_mul(size as u64))
+        self.check_room(kept, kept.saturating_mul(size as u64))
             .map_err(SnsError::from)?;
+        let archived = topics.archived();
         let published = topics.publish(arn, publication, message_id, now)?;
+        self.account(archived, topics.archived());
         let sns_changes = topics.take_changes();
         let subscribed = copies as usize;
         let topics = match sns_changes.is_empty() {
@@ -192,6 +202,7 @@ impl Service {
                 attributes: &publication.attributes,
                 signature_version,
                 unsubscribe_url: &unsubscribe,
+                replayed: false,
             };
             if fifo {
                 return Envelope::notification(&notification, None).to_json();
@@ -261,7 +272,7 @@ impl Service {
     /// queue is gone or refuses it, every queue locked at once, and submits
     /// every change (with `sns`, the topic's) as one commit, to be waited
     /// for.
-    fn store_copies(
+    pub(super) fn store_copies(
         &self,
         copies: Vec<Copy>,
         trace_header: Option<&str>,
@@ -354,24 +365,29 @@ struct FannedOut {
 }
 
 /// One copy of a publication, bound for a queue.
-struct Copy {
+pub(super) struct Copy {
     /// The queue's key, `None` when the endpoint is not a queue of this
     /// ssq's account.
-    queue: Option<String>,
-    dead_letter: Option<String>,
-    body: String,
-    attributes: MessageAttributes,
-    group_id: Option<String>,
-    dedup_id: Option<String>,
+    pub(super) queue: Option<String>,
+    pub(super) dead_letter: Option<String>,
+    pub(super) body: String,
+    pub(super) attributes: MessageAttributes,
+    pub(super) group_id: Option<String>,
+    pub(super) dedup_id: Option<String>,
     /// A FIFO topic's group id goes to FIFO queues only; a standard
     /// topic's to standard queues too (fair queues use it).
-    from_fifo_topic: bool,
+    pub(super) from_fifo_topic: bool,
 }
 
 /// The key of the queue an SQS ARN names, if it is one of this account.
 fn queue_key(endpoint: &str, fanout: &Fanout<'_>) -> Option<String> {
+    queue_key_in(endpoint, fanout.account, fanout.home_region)
+}
+
+/// The key of the queue an SQS ARN names, if it is one of `account`.
+pub(super) fn queue_key_in(endpoint: &str, account: &str, home_region: &str) -> Option<String> {
     let arn = QueueArn::parse(endpoint)?;
-    (arn.account == fanout.account).then(|| key::of(&arn.region, fanout.home_region, &arn.name))
+    (arn.account == account).then(|| key::of(&arn.region, home_region, &arn.name))
 }
 
 /// The URL that ends a subscription, as AWS puts it in every notification.

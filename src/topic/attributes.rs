@@ -76,6 +76,7 @@ pub fn check(name: &str, value: &str, fifo: bool, creating: bool) -> Result<()> 
         "ArchivePolicy" if !fifo => Err(SnsError::parameter(
             "ArchivePolicy Reason: The archive policy can only be set for FIFO topics",
         )),
+        "ArchivePolicy" if !value.is_empty() => super::archive::retention(value).map(|_| ()),
         _ => Ok(()),
     }
 }

@@ -40,6 +40,8 @@ pub struct Notification<'a> {
     pub attributes: &'a MessageAttributes,
     pub signature_version: u8,
     pub unsubscribe_url: &'a str,
+    /// Sent again from a FIFO topic's archive (a replay).
+    pub replayed: bool,
 }
 
 impl Notification<'_> {
@@ -87,6 +89,9 @@ impl Envelope {
             ("Message", n.message.to_string()),
             ("Timestamp", n.timestamp.to_string()),
         ]);
+        if n.replayed {
+            fields.push(("Replayed", "true".to_string()));
+        }
         if let Some(signature) = signature {
             fields.extend([
                 ("SignatureVersion", n.signature_version.to_string()),
@@ -282,6 +287,7 @@ mod tests {
             attributes: &attributes,
             signature_version: 1,
             unsubscribe_url: "http://h/?Action=Unsubscribe",
+            replayed: false,
         };
         let value = Plain.sign(1, notification.string_to_sign().as_bytes());
         let url = Plain.certificate_url("http://h");

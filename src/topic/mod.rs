@@ -6,6 +6,7 @@
 //! and turns a publication's deliveries into messages on its queues; the
 //! API reads and writes it through the service.
 
+pub mod archive;
 pub mod arn;
 pub mod attributes;
 pub mod delivery_policy;
@@ -14,6 +15,7 @@ pub mod error;
 pub mod filter;
 pub mod publish;
 mod records;
+mod replay;
 pub mod signing;
 mod snapshot;
 pub mod subscription;
@@ -26,6 +28,7 @@ pub use self::arn::TopicArn;
 pub use self::error::{Result, SnsError};
 pub use self::publish::{AttributeInput, Publication, PublishInput};
 pub use self::records::{RecordError, SnsChange};
+pub use self::replay::ReplayStep;
 pub use self::snapshot::{SubscriptionSnapshot, TopicSnapshot};
 pub use self::subscription::{Protocol, Subscription};
 pub use self::tags::check_tags;
@@ -69,6 +72,8 @@ pub struct Topic {
     /// FIFO: the last sequence number handed out.
     sequence: u64,
     dedup: Dedup,
+    /// FIFO, with an ArchivePolicy: the publications kept for replays.
+    archive: Option<archive::Archive>,
 }
 
 /// A FIFO topic's deduplication ids of the last five minutes, with the
@@ -107,6 +112,11 @@ impl Topic {
         self.attributes
             .get("ContentBasedDeduplication")
             .is_some_and(|v| v == "true")
+    }
+
+    /// Whether its publications are archived (an ArchivePolicy).
+    pub fn archives(&self) -> bool {
+        self.archive.is_some()
     }
 
     pub fn subscription_arns(&self) -> &[String] {
@@ -174,6 +184,11 @@ pub struct Topics {
     next_order: u64,
     /// Changes for the store, once one asks (`records.rs`).
     journal: Option<Vec<SnsChange>>,
+    /// The time of the change being made, which the service sets (the core
+    /// has no clock): when an archive policy set now starts to count.
+    now: u64,
+    /// What every archive holds: publications and their bytes.
+    archived: (u64, u64),
 }
 
 impl Topics {
@@ -231,8 +246,13 @@ impl Topics {
             deleted_subscriptions: 0,
             sequence: 0,
             dedup: Dedup::default(),
+            archive: None,
         };
+        let archive_policy = topic.attributes.get("ArchivePolicy").cloned();
         self.topics.insert(arn.to_string(), topic);
+        if let Some(policy) = archive_policy {
+            self.set_archive(&arn, &policy)?;
+        }
         self.record_topic(&arn);
         Ok(arn)
     }
@@ -240,6 +260,7 @@ impl Topics {
     /// DeleteTopic: the topic and its subscriptions (a topic that is not
     /// there is no error, as in AWS).
     pub fn delete(&mut self, arn: &TopicArn) -> Vec<Subscription> {
+        self.drop_archive(arn);
         let Some(topic) = self.topics.remove(&arn.to_string()) else {
             return Vec::new();
         };
@@ -281,9 +302,15 @@ impl Topics {
     }
 
     /// GetTopicAttributes' attributes.
-    pub fn topic_attributes(&self, arn: &TopicArn) -> Result<BTreeMap<String, String>> {
+    pub fn topic_attributes(&self, arn: &TopicArn, now: u64) -> Result<BTreeMap<String, String>> {
         let topic = self.topic(arn)?;
         let mut out = topic.attributes.clone();
+        if let Some(archive) = &topic.archive {
+            out.insert(
+                "BeginningArchiveTime".into(),
+                envelope::timestamp(archive.beginning(now)),
+            );
+        }
         // Kept apart in AWS: GetDataProtectionPolicy answers it.
         out.remove("DataProtectionPolicy");
         out.entry("DisplayName".into()).or_default();
@@ -334,6 +361,9 @@ impl Topics {
             _ => {
                 topic.attributes.insert(name.into(), value.into());
             }
+        }
+        if name == "ArchivePolicy" {
+            self.set_archive(arn, value)?;
         }
         self.record_topic(arn);
         Ok(())
@@ -415,6 +445,7 @@ impl Topics {
         let fifo = topic.is_fifo();
         let pending_token = protocol.needs_confirmation().then(confirmation_token);
         let mut sub = Subscription {
+            replay: None,
             arn: format!("{topic_arn}:{}", crate::queue::random::uuid()),
             topic: topic_arn.clone(),
             protocol,
@@ -682,13 +713,14 @@ impl Topics {
                 record: records::dedup_record(&message_id, sequence, until),
             });
             self.record_topic(arn);
+            self.archive_publication(arn, publication, sequence, &message_id, now);
         }
         let topic = self.topic(arn)?;
         let deliveries = topic
             .subscriptions
             .iter()
             .filter_map(|sub| self.subscriptions.get(sub))
-            .filter(|sub| !sub.pending && publication.passes(sub))
+            .filter(|sub| !sub.pending && sub.takes_live() && publication.passes(sub))
             .cloned()
             .collect();
         Ok(Published {

@@ -1,6 +1,7 @@
-//! Topics as the stores keep them: a record a topic, a subscription and a
-//! FIFO topic's deduplication id, each a small JSON value under a key of
-//! its own (`t:<topic arn>`, `s:<subscription arn>`, `d:<topic arn> <id>`),
+//! Topics as the stores keep them: a record a topic, a subscription, a
+//! FIFO topic's deduplication id and archived publication, each a small
+//! JSON value under a key of its own (`t:<topic arn>`, `s:<subscription
+//! arn>`, `d:<topic arn> <id>`, `a:<topic arn> <sequence>`),
 //! so that a change writes only what it changed. [`Topics`] records its
 //! changes as [`SnsChange`]s once a store asks (`enable_journal`), and is
 //! rebuilt from the records at a load.
@@ -9,6 +10,7 @@ use std::collections::BTreeMap;
 
 use serde::{Deserialize, Serialize};
 
+use super::archive::{Archive, Archived, Replay};
 use super::filter::FilterPolicy;
 use super::{Dedup, Protocol, Subscription, Topic, TopicArn, Topics};
 
@@ -26,6 +28,9 @@ struct TopicRecord {
     tags: BTreeMap<String, String>,
     deleted_subscriptions: u64,
     sequence: u64,
+    /// With an ArchivePolicy: when archiving was turned on.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    archive_since: Option<u64>,
 }
 
 #[derive(Serialize, Deserialize)]
@@ -40,6 +45,8 @@ struct SubscriptionRecord {
     attributes: BTreeMap<String, String>,
     pending: bool,
     token: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    replay: Option<Replay>,
 }
 
 #[derive(Serialize, Deserialize)]
@@ -61,6 +68,14 @@ pub(super) fn dedup_key(topic: &str, id: &str) -> String {
     format!("d:{topic} {id}")
 }
 
+pub(super) fn archive_key(topic: &str, sequence: u64) -> String {
+    format!("a:{topic} {sequence:020}")
+}
+
+pub(super) fn archive_record(archived: &Archived) -> String {
+    serde_json::to_string(archived).unwrap_or_default()
+}
+
 pub(super) fn topic_record(topic: &Topic) -> String {
     let record = TopicRecord {
         arn: topic.arn.to_string(),
@@ -68,6 +83,7 @@ pub(super) fn topic_record(topic: &Topic) -> String {
         tags: topic.tags.clone(),
         deleted_subscriptions: topic.deleted_subscriptions,
         sequence: topic.sequence,
+        archive_since: topic.archive.as_ref().map(|archive| archive.since),
     };
     serde_json::to_string(&record).unwrap_or_default()
 }
@@ -83,6 +99,7 @@ pub(super) fn subscription_record(subscription: &Subscription, order: u64) -> St
         attributes: subscription.attributes.clone(),
         pending: subscription.pending,
         token: subscription.token.clone(),
+        replay: subscription.replay.clone(),
     };
     serde_json::to_string(&record).unwrap_or_default()
 }
@@ -115,13 +132,21 @@ impl Topics {
         let mut topics = Topics::default();
         let mut subscriptions = Vec::new();
         let mut dedups = Vec::new();
+        let mut archived = Vec::new();
         for (key, text) in &records {
             match key.split_once(':') {
                 Some(("t", _)) => {
                     let record: TopicRecord =
                         serde_json::from_str(text).map_err(|e| fail(key, e.to_string()))?;
                     let arn = TopicArn::parse("TopicArn", &record.arn).map_err(|e| fail(key, e.message))?;
+                    let archive = match (record.attributes.get("ArchivePolicy"), record.archive_since) {
+                        (Some(policy), Some(since)) => super::archive::retention(policy)
+                            .map_err(|e| fail(key, e.message))?
+                            .map(|retention| Archive::new(retention, since)),
+                        _ => None,
+                    };
                     let topic = Topic {
+                        archive,
                         arn,
                         attributes: record.attributes,
                         tags: record.tags,
@@ -137,6 +162,15 @@ impl Topics {
                         serde_json::from_str(text).map_err(|e| fail(key, e.to_string()))?;
                     subscriptions.push((key, record));
                 }
+                Some(("a", rest)) => {
+                    let topic = rest
+                        .split_once(' ')
+                        .map(|(topic, _)| topic.to_string())
+                        .ok_or_else(|| fail(key, "no sequence number".into()))?;
+                    let record: Archived =
+                        serde_json::from_str(text).map_err(|e| fail(key, e.to_string()))?;
+                    archived.push((key, topic, record));
+                }
                 Some(("d", rest)) => {
                     let (topic, id) = rest
                         .split_once(' ')
@@ -148,7 +182,7 @@ impl Topics {
                 _ => {
                     return Err(fail(
                         key,
-                        "not a topic, subscription or deduplication record".into(),
+                        "not a topic, subscription, deduplication or archive record".into(),
                     ));
                 }
             }
@@ -167,6 +201,7 @@ impl Topics {
                 filter: None,
                 pending: record.pending,
                 token: record.token,
+                replay: record.replay,
             };
             if let Some(policy) = subscription.attributes.get("FilterPolicy") {
                 let compiled = FilterPolicy::compile(policy, subscription.scope(), "FilterPolicy")
@@ -184,6 +219,18 @@ impl Topics {
             topics.next_order = topics.next_order.max(record.order + 1);
             topics.subscriptions.insert(record.arn, subscription);
         }
+        for (key, topic, record) in archived {
+            let Some(archive) = topics.topics.get_mut(&topic).and_then(|t| t.archive.as_mut()) else {
+                return Err(fail(key, format!("its topic {topic} keeps no archive")));
+            };
+            archive.push(record);
+        }
+        topics.archived = topics
+            .topics
+            .values()
+            .filter_map(|topic| topic.archive.as_ref())
+            .map(Archive::holding)
+            .fold((0, 0), |(m, b), (am, ab)| (m + am, b + ab));
         dedups.sort_by_key(|(_, _, record)| record.until);
         for (topic, id, record) in dedups {
             if let Some(owner) = topics.topics.get_mut(&topic) {
@@ -212,6 +259,14 @@ impl Topics {
         let mut records = Vec::new();
         for topic in self.topics.values() {
             records.push((topic_key(&topic.arn.to_string()), topic_record(topic)));
+            if let Some(archive) = &topic.archive {
+                for archived in archive.after(0, usize::MAX) {
+                    records.push((
+                        archive_key(&topic.arn.to_string(), archived.sequence),
+                        archive_record(archived),
+                    ));
+                }
+            }
             for (id, (message_id, sequence)) in &topic.dedup.seen {
                 let until = topic
                     .dedup

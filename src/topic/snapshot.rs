@@ -170,6 +170,7 @@ impl Topics {
             filter: None,
             pending,
             token: pending.then(|| snapshot.token.unwrap_or_else(confirmation_token)),
+            replay: None,
         };
         // The scope first, so that the policy is compiled for it.
         let mut ordered: Vec<(&String, &String)> = snapshot.attributes.iter().collect();

@@ -4,6 +4,7 @@
 
 use std::collections::BTreeMap;
 
+use super::archive::Replay;
 use super::arn::TopicArn;
 use super::error::{Result, SnsError};
 use super::filter::{FilterPolicy, Scope};
@@ -113,9 +114,18 @@ pub struct Subscription {
     pub pending: bool,
     /// The token that confirms it (protocols that confirm).
     pub token: Option<String>,
+    /// The replay its ReplayPolicy started, if any (`archive.rs`).
+    pub replay: Option<Replay>,
 }
 
 impl Subscription {
+    /// Whether a new publication goes to it directly (not while a replay
+    /// brings publications through the archive, nor after a replay that
+    /// ended).
+    pub fn takes_live(&self) -> bool {
+        self.replay.as_ref().is_none_or(Replay::takes_live)
+    }
+
     pub fn raw(&self) -> bool {
         self.attributes
             .get("RawMessageDelivery")
@@ -188,6 +198,11 @@ impl Subscription {
                 }
             }
             "RedrivePolicy" => self.check_redrive(value, topic_fifo)?,
+            "ReplayPolicy" if !topic_fifo => {
+                return Err(SnsError::parameter(format!(
+                    "{prefix}ReplayPolicy: replay policies are only for subscriptions to FIFO topics"
+                )));
+            }
             "DeliveryPolicy" | "ReplayPolicy" => {
                 serde_json::from_str::<serde_json::Map<String, serde_json::Value>>(value)
                     .map_err(|error| SnsError::parameter(format!("{name}: failed to parse JSON. {error}")))?;
@@ -248,6 +263,9 @@ impl Subscription {
             format!("arn:aws:iam::{}:user/ssq", self.owner),
         );
         attributes.insert("TopicArn".into(), self.topic.to_string());
+        if let Some(replay) = &self.replay {
+            attributes.insert("ReplayStatus".into(), replay.status.as_str().into());
+        }
         if matches!(self.protocol, Protocol::Http | Protocol::Https) {
             let own = self.attributes.get("DeliveryPolicy").map(String::as_str);
             let effective = super::attributes::effective_delivery_policy(own);

@@ -99,7 +99,7 @@ fn subscriptions_are_counted_listed_confirmed_and_removed_with_their_topic() {
         )
         .unwrap();
     let token = http.pending_token.unwrap();
-    let counts = topics.topic_attributes(&arn("t")).unwrap();
+    let counts = topics.topic_attributes(&arn("t"), 0).unwrap();
     assert_eq!(
         (
             counts["SubscriptionsConfirmed"].as_str(),
@@ -131,7 +131,7 @@ fn subscriptions_are_counted_listed_confirmed_and_removed_with_their_topic() {
     assert_eq!(topics.list_by_topic(&arn("t"), None).unwrap().0.len(), 2);
     assert!(topics.unsubscribe(&http.arn).is_some());
     assert_eq!(
-        topics.topic_attributes(&arn("t")).unwrap()["SubscriptionsDeleted"],
+        topics.topic_attributes(&arn("t"), 0).unwrap()["SubscriptionsDeleted"],
         "1"
     );
     assert_eq!(topics.delete(&arn("t")).len(), 1);
@@ -267,10 +267,10 @@ fn permissions_are_statements_in_the_policy() {
             .add_permission(&arn("t"), "p", &accounts, &["Publish".into()])
             .is_err()
     );
-    let policy = &topics.topic_attributes(&arn("t")).unwrap()["Policy"];
+    let policy = &topics.topic_attributes(&arn("t"), 0).unwrap()["Policy"];
     assert!(policy.contains("\"Sid\":\"p\"") && policy.contains("SNS:Publish"));
     topics.remove_permission(&arn("t"), "p").unwrap();
-    assert!(!topics.topic_attributes(&arn("t")).unwrap()["Policy"].contains("\"Sid\":\"p\""));
+    assert!(!topics.topic_attributes(&arn("t"), 0).unwrap()["Policy"].contains("\"Sid\":\"p\""));
 }
 
 /// The store's view: every change the journal gave, applied in order.
@@ -353,8 +353,8 @@ fn the_journal_leaves_the_records_a_load_restores_the_same_topics_from() {
     });
     let mut restored = Topics::restore(topics.records()).unwrap();
     assert_eq!(
-        restored.topic_attributes(&arn("t.fifo")).unwrap(),
-        topics.topic_attributes(&arn("t.fifo")).unwrap()
+        restored.topic_attributes(&arn("t.fifo"), 0).unwrap(),
+        topics.topic_attributes(&arn("t.fifo"), 0).unwrap()
     );
     assert!(restored.topic(&arn("gone")).is_err());
     assert_eq!(
@@ -384,4 +384,152 @@ fn the_journal_leaves_the_records_a_load_restores_the_same_topics_from() {
     assert_eq!(next.sequence_number.unwrap(), format!("{:020}", 4));
     let broken = vec![("s:x".to_string(), "{".to_string())];
     assert_eq!(Topics::restore(broken).unwrap_err().key, "s:x");
+}
+
+/// A FIFO topic with a 1-day archive, created at `now`.
+fn archiving_topic(topics: &mut Topics, now: u64) -> TopicArn {
+    topics.set_time(now);
+    topics
+        .create(
+            arn("t.fifo"),
+            attrs(&[
+                ("FifoTopic", "true"),
+                ("ContentBasedDeduplication", "true"),
+                ("ArchivePolicy", r#"{"MessageRetentionPeriod":"1"}"#),
+            ]),
+            vec![],
+        )
+        .unwrap()
+}
+
+fn replay_policy(from: u64) -> String {
+    format!(
+        r#"{{"PointType":"Timestamp","StartingPoint":"{}"}}"#,
+        envelope::timestamp(from)
+    )
+}
+
+#[test]
+fn a_replay_walks_the_archive_from_its_start_then_takes_new_publications_directly() {
+    let day = 24 * 60 * 60 * 1000;
+    let mut topics = Topics::default();
+    topics.enable_journal();
+    let topic = archiving_topic(&mut topics, 1_000_000);
+    let queue = "arn:aws:sqs:us-east-1:000000000000:q.fifo";
+    for (n, at) in [(1, 1_000_000), (2, 2_000_000), (3, 3_000_000)] {
+        topics
+            .publish(&topic, &publication(&format!("m{n}"), true), format!("id{n}"), at)
+            .unwrap();
+    }
+    assert_eq!(topics.archived().0, 3);
+    let attributes = topics.topic_attributes(&topic, 3_000_000).unwrap();
+    assert_eq!(attributes["BeginningArchiveTime"], envelope::timestamp(1_000_000));
+
+    // A start before the archive's beginning is refused; from the second
+    // publication on, the replay brings m2 and m3.
+    topics.set_time(3_000_000);
+    assert!(topics.check_replay(&topic, &replay_policy(999_999)).is_err());
+    let sub = topics
+        .subscribe(&topic, Protocol::Sqs, queue, &attrs(&[]), "000000000000")
+        .unwrap()
+        .arn;
+    topics
+        .set_subscription_attribute(&sub, "ReplayPolicy", &replay_policy(2_000_000))
+        .unwrap();
+    topics.start_replay(&sub, "http://h", "us-east-1").unwrap();
+    assert_eq!(
+        topics.subscription(&sub).unwrap().describe()["ReplayStatus"],
+        "Pending"
+    );
+    // While it runs, a new publication reaches the subscription through
+    // the archive only, after the replayed ones.
+    let live = topics
+        .publish(&topic, &publication("m4", true), "id4".into(), 3_500_000)
+        .unwrap();
+    assert!(
+        live.deliveries.is_empty(),
+        "not delivered directly during a replay"
+    );
+    let ReplayStep::Deliver { publications, .. } = topics.replay_step(&sub, 2).unwrap() else {
+        panic!("a first batch");
+    };
+    let ids: Vec<&str> = publications.iter().map(|p| p.message_id.as_str()).collect();
+    assert_eq!(ids, vec!["id2"], "m1 is before the start; two looked at");
+    assert_eq!(
+        topics.subscription(&sub).unwrap().describe()["ReplayStatus"],
+        "In progress"
+    );
+    let ReplayStep::Deliver { publications, .. } = topics.replay_step(&sub, 2).unwrap() else {
+        panic!("a second batch");
+    };
+    let ids: Vec<&str> = publications.iter().map(|p| p.message_id.as_str()).collect();
+    assert_eq!(ids, vec!["id3", "id4"]);
+    assert!(matches!(topics.replay_step(&sub, 2).unwrap(), ReplayStep::Done));
+    assert_eq!(
+        topics.subscription(&sub).unwrap().describe()["ReplayStatus"],
+        "Completed"
+    );
+    let after = topics
+        .publish(&topic, &publication("m5", true), "id5".into(), 3_600_000)
+        .unwrap();
+    assert_eq!(after.deliveries.len(), 1, "delivered directly again");
+
+    // The archive and the replay's state come back from the records.
+    let restored = Topics::restore(topics.records()).unwrap();
+    assert_eq!(restored.archived(), topics.archived());
+    assert_eq!(
+        restored.subscription(&sub).unwrap().replay,
+        topics.subscription(&sub).unwrap().replay
+    );
+    // Past retention, a publication drops what is older than a day.
+    let mut topics = restored;
+    topics
+        .publish(&topic, &publication("m6", true), "id6".into(), 2_500_000 + day)
+        .unwrap();
+    assert_eq!(topics.archived().0, 4, "m1 and m2 dropped, m6 kept");
+    // `{}` turns the archive off and drops it all.
+    topics.set_time(2_500_000 + day);
+    topics.set_topic_attribute(&topic, "ArchivePolicy", "{}").unwrap();
+    assert_eq!(topics.archived(), (0, 0));
+    assert!(
+        !topics
+            .topic_attributes(&topic, 0)
+            .unwrap()
+            .contains_key("ArchivePolicy")
+    );
+}
+
+#[test]
+fn archive_and_replay_policies_are_for_fifo_topics() {
+    let mut topics = Topics::default();
+    let refused = topics
+        .create(
+            arn("t"),
+            attrs(&[("ArchivePolicy", r#"{"MessageRetentionPeriod":"1"}"#)]),
+            vec![],
+        )
+        .unwrap_err();
+    assert!(refused.message.contains("FIFO"), "{}", refused.message);
+    topics.create(arn("t"), attrs(&[]), vec![]).unwrap();
+    let sub = topics
+        .subscribe(
+            &arn("t"),
+            Protocol::Sqs,
+            "arn:aws:sqs:us-east-1:000000000000:q",
+            &attrs(&[]),
+            "000000000000",
+        )
+        .unwrap()
+        .arn;
+    assert!(
+        topics
+            .set_subscription_attribute(&sub, "ReplayPolicy", &replay_policy(0))
+            .is_err()
+    );
+    // A FIFO topic without an archive has nothing to replay from.
+    let fifo = topics
+        .create(arn("f.fifo"), attrs(&[("FifoTopic", "true")]), vec![])
+        .unwrap();
+    let error = topics.check_replay(&fifo, &replay_policy(0)).unwrap_err();
+    assert!(error.message.contains("no ArchivePolicy"), "{}", error.message);
 }

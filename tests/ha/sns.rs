@@ -340,3 +340,119 @@ async fn a_kill_during_fan_out_leaves_every_copy_or_none_on_redis() {
     )
     .await;
 }
+
+/// The archive's envelopes in the queue at `url`, drained: (MessageId,
+/// Message, whether it says it was replayed).
+async fn envelopes(sqs: &aws_sdk_sqs::Client, url: &str) -> Vec<(String, String, bool)> {
+    drain(sqs, url)
+        .await
+        .iter()
+        .map(|body| {
+            let envelope: serde_json::Value = serde_json::from_str(body).unwrap();
+            (
+                envelope["MessageId"].as_str().unwrap().to_string(),
+                envelope["Message"].as_str().unwrap().to_string(),
+                envelope["Replayed"] == "true",
+            )
+        })
+        .collect()
+}
+
+async fn replay_status(sns: &aws_sdk_sns::Client, subscription: &str) -> String {
+    sns.get_subscription_attributes()
+        .subscription_arn(subscription)
+        .send()
+        .await
+        .unwrap()
+        .attributes
+        .unwrap_or_default()
+        .remove("ReplayStatus")
+        .unwrap_or_default()
+}
+
+/// A FIFO topic's archive replays to a queue subscribed later: the
+/// publications since the starting point, in order, with their first
+/// MessageIds and `Replayed`, then new ones directly; the archive and the
+/// replay's state are durable across a SIGKILL on disk, so a queue
+/// subscribed after the restart replays the same.
+#[tokio::test]
+async fn a_fifo_topics_archive_replays_to_a_new_subscription_and_survives_a_kill() {
+    let dir = DataDir::new("sns-replay");
+    let mut server = start_on(&dir, &[]).await;
+    let (sqs, sns) = (server.client(), sns_client_for(&server.url));
+    let first = create_queue_url(&sqs, "first.fifo", &[("FifoQueue", "true")]).await;
+    let topic = sns
+        .create_topic()
+        .name("events.fifo")
+        .attributes("FifoTopic", "true")
+        .attributes("ContentBasedDeduplication", "true")
+        .attributes("ArchivePolicy", r#"{"MessageRetentionPeriod":"7"}"#)
+        .send()
+        .await
+        .unwrap()
+        .topic_arn
+        .unwrap();
+    subscribe_queue(&sns, &sqs, &topic, &first, &[]).await;
+    for body in ["one", "two", "three"] {
+        sns.publish()
+            .topic_arn(&topic)
+            .message(body)
+            .message_group_id("g")
+            .send()
+            .await
+            .unwrap();
+    }
+    let attributes = sns
+        .get_topic_attributes()
+        .topic_arn(&topic)
+        .send()
+        .await
+        .unwrap()
+        .attributes
+        .unwrap_or_default();
+    let beginning = attributes["BeginningArchiveTime"].clone();
+    let policy = format!(r#"{{"PointType":"Timestamp","StartingPoint":"{beginning}"}}"#);
+
+    let late = create_queue_url(&sqs, "late.fifo", &[("FifoQueue", "true")]).await;
+    let replaying = subscribe_queue(&sns, &sqs, &topic, &late, &[("ReplayPolicy", &policy)]).await;
+    let done = wait_for(Duration::from_secs(10), || async {
+        replay_status(&sns, &replaying).await == "Completed"
+    })
+    .await;
+    assert!(done.is_some(), "the replay completes");
+    sns.publish()
+        .topic_arn(&topic)
+        .message("four")
+        .message_group_id("g")
+        .send()
+        .await
+        .unwrap();
+    let originals = envelopes(&sqs, &first).await;
+    let replayed = envelopes(&sqs, &late).await;
+    let bodies = |list: &[(String, String, bool)]| list.iter().map(|e| e.1.clone()).collect::<Vec<_>>();
+    assert_eq!(bodies(&originals), vec!["one", "two", "three", "four"]);
+    assert_eq!(
+        bodies(&replayed),
+        bodies(&originals),
+        "the archive, then the new one"
+    );
+    for (original, copy) in originals.iter().zip(&replayed) {
+        assert_eq!(original.0, copy.0, "a replayed message keeps its MessageId");
+    }
+    let marks: Vec<bool> = replayed.iter().map(|e| e.2).collect();
+    assert_eq!(marks, vec![true, true, true, false]);
+
+    kill_9(&mut server);
+    let server = start_on(&dir, &[]).await;
+    let (sqs, sns) = (server.client(), sns_client_for(&server.url));
+    assert_eq!(replay_status(&sns, &replaying).await, "Completed");
+    let again = create_queue_url(&sqs, "again.fifo", &[("FifoQueue", "true")]).await;
+    let replaying = subscribe_queue(&sns, &sqs, &topic, &again, &[("ReplayPolicy", &policy)]).await;
+    let done = wait_for(Duration::from_secs(10), || async {
+        replay_status(&sns, &replaying).await == "Completed"
+    })
+    .await;
+    assert!(done.is_some(), "a replay after the restart completes");
+    let after_restart = envelopes(&sqs, &again).await;
+    assert_eq!(bodies(&after_restart), vec!["one", "two", "three", "four"]);
+}

@@ -25,15 +25,25 @@ pub(super) async fn subscribe(call: &Call<'_>, form: &Form) -> Result<(Option<An
         .get("ReturnSubscriptionArn")
         .is_some_and(|v| v.eq_ignore_ascii_case("true"));
     let account = &call.ctx.account_id;
+    let replays = attributes.contains_key("ReplayPolicy");
     let (subscribed, subscription) = call
         .api
         .service
         .change_topics(|topics| {
+            if let Some(policy) = attributes.get("ReplayPolicy") {
+                topics.check_replay(&topic, policy)?;
+            }
             let subscribed = topics.subscribe(&topic, protocol, endpoint, &attributes, account)?;
+            if replays && subscribed.pending_token.is_none() {
+                topics.start_replay(&subscribed.arn, &call.ctx.base_url, &call.ctx.home_region)?;
+            }
             let subscription = topics.subscription(&subscribed.arn)?.clone();
             Ok((subscribed, subscription))
         })
         .await?;
+    if subscription.replay.is_some() {
+        call.api.replays.start(&subscription.arn);
+    }
     let shown = match subscription.pending && !return_arn {
         true => PENDING.to_string(),
         false => subscribed.arn.clone(),
@@ -143,10 +153,24 @@ pub(super) fn attributes(call: &Call<'_>, form: &Form) -> Result<Option<Answer>>
 pub(super) async fn set_attribute(call: &Call<'_>, form: &Form) -> Result<Option<Answer>> {
     let arn = subscription_arn(form)?;
     let (name, value) = super::attribute_to_set(form)?;
+    let replays = name == "ReplayPolicy";
     call.api
         .service
-        .change_topics(|topics| topics.set_subscription_attribute(arn, name, value))
+        .change_topics(|topics| {
+            if replays {
+                let topic = topics.subscription(arn)?.topic.clone();
+                topics.check_replay(&topic, value)?;
+            }
+            topics.set_subscription_attribute(arn, name, value)?;
+            match replays {
+                true => topics.start_replay(arn, &call.ctx.base_url, &call.ctx.home_region),
+                false => Ok(()),
+            }
+        })
         .await?;
+    if replays {
+        call.api.replays.start(arn);
+    }
     Ok(None)
 }
 

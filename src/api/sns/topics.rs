@@ -58,7 +58,11 @@ pub(super) fn list(call: &Call<'_>, form: &Form) -> Result<Option<Answer>> {
 
 pub(super) fn attributes(call: &Call<'_>, form: &Form) -> Result<Option<Answer>> {
     let arn = call.topic_arn(form, "TopicArn")?;
-    let attributes = call.api.service.topics().topic_attributes(&arn)?;
+    let attributes = call
+        .api
+        .service
+        .topics()
+        .topic_attributes(&arn, call.api.service.now())?;
     Ok(Some(Answer::Fields(vec![(
         "Attributes",
         attribute_map(attributes),
