@@ -396,7 +396,7 @@ impl Node {
         // the first Publish seldom waits for it.
         let warming = state.clone();
         tokio::spawn(async move {
-            if let Err(error) = warming.sns.signing_key.get().await {
+            if let Err(error) = warming.sns.signing_key.prepare().await {
                 tracing::error!(%error, "the SNS signing key could not be made");
             }
         });

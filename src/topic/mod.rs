@@ -189,6 +189,8 @@ pub struct Topics {
     now: u64,
     /// What every archive holds: publications and their bytes.
     archived: (u64, u64),
+    /// The key SNS documents are signed with, kept with the state.
+    signing_key: Option<signing::StoredKey>,
 }
 
 impl Topics {
@@ -287,6 +289,15 @@ impl Topics {
             self.record(SnsChange::Delete { key });
         }
         removed
+    }
+
+    /// Deletes every topic (the control API's reset); how many there were.
+    pub fn delete_all(&mut self) -> usize {
+        let arns: Vec<TopicArn> = self.topics.values().map(|topic| topic.arn.clone()).collect();
+        for arn in &arns {
+            self.delete(arn);
+        }
+        arns.len()
     }
 
     pub fn topic(&self, arn: &TopicArn) -> Result<&Topic> {

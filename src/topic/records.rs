@@ -1,7 +1,8 @@
 //! Topics as the stores keep them: a record a topic, a subscription, a
 //! FIFO topic's deduplication id and archived publication, each a small
 //! JSON value under a key of its own (`t:<topic arn>`, `s:<subscription
-//! arn>`, `d:<topic arn> <id>`, `a:<topic arn> <sequence>`),
+//! arn>`, `d:<topic arn> <id>`, `a:<topic arn> <sequence>`), and the
+//! signing key (`k:signing`),
 //! so that a change writes only what it changed. [`Topics`] records its
 //! changes as [`SnsChange`]s once a store asks (`enable_journal`), and is
 //! rebuilt from the records at a load.
@@ -67,6 +68,8 @@ pub(super) fn subscription_key(arn: &str) -> String {
 pub(super) fn dedup_key(topic: &str, id: &str) -> String {
     format!("d:{topic} {id}")
 }
+
+const SIGNING_KEY: &str = "k:signing";
 
 pub(super) fn archive_key(topic: &str, sequence: u64) -> String {
     format!("a:{topic} {sequence:020}")
@@ -171,6 +174,10 @@ impl Topics {
                         serde_json::from_str(text).map_err(|e| fail(key, e.to_string()))?;
                     archived.push((key, topic, record));
                 }
+                Some(("k", "signing")) => {
+                    let stored = serde_json::from_str(text).map_err(|e| fail(key, e.to_string()))?;
+                    topics.signing_key = Some(stored);
+                }
                 Some(("d", rest)) => {
                     let (topic, id) = rest
                         .split_once(' ')
@@ -182,7 +189,7 @@ impl Topics {
                 _ => {
                     return Err(fail(
                         key,
-                        "not a topic, subscription, deduplication or archive record".into(),
+                        "not a topic, subscription, deduplication, archive or key record".into(),
                     ));
                 }
             }
@@ -254,9 +261,34 @@ impl Topics {
         self.journal.as_mut().map(std::mem::take).unwrap_or_default()
     }
 
+    /// The signing key the state keeps, if it has one.
+    pub fn signing_key(&self) -> Option<&super::signing::StoredKey> {
+        self.signing_key.as_ref()
+    }
+
+    /// Keeps `made` as the state's signing key, unless it has one already;
+    /// the key it keeps.
+    pub fn keep_signing_key(&mut self, made: super::signing::StoredKey) -> super::signing::StoredKey {
+        if let Some(kept) = &self.signing_key {
+            return kept.clone();
+        }
+        self.record(SnsChange::Put {
+            key: SIGNING_KEY.into(),
+            record: serde_json::to_string(&made).unwrap_or_default(),
+        });
+        self.signing_key = Some(made.clone());
+        made
+    }
+
     /// Every record, as a store would hold them (snapshots, tests).
     pub fn records(&self) -> Vec<(String, String)> {
         let mut records = Vec::new();
+        if let Some(stored) = &self.signing_key {
+            records.push((
+                SIGNING_KEY.into(),
+                serde_json::to_string(stored).unwrap_or_default(),
+            ));
+        }
         for topic in self.topics.values() {
             records.push((topic_key(&topic.arn.to_string()), topic_record(topic)));
             if let Some(archive) = &topic.archive {

@@ -2,15 +2,17 @@
 //! served at `SigningCertURL` so that a subscriber can check a message came
 //! from this ssq as SDK validators check AWS's.
 //!
-//! The key is made when the instance starts (RSA 2048, on a blocking
-//! thread: it takes a moment) and lives as long as the process. Its
-//! certificate's address names it by a digest of the certificate, so a
-//! document signed by an earlier process never points at a later key.
+//! The key (RSA 2048, made on a blocking thread: it takes a moment) is
+//! kept with the state, as a [`StoredKey`] record the store holds beside
+//! the topics, so that a document signed before a failover or a restart
+//! still verifies with the certificate the next leader serves. Its
+//! certificate's address names it by a digest of the certificate.
 
 use base64::Engine as _;
 use rsa::pkcs1v15::SigningKey as RsaSigner;
-use rsa::pkcs8::{EncodePrivateKey, LineEnding};
+use rsa::pkcs8::{DecodePrivateKey, EncodePrivateKey, LineEnding};
 use rsa::signature::{SignatureEncoding, Signer};
+use serde::{Deserialize, Serialize};
 use sha2::Digest as _;
 
 use super::envelope::Sign;
@@ -22,9 +24,17 @@ pub const CERTIFICATE_PATH: &str = "/_ssq/sns/";
 pub struct SigningKey {
     sha1: RsaSigner<sha1::Sha1>,
     sha256: RsaSigner<rsa::sha2::Sha256>,
-    certificate_pem: String,
+    stored: StoredKey,
     /// `SimpleNotificationService-<digest>.pem`.
     file_name: String,
+}
+
+/// The key as the state keeps it: PEM text of the private key (PKCS#8) and
+/// of its certificate.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct StoredKey {
+    pub private_key_pem: String,
+    pub certificate_pem: String,
 }
 
 #[derive(Debug, thiserror::Error)]
@@ -35,6 +45,8 @@ pub enum SigningKeyError {
     Encode(#[from] rsa::pkcs8::Error),
     #[error("could not make the SNS signing certificate: {0}")]
     Certificate(#[from] rcgen::Error),
+    #[error("the stored SNS signing certificate is not PEM")]
+    NotPem,
 }
 
 impl SigningKey {
@@ -49,19 +61,34 @@ impl SigningKey {
             .distinguished_name
             .push(rcgen::DnType::CommonName, "ssq SNS signing");
         let certificate = params.self_signed(&key_pair)?;
-        let digest = sha2::Sha256::digest(certificate.der());
+        SigningKey::from_stored(StoredKey {
+            private_key_pem: pem.to_string(),
+            certificate_pem: certificate.pem(),
+        })
+    }
+
+    /// The key a state keeps.
+    pub fn from_stored(stored: StoredKey) -> Result<SigningKey, SigningKeyError> {
+        let key = rsa::RsaPrivateKey::from_pkcs8_pem(&stored.private_key_pem)?;
+        let der = pem_body(&stored.certificate_pem).ok_or(SigningKeyError::NotPem)?;
+        let digest = sha2::Sha256::digest(&der);
         let file_name = format!("SimpleNotificationService-{}.pem", hex::encode(&digest[..16]));
         Ok(SigningKey {
             sha1: RsaSigner::new(key.clone()),
             sha256: RsaSigner::new(key),
-            certificate_pem: certificate.pem(),
+            stored,
             file_name,
         })
     }
 
+    /// What the state keeps of it.
+    pub fn stored(&self) -> &StoredKey {
+        &self.stored
+    }
+
     /// The certificate, if `file_name` names it.
     pub fn certificate(&self, file_name: &str) -> Option<&str> {
-        (file_name == self.file_name).then_some(self.certificate_pem.as_str())
+        (file_name == self.file_name).then_some(self.stored.certificate_pem.as_str())
     }
 }
 
@@ -77,6 +104,16 @@ impl Sign for SigningKey {
     fn certificate_url(&self, base_url: &str) -> String {
         format!("{base_url}{CERTIFICATE_PATH}{}", self.file_name)
     }
+}
+
+/// The bytes of a one-block PEM text.
+fn pem_body(pem: &str) -> Option<Vec<u8>> {
+    let body: String = pem
+        .lines()
+        .map(str::trim)
+        .filter(|line| !line.is_empty() && !line.starts_with("-----"))
+        .collect();
+    base64::engine::general_purpose::STANDARD.decode(body).ok()
 }
 
 #[cfg(test)]
@@ -114,5 +151,10 @@ mod tests {
                 VerifyingKey::<rsa::sha2::Sha256>::new(public.clone()).verify(b"Message\nho\n", &signature);
             assert!(wrong.is_err());
         }
+        // The key a state keeps is the same key: same certificate address,
+        // same signatures.
+        let again = SigningKey::from_stored(key.stored().clone()).unwrap();
+        assert_eq!(again.certificate_url("http://h"), key.certificate_url("http://h"));
+        assert_eq!(again.sign(2, b"x"), key.sign(2, b"x"));
     }
 }

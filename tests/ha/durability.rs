@@ -994,7 +994,10 @@ async fn a_reset_through_the_control_api_is_durable() {
         .await
         .unwrap();
     assert_eq!(answer.status(), 200);
-    assert_eq!(answer.text().await.unwrap(), r#"{"queues_deleted":1}"#);
+    assert_eq!(
+        answer.text().await.unwrap(),
+        r#"{"queues_deleted":1,"topics_deleted":0}"#
+    );
     first.signal("KILL");
     assert!(first.wait_exit(Duration::from_secs(5)));
 

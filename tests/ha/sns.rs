@@ -216,6 +216,12 @@ async fn a_new_leader_serves_the_topics_of_the_old_one() {
         .unwrap();
     let queue = create_queue_url(&sqs, "events-copy", &[]).await;
     let subscription = subscribe_queue(&sns, &sqs, &topic, &queue, &[]).await;
+    sns.publish()
+        .topic_arn(&topic)
+        .message("before")
+        .send()
+        .await
+        .unwrap();
 
     first.signal("KILL");
     assert!(first.wait_exit(Duration::from_secs(5)));
@@ -241,8 +247,31 @@ async fn a_new_leader_serves_the_topics_of_the_old_one() {
         .send()
         .await
         .unwrap();
-    let got = notes(&sqs, &queue).await;
-    assert_eq!(got, vec!["after"]);
+    let envelopes: Vec<serde_json::Value> = drain(&sqs, &queue)
+        .await
+        .iter()
+        .map(|body| serde_json::from_str(body).unwrap())
+        .collect();
+    let got: Vec<&str> = envelopes.iter().map(|e| e["Message"].as_str().unwrap()).collect();
+    assert_eq!(got, vec!["before", "after"]);
+    // The signing key is the state's: the certificate of a message signed
+    // before the failover is the one the new leader signs with and serves.
+    let path = |envelope: &serde_json::Value| {
+        let url = envelope["SigningCertURL"].as_str().unwrap();
+        url[url.find("/_ssq/").unwrap()..].to_string()
+    };
+    assert_eq!(path(&envelopes[0]), path(&envelopes[1]));
+    let certificate = reqwest::get(format!("{}{}", second.url, path(&envelopes[0])))
+        .await
+        .unwrap();
+    assert_eq!(certificate.status().as_u16(), 200);
+    assert!(
+        certificate
+            .text()
+            .await
+            .unwrap()
+            .starts_with("-----BEGIN CERTIFICATE-----")
+    );
 }
 
 /// Publishers publish to a topic with five subscribed queues while ssq is

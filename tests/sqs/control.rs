@@ -57,13 +57,24 @@ async fn a_reset_leaves_the_instance_as_after_a_fresh_start() {
             .send()
     };
     let first = send_job().await.unwrap().message_id;
+    let sns = crate::common::sns_client_for(&server.url);
+    sns.create_topic().name("events").send().await.unwrap();
+    let publish = || {
+        sns.publish()
+            .topic_arn("arn:aws:sns:us-east-1:000000000000:events")
+            .message("m")
+            .send()
+    };
+    assert!(publish().await.is_ok());
 
     assert_eq!(
         reset(&server).await,
-        (200, serde_json::json!({"queues_deleted": 2}))
+        (200, serde_json::json!({"queues_deleted": 2, "topics_deleted": 1}))
     );
     let listed = sqs.list_queues().send().await.unwrap();
     assert!(listed.queue_urls().is_empty(), "{listed:?}");
+    assert!(sns.list_topics().send().await.unwrap().topics().is_empty());
+    assert!(publish().await.is_err(), "the topic is gone");
 
     // Made again, the queues start empty and remember no deduplication id.
     let orders = create_queue_url(&sqs, "orders", &[]).await;
@@ -76,7 +87,7 @@ async fn a_reset_leaves_the_instance_as_after_a_fresh_start() {
     );
     assert_eq!(
         reset(&server).await,
-        (200, serde_json::json!({"queues_deleted": 2}))
+        (200, serde_json::json!({"queues_deleted": 2, "topics_deleted": 0}))
     );
 }
 

@@ -188,20 +188,36 @@ async fn move_clock(State(state): State<Arc<AppState>>, body: Bytes) -> Response
     clock_json(&state)
 }
 
-/// `POST /_ssq/reset`: `{"queues_deleted": N}`.
+/// `POST /_ssq/reset`: `{"queues_deleted": N, "topics_deleted": M}`. The
+/// SNS signing key stays: it is the instance's, not a test's.
 async fn reset(State(state): State<Arc<AppState>>) -> Response {
     if let Err(error) = serving(&state) {
         return error_json(&error);
     }
-    let mut deleted = 0;
+    let (mut deleted, mut topics_deleted) = (0, 0);
     for shard in state.shards.iter().filter(|shard| shard.leadership.is_serving()) {
-        match shard.api.service.delete_all_queues().await {
-            Ok(count) => deleted += count,
-            Err(error) => return error_json(&error),
+        let service = &shard.api.service;
+        let topics = service
+            .change_topics(|topics| Ok(topics.delete_all()))
+            .await
+            .map_err(|error| SqsError::new(crate::error::ErrorCode::ServiceUnavailable, error.message));
+        match (topics, service.delete_all_queues().await) {
+            (Ok(topics), Ok(count)) => {
+                deleted += count;
+                topics_deleted += topics;
+            }
+            (Err(error), _) | (_, Err(error)) => return error_json(&error),
         }
     }
-    tracing::info!(queues_deleted = deleted, "reset through the control API");
-    json(StatusCode::OK, serde_json::json!({ "queues_deleted": deleted }))
+    tracing::info!(
+        queues_deleted = deleted,
+        topics_deleted,
+        "reset through the control API"
+    );
+    json(
+        StatusCode::OK,
+        serde_json::json!({ "queues_deleted": deleted, "topics_deleted": topics_deleted }),
+    )
 }
 
 /// An error as the control API answers it: the SQS error's status, code and

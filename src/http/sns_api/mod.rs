@@ -119,7 +119,7 @@ async fn run(
     if let Some(refusal) = refusal(state) {
         return (label, Err(refusal));
     }
-    let signer = match state.sns.signing_key.get().await {
+    let signer = match state.sns.signing_key.get(&shard.api.service).await {
         Ok(signer) => signer,
         Err(error) => return (label, Err(error)),
     };
@@ -156,7 +156,7 @@ fn refusal(state: &AppState) -> Option<SnsError> {
 
 /// `GET /_ssq/sns/{file}`: the certificate that signs SNS documents.
 pub(crate) async fn certificate(State(state): State<Arc<AppState>>, Path(file): Path<String>) -> Response {
-    let Ok(key) = state.sns.signing_key.get().await else {
+    let Ok(key) = state.sns.signing_key.get(&state.first_shard().api.service).await else {
         return (
             StatusCode::SERVICE_UNAVAILABLE,
             "The signing key is not ready; retry.\n",
