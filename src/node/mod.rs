@@ -90,11 +90,6 @@ pub enum StartError {
     ConfiguredQueue(#[from] ConfiguredQueueError),
     #[error("the snapshot {} cannot be imported: {source}; correct it or start without --import", path.display())]
     Snapshot { path: PathBuf, source: SnapshotError },
-    #[error(
-        "the snapshot {} holds {topics} SNS topics, and a group with --shards above 1 serves no SNS; import it into an unsharded ssq",
-        path.display()
-    )]
-    TopicsInShards { path: PathBuf, topics: usize },
     #[error(transparent)]
     Import(#[from] ImportError),
     /// An address that cannot be listened on.
@@ -153,12 +148,6 @@ fn seed_from(
         path: path.to_path_buf(),
         source,
     })?;
-    if placement.count() > 1 && !first.topics.is_empty() {
-        return Err(StartError::TopicsInShards {
-            path: path.to_path_buf(),
-            topics: first.topics.len(),
-        });
-    }
     // Without Redis there is one shard, so one service takes these.
     let first = Arc::new(std::sync::Mutex::new(config.redis().is_none().then_some(first)));
     let read = Arc::new(read);
@@ -180,8 +169,11 @@ fn seed_from(
                     .into_iter()
                     .filter(|queue| placement.shard_of(&queue.name) == shard)
                     .collect(),
-                // Only an unsharded instance serves topics (checked above).
-                topics: snapshot.topics,
+                // The first shard holds the topics.
+                topics: match shard {
+                    0 => snapshot.topics,
+                    _ => Vec::new(),
+                },
             })
         })
     })

@@ -27,6 +27,30 @@ pub struct NewMessage {
     pub dedup_id: Option<String>,
 }
 
+impl NewMessage {
+    /// The message as it travels to a queue of another shard, which takes
+    /// it in with a sequence number of its own (`Queue::accept`).
+    pub fn in_transit(self, now: u64) -> Message {
+        Message {
+            seq: 0,
+            id: crate::queue::random::uuid(),
+            md5_of_body: message::md5_of_body(&self.body),
+            body: self.body.into(),
+            attributes: Arc::new(self.attributes),
+            sender_id: self.sender_id,
+            trace_header: self.trace_header.map(Arc::from),
+            group_id: self.group_id.map(Arc::from),
+            dedup_id: self.dedup_id.map(Arc::from),
+            dead_letter_source: None,
+            sent_at: now,
+            receive_count: 0,
+            first_received_at: None,
+            receipt_key: None,
+            state: MessageState::Visible { since: now },
+        }
+    }
+}
+
 #[cfg(test)]
 impl NewMessage {
     /// A message of `body` alone, as tests send them.

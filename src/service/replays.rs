@@ -14,6 +14,14 @@ use crate::queue::MessageAttributes;
 use crate::topic::envelope::{Envelope, Notification, timestamp};
 use crate::topic::{Protocol, ReplayStep, Result};
 
+/// The topic ARN of a subscription ARN (`<topic arn>:<id>`).
+fn topic_of(subscription: &str) -> String {
+    subscription
+        .rsplit_once(':')
+        .map_or(subscription, |(topic, _)| topic)
+        .to_string()
+}
+
 /// Archived publications looked at in one step.
 const BATCH: usize = 100;
 
@@ -156,7 +164,8 @@ impl Service {
                 return Ok(more);
             }
             let generation = topics.generation();
-            let (delivered, commit) = self.store_copies(copies, None, changes, generation);
+            let topic = topic_of(arn);
+            let (delivered, commit) = self.store_copies(&topic, copies, None, changes, generation);
             if delivered.failed > 0 {
                 tracing::warn!(subscription = %arn, failed = delivered.failed, "replayed copies had nowhere to go");
             }

@@ -11,7 +11,7 @@ use std::sync::{Arc, Mutex, MutexGuard};
 use super::Service;
 use super::commit::Commit;
 use super::slot::{QueueSlot, lock_all};
-use crate::journal::Write;
+use crate::journal::{Transfer, Write};
 use crate::queue::arn::QueueArn;
 use crate::queue::{MessageAttributes, NewMessage, key};
 use crate::topic::envelope::{Envelope, Notification, Sign, Signature};
@@ -249,8 +249,13 @@ impl Service {
         let topics_generation = topics
             .as_ref()
             .map_or(self.generation(), |topics| topics.generation);
-        let (delivered, commit) =
-            self.store_copies(copies, fanout.trace_header, sns_changes, topics_generation);
+        let (delivered, commit) = self.store_copies(
+            &topic_arn,
+            copies,
+            fanout.trace_header,
+            sns_changes,
+            topics_generation,
+        );
         drop(topics);
         let filtered_out = subscribed.saturating_sub(published.deliveries.len());
         let failed = delivered.failed;
@@ -271,16 +276,44 @@ impl Service {
     /// Sends each copy to its queue, or to its dead-letter queue when its
     /// queue is gone or refuses it, every queue locked at once, and submits
     /// every change (with `sns`, the topic's) as one commit, to be waited
-    /// for.
+    /// for. In a sharded group a copy for a queue of another shard goes
+    /// into the outbox in that commit, for the transfers between shards to
+    /// take it there exactly once (`cluster/transfers.rs`).
     pub(super) fn store_copies(
         &self,
+        topic: &str,
         copies: Vec<Copy>,
         trace_header: Option<&str>,
         sns: Vec<SnsChange>,
         topics_generation: u64,
     ) -> (Delivered, Commit) {
         let mut delivered = Delivered::default();
-        let sns_write = (!sns.is_empty()).then_some(Write::Sns(sns));
+        let (away, copies): (Vec<Copy>, Vec<Copy>) = copies.into_iter().partition(|copy| {
+            copy.queue
+                .as_deref()
+                .is_some_and(|queue| self.is_elsewhere(queue))
+        });
+        let transfers: Vec<Transfer> = away
+            .into_iter()
+            .filter_map(|copy| {
+                let to = copy.queue.clone()?;
+                let message = new_message(&copy, trace_header, to.ends_with(".fifo")).in_transit(self.now());
+                Some(Transfer {
+                    from: topic.to_string(),
+                    to,
+                    message,
+                    dead_letter_source: None,
+                })
+            })
+            .collect();
+        delivered.to_queues += transfers.len();
+        let mut last_writes: Vec<Write> = Vec::new();
+        if !sns.is_empty() {
+            last_writes.push(Write::Sns(sns));
+        }
+        if !transfers.is_empty() {
+            last_writes.push(Write::Outbox(transfers));
+        }
         let mut names: Vec<String> = copies
             .iter()
             .flat_map(|copy| copy.queue.iter().chain(copy.dead_letter.iter()).cloned())
@@ -289,9 +322,8 @@ impl Service {
         names.dedup();
         let slots: Vec<Arc<QueueSlot>> = names.iter().filter_map(|name| self.slot(name).ok()).collect();
         if slots.is_empty() {
-            delivered.failed = copies.len();
-            let writes = sns_write.into_iter().collect();
-            return (delivered, self.submit(topics_generation, writes));
+            delivered.failed += copies.len();
+            return (delivered, self.submit(topics_generation, last_writes));
         }
         let commit = {
             let mut guards = lock_all(&slots);
@@ -302,15 +334,6 @@ impl Service {
             let closed: Vec<bool> = slots.iter().map(|slot| slot.is_closed()).collect();
             let before: Vec<(u64, u64)> = guards.iter().map(|queue| queue.holding()).collect();
             for copy in copies {
-                let message = |copy: &Copy| NewMessage {
-                    body: copy.body.clone(),
-                    attributes: copy.attributes.clone(),
-                    delay_seconds: None,
-                    sender_id: SNS_SENDER_ID.into(),
-                    trace_header: trace_header.map(str::to_string),
-                    group_id: copy.group_id.clone(),
-                    dedup_id: None,
-                };
                 let mut send_to = |name: &Option<String>| -> bool {
                     let Some(index) = name.as_deref().and_then(|name| index_of(name, &guards)) else {
                         return false;
@@ -319,12 +342,7 @@ impl Service {
                         return false;
                     }
                     let queue = &mut guards[index];
-                    let mut new = message(&copy);
-                    if queue.attributes.fifo_queue {
-                        new.dedup_id = copy.dedup_id.clone();
-                    } else if copy.from_fifo_topic {
-                        new.group_id = None;
-                    }
+                    let new = new_message(&copy, trace_header, queue.attributes.fifo_queue);
                     queue.send(new, now).is_ok()
                 };
                 if send_to(&copy.queue) {
@@ -341,12 +359,12 @@ impl Service {
             // A publication that straddles a load (its topic from before,
             // its queues from after, or the other way) carries the older
             // generation, which the store refuses.
-            let generation = match &sns_write {
-                Some(_) => slots[0].generation.min(topics_generation),
-                None => slots[0].generation,
+            let generation = match last_writes.is_empty() {
+                false => slots[0].generation.min(topics_generation),
+                true => slots[0].generation,
             };
             let mut writes: Vec<Write> = guards.iter_mut().map(|queue| Self::changes_of(queue)).collect();
-            writes.extend(sns_write);
+            writes.extend(last_writes);
             self.submit(generation, writes)
         };
         for slot in &slots {
@@ -377,6 +395,23 @@ pub(super) struct Copy {
     /// A FIFO topic's group id goes to FIFO queues only; a standard
     /// topic's to standard queues too (fair queues use it).
     pub(super) from_fifo_topic: bool,
+}
+
+/// A copy as its queue receives it: a FIFO topic's group id goes to FIFO
+/// queues only, its deduplication id to FIFO queues.
+fn new_message(copy: &Copy, trace_header: Option<&str>, fifo_queue: bool) -> NewMessage {
+    NewMessage {
+        body: copy.body.clone(),
+        attributes: copy.attributes.clone(),
+        delay_seconds: None,
+        sender_id: SNS_SENDER_ID.into(),
+        trace_header: trace_header.map(str::to_string),
+        group_id: copy
+            .group_id
+            .clone()
+            .filter(|_| fifo_queue || !copy.from_fifo_topic),
+        dedup_id: copy.dedup_id.clone().filter(|_| fifo_queue),
+    }
 }
 
 /// The key of the queue an SQS ARN names, if it is one of this account.

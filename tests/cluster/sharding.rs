@@ -1101,3 +1101,85 @@ async fn a_dead_redis_primary_costs_only_the_shards_it_holds() {
         );
     }
 }
+
+/// SNS in a sharded group: the topics live on the first shard, calls made
+/// to an instance that does not lead it are sent on, and a Publish's
+/// copies for queues of other shards go through the transfers between
+/// shards. Every acknowledged publication reaches every subscribed queue
+/// exactly once, although the first shard's leader is killed right after
+/// an acknowledged Publish, its copies for other shards perhaps still in
+/// its outbox.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_publish_reaches_queues_of_every_shard_exactly_once_across_a_kill() {
+    let _alone = ONE_AT_A_TIME.lock().await;
+    let cluster = RedisCluster::start().await;
+    let mut members = [
+        start_member(&cluster.url(), "member-0", &[]),
+        start_member(&cluster.url(), "member-1", &[]),
+    ];
+    let led = wait_until_shared(&[&members[0], &members[1]], Duration::from_secs(15)).await;
+    // Calls go through the instance that does not lead the first shard.
+    let topics_leader = usize::from(!led[0].contains(&0));
+    let survivor = 1 - topics_leader;
+    let sqs = members[survivor].client();
+    let sns = sns_client_for(&members[survivor].url);
+    let names = queue_names(SHARDS);
+    let urls = create_queues(&sqs, &names).await;
+    let topic = sns
+        .create_topic()
+        .name("events")
+        .send()
+        .await
+        .unwrap()
+        .topic_arn
+        .unwrap();
+    for url in &urls {
+        subscribe_queue(&sns, &sqs, &topic, url, &[("RawMessageDelivery", "true")]).await;
+    }
+    let publish = |n: usize| sns.publish().topic_arn(&topic).message(format!("m-{n}")).send();
+    for n in 0..30 {
+        publish(n).await.unwrap();
+    }
+    members[topics_leader].signal("KILL");
+    assert!(members[topics_leader].wait_exit(Duration::from_secs(5)));
+    // Until the survivor takes the first shard over, a Publish is refused
+    // (and not acknowledged); then it succeeds.
+    let mut acknowledged = 30;
+    let started = Instant::now();
+    while acknowledged < 40 {
+        assert!(
+            started.elapsed() < Duration::from_secs(60),
+            "the first shard was not taken over"
+        );
+        match publish(acknowledged).await {
+            Ok(_) => acknowledged += 1,
+            Err(_) => tokio::time::sleep(Duration::from_millis(200)).await,
+        }
+    }
+    let expected: BTreeSet<String> = (0..acknowledged).map(|n| format!("m-{n}")).collect();
+    for url in &urls {
+        wait_until_holding(&sqs, url, acknowledged, Duration::from_secs(60)).await;
+        let mut bodies = BTreeSet::new();
+        loop {
+            let out = sqs
+                .receive_message()
+                .queue_url(url)
+                .max_number_of_messages(10)
+                .visibility_timeout(60)
+                .send()
+                .await
+                .unwrap();
+            if out.messages().is_empty() {
+                break;
+            }
+            for message in out.messages() {
+                assert!(
+                    bodies.insert(message.body().unwrap_or_default().to_string()),
+                    "{url}: {:?} twice",
+                    message.body()
+                );
+            }
+        }
+        assert_eq!(bodies, expected, "{url}");
+    }
+}

@@ -23,7 +23,8 @@ use axum::response::{IntoResponse, Response};
 
 pub use self::signing_key::SigningKeyCell;
 use super::AppState;
-use super::call::not_serving;
+use super::call::{Protocol as WireProtocol, not_serving};
+use super::sqs_api::sharded::{Leader, on_leader};
 use crate::api::sns::{Action, Call, dispatch};
 use crate::protocol::sns::{self, Form};
 use crate::topic::SnsError;
@@ -70,10 +71,20 @@ pub(crate) fn is_unsigned_link(parts: &Parts) -> bool {
     }
 }
 
-/// Runs an SNS call and answers it.
+/// Runs an SNS call and answers it; in a sharded group, on the leader of
+/// the first shard, which holds the topics (sent on to it from here when
+/// this instance does not lead it).
 pub(crate) async fn serve(state: &Arc<AppState>, parts: &Parts, body: Bytes) -> Response {
     let started = Instant::now();
     let request_id = crate::queue::random::uuid().to_string();
+    if state.sharded() {
+        let shard = state.first_shard();
+        match on_leader(state, shard, parts, &body, WireProtocol::Query, "SNS").await {
+            Leader::Here(_) => {}
+            Leader::Answered(response) => return response,
+            Leader::NotServing(error) => return sns::error(&request_id, &error.into()),
+        }
+    }
     let (label, result) = run(state, parts, &body).await;
     let outcome = match &result {
         Ok(_) => "ok",
@@ -116,9 +127,6 @@ async fn run(
     if !shard.leadership.is_serving() {
         return (label, Err(not_serving(state, &shard.leadership).into()));
     }
-    if let Some(refusal) = refusal(state) {
-        return (label, Err(refusal));
-    }
     let signer = match state.sns.signing_key.get(&shard.api.service).await {
         Ok(signer) => signer,
         Err(error) => return (label, Err(error)),
@@ -140,22 +148,28 @@ async fn run(
     }
 }
 
-/// Why this instance cannot serve SNS, if it cannot: in a sharded group
-/// a topic's copies for queues of other shards would need the transfers
-/// between shards, which SNS does not use yet; a refusal is better than
-/// copies that never arrive.
-fn refusal(state: &AppState) -> Option<SnsError> {
-    state.sharded().then(|| {
-        SnsError::new(
-            "InvalidAction",
-            400,
-            "SNS is not served in a sharded group (--shards) yet; run ssq with one shard to use topics.",
-        )
-    })
-}
-
-/// `GET /_ssq/sns/{file}`: the certificate that signs SNS documents.
-pub(crate) async fn certificate(State(state): State<Arc<AppState>>, Path(file): Path<String>) -> Response {
+/// `GET /_ssq/sns/{file}`: the certificate that signs SNS documents (in a
+/// sharded group, the first shard's leader has it).
+pub(crate) async fn certificate(
+    State(state): State<Arc<AppState>>,
+    Path(file): Path<String>,
+    request: axum::extract::Request,
+) -> Response {
+    if state.sharded() {
+        let (parts, _) = request.into_parts();
+        let shard = state.first_shard();
+        match on_leader(&state, shard, &parts, &Bytes::new(), WireProtocol::Query, "SNS").await {
+            Leader::Here(_) => {}
+            Leader::Answered(response) => return response,
+            Leader::NotServing(_) => {
+                return (
+                    StatusCode::SERVICE_UNAVAILABLE,
+                    "No instance serves SNS now; retry.\n",
+                )
+                    .into_response();
+            }
+        }
+    }
     let Ok(key) = state.sns.signing_key.get(&state.first_shard().api.service).await else {
         return (
             StatusCode::SERVICE_UNAVAILABLE,

@@ -7,7 +7,7 @@
 
 mod admission;
 pub(crate) mod forward;
-mod sharded;
+pub(in crate::http) mod sharded;
 pub mod sigv4;
 
 use std::sync::Arc;

@@ -1,5 +1,5 @@
-//! How an SQS request reaches the instance that leads its shard in a
-//! sharded group: run here when this instance serves the shard, else sent
+//! How a request reaches the instance that leads its shard in a sharded
+//! group (SQS's by their queue's shard, SNS's on the first shard): run here when this instance serves the shard, else sent
 //! on to the leader (`forward.rs`), waiting out a shard that is moving
 //! from one instance to another.
 
@@ -12,7 +12,7 @@ use axum::response::Response;
 
 use super::admission::Admitted;
 use super::forward;
-use crate::api::{self, Action, Route};
+use crate::api::{self, Route};
 use crate::error::{ErrorCode, SqsError};
 use crate::http::AppState;
 use crate::http::call::{Output, Protocol, answer_error, not_serving, run};
@@ -47,27 +47,56 @@ pub(in crate::http) async fn run_or_forward(
     let shard = match api::route(&ctx, action, &input) {
         Route::Here => state.first_shard(),
         Route::Queue(key) => {
-            let shard = state.shard_of(&key);
-            let deadline = Instant::now() + state.sqs.shard_wait;
-            loop {
-                if shard.leadership.is_serving() {
-                    break shard;
-                }
-                if parts.headers.contains_key(forward::FORWARDED) {
-                    return Handled::Ran(Err(not_serving(state, &shard.leadership)));
-                }
-                let forwarded = forward_to_leader(state, shard, parts, body.clone()).await;
-                match forwarded {
-                    Forwarded::Answered(response) => return Handled::Forwarded(response),
-                    pending if Instant::now() >= deadline => {
-                        return pending.into_handled(state, shard, wire, action);
-                    }
-                    _ => tokio::time::sleep(SHARD_POLL).await,
-                }
+            match on_leader(state, state.shard_of(&key), parts, &body, wire, action.name()).await {
+                Leader::Here(shard) => shard,
+                Leader::Answered(response) => return Handled::Forwarded(response),
+                Leader::NotServing(error) => return Handled::Ran(Err(error)),
             }
         }
     };
     Handled::Ran(run(&shard.api, &ctx, wire, action, input).await)
+}
+
+/// Where a request for `shard` is answered.
+pub(in crate::http) enum Leader<'a> {
+    /// This instance serves the shard: run it here.
+    Here(&'a ShardFront),
+    /// The leader's answer, or ours when the leader could not be reached.
+    Answered(Response),
+    /// Nobody serves the shard (or the request was forwarded to us and we
+    /// do not): a 503.
+    NotServing(SqsError),
+}
+
+/// Finds the instance that leads `shard` for a request (`action` names it
+/// in errors): this one, or the leader it is sent on to (a request that
+/// was forwarded to us is never sent on again). While the shard has no
+/// leader that answers (it is moving: released by one instance, not yet
+/// taken by the next), the request waits for one, polling, for up to
+/// `shard_wait`, so that a hand-off costs clients no error.
+pub(in crate::http) async fn on_leader<'a>(
+    state: &AppState,
+    shard: &'a ShardFront,
+    parts: &Parts,
+    body: &Bytes,
+    wire: Protocol,
+    action: &str,
+) -> Leader<'a> {
+    let deadline = Instant::now() + state.sqs.shard_wait;
+    loop {
+        if shard.leadership.is_serving() {
+            return Leader::Here(shard);
+        }
+        if parts.headers.contains_key(forward::FORWARDED) {
+            return Leader::NotServing(not_serving(state, &shard.leadership));
+        }
+        let forwarded = forward_to_leader(state, shard, parts, body.clone()).await;
+        match forwarded {
+            Forwarded::Answered(response) => return Leader::Answered(response),
+            pending if Instant::now() >= deadline => return pending.into_leader(state, shard, wire, action),
+            _ => tokio::time::sleep(SHARD_POLL).await,
+        }
+    }
 }
 
 /// How often a request waiting for a moving shard looks for its leader.
@@ -88,9 +117,15 @@ enum Forwarded {
 
 impl Forwarded {
     /// The answer once the wait for a leader is over.
-    fn into_handled(self, state: &AppState, shard: &ShardFront, wire: Protocol, action: Action) -> Handled {
+    fn into_leader<'a>(
+        self,
+        state: &AppState,
+        shard: &ShardFront,
+        wire: Protocol,
+        action: &str,
+    ) -> Leader<'a> {
         match self {
-            Forwarded::Answered(response) | Forwarded::Unavailable(response) => Handled::Forwarded(response),
+            Forwarded::Answered(response) | Forwarded::Unavailable(response) => Leader::Answered(response),
             Forwarded::Unreachable { target, error } => {
                 tracing::debug!(%error, shard = shard.leadership.shard(), "could not forward a request");
                 let error = SqsError::new(
@@ -102,9 +137,9 @@ impl Forwarded {
                     ),
                 );
                 let request_id = crate::queue::random::uuid().to_string();
-                Handled::Forwarded(answer_error(state, wire, &request_id, action.name(), &error))
+                Leader::Answered(answer_error(state, wire, &request_id, action, &error))
             }
-            Forwarded::NoLeader => Handled::Ran(Err(not_serving(state, &shard.leadership))),
+            Forwarded::NoLeader => Leader::NotServing(not_serving(state, &shard.leadership)),
         }
     }
 }
