@@ -11,6 +11,39 @@ use prometheus::{
 
 use crate::queue::{Counts, FairCounts};
 
+/// The SNS counters' values (`Metrics::sns_counts`).
+#[derive(Debug, Default)]
+pub struct SnsCounts {
+    /// By topic ARN and metric name.
+    pub topics: std::collections::HashMap<(String, String), u64>,
+    /// By subscription ARN and metric name.
+    pub subscriptions: std::collections::HashMap<(String, String), u64>,
+}
+
+impl SnsCounts {
+    pub fn of_topic(&self, topic: &str, metric: &str) -> u64 {
+        self.topics
+            .get(&(topic.to_string(), metric.to_string()))
+            .copied()
+            .unwrap_or(0)
+    }
+
+    pub fn of_subscription(&self, subscription: &str, metric: &str) -> u64 {
+        self.subscriptions
+            .get(&(subscription.to_string(), metric.to_string()))
+            .copied()
+            .unwrap_or(0)
+    }
+}
+
+/// CloudWatch's names of SNS's per-subscription counts.
+pub const DELIVERED: &str = "NumberOfNotificationsDelivered";
+pub const FAILED: &str = "NumberOfNotificationsFailed";
+pub const FILTERED_OUT: &str = "NumberOfNotificationsFilteredOut";
+pub const REDRIVEN: &str = "NumberOfNotificationsRedrivenToDlq";
+pub const NOT_REDRIVEN: &str = "NumberOfNotificationsFailedToRedriveToDlq";
+const SUBSCRIPTION_METRICS: [&str; 5] = [DELIVERED, FAILED, FILTERED_OUT, REDRIVEN, NOT_REDRIVEN];
+
 pub struct Metrics {
     registry: Registry,
     pub requests: IntCounterVec,
@@ -44,6 +77,7 @@ pub struct Metrics {
     pub transfers: IntCounterVec,
     /// SNS, by topic and CloudWatch's metric name.
     sns: IntCounterVec,
+    sns_subscriptions: IntCounterVec,
 }
 
 impl Metrics {
@@ -231,6 +265,16 @@ impl Metrics {
             &["topic", "metric"],
         )
         .expect("valid metric");
+        let sns_subscriptions = IntCounterVec::new(
+            Opts::new(
+                "ssq_sns_subscription_total",
+                "SNS notifications by subscription and CloudWatch's metric name: NumberOfNotificationsDelivered, \
+                 NumberOfNotificationsFailed, NumberOfNotificationsFilteredOut, NumberOfNotificationsRedrivenToDlq, \
+                 NumberOfNotificationsFailedToRedriveToDlq.",
+            ),
+            &["topic", "subscription", "metric"],
+        )
+        .expect("valid metric");
         let build_info = IntGaugeVec::new(
             Opts::new(
                 "ssq_build_info",
@@ -253,6 +297,7 @@ impl Metrics {
             Box::new(build_info),
             Box::new(transfers.clone()),
             Box::new(sns.clone()),
+            Box::new(sns_subscriptions.clone()),
             Box::new(shards_led.clone()),
             Box::new(data_bytes.clone()),
             Box::new(forwarded.clone()),
@@ -305,6 +350,7 @@ impl Metrics {
             forward_seconds,
             transfers,
             sns,
+            sns_subscriptions,
         }
     }
 
@@ -320,6 +366,52 @@ impl Metrics {
         count("NumberOfNotificationsDelivered", delivered);
         count("NumberOfNotificationsFailed", failed);
         count("NumberOfNotificationsFilteredOut", filtered_out);
+    }
+
+    /// Counts one notification of `subscription` (of `topic`) under one of
+    /// [`SUBSCRIPTION_METRICS`].
+    pub fn sns_notification(&self, topic: &str, subscription: &str, metric: &'static str) {
+        self.sns_subscriptions
+            .with_label_values(&[topic, subscription, metric])
+            .inc();
+    }
+
+    /// What the SNS counters say: by (topic, metric), and by (subscription,
+    /// metric). Read from the counters as they are, creating no series.
+    pub fn sns_counts(&self) -> SnsCounts {
+        let mut counts = SnsCounts::default();
+        let label = |metric: &prometheus::proto::Metric, name: &str| {
+            metric
+                .get_label()
+                .iter()
+                .find(|pair| pair.name() == name)
+                .map(|pair| pair.value().to_string())
+                .unwrap_or_default()
+        };
+        for family in prometheus::core::Collector::collect(&self.sns) {
+            for metric in family.get_metric() {
+                let key = (label(metric, "topic"), label(metric, "metric"));
+                counts.topics.insert(key, metric.get_counter().get_value() as u64);
+            }
+        }
+        for family in prometheus::core::Collector::collect(&self.sns_subscriptions) {
+            for metric in family.get_metric() {
+                let key = (label(metric, "subscription"), label(metric, "metric"));
+                counts
+                    .subscriptions
+                    .insert(key, metric.get_counter().get_value() as u64);
+            }
+        }
+        counts
+    }
+
+    /// Drops an ended subscription's series.
+    pub fn sns_subscription_ended(&self, topic: &str, subscription: &str) {
+        for metric in SUBSCRIPTION_METRICS {
+            let _ = self
+                .sns_subscriptions
+                .remove_label_values(&[topic, subscription, metric]);
+        }
     }
 
     /// Drops a deleted topic's series, so that they do not outlive it.

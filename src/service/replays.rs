@@ -142,6 +142,7 @@ impl Service {
                                 }
                             };
                             copies.push(Copy {
+                                subscription: subscription.arn.clone(),
                                 queue: queue_key_in(&subscription.endpoint, account, &home_region),
                                 dead_letter: subscription
                                     .dead_letter_queue()

@@ -12,6 +12,7 @@ use super::Service;
 use super::commit::Commit;
 use super::slot::{QueueSlot, lock_all};
 use crate::journal::{Transfer, Write};
+use crate::metrics;
 use crate::queue::arn::QueueArn;
 use crate::queue::{MessageAttributes, NewMessage, key};
 use crate::topic::envelope::{Envelope, Notification, Sign, Signature};
@@ -229,6 +230,7 @@ impl Service {
         for sub in &published.deliveries {
             match sub.protocol {
                 Protocol::Sqs => copies.push(Copy {
+                    subscription: sub.arn.clone(),
                     queue: queue_key(&sub.endpoint, fanout),
                     dead_letter: sub
                         .dead_letter_queue()
@@ -258,6 +260,18 @@ impl Service {
         );
         drop(topics);
         let filtered_out = subscribed.saturating_sub(published.deliveries.len());
+        if filtered_out > 0 {
+            // Which ones: those a filter kept it from (not the pending).
+            let topics = self.topics();
+            let passed: std::collections::HashSet<&str> =
+                published.deliveries.iter().map(|sub| sub.arn.as_str()).collect();
+            for sub in topics.subscriptions_of(arn) {
+                if !sub.pending && sub.takes_live() && !passed.contains(sub.arn.as_str()) {
+                    self.metrics
+                        .sns_notification(&topic_arn, &sub.arn, metrics::FILTERED_OUT);
+                }
+            }
+        }
         let failed = delivered.failed;
         self.metrics.sns_published(
             &arn.to_string(),
@@ -297,6 +311,8 @@ impl Service {
             .into_iter()
             .filter_map(|copy| {
                 let to = copy.queue.clone()?;
+                self.metrics
+                    .sns_notification(topic, &copy.subscription, metrics::DELIVERED);
                 let message = new_message(&copy, trace_header, to.ends_with(".fifo")).in_transit(self.now());
                 Some(Transfer {
                     from: topic.to_string(),
@@ -323,6 +339,10 @@ impl Service {
         let slots: Vec<Arc<QueueSlot>> = names.iter().filter_map(|name| self.slot(name).ok()).collect();
         if slots.is_empty() {
             delivered.failed += copies.len();
+            for copy in &copies {
+                self.metrics
+                    .sns_notification(topic, &copy.subscription, metrics::FAILED);
+            }
             return (delivered, self.submit(topics_generation, last_writes));
         }
         let commit = {
@@ -345,12 +365,20 @@ impl Service {
                     let new = new_message(&copy, trace_header, queue.attributes.fifo_queue);
                     queue.send(new, now).is_ok()
                 };
+                let count = |metric| self.metrics.sns_notification(topic, &copy.subscription, metric);
                 if send_to(&copy.queue) {
                     delivered.to_queues += 1;
+                    count(metrics::DELIVERED);
                 } else if send_to(&copy.dead_letter) {
                     delivered.dead_lettered += 1;
+                    count(metrics::FAILED);
+                    count(metrics::REDRIVEN);
                 } else {
                     delivered.failed += 1;
+                    count(metrics::FAILED);
+                    if copy.dead_letter.is_some() {
+                        count(metrics::NOT_REDRIVEN);
+                    }
                 }
             }
             for (queue, before) in guards.iter().zip(before) {
@@ -384,6 +412,8 @@ struct FannedOut {
 
 /// One copy of a publication, bound for a queue.
 pub(super) struct Copy {
+    /// The subscription's ARN, for its metrics.
+    pub(super) subscription: String,
     /// The queue's key, `None` when the endpoint is not a queue of this
     /// ssq's account.
     pub(super) queue: Option<String>,

@@ -528,6 +528,17 @@ impl Topics {
         Some(sub)
     }
 
+    /// A topic's subscriptions, in the order they were made (none when
+    /// there is no such topic).
+    pub fn subscriptions_of(&self, arn: &TopicArn) -> impl Iterator<Item = &Subscription> {
+        self.topics
+            .get(&arn.to_string())
+            .map(|topic| topic.subscriptions.as_slice())
+            .unwrap_or_default()
+            .iter()
+            .filter_map(|sub| self.subscriptions.get(sub))
+    }
+
     pub fn subscription(&self, arn: &str) -> Result<&Subscription> {
         self.subscriptions
             .get(arn)

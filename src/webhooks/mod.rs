@@ -19,6 +19,7 @@ use std::time::Duration;
 use tokio::sync::{Semaphore, mpsc};
 
 pub use self::destinations::{Destinations, DestinationsError};
+use crate::metrics;
 use crate::queue::{NewMessage, key};
 use crate::service::Service;
 use crate::topic::delivery_policy::DeliveryPolicy;
@@ -132,7 +133,10 @@ impl Delivery {
                 request.send(&self.settings.destinations, TRY_TIMEOUT).await
             };
             match outcome {
-                request::Outcome::Delivered => return,
+                request::Outcome::Delivered => {
+                    self.count(&job.work, metrics::DELIVERED);
+                    return;
+                }
                 request::Outcome::Permanent(why) | request::Outcome::Refused(why) => {
                     tracing::warn!(subscription = subscription.arn, endpoint = subscription.endpoint, %why, "a webhook delivery failed");
                     break;
@@ -150,16 +154,34 @@ impl Delivery {
             }
         }
         if job.work.kind == OutboundKind::Notification {
-            self.dead_letter(&subscription, &job.work.body).await;
+            self.count(&job.work, metrics::FAILED);
+            let redriven = self.dead_letter(&subscription, &job.work.body).await;
+            match (redriven, subscription.dead_letter_queue().is_some()) {
+                (true, _) => self.count(&job.work, metrics::REDRIVEN),
+                (false, true) => self.count(&job.work, metrics::NOT_REDRIVEN),
+                (false, false) => {}
+            }
         }
     }
 
-    async fn dead_letter(&self, subscription: &Subscription, body: &str) {
+    /// Counts a notification's outcome for its subscription.
+    fn count(&self, work: &Outbound, metric: &'static str) {
+        if work.kind == OutboundKind::Notification {
+            let subscription = &work.subscription;
+            self.service
+                .metrics
+                .sns_notification(&subscription.topic.to_string(), &subscription.arn, metric);
+        }
+    }
+
+    /// Sends a notification that never got through to the subscription's
+    /// dead-letter queue; whether it is there.
+    async fn dead_letter(&self, subscription: &Subscription, body: &str) -> bool {
         let Some(queue) = subscription.dead_letter_queue() else {
-            return;
+            return false;
         };
         if queue.account != self.settings.account {
-            return;
+            return false;
         }
         let name = key::of(&queue.region, &self.settings.home_region, &queue.name);
         let message = NewMessage {
@@ -171,8 +193,12 @@ impl Delivery {
             group_id: None,
             dedup_id: None,
         };
-        if let Err(error) = self.service.send(&name, vec![message]).await {
-            tracing::warn!(subscription = subscription.arn, %error, "a failed webhook delivery could not be dead-lettered");
+        match self.service.send(&name, vec![message]).await {
+            Ok(_) => true,
+            Err(error) => {
+                tracing::warn!(subscription = subscription.arn, %error, "a failed webhook delivery could not be dead-lettered");
+                false
+            }
         }
     }
 }

@@ -359,3 +359,63 @@ def wait_until(condition, limit=15):
     while not condition():
         assert time.time() < deadline, "condition not met in time"
         time.sleep(0.05)
+
+
+def test_the_page_lists_topics_and_subscriptions_and_publishes_a_test_message(browser):
+    proc, endpoint = start_ssq("--node-id", "admin-topics")
+    try:
+        sqs = client(endpoint)
+        sns = boto3.client(
+            "sns", endpoint_url=endpoint, region_name="us-east-1",
+            aws_access_key_id="test", aws_secret_access_key="test",
+        )
+        paid = sqs.create_queue(QueueName="paid")["QueueUrl"]
+        paid_arn = sqs.get_queue_attributes(QueueUrl=paid, AttributeNames=["QueueArn"])["Attributes"]["QueueArn"]
+        topic = sns.create_topic(Name="orders")["TopicArn"]
+        subscription = sns.subscribe(
+            TopicArn=topic, Protocol="sqs", Endpoint=paid_arn, ReturnSubscriptionArn=True,
+            Attributes={"FilterPolicy": json.dumps({"kind": ["paid"]}), "RawMessageDelivery": "true"},
+        )["SubscriptionArn"]
+        sns.publish(TopicArn=topic, Message="refund", MessageAttributes={
+            "kind": {"DataType": "String", "StringValue": "refund"}})
+        sns.publish(TopicArn=topic, Message="paid", MessageAttributes={
+            "kind": {"DataType": "String", "StringValue": "paid"}})
+
+        page = browser.new_page(viewport={"width": 1400, "height": 900})
+        errors = []
+        page.on("pageerror", lambda error: errors.append(str(error)))
+        page.goto(f"{endpoint}/")
+        row = page.locator(f'#topics tr[data-topic="{topic}"]')
+        expect(row).to_contain_text("orders")
+        # subscriptions, published, delivered, failed, filtered out
+        expect(row.locator("td.num")).to_have_text(["1", "2", "1", "0", "1"])
+
+        row.locator("a").click()
+        sub = page.locator(f'#subscriptions tr[data-subscription="{subscription}"]')
+        expect(sub).to_contain_text(paid_arn)
+        expect(sub).to_contain_text("confirmed, raw")
+        expect(sub).to_contain_text('{"kind": ["paid"]}')
+        expect(sub.locator("td.num")).to_have_text(["1", "0", "1", "0"])
+        screenshot(page, "admin-topic.png")
+
+        # A test message without the attribute its filter asks for: counted
+        # as filtered out; the queue gets nothing.
+        page.locator("#publish textarea").fill("from the page")
+        page.locator("#publish button").click()
+        expect(page.locator(".notice.done")).to_have_text("Published.")
+        expect(sub.locator("td.num")).to_have_text(["1", "0", "2", "0"])
+        bodies = [m["Body"] for m in sqs.receive_message(QueueUrl=paid, MaxNumberOfMessages=10).get("Messages", [])]
+        assert bodies == ["paid"]
+        assert errors == []
+
+        # Without the page's token, an SNS call is refused.
+        request = urllib.request.Request(
+            f"{endpoint}/admin/api/sns", method="POST",
+            data=f"Action=DeleteTopic&TopicArn={topic}".encode(),
+            headers={"content-type": "application/x-www-form-urlencoded"},
+        )
+        with pytest.raises(urllib.error.HTTPError):
+            urllib.request.urlopen(request, timeout=5)
+        assert sns.list_topics()["Topics"] == [{"TopicArn": topic}]
+    finally:
+        stop(proc)

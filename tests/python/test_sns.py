@@ -57,12 +57,13 @@ def test_a_publish_reaches_every_queue_its_filter_lets_through(clients):
     cheap, cheap_arn = queue(sqs, "cheap")
     refunds, refunds_arn = queue(sqs, "refunds")
     sns.subscribe(TopicArn=topic, Protocol="sqs", Endpoint=every_arn)
-    sns.subscribe(
+    cheap_subscription = sns.subscribe(
         TopicArn=topic,
         Protocol="sqs",
         Endpoint=cheap_arn,
         Attributes={"FilterPolicy": json.dumps({"price": [{"numeric": ["<", 10]}]})},
-    )
+        ReturnSubscriptionArn=True,
+    )["SubscriptionArn"]
     sns.subscribe(
         TopicArn=topic,
         Protocol="sqs",
@@ -81,6 +82,13 @@ def test_a_publish_reaches_every_queue_its_filter_lets_through(clients):
     assert notes(sqs, refunds) == ['{"order": {"kind": "refund-1"}}']
     metrics = urllib.request.urlopen(sns.meta.endpoint_url + "/metrics").read().decode()
     assert f'ssq_sns_total{{metric="NumberOfNotificationsFilteredOut",topic="{topic}"}} 3' in metrics
+    # And by subscription: the cheap one took two and was kept from one.
+    labels = f'subscription="{cheap_subscription}",topic="{topic}"'
+    assert f'ssq_sns_subscription_total{{metric="NumberOfNotificationsDelivered",{labels}}} 2' in metrics
+    assert f'ssq_sns_subscription_total{{metric="NumberOfNotificationsFilteredOut",{labels}}} 1' in metrics
+    sns.unsubscribe(SubscriptionArn=cheap_subscription)
+    metrics = urllib.request.urlopen(sns.meta.endpoint_url + "/metrics").read().decode()
+    assert cheap_subscription not in metrics, "an ended subscription's series go with it"
 
 
 def test_raw_delivery_carries_the_message_and_its_attributes(clients):

@@ -81,6 +81,10 @@ pub(super) async fn unsubscribe(call: &Call<'_>, form: &Form) -> Result<(Option<
         .service
         .change_topics(|topics| Ok(topics.unsubscribe(arn)))
         .await?;
+    if let Some(subscription) = &removed {
+        let topic = subscription.topic.to_string();
+        call.api.service.metrics.sns_subscription_ended(&topic, arn);
+    }
     let work = match removed {
         Some(subscription) if matches!(subscription.protocol, Protocol::Http | Protocol::Https) => {
             vec![confirmation(

@@ -31,11 +31,16 @@ pub(super) async fn create(call: &Call<'_>, form: &Form) -> Result<Option<Answer
 
 pub(super) async fn delete(call: &Call<'_>, form: &Form) -> Result<Option<Answer>> {
     let arn = call.topic_arn(form, "TopicArn")?;
-    call.api
+    let removed = call
+        .api
         .service
         .change_topics(|topics| Ok(topics.delete(&arn)))
         .await?;
-    call.api.service.metrics.sns_topic_deleted(&arn.to_string());
+    let (metrics, topic) = (&call.api.service.metrics, arn.to_string());
+    metrics.sns_topic_deleted(&topic);
+    for subscription in removed {
+        metrics.sns_subscription_ended(&topic, &subscription.arn);
+    }
     Ok(None)
 }
 

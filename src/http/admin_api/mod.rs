@@ -7,7 +7,8 @@
 //! through `/admin/api/messages` (the developer endpoint's look, as JSON),
 //! and acts through `/admin/api/sqs`: an SQS call in the JSON protocol, run
 //! by the same `api::dispatch` as any client's, so what the page does is
-//! durable and fenced like every call, and refused on a passive.
+//! durable and fenced like every call, and refused on a passive (and
+//! `/admin/api/sns`, an SNS call, likewise: `topics.rs`).
 //!
 //! Security. With `--credentials`, the page and its API ask for HTTP Basic
 //! authentication with one of those key pairs (access key id as the user,
@@ -21,6 +22,7 @@ pub(crate) mod activity;
 pub(crate) mod blocking_pool;
 pub(crate) mod developer_endpoint;
 mod snapshot;
+mod topics;
 
 use std::sync::Arc;
 use std::time::Instant;
@@ -93,6 +95,7 @@ pub(in crate::http) fn routes() -> Router<Arc<AppState>> {
         .route("/admin/api/messages", get(messages))
         .route("/admin/api/depth", get(depth))
         .route("/admin/api/sqs", post(call))
+        .route("/admin/api/sns", post(topics::call))
         .route("/admin/api/snapshot", get(snapshot::export))
 }
 
@@ -184,6 +187,8 @@ struct Overview {
     storage: serde_json::Value,
     sample_seconds: u64,
     queues: Vec<QueueSummary>,
+    /// SNS topics with their subscriptions and counts.
+    topics: Vec<topics::TopicSummary>,
 }
 
 #[derive(serde::Serialize)]
@@ -314,6 +319,7 @@ async fn overview(State(state): State<Arc<AppState>>, uri: Uri, headers: HeaderM
         storage: super::status::storage_json(&state.storage, true),
         sample_seconds: SAMPLE_EVERY.as_secs(),
         queues,
+        topics: topics::summaries(&state),
     };
     json_response(&overview)
 }

@@ -1,7 +1,8 @@
 // The ssq admin page. Served by ssq itself, no dependencies: it reads
 // /admin/api/overview and /admin/api/messages, and acts through
-// /admin/api/sqs, an SQS call in the JSON protocol that ssq runs exactly as a
-// client's (durable, fenced, refused on a passive). Every value from the
+// /admin/api/sqs, an SQS call in the JSON protocol, and /admin/api/sns, an
+// SNS call in its Query form, which ssq runs exactly as a client's
+// (durable, fenced, refused on a passive). Every value from the
 // server enters the page as text, never as markup.
 "use strict";
 
@@ -61,6 +62,22 @@ async function sqs(action, input) {
     throw new Error(`${action} failed: ${code}: ${body.message || response.statusText}`);
   }
   return body;
+}
+
+// An SNS call: its parameters as a form; the answer's XML is not read,
+// only whether it succeeded (and the error's message when not).
+async function sns(parameters) {
+  const response = await fetch("/admin/api/sns", {
+    method: "POST",
+    headers: { "content-type": "application/x-www-form-urlencoded", "x-ssq-csrf": csrf },
+    body: new URLSearchParams(parameters).toString(),
+  });
+  const text = await response.text();
+  if (!response.ok) {
+    const message = new DOMParser().parseFromString(text, "application/xml").querySelector("Message");
+    throw new Error(`${parameters.Action} failed: ${message ? message.textContent : response.statusText}`);
+  }
+  return text;
 }
 
 async function getJson(path) {
@@ -205,10 +222,113 @@ function shardMap(sharding) {
       h("tbody", {}, rows)));
 }
 
+// ---- topics ------------------------------------------------------------------
+
+function topicLink(topic) {
+  return h("a", { href: `#/topic/${encodeURIComponent(topic.arn)}` }, topic.name);
+}
+
+function topicList(overview) {
+  if (!overview.topics.length) return null;
+  const rows = overview.topics.map((t) => h("tr", { "data-topic": t.arn },
+    h("td", { class: "text" }, topicLink(t)),
+    h("td", { class: "text muted" }, t.fifo ? "FIFO" : "standard"),
+    h("td", { class: "num" }, t.subscriptions.length),
+    h("td", { class: "num" }, t.published),
+    h("td", { class: "num" }, t.delivered),
+    h("td", { class: "num" }, t.failed),
+    h("td", { class: "num" }, t.filtered_out)));
+  return h("div", {},
+    h("h2", {}, "Topics"),
+    h("table", { id: "topics" },
+      h("thead", {}, h("tr", {},
+        h("th", { class: "text" }, "topic"), h("th", { class: "text" }, "type"), h("th", {}, "subscriptions"),
+        h("th", {}, "published"), h("th", {}, "delivered"), h("th", {}, "failed"), h("th", {}, "filtered out"))),
+      h("tbody", {}, rows)),
+    h("p", { class: "muted" }, "Counts since this instance started, under CloudWatch's names in /metrics."));
+}
+
+function subscriptionRows(topic) {
+  return topic.subscriptions.map((s) => h("tr", { "data-subscription": s.arn },
+    h("td", { class: "text" }, s.protocol),
+    h("td", { class: "text" }, s.endpoint),
+    h("td", { class: "text muted" },
+      s.pending ? "pending confirmation" : "confirmed",
+      s.raw ? ", raw" : "",
+      s.replay_status ? `, replay ${s.replay_status}` : ""),
+    h("td", { class: "text body-preview" }, s.filter_policy || ""),
+    h("td", { class: "num" }, s.delivered),
+    h("td", { class: "num" }, s.failed),
+    h("td", { class: "num" }, s.filtered_out),
+    h("td", { class: "num" }, s.redriven)));
+}
+
+// Publishes a test message: a FIFO topic's needs a group and, without
+// content-based deduplication, an id; the form gives both.
+function publishForm(topic, after) {
+  const message = h("textarea", { name: "message", required: true }, "Hello from the ssq admin page");
+  const subject = h("input", { name: "subject" });
+  const group = h("input", { name: "group", value: "ssq-admin" });
+  const form = h("form", { class: "panel", id: "publish" },
+    h("h3", {}, "Publish a test message"),
+    h("label", {}, "Message", message),
+    h("label", {}, "Subject", subject),
+    topic.fifo ? h("label", {}, "MessageGroupId", group) : null,
+    h("button", { class: "primary", type: "submit" }, "Publish"));
+  form.addEventListener("submit", async (event) => {
+    event.preventDefault();
+    const parameters = { Action: "Publish", TopicArn: topic.arn, Message: message.value };
+    if (subject.value) parameters.Subject = subject.value;
+    if (topic.fifo) {
+      parameters.MessageGroupId = group.value;
+      parameters.MessageDeduplicationId = crypto.randomUUID();
+    }
+    try {
+      await sns(parameters);
+      notices.replaceChildren(notice("done", "Published."));
+      await after();
+    } catch (error) {
+      fail(error);
+    }
+  });
+  return form;
+}
+
+async function showTopic(arn) {
+  const overview = await getJson("/admin/api/overview");
+  showInstance(overview);
+  const topic = overview.topics.find((t) => t.arn === arn);
+  if (!topic) {
+    show(main, h("p", {}, h("a", { href: "#/" }, "← Overview")), notice("error", `No topic ${arn} on this instance.`));
+    return;
+  }
+  const refresh = async () => {
+    const latest = (await getJson("/admin/api/overview")).topics.find((t) => t.arn === arn);
+    if (latest) document.getElementById("subscriptions").replaceWith(subscriptionTable(latest));
+  };
+  show(main,
+    h("p", {}, h("a", { href: "#/" }, "← Overview")),
+    h("h2", { id: "topic-name" }, topic.name),
+    h("p", { class: "muted" }, topic.arn),
+    subscriptionTable(topic),
+    publishForm(topic, refresh));
+}
+
+function subscriptionTable(topic) {
+  return h("table", { id: "subscriptions" },
+    h("thead", {}, h("tr", {},
+      h("th", { class: "text" }, "protocol"), h("th", { class: "text" }, "endpoint"), h("th", { class: "text" }, "status"),
+      h("th", { class: "text" }, "filter policy"), h("th", {}, "delivered"), h("th", {}, "failed"),
+      h("th", {}, "filtered out"), h("th", {}, "to dead letters"))),
+    h("tbody", {}, topic.subscriptions.length
+      ? subscriptionRows(topic)
+      : h("tr", {}, h("td", { colspan: 8, class: "text muted" }, "No subscriptions."))));
+}
+
 async function showList() {
   const overview = await getJson("/admin/api/overview");
   showInstance(overview);
-  show(main, h("div", {}, queueList(overview), overview.sharding ? shardMap(overview.sharding) : null));
+  show(main, h("div", {}, queueList(overview), topicList(overview), overview.sharding ? shardMap(overview.sharding) : null));
 }
 
 // ---- one queue -----------------------------------------------------------------
@@ -495,9 +615,12 @@ async function route() {
   clearInterval(refreshTimer);
   refreshTimer = null;
   const match = location.hash.match(/^#\/queue\/(.+)$/);
+  const topic = location.hash.match(/^#\/topic\/(.+)$/);
   try {
     if (match) {
       await showQueue(decodeURIComponent(match[1]));
+    } else if (topic) {
+      await showTopic(decodeURIComponent(topic[1]));
     } else {
       await showList();
       refreshTimer = setInterval(() => showList().catch(fail), REFRESH_MS);

@@ -1,0 +1,110 @@
+//! The admin page's SNS side: the topics and subscriptions the first shard
+//! holds, with their counts (`ssq_sns_total`, `ssq_sns_subscription_total`,
+//! under CloudWatch's names), and `POST /admin/api/sns`, an SNS call in
+//! SNS's Query form run as any client's is (the page publishes a test
+//! message with it: durable and fenced, refused on a passive).
+
+use std::sync::Arc;
+
+use axum::extract::{Request, State};
+use axum::response::Response;
+
+use super::not_forged;
+use crate::http::AppState;
+use crate::http::call::{Protocol, answer_error};
+use crate::http::sign_in::{sign_in, signed_in};
+use crate::metrics::{self, SnsCounts};
+
+#[derive(serde::Serialize)]
+pub(super) struct TopicSummary {
+    arn: String,
+    name: String,
+    fifo: bool,
+    published: u64,
+    delivered: u64,
+    failed: u64,
+    filtered_out: u64,
+    subscriptions: Vec<SubscriptionSummary>,
+}
+
+#[derive(serde::Serialize)]
+struct SubscriptionSummary {
+    arn: String,
+    protocol: &'static str,
+    endpoint: String,
+    pending: bool,
+    raw: bool,
+    filter_policy: Option<String>,
+    replay_status: Option<&'static str>,
+    delivered: u64,
+    failed: u64,
+    filtered_out: u64,
+    redriven: u64,
+}
+
+/// The topics of the first shard, if this instance serves it.
+pub(super) fn summaries(state: &AppState) -> Vec<TopicSummary> {
+    let shard = state.first_shard();
+    if !shard.leadership.is_serving() {
+        return Vec::new();
+    }
+    let counts: SnsCounts = state.metrics.sns_counts();
+    let topics = shard.api.service.topics();
+    topics
+        .snapshot_after(None, usize::MAX)
+        .into_iter()
+        .map(|topic| {
+            let arn = topic.arn.to_string();
+            let of_topic = |metric| counts.of_topic(&arn, metric);
+            let subscriptions = topics
+                .subscriptions_of(&topic.arn)
+                .map(|sub| {
+                    let of = |metric| counts.of_subscription(&sub.arn, metric);
+                    SubscriptionSummary {
+                        arn: sub.arn.clone(),
+                        protocol: sub.protocol.as_str(),
+                        endpoint: sub.endpoint.clone(),
+                        pending: sub.pending,
+                        raw: sub.raw(),
+                        filter_policy: sub.attributes.get("FilterPolicy").cloned(),
+                        replay_status: sub.replay.as_ref().map(|replay| replay.status.as_str()),
+                        delivered: of(metrics::DELIVERED),
+                        failed: of(metrics::FAILED),
+                        filtered_out: of(metrics::FILTERED_OUT),
+                        redriven: of(metrics::REDRIVEN),
+                    }
+                })
+                .collect();
+            TopicSummary {
+                name: topic.arn.name.clone(),
+                fifo: topic.arn.is_fifo(),
+                published: of_topic("NumberOfMessagesPublished"),
+                delivered: of_topic(metrics::DELIVERED),
+                failed: of_topic(metrics::FAILED),
+                filtered_out: of_topic(metrics::FILTERED_OUT),
+                arn,
+                subscriptions,
+            }
+        })
+        .collect()
+}
+
+/// `POST /admin/api/sns`: one SNS call, its form in the body.
+pub(super) async fn call(State(state): State<Arc<AppState>>, request: Request) -> Response {
+    let (parts, body) = request.into_parts();
+    if !signed_in(&state, &parts.headers) {
+        return sign_in();
+    }
+    let refused = |error| {
+        let request_id = crate::queue::random::uuid().to_string();
+        answer_error(&state, Protocol::Query, &request_id, "AdminSns", &error)
+    };
+    if let Err(error) = not_forged(&state, &parts.headers) {
+        return refused(error);
+    }
+    let (body, _permit) = match state.body_budget.read(body, state.request_timeout).await {
+        Ok(read) => read,
+        Err(error) => return refused(error),
+    };
+    crate::http::sns_api::serve(&state, &parts, body).await
+}
