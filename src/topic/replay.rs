@@ -81,44 +81,41 @@ impl Topics {
         message_id: &str,
         now: u64,
     ) {
-        self.expire_archive(arn, now);
-        let Some(archive) = self
-            .topics
-            .get_mut(&arn.to_string())
-            .and_then(|topic| topic.archive.as_mut())
-        else {
+        if !self.topic(arn).is_ok_and(|topic| topic.archives()) {
             return;
-        };
-        let before = archive.holding();
+        }
+        self.expire_archive(arn, now);
         let archived = Archived::of(publication, sequence, message_id, now);
         let record = archive_record(&archived);
-        archive.push(archived);
-        let after = archive.holding();
-        self.account_archive(before, after);
-        self.record(SnsChange::Put {
-            key: archive_key(&arn.to_string(), sequence),
-            record,
-        });
+        if self.with_archive(arn, |archive| archive.push(archived)).is_some() {
+            self.record(SnsChange::Put {
+                key: archive_key(&arn.to_string(), sequence),
+                record,
+            });
+        }
     }
 
     fn expire_archive(&mut self, arn: &TopicArn, now: u64) {
-        let Some(archive) = self
-            .topics
-            .get_mut(&arn.to_string())
-            .and_then(|topic| topic.archive.as_mut())
-        else {
-            return;
-        };
-        let before = archive.holding();
-        let dropped = archive.expire(now);
-        let after = archive.holding();
-        self.account_archive(before, after);
+        let dropped = self
+            .with_archive(arn, |archive| archive.expire(now))
+            .unwrap_or_default();
         let topic = arn.to_string();
         for sequence in dropped {
             self.record(SnsChange::Delete {
                 key: archive_key(&topic, sequence),
             });
         }
+    }
+
+    /// Runs `change` on a topic's archive, if it has one, keeping the
+    /// totals of what the archives hold.
+    fn with_archive<R>(&mut self, arn: &TopicArn, change: impl FnOnce(&mut Archive) -> R) -> Option<R> {
+        let archive = self.topics.get_mut(&arn.to_string())?.archive.as_mut()?;
+        let before = archive.holding();
+        let result = change(archive);
+        let after = archive.holding();
+        self.account_archive(before, after);
+        Some(result)
     }
 
     pub(super) fn account_archive(&mut self, before: (u64, u64), after: (u64, u64)) {

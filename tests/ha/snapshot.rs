@@ -379,7 +379,7 @@ async fn an_import_the_disk_cannot_hold_stores_nothing_and_stops_ssq() {
 /// instance, which publishes through them and keeps them across a SIGKILL.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn topics_and_subscriptions_are_exported_and_imported_with_the_queues() {
-    use crate::common::{message_of, sns_client_for, subscribe_queue};
+    use crate::common::{create_fifo_topic, message_of, sns_client_for, subscribe_queue};
     use aws_sdk_sns::types::MessageAttributeValue as SnsAttribute;
 
     let redis = RedisServer::start();
@@ -419,16 +419,7 @@ async fn topics_and_subscriptions_are_exported_and_imported_with_the_queues() {
         .unwrap()
         .subscription_arn
         .unwrap();
-    let jobs = sns
-        .create_topic()
-        .name("jobs.fifo")
-        .attributes("FifoTopic", "true")
-        .attributes("ContentBasedDeduplication", "true")
-        .send()
-        .await
-        .unwrap()
-        .topic_arn
-        .unwrap();
+    let jobs = create_fifo_topic(&sns, "jobs.fifo", &[]).await;
     subscribe_queue(&sns, &sqs, &jobs, &ordered, &[]).await;
     let mut sequence = 0u128;
     for body in ["one", "two"] {

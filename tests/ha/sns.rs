@@ -9,7 +9,8 @@ use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use crate::common::{
-    RedisServer, Server, create_queue_url, message_of, sns_client_for, subscribe_queue, wait_for,
+    RedisServer, Server, create_fifo_topic, create_queue_url, message_of, sns_client_for, subscribe_queue,
+    wait_for,
 };
 use crate::disk::{DataDir, kill_9, start_on};
 
@@ -84,16 +85,7 @@ async fn topics_subscriptions_and_deduplication_survive_a_kill_on_disk() {
         .unwrap()
         .topic_arn
         .unwrap();
-    let orders = sns
-        .create_topic()
-        .name("orders.fifo")
-        .attributes("FifoTopic", "true")
-        .attributes("ContentBasedDeduplication", "true")
-        .send()
-        .await
-        .unwrap()
-        .topic_arn
-        .unwrap();
+    let orders = create_fifo_topic(&sns, "orders.fifo", &[]).await;
     let plain = create_queue_url(&sqs, "plain", &[]).await;
     let ordered = create_queue_url(&sqs, "ordered.fifo", &[("FifoQueue", "true")]).await;
     let filtered = subscribe_queue(
@@ -410,17 +402,12 @@ async fn a_fifo_topics_archive_replays_to_a_new_subscription_and_survives_a_kill
     let mut server = start_on(&dir, &[]).await;
     let (sqs, sns) = (server.client(), sns_client_for(&server.url));
     let first = create_queue_url(&sqs, "first.fifo", &[("FifoQueue", "true")]).await;
-    let topic = sns
-        .create_topic()
-        .name("events.fifo")
-        .attributes("FifoTopic", "true")
-        .attributes("ContentBasedDeduplication", "true")
-        .attributes("ArchivePolicy", r#"{"MessageRetentionPeriod":"7"}"#)
-        .send()
-        .await
-        .unwrap()
-        .topic_arn
-        .unwrap();
+    let topic = create_fifo_topic(
+        &sns,
+        "events.fifo",
+        &[("ArchivePolicy", r#"{"MessageRetentionPeriod":"7"}"#)],
+    )
+    .await;
     subscribe_queue(&sns, &sqs, &topic, &first, &[]).await;
     for body in ["one", "two", "three"] {
         sns.publish()

@@ -13,6 +13,20 @@ pub fn sns_client_for(url: &str) -> aws_sdk_sns::Client {
     aws_sdk_sns::Client::from_conf(config)
 }
 
+/// Creates a FIFO topic with content-based deduplication and `attributes`;
+/// its ARN.
+pub async fn create_fifo_topic(sns: &aws_sdk_sns::Client, name: &str, attributes: &[(&str, &str)]) -> String {
+    let mut request = sns
+        .create_topic()
+        .name(name)
+        .attributes("FifoTopic", "true")
+        .attributes("ContentBasedDeduplication", "true");
+    for (name, value) in attributes {
+        request = request.attributes(*name, *value);
+    }
+    request.send().await.unwrap().topic_arn.expect("an ARN")
+}
+
 /// The ARN of the queue at `url`.
 pub async fn queue_arn(sqs: &aws_sdk_sqs::Client, url: &str) -> String {
     sqs.get_queue_attributes()
