@@ -244,7 +244,7 @@ impl Service {
                     dedup_id: publication.dedup_id.clone(),
                     from_fifo_topic: published.sequence_number.is_some(),
                 }),
-                Protocol::Http | Protocol::Https => webhooks.push((sub.clone(), body_for(sub))),
+                Protocol::Http | Protocol::Https => webhooks.push((Subscription::clone(sub), body_for(sub))),
                 Protocol::Email | Protocol::EmailJson | Protocol::Sms => {}
             }
         }

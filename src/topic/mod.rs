@@ -23,6 +23,7 @@ mod tags;
 
 use std::collections::{BTreeMap, HashMap, VecDeque};
 use std::ops::Bound;
+use std::sync::Arc;
 
 pub use self::arn::TopicArn;
 pub use self::error::{Result, SnsError};
@@ -131,7 +132,7 @@ pub struct Published {
     /// FIFO topics: the message's sequence number on the topic.
     pub sequence_number: Option<String>,
     /// The subscriptions it goes to (none for a duplicate).
-    pub deliveries: Vec<Subscription>,
+    pub deliveries: Vec<Arc<Subscription>>,
 }
 
 /// What a Subscribe did.
@@ -174,7 +175,9 @@ impl OutboundKind {
 #[derive(Debug, Default, Clone)]
 pub struct Topics {
     topics: BTreeMap<String, Topic>,
-    subscriptions: BTreeMap<String, Subscription>,
+    /// Shared, so that a Publish takes its deliveries without copying
+    /// them (a compiled filter policy is not small).
+    subscriptions: BTreeMap<String, Arc<Subscription>>,
     /// Confirmation tokens, each naming its subscription (kept after it is
     /// confirmed: confirming again answers the same).
     tokens: HashMap<String, String>,
@@ -270,6 +273,7 @@ impl Topics {
             .subscriptions
             .iter()
             .filter_map(|sub| self.subscriptions.remove(sub))
+            .map(Arc::unwrap_or_clone)
             .collect();
         for token in removed.iter().filter_map(|sub| sub.token.as_ref()) {
             self.tokens.remove(token);
@@ -478,7 +482,7 @@ impl Topics {
         if let Some(token) = &pending_token {
             self.tokens.insert(token.clone(), arn.clone());
         }
-        self.subscriptions.insert(arn.clone(), sub);
+        self.subscriptions.insert(arn.clone(), Arc::new(sub));
         self.order.insert(arn.clone(), self.next_order);
         self.next_order += 1;
         self.record_subscription(&arn);
@@ -502,7 +506,7 @@ impl Topics {
         if sub.topic.region != topic.region || sub.topic.account != topic.account {
             return Err(SnsError::parameter("Topic"));
         }
-        let changed = std::mem::replace(&mut sub.pending, false);
+        let changed = std::mem::replace(&mut Arc::make_mut(sub).pending, false);
         if changed {
             self.record_subscription(&arn);
         }
@@ -513,7 +517,7 @@ impl Topics {
     /// The token of a removed subscription is new: the one its
     /// UnsubscribeConfirmation carries.
     pub fn unsubscribe(&mut self, arn: &str) -> Option<Subscription> {
-        let mut sub = self.subscriptions.remove(arn)?;
+        let mut sub = Arc::unwrap_or_clone(self.subscriptions.remove(arn)?);
         if let Some(token) = &sub.token {
             self.tokens.remove(token);
         }
@@ -536,12 +540,13 @@ impl Topics {
             .map(|topic| topic.subscriptions.as_slice())
             .unwrap_or_default()
             .iter()
-            .filter_map(|sub| self.subscriptions.get(sub))
+            .filter_map(|sub| self.subscriptions.get(sub).map(Arc::as_ref))
     }
 
     pub fn subscription(&self, arn: &str) -> Result<&Subscription> {
         self.subscriptions
             .get(arn)
+            .map(Arc::as_ref)
             .ok_or_else(SnsError::subscription_not_found)
     }
 
@@ -554,7 +559,7 @@ impl Topics {
             .subscriptions
             .get_mut(arn)
             .ok_or_else(SnsError::subscription_not_found)?;
-        sub.set(name, value, fifo, false)?;
+        Arc::make_mut(sub).set(name, value, fifo, false)?;
         self.record_subscription(arn);
         Ok(())
     }
@@ -573,7 +578,7 @@ impl Topics {
         let mut page: Vec<&Subscription> = self
             .subscriptions
             .range((start, Bound::Unbounded))
-            .map(|(_, sub)| sub)
+            .map(|(_, sub)| sub.as_ref())
             .filter(|sub| sub.topic.account == account)
             .take(PAGE + 1)
             .collect();
@@ -600,7 +605,7 @@ impl Topics {
         let page: Vec<&Subscription> = topic.subscriptions[start..]
             .iter()
             .take(PAGE)
-            .filter_map(|sub| self.subscriptions.get(sub))
+            .filter_map(|sub| self.subscriptions.get(sub).map(Arc::as_ref))
             .collect();
         let end = start + PAGE;
         let next = (end < topic.subscriptions.len()).then(|| page_token(&end.to_string()));

@@ -154,7 +154,7 @@ impl Topics {
             home_region: home_region.to_string(),
         };
         if let Some(sub) = self.subscriptions.get_mut(arn) {
-            sub.replay = Some(replay);
+            std::sync::Arc::make_mut(sub).replay = Some(replay);
         }
         self.record_subscription(arn);
         Ok(())
@@ -221,7 +221,7 @@ impl Topics {
         };
         let (base_url, home_region) = (replay.base_url.clone(), replay.home_region.clone());
         if let Some(held) = self.subscriptions.get_mut(arn) {
-            held.replay = Some(Replay {
+            std::sync::Arc::make_mut(held).replay = Some(Replay {
                 after,
                 status,
                 ..replay

@@ -182,7 +182,7 @@ impl Topics {
             self.tokens.insert(token.clone(), arn.clone());
         }
         self.topic_mut(topic)?.subscriptions.push(arn.clone());
-        self.subscriptions.insert(arn.clone(), sub);
+        self.subscriptions.insert(arn.clone(), std::sync::Arc::new(sub));
         self.order.insert(arn.clone(), self.next_order);
         self.next_order += 1;
         self.record_subscription(&arn);
