@@ -16,10 +16,13 @@ use serde::Deserialize;
 
 use crate::service::QueueSpec;
 
+/// `ssq --version`: the release and the commit it was built from.
+pub const VERSION: &str = concat!(env!("CARGO_PKG_VERSION"), " (", env!("SSQ_COMMIT"), ")");
+
 #[derive(Debug, Clone, Parser)]
 #[command(
     name = "ssq",
-    version,
+    version = VERSION,
     about = "An SQS-compatible queue server: in memory, or highly available through Redis."
 )]
 pub struct Config {

@@ -278,12 +278,15 @@ impl Metrics {
         let build_info = IntGaugeVec::new(
             Opts::new(
                 "ssq_build_info",
-                "1, labelled with the version of ssq this instance runs (join on it to see what runs where).",
+                "1, labelled with the version of ssq this instance runs and the commit it was built from (join on \
+                 it to see what runs where).",
             ),
-            &["version"],
+            &["version", "commit"],
         )
         .expect("valid metric");
-        build_info.with_label_values(&[env!("CARGO_PKG_VERSION")]).set(1);
+        build_info
+            .with_label_values(&[env!("CARGO_PKG_VERSION"), env!("SSQ_COMMIT")])
+            .set(1);
         // The process_* metrics every Prometheus client exports: CPU time,
         // resident memory, open and maximum file descriptors, start time.
         #[cfg(target_os = "linux")]
@@ -491,7 +494,11 @@ mod tests {
                 "{name} in {text}"
             );
         }
-        let build = format!("ssq_build_info{{version=\"{}\"}} 1", env!("CARGO_PKG_VERSION"));
+        let build = format!(
+            "ssq_build_info{{commit=\"{}\",version=\"{}\"}} 1",
+            env!("SSQ_COMMIT"),
+            env!("CARGO_PKG_VERSION")
+        );
         assert!(text.contains(&build), "{build} in {text}");
     }
 

@@ -224,7 +224,9 @@ impl Topics {
             }
             topics.order.insert(record.arn.clone(), record.order);
             topics.next_order = topics.next_order.max(record.order + 1);
-            topics.subscriptions.insert(record.arn, std::sync::Arc::new(subscription));
+            topics
+                .subscriptions
+                .insert(record.arn, std::sync::Arc::new(subscription));
         }
         for (key, topic, record) in archived {
             let Some(archive) = topics.topics.get_mut(&topic).and_then(|t| t.archive.as_mut()) else {

@@ -55,3 +55,38 @@ fn metric_names_are_read_off_expressions() {
         ["process_open_fds", "ssq_commit_seconds_bucket"]
     );
 }
+
+/// `ssq --version` names the release and the commit it was built from, as
+/// git names this checkout's HEAD (the binary is built again when HEAD
+/// moves); `/metrics` carries the same in `ssq_build_info`.
+#[tokio::test]
+async fn the_version_names_the_release_and_the_commit() {
+    let output = std::process::Command::new(crate::common::ssq_binary())
+        .arg("--version")
+        .output()
+        .unwrap();
+    assert!(output.status.success());
+    let printed = String::from_utf8(output.stdout).unwrap();
+    let head = std::process::Command::new("git")
+        .args(["rev-parse", "--short=12", "HEAD"])
+        .current_dir(env!("CARGO_MANIFEST_DIR"))
+        .output()
+        .ok()
+        .filter(|out| out.status.success())
+        .map(|out| String::from_utf8_lossy(&out.stdout).trim().to_string())
+        .unwrap_or_else(|| "unknown".to_string());
+    let expected = format!("ssq {} ({head})\n", env!("CARGO_PKG_VERSION"));
+    if std::env::var_os("SSQ_BIN").is_none() && std::env::var_os("SSQ_COMMIT").is_none() {
+        assert_eq!(printed, expected);
+    }
+    let (release, commit) = printed
+        .trim_end()
+        .strip_prefix("ssq ")
+        .and_then(|rest| rest.split_once(" ("))
+        .expect("ssq VERSION (COMMIT)");
+    let commit = commit.trim_end_matches(')');
+    let server = Server::start();
+    let metrics = get_text(&format!("{}/metrics", server.url)).await;
+    let line = format!("ssq_build_info{{commit=\"{commit}\",version=\"{release}\"}} 1");
+    assert!(metrics.contains(&line), "{line} in /metrics");
+}
