@@ -3,7 +3,7 @@
 VENV := .venv
 PYTHON_DEPS := $(VENV)/.installed
 
-.PHONY: build run bench-compare bench-fair bench-sns rules test test-deps test-quick test-rust test-python chaos screenshots fuzz bench cluster cluster-stop docker fmt lint clean
+.PHONY: build run bench-compare bench-fair bench-sns rules test test-deps test-quick test-rust test-python test-packages wheel chaos screenshots fuzz bench cluster cluster-stop docker fmt lint clean
 
 build:
 	cargo build --release
@@ -16,7 +16,7 @@ FUZZ_MAX_LEN ?= 262144
 
 # What CI runs. test-quick leaves out the fuzzing (about 7 minutes the first time).
 # Both first install the system tools the tests start (tools/test-deps.sh).
-test: test-deps lint rules fuzz test-rust test-python
+test: test-deps lint rules fuzz test-rust test-python test-packages
 
 test-quick: test-deps test-rust test-python
 
@@ -43,6 +43,17 @@ chaos: test-deps
 test-python: $(PYTHON_DEPS)
 	cargo build
 	SSQ_BIN=target/debug/ssq $(VENV)/bin/pytest -q tests/python
+
+# The Python wheel (the release binary, the ssq package and its pytest
+# plugin), built with maturin into target/wheels; test-packages installs it
+# into a fresh venv with no cargo on PATH and runs a user's suite with it.
+wheel: $(PYTHON_DEPS)
+	$(VENV)/bin/pip install -q "maturin>=1.7,<2"
+	rm -f target/wheels/ssq-*.whl
+	cd packaging/python && ../../$(VENV)/bin/maturin build --release --out ../../target/wheels
+
+test-packages: wheel
+	bash tests/packages/wheel.sh
 
 $(PYTHON_DEPS): tests/python/requirements.txt
 	python3 -m venv $(VENV)

@@ -5,59 +5,16 @@ uses every fixture, with the plugin loaded as its entry point loads it
 import os
 import subprocess
 import sys
-import textwrap
 
 import boto3
 
 from conftest import ROOT, start_ssq, stop
 
-USER_SUITE = textwrap.dedent(
-    '''
-    import botocore.exceptions
-    import pytest
-
-
-    def test_a_message_comes_back_when_the_clock_passes_its_visibility(ssq, sqs, clock):
-        assert ssq.endpoint.startswith("http://127.0.0.1:")
-        url = sqs.create_queue(QueueName="jobs", Attributes={"VisibilityTimeout": "60"})["QueueUrl"]
-        sqs.send_message(QueueUrl=url, MessageBody="one")
-        assert [m["Body"] for m in sqs.receive_message(QueueUrl=url)["Messages"]] == ["one"]
-        assert "Messages" not in sqs.receive_message(QueueUrl=url)
-        before = clock.now()
-        assert clock.advance(61) >= before + 61_000
-        assert [m["Body"] for m in sqs.receive_message(QueueUrl=url)["Messages"]] == ["one"]
-
-
-    def test_every_test_starts_on_an_empty_server(sqs):
-        assert sqs.list_queues().get("QueueUrls", []) == []
-
-
-    def test_faults_act_and_are_listed(sqs, faults):
-        url = sqs.create_queue(QueueName="flaky")["QueueUrl"]
-        faults.add({"action": "SendMessage", "error": "OverLimit", "count": 1})
-        assert "SendMessage" in str(faults.list())
-        with pytest.raises(botocore.exceptions.ClientError) as refused:
-            sqs.send_message(QueueUrl=url, MessageBody="x")
-        assert refused.value.response["Error"]["Code"] == "OverLimit"
-        sqs.send_message(QueueUrl=url, MessageBody="x")
-        faults.add({"action": "ReceiveMessage", "error": "OverLimit"})
-
-
-    def test_faults_are_gone_after_the_test_that_added_them(faults):
-        assert "ReceiveMessage" not in str(faults.list())
-
-
-    def test_reset_empties_the_server_mid_test(sqs, reset):
-        sqs.create_queue(QueueName="a")
-        assert reset()["queues_deleted"] == 1
-        assert sqs.list_queues().get("QueueUrls", []) == []
-        sqs.create_queue(QueueName="left-behind")
-    '''
-)
+USER_SUITE = ROOT / "tests" / "packages" / "user_suite.py"
 
 
 def run_suite(tmp_path, *options):
-    (tmp_path / "test_user_suite.py").write_text(USER_SUITE)
+    (tmp_path / "test_user_suite.py").write_text(USER_SUITE.read_text())
     binary = os.environ.get("SSQ_BIN", str(ROOT / "target" / "debug" / "ssq"))
     env = {**os.environ, "SSQ_BIN": binary, "PYTHONPATH": str(ROOT / "packaging" / "python")}
     return subprocess.run(
