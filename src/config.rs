@@ -222,6 +222,12 @@ pub struct Config {
     /// Log line format.
     #[arg(long, env = "SSQ_LOG_FORMAT", value_enum, default_value_t = LogFormat::Text)]
     pub log_format: LogFormat,
+
+    /// Do not serve: ask the ssq these settings describe for /health (at
+    /// --admin-listen if set, else --listen) and exit 0 if it answers 200,
+    /// 1 if not. For container health checks, where the image has no curl.
+    #[arg(long, env = "SSQ_CHECK_HEALTH")]
+    pub check_health: bool,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
@@ -331,7 +337,9 @@ impl Config {
         let mut merged: Vec<std::ffi::OsString> = args.iter().take(1).cloned().collect();
         for (key, value) in &file.settings {
             let id = key.replace('-', "_");
+            // Not settings: which file to read, and a mode that does not serve.
             if id == "config"
+                || id == "check_health"
                 || !Config::command()
                     .get_arguments()
                     .any(|a| a.get_id() == id.as_str())

@@ -7,6 +7,7 @@ use std::io::IsTerminal;
 use tracing_subscriber::EnvFilter;
 
 use ssq::config::{Config, LogFormat};
+use ssq::http::health_check;
 use ssq::node::{Listeners, Node};
 
 #[tokio::main]
@@ -15,6 +16,16 @@ async fn main() {
         eprintln!("ssq: {why}");
         std::process::exit(2)
     });
+    if config.check_health {
+        let address = health_check::address_to_ask(config.admin_listen.unwrap_or(config.listen));
+        match health_check::check(address, std::time::Duration::from_secs(2)) {
+            Ok(()) => std::process::exit(0),
+            Err(why) => {
+                eprintln!("ssq: {why}");
+                std::process::exit(1)
+            }
+        }
+    }
     init_logging(config.log_format);
     let started = async move {
         let listeners = Listeners::bind(&config).await?;

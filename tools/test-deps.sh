@@ -1,7 +1,9 @@
 #!/usr/bin/env bash
 # Installs the system tools the tests run, as real processes, when they are
 # missing: redis-server (with redis-cli), haproxy, chromium, openssl, curl,
-# promtool (Debian's prometheus package, for the alert rules),
+# promtool (Debian's prometheus package, for the alert rules), Node.js and
+# npm (the npm packages), Docker's engine and docker-compose (the image and
+# its compose files; tests/packages),
 # and Python's venv for the boto3 and AWS CLI tests. `make test` runs this
 # first, so a fresh clone on a fresh Debian or Ubuntu machine needs only the
 # Rust toolchain and make. Elsewhere it says what to install and stops.
@@ -22,6 +24,10 @@ need openssl openssl
 need curl curl
 need promtool prometheus
 need cc gcc
+need node nodejs
+need npm npm
+need dockerd docker.io
+need docker-compose docker-compose
 if ! python3 -c 'import venv, ensurepip' >/dev/null 2>&1; then
   missing_tools+=("python3 with venv")
   missing_packages+=(python3-venv)

@@ -8,13 +8,15 @@
 //! call (`call.rs`), the shards (`shard_front.rs`), sign-in, the host
 //! guard, bodies and large answers, the listener; and the operational
 //! endpoints `/health`, `/ready`, `/status`, `/metrics` (`status.rs`) and
-//! LocalStack's health (`localstack.rs`). This file holds the state they
+//! LocalStack's health (`localstack.rs`), and `ssq --check-health`, their
+//! client for a container's health check (`health_check.rs`). This file holds the state they
 //! share and the routers that put them on one address or two
 //! (`--admin-listen`).
 
 pub(crate) mod admin_api;
 mod call;
 pub(crate) mod control_api;
+pub mod health_check;
 pub(crate) mod hosts;
 mod large_answers;
 pub(crate) mod listener;

@@ -1,0 +1,282 @@
+"""The container image as its users run it (`make image` builds ssq:latest).
+
+Each test starts containers of the image with --network host (these machines
+have no other network) on a free port, and talks to them with boto3, as a
+user's suite would. The image is checked for what a deployment relies on:
+its size, /ready within a second of the container starting, the
+HEALTHCHECK, a non-root user, plain log lines, messages kept on a volume
+across `docker restart` and `docker kill`, and a SIGTERM that answers the
+calls in flight and exits cleanly within `docker stop`'s grace period.
+
+Run by `make test-packages`; SSQ_IMAGE names another image to check.
+"""
+import json
+import os
+import re
+import socket
+import subprocess
+import threading
+import time
+import urllib.request
+import uuid
+from pathlib import Path
+
+import boto3
+import pytest
+import yaml
+
+ROOT = Path(__file__).resolve().parents[2]
+IMAGE = os.environ.get("SSQ_IMAGE", "ssq:latest")
+MAX_IMAGE_BYTES = 30 * 1000 * 1000
+
+
+def docker(*args, check=True):
+    result = subprocess.run(["docker", *args], capture_output=True, text=True, timeout=120)
+    if check and result.returncode != 0:
+        raise AssertionError(f"docker {' '.join(args)} failed: {result.stderr.strip()}")
+    return result.stdout.strip()
+
+
+def free_port():
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def inspect(container, template):
+    return docker("inspect", "-f", template, container)
+
+
+def get(url):
+    """The status of GET `url`, or None when nothing answers."""
+    try:
+        with urllib.request.urlopen(url, timeout=1) as answer:
+            return answer.status
+    except urllib.error.HTTPError as error:
+        return error.code
+    except OSError:
+        return None
+
+
+def wait_ready(endpoint, within):
+    """Seconds until /ready answers 200, failing after `within` seconds."""
+    started = time.monotonic()
+    while get(f"{endpoint}/ready") != 200:
+        if time.monotonic() - started > within:
+            raise AssertionError(f"{endpoint}/ready did not answer 200 within {within} s")
+        time.sleep(0.01)
+    return time.monotonic() - started
+
+
+def sqs(endpoint):
+    return boto3.client(
+        "sqs",
+        endpoint_url=endpoint,
+        region_name="us-east-1",
+        aws_access_key_id="test",
+        aws_secret_access_key="test",
+    )
+
+
+class Containers:
+    """Starts containers of the image and removes them (and volumes) after."""
+
+    def __init__(self):
+        self.names, self.volumes = [], []
+
+    def run(self, *args, env=()):
+        port = free_port()
+        name = f"ssq-test-{uuid.uuid4().hex[:12]}"
+        environment = [f"SSQ_LISTEN=127.0.0.1:{port}", *env]
+        docker(
+            "run", "-d", "--name", name, "--network", "host",
+            *(flag for pair in environment for flag in ("-e", pair)),
+            *args, IMAGE,
+        )
+        self.names.append(name)
+        return name, f"http://127.0.0.1:{port}"
+
+    def volume(self):
+        name = f"ssq-test-{uuid.uuid4().hex[:12]}"
+        docker("volume", "create", name)
+        self.volumes.append(name)
+        return name
+
+    def remove(self):
+        for name in self.names:
+            docker("rm", "-f", name, check=False)
+        for name in self.volumes:
+            docker("volume", "rm", "-f", name, check=False)
+
+
+@pytest.fixture
+def containers():
+    if subprocess.run(["docker", "image", "inspect", IMAGE], capture_output=True).returncode != 0:
+        pytest.fail(f"no image {IMAGE}: run `make image` first")
+    started = Containers()
+    yield started
+    started.remove()
+
+
+def test_the_image_is_small(containers):
+    size = int(docker("image", "inspect", "-f", "{{.Size}}", IMAGE))
+    print(f"image {IMAGE}: {size / 1e6:.1f} MB")
+    assert size <= MAX_IMAGE_BYTES, f"{IMAGE} is {size / 1e6:.1f} MB, over 30 MB"
+
+
+def test_ready_within_a_second_healthy_non_root_and_plain_logs(containers):
+    name, endpoint = containers.run()
+    took = wait_ready(endpoint, within=5)
+    print(f"/ready answered 200 {took:.3f} s after docker run returned")
+    assert took < 1, f"/ready took {took:.2f} s"
+
+    queue = sqs(endpoint).create_queue(QueueName="first")["QueueUrl"]
+    assert sqs(endpoint).send_message(QueueUrl=queue, MessageBody="hello")["MessageId"]
+
+    # The HEALTHCHECK (ssq --check-health) runs every 5 s.
+    deadline = time.monotonic() + 30
+    while (health := inspect(name, "{{.State.Health.Status}}")) != "healthy":
+        assert health in ("starting", "healthy"), f"health is {health}"
+        assert time.monotonic() < deadline, "the health check did not turn healthy in 30 s"
+        time.sleep(0.25)
+
+    pid = inspect(name, "{{.State.Pid}}")
+    with open(f"/proc/{pid}/status") as status:
+        uids = next(line for line in status if line.startswith("Uid:")).split()[1:]
+    assert set(uids) == {"10001"}, f"ssq runs as uids {uids}"
+
+    logs = subprocess.run(["docker", "logs", name], capture_output=True, text=True).stderr
+    assert "\x1b[" not in logs, f"colour codes in docker logs: {logs!r}"
+    # tracing's plain lines, and LocalStack's "Ready." (docs/localstack.md).
+    plain = re.compile(r"^\d{4}-\d\d-\d\dT[\d:.]+Z +(INFO|WARN|ERROR) ssq(::\w+)*: \S")
+    lines = logs.strip().splitlines()
+    assert "Ready." in lines, logs
+    assert all(plain.match(line) for line in lines if line != "Ready."), logs
+
+
+def count(client, queue):
+    attributes = client.get_queue_attributes(
+        QueueUrl=queue,
+        AttributeNames=["ApproximateNumberOfMessages", "ApproximateNumberOfMessagesNotVisible"],
+    )["Attributes"]
+    return int(attributes["ApproximateNumberOfMessages"]) + int(
+        attributes["ApproximateNumberOfMessagesNotVisible"]
+    )
+
+
+def test_a_volume_keeps_messages_across_restart_and_kill(containers):
+    volume = containers.volume()
+    name, endpoint = containers.run("-v", f"{volume}:/data", env=["SSQ_DATA_DIR=/data"])
+    wait_ready(endpoint, within=10)
+    client = sqs(endpoint)
+    queue = client.create_queue(QueueName="kept")["QueueUrl"]
+    for n in range(3):
+        client.send_message(QueueUrl=queue, MessageBody=f"before restart {n}")
+
+    docker("restart", name)
+    wait_ready(endpoint, within=10)
+    assert count(client, queue) == 3
+
+    client.send_message(QueueUrl=queue, MessageBody="before kill")
+    docker("kill", name)  # SIGKILL: no chance to flush anything
+    assert inspect(name, "{{.State.ExitCode}}") == "137"
+    docker("start", name)
+    wait_ready(endpoint, within=10)
+    assert count(client, queue) == 4
+    bodies = set()
+    while messages := client.receive_message(QueueUrl=queue, MaxNumberOfMessages=10).get("Messages"):
+        bodies |= {m["Body"] for m in messages}
+    assert bodies == {"before restart 0", "before restart 1", "before restart 2", "before kill"}
+
+    # The state is the ssq user's alone, on the volume.
+    mountpoint = json.loads(docker("volume", "inspect", volume))[0]["Mountpoint"]
+    status = os.stat(mountpoint)
+    assert (status.st_uid, oct(status.st_mode & 0o777)) == (10001, "0o700")
+
+
+def test_sigterm_answers_calls_in_flight_and_exits_within_the_grace_period(containers):
+    name, endpoint = containers.run()
+    wait_ready(endpoint, within=10)
+    client = sqs(endpoint)
+    queue = client.create_queue(QueueName="polled")["QueueUrl"]
+
+    answered = {}
+
+    def long_poll():
+        try:
+            answered["messages"] = client.receive_message(QueueUrl=queue, WaitTimeSeconds=20).get(
+                "Messages", []
+            )
+        except Exception as error:  # what the test reports if the poll is cut
+            answered["error"] = error
+
+    poll = threading.Thread(target=long_poll)
+    poll.start()
+    time.sleep(1)  # the poll is waiting in ssq
+    started = time.monotonic()
+    docker("stop", "--time", "10", name)
+    took = time.monotonic() - started
+    poll.join(timeout=10)
+    print(f"docker stop took {took:.2f} s")
+
+    assert answered.get("messages") == [], f"the long poll in flight was not answered: {answered}"
+    assert took < 10, f"docker stop took {took:.1f} s: ssq outlasted the grace period"
+    assert inspect(name, "{{.State.ExitCode}}") == "0"
+    assert "shutdown requested" in subprocess.run(
+        ["docker", "logs", name], capture_output=True, text=True
+    ).stderr
+
+
+def compose_command():
+    """`docker compose` (v2) or `docker-compose` (v1, Debian's), whichever is here."""
+    if subprocess.run(["docker", "compose", "version"], capture_output=True).returncode == 0:
+        return ["docker", "compose"]
+    if subprocess.run(["docker-compose", "version"], capture_output=True).returncode == 0:
+        return ["docker-compose"]
+    return None
+
+
+@pytest.mark.parametrize("file", ["compose.memory.yaml", "compose.disk.yaml"])
+def test_the_compose_files_start_and_answer(containers, tmp_path, file):
+    """docker/'s compose files as users run them, but for the network: these
+    machines have no bridge, so the service goes on the host's network, on a
+    free port, in place of its published port. (compose.yaml, the Redis
+    group behind HAProxy, needs the bridge: README.md says so.)"""
+    compose = compose_command()
+    if compose is None:
+        pytest.skip("neither docker compose nor docker-compose is installed (Debian: apt-get install docker-compose)")
+    port = free_port()
+    definition = yaml.safe_load((ROOT / "docker" / file).read_text())
+    service = definition["services"]["ssq"]
+    assert service.pop("ports") == ["9324:9324"]
+    service["network_mode"] = "host"
+    service.setdefault("environment", {}).update(
+        SSQ_LISTEN=f"127.0.0.1:{port}", SSQ_PUBLIC_URL=f"http://127.0.0.1:{port}"
+    )
+    (tmp_path / file).write_text(yaml.safe_dump(definition))
+    project = f"ssqtest{uuid.uuid4().hex[:8]}"
+    base = [*compose, "-p", project, "-f", str(tmp_path / file)]
+    endpoint = f"http://127.0.0.1:{port}"
+    env = {**os.environ, "SSQ_IMAGE": IMAGE}
+
+    def run(*args):
+        result = subprocess.run([*base, *args], capture_output=True, text=True, env=env, timeout=120)
+        assert result.returncode == 0, f"{' '.join(args)}: {result.stderr}"
+
+    try:
+        run("up", "-d")
+        wait_ready(endpoint, within=10)
+        client = sqs(endpoint)
+        queue = client.create_queue(QueueName="composed")["QueueUrl"]
+        assert queue == f"{endpoint}/000000000000/composed"
+        client.send_message(QueueUrl=queue, MessageBody="kept?")
+        run("restart")
+        wait_ready(endpoint, within=10)
+        kept = {u.rsplit("/", 1)[1] for u in client.list_queues().get("QueueUrls", [])}
+        # Memory keeps nothing across a restart; the disk's volume keeps it all.
+        if file == "compose.disk.yaml":
+            assert kept == {"composed"} and count(client, queue) == 1
+        else:
+            assert kept == set()
+    finally:
+        subprocess.run([*base, "down", "-v"], capture_output=True, env=env, timeout=120)
