@@ -60,10 +60,12 @@ npm:
 	bash packaging/npm/build.sh target/release/ssq $$(node -p 'process.platform + "-" + process.arch') target/npm
 
 # Each package installed and used as its users do: the wheel and the npm
-# packages in fresh directories without cargo, the image under Docker.
+# packages in fresh directories without cargo, the image under Docker, the
+# crate through cargo package and cargo install.
 test-packages: wheel npm image
 	bash tests/packages/wheel.sh
 	bash tests/packages/npm.sh
+	bash tests/packages/cargo.sh
 	bash tests/packages/docker_engine.sh $(VENV)/bin/pytest -q -p no:cacheprovider -s tests/packages/test_image.py
 
 $(PYTHON_DEPS): tests/python/requirements.txt
