@@ -9,18 +9,10 @@ use std::collections::HashSet;
 use std::sync::{Arc, Mutex};
 
 use super::Service;
-use super::topics::{Copy, queue_key_in, unsubscribe_url};
-use crate::queue::MessageAttributes;
+use super::topics::{Copy, unsubscribe_url};
+use crate::topic::arn::subscription_topic;
 use crate::topic::envelope::{Envelope, Notification, timestamp};
 use crate::topic::{Protocol, ReplayStep, Result};
-
-/// The topic ARN of a subscription ARN (`<topic arn>:<id>`).
-fn topic_of(subscription: &str) -> String {
-    subscription
-        .rsplit_once(':')
-        .map_or(subscription, |(topic, _)| topic)
-        .to_string()
-}
 
 /// Archived publications looked at in one step.
 const BATCH: usize = 100;
@@ -141,21 +133,13 @@ impl Service {
                                     Envelope::notification(&notification, None).to_json()
                                 }
                             };
-                            copies.push(Copy {
-                                subscription: subscription.arn.clone(),
-                                queue: queue_key_in(&subscription.endpoint, account, &home_region),
-                                dead_letter: subscription
-                                    .dead_letter_queue()
-                                    .and_then(|dlq| queue_key_in(&dlq.to_string(), account, &home_region)),
+                            copies.push(Copy::for_queue(
+                                &subscription,
+                                &publication,
                                 body,
-                                attributes: match subscription.raw() {
-                                    true => publication.attributes.clone(),
-                                    false => MessageAttributes::new(),
-                                },
-                                group_id: publication.group_id.clone(),
-                                dedup_id: publication.dedup_id.clone(),
-                                from_fifo_topic: true,
-                            });
+                                (account, &home_region),
+                                true,
+                            ));
                         }
                     }
                     (true, copies)
@@ -165,7 +149,7 @@ impl Service {
                 return Ok(more);
             }
             let generation = topics.generation();
-            let topic = topic_of(arn);
+            let topic = subscription_topic(arn)?.to_string();
             let (delivered, commit) = self.store_copies(&topic, copies, None, changes, generation);
             if delivered.failed > 0 {
                 tracing::warn!(subscription = %arn, failed = delivered.failed, "replayed copies had nowhere to go");

@@ -229,21 +229,13 @@ impl Service {
         let mut webhooks = Vec::new();
         for sub in &published.deliveries {
             match sub.protocol {
-                Protocol::Sqs => copies.push(Copy {
-                    subscription: sub.arn.clone(),
-                    queue: queue_key(&sub.endpoint, fanout),
-                    dead_letter: sub
-                        .dead_letter_queue()
-                        .and_then(|arn| queue_key(&arn.to_string(), fanout)),
-                    body: body_for(sub),
-                    attributes: match sub.raw() {
-                        true => publication.attributes.clone(),
-                        false => MessageAttributes::new(),
-                    },
-                    group_id: publication.group_id.clone(),
-                    dedup_id: publication.dedup_id.clone(),
-                    from_fifo_topic: published.sequence_number.is_some(),
-                }),
+                Protocol::Sqs => copies.push(Copy::for_queue(
+                    sub,
+                    publication,
+                    body_for(sub),
+                    (fanout.account, fanout.home_region),
+                    published.sequence_number.is_some(),
+                )),
                 Protocol::Http | Protocol::Https => webhooks.push((Subscription::clone(sub), body_for(sub))),
                 Protocol::Email | Protocol::EmailJson | Protocol::Sms => {}
             }
@@ -427,6 +419,36 @@ pub(super) struct Copy {
     pub(super) from_fifo_topic: bool,
 }
 
+impl Copy {
+    /// `publication`'s copy, with `body`, for the queue `sub` subscribes
+    /// (and its dead-letter queue), when they are queues of `home`'s
+    /// account (`(account, home region)`): a raw delivery carries the
+    /// publication's attributes, an envelope none.
+    pub(super) fn for_queue(
+        sub: &Subscription,
+        publication: &Publication,
+        body: String,
+        (account, home_region): (&str, &str),
+        from_fifo_topic: bool,
+    ) -> Copy {
+        Copy {
+            subscription: sub.arn.clone(),
+            queue: queue_key_in(&sub.endpoint, account, home_region),
+            dead_letter: sub
+                .dead_letter_queue()
+                .and_then(|arn| queue_key_in(&arn.to_string(), account, home_region)),
+            body,
+            attributes: match sub.raw() {
+                true => publication.attributes.clone(),
+                false => MessageAttributes::new(),
+            },
+            group_id: publication.group_id.clone(),
+            dedup_id: publication.dedup_id.clone(),
+            from_fifo_topic,
+        }
+    }
+}
+
 /// A copy as its queue receives it: a FIFO topic's group id goes to FIFO
 /// queues only, its deduplication id to FIFO queues.
 fn new_message(copy: &Copy, trace_header: Option<&str>, fifo_queue: bool) -> NewMessage {
@@ -444,13 +466,8 @@ fn new_message(copy: &Copy, trace_header: Option<&str>, fifo_queue: bool) -> New
     }
 }
 
-/// The key of the queue an SQS ARN names, if it is one of this account.
-fn queue_key(endpoint: &str, fanout: &Fanout<'_>) -> Option<String> {
-    queue_key_in(endpoint, fanout.account, fanout.home_region)
-}
-
 /// The key of the queue an SQS ARN names, if it is one of `account`.
-pub(super) fn queue_key_in(endpoint: &str, account: &str, home_region: &str) -> Option<String> {
+fn queue_key_in(endpoint: &str, account: &str, home_region: &str) -> Option<String> {
     let arn = QueueArn::parse(endpoint)?;
     (arn.account == account).then(|| key::of(&arn.region, home_region, &arn.name))
 }

@@ -459,7 +459,7 @@ impl Topics {
         }
         let fifo = topic.is_fifo();
         let pending_token = protocol.needs_confirmation().then(confirmation_token);
-        let mut sub = Subscription {
+        let sub = Subscription {
             replay: None,
             arn: format!("{topic_arn}:{}", crate::queue::random::uuid()),
             topic: topic_arn.clone(),
@@ -471,22 +471,35 @@ impl Topics {
             pending: pending_token.is_some(),
             token: pending_token.clone(),
         };
-        // The scope first, so that the policy is compiled for it.
-        let mut ordered: Vec<(&String, &String)> = given.iter().collect();
+        let arn = self.insert_subscription(sub, given, fifo)?;
+        Ok(Subscribed { arn, pending_token })
+    }
+
+    /// A new subscription (Subscribe's, or a snapshot's) given its
+    /// attributes, the scope first so that the filter policy is compiled
+    /// for it, then added to its topic, the registry and its confirmation
+    /// token's index. Its ARN.
+    fn insert_subscription(
+        &mut self,
+        mut sub: Subscription,
+        attributes: &BTreeMap<String, String>,
+        fifo: bool,
+    ) -> Result<String> {
+        let mut ordered: Vec<(&String, &String)> = attributes.iter().collect();
         ordered.sort_by_key(|(name, _)| name.as_str() != "FilterPolicyScope");
         for (name, value) in ordered {
             sub.set(name, value, fifo, true)?;
         }
         let arn = sub.arn.clone();
-        self.topic_mut(topic_arn)?.subscriptions.push(arn.clone());
-        if let Some(token) = &pending_token {
+        self.topic_mut(&sub.topic)?.subscriptions.push(arn.clone());
+        if let Some(token) = &sub.token {
             self.tokens.insert(token.clone(), arn.clone());
         }
         self.subscriptions.insert(arn.clone(), Arc::new(sub));
         self.order.insert(arn.clone(), self.next_order);
         self.next_order += 1;
         self.record_subscription(&arn);
-        Ok(Subscribed { arn, pending_token })
+        Ok(arn)
     }
 
     /// ConfirmSubscription: the subscription whose token this is. As in

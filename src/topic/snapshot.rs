@@ -160,8 +160,8 @@ impl Topics {
         }
         snapshot.protocol.check_endpoint(&snapshot.endpoint)?;
         let pending = snapshot.pending && snapshot.protocol.needs_confirmation();
-        let mut sub = Subscription {
-            arn: arn.clone(),
+        let sub = Subscription {
+            arn,
             topic: topic.clone(),
             protocol: snapshot.protocol,
             endpoint: snapshot.endpoint,
@@ -172,20 +172,7 @@ impl Topics {
             token: pending.then(|| snapshot.token.unwrap_or_else(confirmation_token)),
             replay: None,
         };
-        // The scope first, so that the policy is compiled for it.
-        let mut ordered: Vec<(&String, &String)> = snapshot.attributes.iter().collect();
-        ordered.sort_by_key(|(name, _)| name.as_str() != "FilterPolicyScope");
-        for (name, value) in ordered {
-            sub.set(name, value, fifo, true)?;
-        }
-        if let Some(token) = &sub.token {
-            self.tokens.insert(token.clone(), arn.clone());
-        }
-        self.topic_mut(topic)?.subscriptions.push(arn.clone());
-        self.subscriptions.insert(arn.clone(), std::sync::Arc::new(sub));
-        self.order.insert(arn.clone(), self.next_order);
-        self.next_order += 1;
-        self.record_subscription(&arn);
+        self.insert_subscription(sub, &snapshot.attributes, fifo)?;
         Ok(())
     }
 }

@@ -1125,14 +1125,7 @@ async fn a_publish_reaches_queues_of_every_shard_exactly_once_across_a_kill() {
     let sns = sns_client_for(&members[survivor].url);
     let names = queue_names(SHARDS);
     let urls = create_queues(&sqs, &names).await;
-    let topic = sns
-        .create_topic()
-        .name("events")
-        .send()
-        .await
-        .unwrap()
-        .topic_arn
-        .unwrap();
+    let topic = create_topic(&sns, "events").await;
     for url in &urls {
         subscribe_queue(&sns, &sqs, &topic, url, &[("RawMessageDelivery", "true")]).await;
     }

@@ -9,8 +9,8 @@ use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use crate::common::{
-    RedisServer, Server, create_fifo_topic, create_queue_url, message_of, sns_client_for, subscribe_queue,
-    wait_for,
+    RedisServer, Server, create_fifo_topic, create_queue_url, create_topic, message_of, sns_client_for,
+    subscribe_queue, wait_for,
 };
 use crate::disk::{DataDir, kill_9, start_on};
 
@@ -198,14 +198,7 @@ async fn a_new_leader_serves_the_topics_of_the_old_one() {
     let redis = RedisServer::start();
     let (mut first, second) = leader_and_passive(&redis, "sns").await;
     let (sqs, sns) = (first.client(), sns_client_for(&first.url));
-    let topic = sns
-        .create_topic()
-        .name("events")
-        .send()
-        .await
-        .unwrap()
-        .topic_arn
-        .unwrap();
+    let topic = create_topic(&sns, "events").await;
     let queue = create_queue_url(&sqs, "events-copy", &[]).await;
     let subscription = subscribe_queue(&sns, &sqs, &topic, &queue, &[]).await;
     sns.publish()
@@ -271,14 +264,7 @@ async fn a_new_leader_serves_the_topics_of_the_old_one() {
 /// of one, or none), each once, and every acknowledged one.
 async fn fan_out_killed_half_way(mut restart: impl AsyncFnMut() -> Server, first: &mut Server) {
     let (sqs, sns) = (first.client(), sns_client_for(&first.url));
-    let topic = sns
-        .create_topic()
-        .name("fan")
-        .send()
-        .await
-        .unwrap()
-        .topic_arn
-        .unwrap();
+    let topic = create_topic(&sns, "fan").await;
     let mut queues = Vec::new();
     for n in 0..5 {
         let url = create_queue_url(&sqs, &format!("fan-{n}"), &[]).await;

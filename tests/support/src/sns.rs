@@ -13,6 +13,17 @@ pub fn sns_client_for(url: &str) -> aws_sdk_sns::Client {
     aws_sdk_sns::Client::from_conf(config)
 }
 
+/// Creates a standard topic; its ARN.
+pub async fn create_topic(sns: &aws_sdk_sns::Client, name: &str) -> String {
+    sns.create_topic()
+        .name(name)
+        .send()
+        .await
+        .unwrap()
+        .topic_arn
+        .expect("an ARN")
+}
+
 /// Creates a FIFO topic with content-based deduplication and `attributes`;
 /// its ARN.
 pub async fn create_fifo_topic(sns: &aws_sdk_sns::Client, name: &str, attributes: &[(&str, &str)]) -> String {
