@@ -69,13 +69,8 @@ def wait_ready(endpoint, within):
 
 
 def sqs(endpoint):
-    return boto3.client(
-        "sqs",
-        endpoint_url=endpoint,
-        region_name="us-east-1",
-        aws_access_key_id="test",
-        aws_secret_access_key="test",
-    )
+    credentials = {"aws_access_key_id": "test", "aws_secret_access_key": "test"}
+    return boto3.client("sqs", endpoint_url=endpoint, region_name="us-east-1", **credentials)
 
 
 class Containers:
