@@ -78,6 +78,9 @@ pub struct Metrics {
     /// SNS, by topic and CloudWatch's metric name.
     sns: IntCounterVec,
     sns_subscriptions: IntCounterVec,
+    /// With --credentials: the keys in force, and the file's reloads by outcome.
+    pub credential_keys: IntGauge,
+    pub credential_reloads: IntCounterVec,
 }
 
 impl Metrics {
@@ -222,6 +225,19 @@ impl Metrics {
             "With --data-dir: bytes the data files (database, WAL) take on disk.",
         )
         .expect("valid metric");
+        let credential_keys = IntGauge::new(
+            "ssq_credential_keys",
+            "With --credentials: the access keys in force.",
+        )
+        .expect("valid metric");
+        let credential_reloads = IntCounterVec::new(
+            Opts::new(
+                "ssq_credential_reloads_total",
+                "With --credentials: the file read again (SIGHUP, or a change), by outcome: applied, or refused (the keys in force stay).",
+            ),
+            &["outcome"],
+        )
+        .expect("valid metric");
         let shards_led = IntGauge::new(
             "ssq_shards_led",
             "Shards this instance leads and serves (--shards; 1 or 0 in an unsharded group).",
@@ -302,6 +318,8 @@ impl Metrics {
             Box::new(sns.clone()),
             Box::new(sns_subscriptions.clone()),
             Box::new(shards_led.clone()),
+            Box::new(credential_keys.clone()),
+            Box::new(credential_reloads.clone()),
             Box::new(data_bytes.clone()),
             Box::new(forwarded.clone()),
             Box::new(forward_seconds.clone()),
@@ -354,6 +372,8 @@ impl Metrics {
             transfers,
             sns,
             sns_subscriptions,
+            credential_keys,
+            credential_reloads,
         }
     }
 

@@ -5,7 +5,8 @@
 //! them (`admin_api/`); SNS calls arrive at `POST /` too and are told
 //! apart there (`sns_api/`); `/_ssq/` is the control API for test suites
 //! (`control_api/`). Below them, what they share: running and answering a
-//! call (`call.rs`), the shards (`shard_front.rs`), sign-in, the host
+//! call (`call.rs`), the shards (`shard_front.rs`), the keys of
+//! `--credentials` (`credentials_file.rs`) and sign-in, the host
 //! guard, bodies and large answers, the listener; and the operational
 //! endpoints `/health`, `/ready`, `/status`, `/metrics` (`status.rs`) and
 //! LocalStack's health (`localstack.rs`), and `ssq --check-health`, their
@@ -16,6 +17,7 @@
 pub(crate) mod admin_api;
 mod call;
 pub(crate) mod control_api;
+pub mod credentials_file;
 pub mod health_check;
 pub(crate) mod hosts;
 mod large_answers;
@@ -69,8 +71,8 @@ pub struct AppState {
     pub public_url: Option<String>,
     /// The names requests may come by (`hosts.rs`).
     pub allowed_hosts: hosts::AllowedHosts,
-    /// When set, every SQS request must be signed with one of these.
-    pub credentials: Option<crate::http::sqs_api::sigv4::Credentials>,
+    /// When set, every SQS request must be signed with one of its keys.
+    pub credentials: Option<Arc<credentials_file::CredentialsFile>>,
     /// Time a client has to send a request's body.
     pub request_timeout: std::time::Duration,
     /// In a sharded group: every shard has had a leader this instance knew

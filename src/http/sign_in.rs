@@ -27,7 +27,7 @@ pub(crate) fn signed_in(state: &AppState, headers: &HeaderMap) -> bool {
     given
         .as_deref()
         .and_then(|pair| pair.split_once(':'))
-        .is_some_and(|(key, secret)| credentials.admits(key, secret))
+        .is_some_and(|(key, secret)| credentials.current().admits(key, secret))
 }
 
 /// The answer that makes a browser ask for the credentials.

@@ -32,13 +32,13 @@ use crate::config::{ClockKind, Config, LogFormat};
 use crate::http::admin_api::AdminState;
 use crate::http::admin_api::activity::ActivityHistory;
 use crate::http::control_api::ControlApiState;
+use crate::http::credentials_file::{CredentialsFile, CredentialsFileError};
 use crate::http::hosts::AllowedHosts;
 use crate::http::listener::{ConnectionTimeouts, LimitedListener};
 use crate::http::request_body::BodyBudget;
 use crate::http::sns_api::SnsApiState;
 use crate::http::sqs_api::SqsApiState;
 use crate::http::sqs_api::forward::Forwarder;
-use crate::http::sqs_api::sigv4::{Credentials, CredentialsError};
 use crate::http::{AppState, ReadyLine, ShardFront, Storage, admin_router, router, sqs_router};
 use crate::leader::Leadership;
 use crate::metrics::Metrics;
@@ -58,10 +58,8 @@ pub enum StartError {
     Redis(#[from] SetupError),
     #[error(transparent)]
     Disk(#[from] DiskError),
-    #[error("cannot read the credentials file {}: {source}", path.display())]
-    CredentialsUnreadable { path: PathBuf, source: std::io::Error },
-    #[error("the credentials file {} is not valid: {source}", path.display())]
-    BadCredentials { path: PathBuf, source: CredentialsError },
+    #[error(transparent)]
+    Credentials(#[from] CredentialsFileError),
     #[error(
         "--shards {0} needs Redis (--redis-url): shards are spread over the instances of a group \
          sharing one Redis; memory-only mode is one instance"
@@ -211,7 +209,7 @@ pub struct Node {
     config: Config,
     node_id: String,
     metrics: Arc<Metrics>,
-    credentials: Option<Credentials>,
+    credentials: Option<Arc<CredentialsFile>>,
     placement: Placement,
     shards: Vec<Shard>,
     /// With Redis: what the shards share.
@@ -226,8 +224,7 @@ impl Node {
         let election = config.election();
         election.validate()?;
         let acks = config.replica_acks()?;
-        let credentials = config.credentials.as_ref().map(read_credentials).transpose()?;
-        if config.control_api && credentials.is_some() {
+        if config.control_api && config.credentials.is_some() {
             return Err(StartError::ControlApiWithCredentials);
         }
         if config.control_api && config.shards > 1 {
@@ -245,6 +242,10 @@ impl Node {
         };
         let node_id = config.node_id();
         let metrics = Arc::new(Metrics::new(&node_id));
+        let credentials = match &config.credentials {
+            Some(path) => Some(Arc::new(CredentialsFile::open(path, metrics.clone())?)),
+            None => None,
+        };
         let count = usize::from(config.shards);
         let placement = Placement::new(count, &config.account_id, &config.region);
         let mut queues_of: Vec<Vec<QueueSpec>> = (0..count).map(|_| Vec::new()).collect();
@@ -340,6 +341,9 @@ impl Node {
         } = self;
         let address = listeners.sqs.local_addr().unwrap_or(config.listen);
         let (stop_tasks, stopped) = watch::channel(false);
+        if let Some(credentials) = &credentials {
+            tokio::spawn(credentials.clone().watch(stopped.clone()));
+        }
         let (admit, admission) = watch::channel(match group {
             None => Admission::Cleared,
             Some(_) => Admission::Checking,
@@ -466,7 +470,7 @@ struct FrontParts {
     placement: Placement,
     membership: Option<Arc<Membership>>,
     metrics: Arc<Metrics>,
-    credentials: Option<Credentials>,
+    credentials: Option<Arc<CredentialsFile>>,
     activity: Arc<ActivityHistory>,
     /// The admin page and the operational endpoints on their own address.
     admin_apart: bool,
@@ -664,15 +668,4 @@ async fn admitted(admission: &mut watch::Receiver<Admission>) -> bool {
         admission.wait_for(|a| *a != Admission::Checking).await.as_deref(),
         Ok(Admission::Cleared)
     )
-}
-
-fn read_credentials(path: &std::path::PathBuf) -> Result<Credentials, StartError> {
-    let text = std::fs::read_to_string(path).map_err(|source| StartError::CredentialsUnreadable {
-        path: path.clone(),
-        source,
-    })?;
-    Credentials::parse(&text).map_err(|source| StartError::BadCredentials {
-        path: path.clone(),
-        source,
-    })
 }

@@ -2,7 +2,7 @@
 //! official SDK signing with the right secret gets through; a wrong secret,
 //! an unknown key, no signature or a stale date get AWS's errors with 403.
 
-use crate::common::{Server, client_signing_with, error_code};
+use crate::common::{Server, client_signing_with, error_code, wait_for};
 
 /// A credentials file of its own for each server (tests run in parallel).
 fn credentials_file() -> std::path::PathBuf {
@@ -315,4 +315,111 @@ async fn a_signature_for_another_region_names_that_regions_queues() {
     assert_eq!(status, 403, "{body}");
     assert!(body.contains("eu-west-1"), "{body}");
     std::fs::remove_file(path).unwrap();
+}
+
+/// The outcome of one call: whether it was answered, else its error code.
+type Outcome = (std::time::Instant, Result<(), String>);
+
+/// Key rotation without a restart: 16 clients send with a key while a new
+/// file, without that key, is renamed over the old one and SIGHUP sent.
+/// Every call is answered or refused as an unknown key (never a 5xx or a
+/// hang), and once the new key works, the old one never does again. A bad
+/// file keeps the keys in force; a change without SIGHUP is seen too.
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn keys_rotate_without_a_restart_while_16_clients_call() {
+    use std::sync::Arc;
+    use std::sync::atomic::{AtomicBool, Ordering};
+    use std::time::{Duration, Instant};
+
+    let path = credentials_file();
+    let server = Server::start_with(&["--credentials", path.to_str().unwrap()]);
+    let old = client_signing_with(&server.url, "AKIDSSQTEST", "s3cr3t/with+chars");
+    let new = client_signing_with(&server.url, "AKIDNEW", "n3w-s3cr3t");
+    let url = old
+        .create_queue()
+        .queue_name("rotated")
+        .send()
+        .await
+        .unwrap()
+        .queue_url
+        .unwrap();
+
+    let stop = Arc::new(AtomicBool::new(false));
+    let callers: Vec<_> = (0..16)
+        .map(|_| {
+            let (old, url, stop) = (old.clone(), url.clone(), stop.clone());
+            tokio::spawn(async move {
+                let mut outcomes: Vec<Outcome> = Vec::new();
+                while !stop.load(Ordering::Relaxed) {
+                    let started = Instant::now();
+                    let sent = old.send_message().queue_url(&url).message_body("x").send().await;
+                    outcomes.push((started, sent.map(|_| ()).map_err(|e| error_code(Err::<(), _>(e)))));
+                }
+                outcomes
+            })
+        })
+        .collect();
+    tokio::time::sleep(Duration::from_millis(300)).await;
+
+    // The new file, renamed over the old one as an editor or a secret's
+    // update does, then SIGHUP.
+    let next = path.with_extension("next");
+    std::fs::write(&next, "AKIDNEW:n3w-s3cr3t\n").unwrap();
+    std::fs::rename(&next, &path).unwrap();
+    server.signal("HUP");
+    let took = wait_for(Duration::from_secs(5), || async {
+        new.list_queues().send().await.is_ok()
+    })
+    .await
+    .expect("the new key works within 5 s of SIGHUP");
+    let swapped = Instant::now();
+    tokio::time::sleep(Duration::from_millis(300)).await;
+    stop.store(true, Ordering::Relaxed);
+    let mut outcomes = Vec::new();
+    for caller in callers {
+        outcomes.extend(caller.await.unwrap());
+    }
+
+    let unexpected: Vec<_> = outcomes
+        .iter()
+        .filter(|(_, outcome)| outcome.as_ref().is_err_and(|code| code != "InvalidClientTokenId"))
+        .collect();
+    assert!(
+        unexpected.is_empty(),
+        "calls neither answered nor refused as an unknown key: {unexpected:?}"
+    );
+    let answered_before = outcomes.iter().filter(|(_, o)| o.is_ok()).count();
+    let after: Vec<_> = outcomes.iter().filter(|(at, _)| *at > swapped).collect();
+    assert!(answered_before > 0, "the old key never worked");
+    assert!(!after.is_empty(), "no call after the swap");
+    assert!(
+        after.iter().all(|(_, o)| o.is_err()),
+        "the dropped key worked after the new file was in force"
+    );
+    println!(
+        "{} calls, {answered_before} answered; the new key worked {took:?} after SIGHUP; {} refused after",
+        outcomes.len(),
+        after.len()
+    );
+
+    // A bad file is refused: the keys in force stay.
+    std::fs::write(&path, "a line without a secret\n").unwrap();
+    server.signal("HUP");
+    let refused = wait_for(Duration::from_secs(5), || async {
+        let (_, metrics) = server.get("/metrics").await.unwrap();
+        metrics.contains("ssq_credential_reloads_total{outcome=\"refused\"} 1")
+    })
+    .await;
+    assert!(refused.is_some(), "the bad file was not refused");
+    new.list_queues().send().await.expect("the keys in force stay");
+
+    // A change with no signal is seen by the file's watch.
+    std::fs::write(&path, "AKIDNEW:n3w-s3cr3t\nAKIDTHIRD:th1rd\n").unwrap();
+    let third = client_signing_with(&server.url, "AKIDTHIRD", "th1rd");
+    wait_for(Duration::from_secs(5), || async {
+        third.list_queues().send().await.is_ok()
+    })
+    .await
+    .expect("a changed file is read within 5 s without SIGHUP");
+    std::fs::remove_file(&path).unwrap();
 }

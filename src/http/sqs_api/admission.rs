@@ -63,7 +63,11 @@ pub(in crate::http) async fn authenticate_and_read(
                 Regions::Signed => None,
                 Regions::One => Some(state.region.as_str()),
             };
-            Some(credentials.check_head(method, uri, headers, region, now)?)
+            Some(
+                credentials
+                    .current()
+                    .check_head(method, uri, headers, region, now)?,
+            )
         }
     };
     let (body, permit) = state.body_budget.read(body, state.request_timeout).await?;

@@ -45,6 +45,11 @@ impl Credentials {
             .is_some_and(|known| constant_time_eq(known.as_bytes(), secret.as_bytes()))
     }
 
+    /// How many keys there are.
+    pub fn key_count(&self) -> usize {
+        self.secrets.len()
+    }
+
     /// Reads `access-key-id:secret` lines; `#` starts a comment.
     pub fn parse(text: &str) -> Result<Credentials, CredentialsError> {
         let mut secrets = HashMap::new();

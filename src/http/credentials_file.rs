@@ -1,0 +1,248 @@
+//! The keys of `--credentials`, kept current without a restart: the file is
+//! read at start, then again on SIGHUP and whenever it changes (checked
+//! every second: its size, times and inode, so that an editor's rename or a
+//! Kubernetes secret's symlink swap is seen). A new file replaces the keys
+//! whole, in one swap: a request is checked against the old set or the new
+//! one, never a mix, and a key the new file drops is refused from the next
+//! request on. A file that cannot be read or parsed is refused, logged, and
+//! counted, and the keys in force stay.
+
+use std::path::{Path, PathBuf};
+use std::sync::{Arc, RwLock};
+use std::time::{Duration, SystemTime};
+
+use tokio::sync::watch;
+
+use crate::http::sqs_api::sigv4::{Credentials, CredentialsError};
+use crate::metrics::Metrics;
+
+/// How often the file is looked at for a change.
+const CHECK_EVERY: Duration = Duration::from_secs(1);
+
+/// Why a credentials file was not taken.
+#[derive(Debug, thiserror::Error)]
+pub enum CredentialsFileError {
+    #[error("cannot read the credentials file {}: {source}", path.display())]
+    Unreadable { path: PathBuf, source: std::io::Error },
+    #[error("the credentials file {} is not valid: {source}", path.display())]
+    Invalid { path: PathBuf, source: CredentialsError },
+}
+
+/// What tells one version of the file from another without reading it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+struct Fingerprint {
+    len: u64,
+    modified: Option<SystemTime>,
+    changed: (i64, i64),
+    inode: u64,
+}
+
+fn fingerprint(path: &Path) -> Option<Fingerprint> {
+    use std::os::unix::fs::MetadataExt;
+    let metadata = std::fs::metadata(path).ok()?;
+    Some(Fingerprint {
+        len: metadata.len(),
+        modified: metadata.modified().ok(),
+        changed: (metadata.ctime(), metadata.ctime_nsec()),
+        inode: metadata.ino(),
+    })
+}
+
+/// The credentials in force and the file they come from.
+pub struct CredentialsFile {
+    path: PathBuf,
+    current: RwLock<Arc<Credentials>>,
+    seen: std::sync::Mutex<Option<Fingerprint>>,
+    metrics: Arc<Metrics>,
+}
+
+impl CredentialsFile {
+    /// Reads the file; ssq does not start without a valid one.
+    pub fn open(path: &Path, metrics: Arc<Metrics>) -> Result<CredentialsFile, CredentialsFileError> {
+        let seen = fingerprint(path);
+        let credentials = read(path)?;
+        metrics.credential_keys.set(credentials.key_count() as i64);
+        Ok(CredentialsFile {
+            path: path.to_path_buf(),
+            current: RwLock::new(Arc::new(credentials)),
+            seen: std::sync::Mutex::new(seen),
+            metrics,
+        })
+    }
+
+    /// The keys in force now.
+    pub fn current(&self) -> Arc<Credentials> {
+        self.current.read().unwrap_or_else(|e| e.into_inner()).clone()
+    }
+
+    /// Reads the file again and, if it is valid, puts its keys in force.
+    /// Logged and counted either way.
+    pub fn reload(&self, why: &str) -> Result<(), CredentialsFileError> {
+        *self.seen.lock().unwrap_or_else(|e| e.into_inner()) = fingerprint(&self.path);
+        match read(&self.path) {
+            Ok(credentials) => {
+                let keys = credentials.key_count();
+                let before = std::mem::replace(
+                    &mut *self.current.write().unwrap_or_else(|e| e.into_inner()),
+                    Arc::new(credentials),
+                );
+                self.metrics.credential_keys.set(keys as i64);
+                self.metrics
+                    .credential_reloads
+                    .with_label_values(&["applied"])
+                    .inc();
+                tracing::info!(
+                    path = %self.path.display(), keys, keys_before = before.key_count(), why,
+                    "credentials reloaded: the new file's keys are in force"
+                );
+                Ok(())
+            }
+            Err(error) => {
+                self.metrics
+                    .credential_reloads
+                    .with_label_values(&["refused"])
+                    .inc();
+                tracing::error!(
+                    %error, keys = self.current().key_count(), why,
+                    "credentials file refused: the keys in force stay; fix the file, then send SIGHUP or save it again"
+                );
+                Err(error)
+            }
+        }
+    }
+
+    /// Whether the file looks different from when it was last read.
+    fn changed(&self) -> bool {
+        let now = fingerprint(&self.path);
+        *self.seen.lock().unwrap_or_else(|e| e.into_inner()) != now
+    }
+
+    /// Reloads on SIGHUP and when the file changes, until `stopped`.
+    pub async fn watch(self: Arc<Self>, mut stopped: watch::Receiver<bool>) {
+        let mut hangup = match tokio::signal::unix::signal(tokio::signal::unix::SignalKind::hangup()) {
+            Ok(signal) => Some(signal),
+            Err(error) => {
+                tracing::warn!(%error, "SIGHUP cannot be caught: the credentials file is reloaded only when it changes");
+                None
+            }
+        };
+        let mut ticks = tokio::time::interval(CHECK_EVERY);
+        ticks.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+        loop {
+            let hangup_received = async {
+                match hangup.as_mut() {
+                    Some(signal) => signal.recv().await,
+                    None => std::future::pending().await,
+                }
+            };
+            tokio::select! {
+                _ = stopped.wait_for(|stopped| *stopped) => return,
+                _ = hangup_received => {
+                    let _ = self.reload("SIGHUP");
+                }
+                _ = ticks.tick() => {
+                    if self.changed() {
+                        let _ = self.reload("the file changed");
+                    }
+                }
+            }
+        }
+    }
+}
+
+fn read(path: &Path) -> Result<Credentials, CredentialsFileError> {
+    let text = std::fs::read_to_string(path).map_err(|source| CredentialsFileError::Unreadable {
+        path: path.to_path_buf(),
+        source,
+    })?;
+    Credentials::parse(&text).map_err(|source| CredentialsFileError::Invalid {
+        path: path.to_path_buf(),
+        source,
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn file_with(text: &str) -> (tempfile_dir::Dir, PathBuf) {
+        let dir = tempfile_dir::Dir::new();
+        let path = dir.path().join("credentials");
+        std::fs::write(&path, text).unwrap();
+        (dir, path)
+    }
+
+    /// A directory of its own, removed after the test.
+    mod tempfile_dir {
+        pub struct Dir(std::path::PathBuf);
+        impl Dir {
+            pub fn new() -> Dir {
+                static NEXT: std::sync::atomic::AtomicUsize = std::sync::atomic::AtomicUsize::new(0);
+                let n = NEXT.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+                let path =
+                    std::env::temp_dir().join(format!("ssq-credentials-file-{}-{n}", std::process::id()));
+                std::fs::create_dir_all(&path).unwrap();
+                Dir(path)
+            }
+            pub fn path(&self) -> &std::path::Path {
+                &self.0
+            }
+        }
+        impl Drop for Dir {
+            fn drop(&mut self) {
+                let _ = std::fs::remove_dir_all(&self.0);
+            }
+        }
+    }
+
+    #[test]
+    fn a_valid_file_replaces_the_keys_whole_and_a_bad_one_is_refused() {
+        let (_dir, path) = file_with("OLD:old-secret\n");
+        let metrics = Arc::new(Metrics::new("test"));
+        let file = CredentialsFile::open(&path, metrics.clone()).unwrap();
+        assert!(file.current().admits("OLD", "old-secret"));
+
+        std::fs::write(&path, "NEW:new-secret\n").unwrap();
+        file.reload("test").unwrap();
+        assert!(
+            !file.current().admits("OLD", "old-secret"),
+            "a dropped key is refused at once"
+        );
+        assert!(file.current().admits("NEW", "new-secret"));
+
+        std::fs::write(&path, "this line has no secret\n").unwrap();
+        assert!(matches!(
+            file.reload("test"),
+            Err(CredentialsFileError::Invalid { .. })
+        ));
+        assert!(
+            file.current().admits("NEW", "new-secret"),
+            "the keys in force stay"
+        );
+        std::fs::remove_file(&path).unwrap();
+        assert!(matches!(
+            file.reload("test"),
+            Err(CredentialsFileError::Unreadable { .. })
+        ));
+        assert!(file.current().admits("NEW", "new-secret"));
+
+        let reloads = |outcome| metrics.credential_reloads.with_label_values(&[outcome]).get();
+        assert_eq!((reloads("applied"), reloads("refused")), (1, 2));
+        assert_eq!(metrics.credential_keys.get(), 1);
+    }
+
+    #[test]
+    fn a_rename_over_the_file_is_a_change() {
+        let (dir, path) = file_with("A:a\n");
+        let file = CredentialsFile::open(&path, Arc::new(Metrics::new("test"))).unwrap();
+        assert!(!file.changed());
+        // The same length and, within a second, maybe the same mtime: the
+        // inode tells them apart.
+        let next = dir.path().join("next");
+        std::fs::write(&next, "B:b\n").unwrap();
+        std::fs::rename(&next, &path).unwrap();
+        assert!(file.changed());
+        file.reload("test").unwrap();
+        assert!(!file.changed());
+    }
+}
