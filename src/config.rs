@@ -166,6 +166,12 @@ pub struct Config {
     #[arg(long, env = "SSQ_CREDENTIALS")]
     pub credentials: Option<PathBuf>,
 
+    /// Record every refused request (401, 403) and every admin action as
+    /// one JSON line in this file (appended to, created 0600); see
+    /// docs/operations.md.
+    #[arg(long, env = "SSQ_AUDIT_LOG")]
+    pub audit_log: Option<PathBuf>,
+
     /// Serve the control API for test suites under /_ssq/ (docs/testing.md):
     /// `POST /_ssq/reset` deletes every queue, `/_ssq/clock` moves a
     /// virtual clock, `/_ssq/faults` injects faults. For test instances

@@ -81,6 +81,9 @@ pub struct Metrics {
     /// With --credentials: the keys in force, and the file's reloads by outcome.
     pub credential_keys: IntGauge,
     pub credential_reloads: IntCounterVec,
+    /// With --audit-log: lines handed to its writer, and lines dropped.
+    pub audit_lines: IntCounter,
+    pub audit_dropped: IntCounter,
 }
 
 impl Metrics {
@@ -238,6 +241,14 @@ impl Metrics {
             &["outcome"],
         )
         .expect("valid metric");
+        let audit_lines = counter(
+            "ssq_audit_lines_total",
+            "With --audit-log: lines handed to the audit log's writer.",
+        );
+        let audit_dropped = counter(
+            "ssq_audit_dropped_total",
+            "With --audit-log: lines dropped because the writer was behind (its queue full), rather than slow requests.",
+        );
         let shards_led = IntGauge::new(
             "ssq_shards_led",
             "Shards this instance leads and serves (--shards; 1 or 0 in an unsharded group).",
@@ -320,6 +331,8 @@ impl Metrics {
             Box::new(shards_led.clone()),
             Box::new(credential_keys.clone()),
             Box::new(credential_reloads.clone()),
+            Box::new(audit_lines.clone()),
+            Box::new(audit_dropped.clone()),
             Box::new(data_bytes.clone()),
             Box::new(forwarded.clone()),
             Box::new(forward_seconds.clone()),
@@ -374,6 +387,8 @@ impl Metrics {
             sns_subscriptions,
             credential_keys,
             credential_reloads,
+            audit_lines,
+            audit_dropped,
         }
     }
 

@@ -58,7 +58,8 @@ impl LimitedListener {
         }
     }
 
-    async fn accept(&mut self) -> LimitedStream<tokio::net::TcpStream> {
+    /// The next connection, and its peer's address.
+    async fn accept(&mut self) -> (LimitedStream<tokio::net::TcpStream>, std::net::SocketAddr) {
         let permit = self
             .permits
             .clone()
@@ -67,9 +68,9 @@ impl LimitedListener {
             .expect("the semaphore is never closed");
         loop {
             match self.inner.accept().await {
-                Ok((stream, _)) => {
+                Ok((stream, peer)) => {
                     let _ = stream.set_nodelay(true);
-                    return LimitedStream::new(stream, permit, self.timeouts);
+                    return (LimitedStream::new(stream, permit, self.timeouts), peer);
                 }
                 // Out of file descriptors and the like: wait, as axum's own
                 // listener does, rather than spin.
@@ -92,12 +93,18 @@ pub async fn serve(mut listener: LimitedListener, app: axum::Router, shutdown: i
     let connections = hyper_util::server::graceful::GracefulShutdown::new();
     tokio::pin!(shutdown);
     loop {
-        let stream = tokio::select! {
-            stream = listener.accept() => stream,
+        let (stream, peer) = tokio::select! {
+            accepted = listener.accept() => accepted,
             () = &mut shutdown => break,
         };
+        // The peer's address, as axum's own server gives it (the audit trail
+        // records it).
         let service = TowerToHyperService::new(app.clone().map_request(
-            |request: axum::http::Request<hyper::body::Incoming>| request.map(axum::body::Body::new),
+            move |request: axum::http::Request<hyper::body::Incoming>| {
+                let mut request = request.map(axum::body::Body::new);
+                request.extensions_mut().insert(axum::extract::ConnectInfo(peer));
+                request
+            },
         ));
         let connection = hyper::server::conn::http1::Builder::new()
             .max_buf_size(MAX_READ_BUFFER)

@@ -6,7 +6,8 @@
 //! apart there (`sns_api/`); `/_ssq/` is the control API for test suites
 //! (`control_api/`). Below them, what they share: running and answering a
 //! call (`call.rs`), the shards (`shard_front.rs`), the keys of
-//! `--credentials` (`credentials_file.rs`) and sign-in, the host
+//! `--credentials` (`credentials_file.rs`) and sign-in, the audit trail
+//! (`audit.rs`), the host
 //! guard, bodies and large answers, the listener; and the operational
 //! endpoints `/health`, `/ready`, `/status`, `/metrics` (`status.rs`) and
 //! LocalStack's health (`localstack.rs`), and `ssq --check-health`, their
@@ -15,6 +16,7 @@
 //! (`--admin-listen`).
 
 pub(crate) mod admin_api;
+pub mod audit;
 mod call;
 pub(crate) mod control_api;
 pub mod credentials_file;
@@ -71,6 +73,8 @@ pub struct AppState {
     pub public_url: Option<String>,
     /// The names requests may come by (`hosts.rs`).
     pub allowed_hosts: hosts::AllowedHosts,
+    /// With `--audit-log`: where refused requests and admin actions are recorded.
+    pub audit: Option<Arc<audit::AuditLog>>,
     /// When set, every SQS request must be signed with one of its keys.
     pub credentials: Option<Arc<credentials_file::CredentialsFile>>,
     /// Time a client has to send a request's body.
@@ -212,8 +216,9 @@ fn sqs_address_routes(state: &AppState) -> Router<Arc<AppState>> {
     }
 }
 
-/// What every address serves its routes behind: the host and origin guard
-/// (`hosts.rs`), then the budget for large answers (`large_answers.rs`).
+/// What every address serves its routes behind: the audit trail when on
+/// (`audit.rs`), the host and origin guard (`hosts.rs`), then the budget for
+/// large answers (`large_answers.rs`).
 fn guarded(routes: Router<Arc<AppState>>, state: Arc<AppState>) -> Router {
     routes
         .layer(axum::middleware::from_fn_with_state(
@@ -221,6 +226,10 @@ fn guarded(routes: Router<Arc<AppState>>, state: Arc<AppState>) -> Router {
             large_answers::budgeted,
         ))
         .layer(axum::middleware::from_fn_with_state(state.clone(), hosts::guard))
+        .layer(axum::middleware::from_fn_with_state(
+            state.clone(),
+            audit::audited,
+        ))
         .with_state(state)
 }
 

@@ -14,20 +14,24 @@ pub(crate) fn signed_in(state: &AppState, headers: &HeaderMap) -> bool {
     let Some(credentials) = &state.credentials else {
         return true;
     };
-    let given = headers
-        .get(header::AUTHORIZATION)
-        .and_then(|v| v.to_str().ok())
-        .and_then(|v| v.strip_prefix("Basic "))
-        .and_then(|encoded| {
-            base64::engine::general_purpose::STANDARD
-                .decode(encoded.trim())
-                .ok()
-        })
-        .and_then(|decoded| String::from_utf8(decoded).ok());
-    given
-        .as_deref()
-        .and_then(|pair| pair.split_once(':'))
-        .is_some_and(|(key, secret)| credentials.current().admits(key, secret))
+    basic_credentials(headers).is_some_and(|(key, secret)| credentials.current().admits(&key, &secret))
+}
+
+/// The access key id and secret of an HTTP Basic `Authorization` header.
+pub(crate) fn basic_credentials(headers: &HeaderMap) -> Option<(String, String)> {
+    let encoded = headers
+        .get(header::AUTHORIZATION)?
+        .to_str()
+        .ok()?
+        .strip_prefix("Basic ")?;
+    let decoded = base64::engine::general_purpose::STANDARD
+        .decode(encoded.trim())
+        .ok()?;
+    let (key, secret) = String::from_utf8(decoded)
+        .ok()?
+        .split_once(':')
+        .map(|(k, s)| (k.to_string(), s.to_string()))?;
+    Some((key, secret))
 }
 
 /// The answer that makes a browser ask for the credentials.

@@ -31,6 +31,7 @@ use crate::cluster::group::WrongShardCount;
 use crate::config::{ClockKind, Config, LogFormat};
 use crate::http::admin_api::AdminState;
 use crate::http::admin_api::activity::ActivityHistory;
+use crate::http::audit::{AuditLog, AuditLogError};
 use crate::http::control_api::ControlApiState;
 use crate::http::credentials_file::{CredentialsFile, CredentialsFileError};
 use crate::http::hosts::AllowedHosts;
@@ -60,6 +61,8 @@ pub enum StartError {
     Disk(#[from] DiskError),
     #[error(transparent)]
     Credentials(#[from] CredentialsFileError),
+    #[error(transparent)]
+    AuditLog(#[from] AuditLogError),
     #[error(
         "--shards {0} needs Redis (--redis-url): shards are spread over the instances of a group \
          sharing one Redis; memory-only mode is one instance"
@@ -210,6 +213,7 @@ pub struct Node {
     node_id: String,
     metrics: Arc<Metrics>,
     credentials: Option<Arc<CredentialsFile>>,
+    audit: Option<Arc<AuditLog>>,
     placement: Placement,
     shards: Vec<Shard>,
     /// With Redis: what the shards share.
@@ -244,6 +248,10 @@ impl Node {
         let metrics = Arc::new(Metrics::new(&node_id));
         let credentials = match &config.credentials {
             Some(path) => Some(Arc::new(CredentialsFile::open(path, metrics.clone())?)),
+            None => None,
+        };
+        let audit = match &config.audit_log {
+            Some(path) => Some(Arc::new(AuditLog::open(path, metrics.clone())?)),
             None => None,
         };
         let count = usize::from(config.shards);
@@ -299,6 +307,7 @@ impl Node {
             node_id,
             metrics,
             credentials,
+            audit,
             placement,
             shards,
             group,
@@ -334,6 +343,7 @@ impl Node {
             node_id,
             metrics,
             credentials,
+            audit,
             placement,
             shards,
             group,
@@ -382,6 +392,7 @@ impl Node {
                 membership,
                 metrics,
                 credentials,
+                audit,
                 activity,
                 admin_apart,
                 virtual_clock,
@@ -471,6 +482,7 @@ struct FrontParts {
     membership: Option<Arc<Membership>>,
     metrics: Arc<Metrics>,
     credentials: Option<Arc<CredentialsFile>>,
+    audit: Option<Arc<AuditLog>>,
     activity: Arc<ActivityHistory>,
     /// The admin page and the operational endpoints on their own address.
     admin_apart: bool,
@@ -502,6 +514,7 @@ fn app_state(config: &Config, node_id: &str, parts: FrontParts) -> Arc<AppState>
             .flatten(),
         ),
         credentials: parts.credentials,
+        audit: parts.audit,
         request_timeout: config.request_timeout,
         every_shard_led: Default::default(),
         body_budget: BodyBudget::new(config.max_body_buffer as usize),

@@ -530,6 +530,12 @@ pub fn signed_region(authorization: Option<&HeaderValue>, query: Option<&str>) -
     crate::queue::key::is_region(&region).then_some(region)
 }
 
+/// The access key id a request's signature names, read as [`signed_region`]
+/// reads the region: for the audit trail, which records refused keys too.
+pub fn signed_key_id(authorization: Option<&HeaderValue>, query: Option<&str>) -> Option<String> {
+    credential_part(authorization, query, 0)
+}
+
 /// The service a request is signed for (`sqs` or `sns`), read as
 /// [`signed_region`] reads the region: what tells SNS calls from SQS calls
 /// where the action name could be either's.

@@ -1,0 +1,118 @@
+//! The audit trail (`--audit-log`): every refused request and every admin
+//! action as one JSON line, with the key id, the action, the resource, the
+//! source address and the outcome; calls that were let through are not
+//! recorded.
+
+use std::time::Duration;
+
+use crate::common::{Server, client_signing_with, create_queue_url, error_code, wait_for};
+
+#[tokio::test]
+async fn refused_requests_and_admin_actions_are_recorded_one_json_line_each() {
+    let dir = std::env::temp_dir().join(format!("ssq-audit-test-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let credentials = dir.join("credentials");
+    std::fs::write(&credentials, "AKIDAUDIT:s3cret\n").unwrap();
+    let log = dir.join("audit.log");
+    let server = Server::start_with(&[
+        "--credentials",
+        credentials.to_str().unwrap(),
+        "--audit-log",
+        log.to_str().unwrap(),
+    ]);
+
+    // Let through: not recorded.
+    let good = client_signing_with(&server.url, "AKIDAUDIT", "s3cret");
+    let url = create_queue_url(&good, "audited", &[]).await;
+    // Refused: an unknown key, a wrong secret.
+    let unknown = client_signing_with(&server.url, "AKIDSTRANGER", "s3cret");
+    assert_eq!(
+        error_code(unknown.list_queues().send().await),
+        "InvalidClientTokenId"
+    );
+    let wrong = client_signing_with(&server.url, "AKIDAUDIT", "guess");
+    assert_eq!(
+        error_code(wrong.purge_queue().queue_url(&url).send().await),
+        "SignatureDoesNotMatch"
+    );
+
+    // The admin page: a failed sign-in, a refused host, then a purge.
+    let http = reqwest::Client::new();
+    let admin = |path: &str, password: &str| {
+        http.get(format!("{}{path}", server.url))
+            .basic_auth("AKIDAUDIT", Some(password))
+    };
+    assert_eq!(
+        admin("/admin/api/overview", "guess")
+            .send()
+            .await
+            .unwrap()
+            .status(),
+        401
+    );
+    let foreign = admin("/admin/api/overview", "s3cret")
+        .header("host", "rebind.test")
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(foreign.status(), 403);
+    let page = admin("/", "s3cret").send().await.unwrap().text().await.unwrap();
+    let token = page
+        .split("name=\"ssq-csrf\" content=\"")
+        .nth(1)
+        .and_then(|rest| rest.split('"').next())
+        .expect("the page holds its token")
+        .to_string();
+    let purged = http
+        .post(format!("{}/admin/api/sqs", server.url))
+        .basic_auth("AKIDAUDIT", Some("s3cret"))
+        .header("x-ssq-csrf", token)
+        .header("x-amz-target", "AmazonSQS.PurgeQueue")
+        .header("content-type", "application/x-amz-json-1.0")
+        .body(serde_json::json!({ "QueueUrl": url }).to_string())
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(purged.status(), 200);
+
+    let read = || {
+        std::fs::read_to_string(&log)
+            .unwrap_or_default()
+            .lines()
+            .map(|line| serde_json::from_str::<serde_json::Value>(line).expect("a JSON line"))
+            .collect::<Vec<_>>()
+    };
+    wait_for(Duration::from_secs(5), || async { read().len() >= 5 }).await;
+    let lines = read();
+    let summary: Vec<(String, String, String, String)> = lines
+        .iter()
+        .map(|line| {
+            let text = |name: &str| line[name].as_str().unwrap_or("-").to_string();
+            (text("key_id"), text("action"), text("outcome"), text("code"))
+        })
+        .collect();
+    let expected = [
+        ("AKIDSTRANGER", "ListQueues", "refused", "InvalidClientTokenId"),
+        ("AKIDAUDIT", "PurgeQueue", "refused", "SignatureDoesNotMatch"),
+        ("AKIDAUDIT", "GET /admin/api/overview", "refused", "-"),
+        ("AKIDAUDIT", "GET /admin/api/overview", "refused", "AccessDenied"),
+        ("AKIDAUDIT", "PurgeQueue", "allowed", "-"),
+    ]
+    .map(|(k, a, o, c)| (k.to_string(), a.to_string(), o.to_string(), c.to_string()));
+    assert_eq!(summary, expected, "{lines:#?}");
+    for line in &lines {
+        assert_eq!(line["account"], "000000000000");
+        assert!(
+            line["source"].as_str().unwrap().starts_with("127.0.0.1:"),
+            "{line}"
+        );
+        assert!(line["time"].as_str().unwrap().ends_with('Z'), "{line}");
+    }
+    assert_eq!(lines[4]["resource"], "/admin/api/sqs");
+    use std::os::unix::fs::PermissionsExt;
+    assert_eq!(
+        std::fs::metadata(&log).unwrap().permissions().mode() & 0o777,
+        0o600
+    );
+    std::fs::remove_dir_all(&dir).unwrap();
+}
