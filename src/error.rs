@@ -87,6 +87,9 @@ pub enum ErrorCode {
     QueueNameExists,
     ReceiptHandleIsInvalid,
     RequestExpired,
+    /// An access key over its request rate (`http/throttle.rs`); the SDKs
+    /// retry it with backoff.
+    RequestThrottled,
     ResourceNotFound,
     SignatureDoesNotMatch,
     TooManyEntriesInBatchRequest,
@@ -137,6 +140,7 @@ impl ErrorCode {
             ErrorCode::RequestTimeout => "RequestTimeout",
             ErrorCode::SerializationException => "SerializationException",
             ErrorCode::ServiceUnavailable => "ServiceUnavailable",
+            ErrorCode::RequestThrottled => "RequestThrottled",
             ErrorCode::InternalError => "InternalError",
         }
     }

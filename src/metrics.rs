@@ -84,6 +84,8 @@ pub struct Metrics {
     /// With --audit-log: lines handed to its writer, and lines dropped.
     pub audit_lines: IntCounter,
     pub audit_dropped: IntCounter,
+    /// Requests refused for their key's rate, by key.
+    pub throttled: IntCounterVec,
 }
 
 impl Metrics {
@@ -249,6 +251,14 @@ impl Metrics {
             "ssq_audit_dropped_total",
             "With --audit-log: lines dropped because the writer was behind (its queue full), rather than slow requests.",
         );
+        let throttled = IntCounterVec::new(
+            Opts::new(
+                "ssq_throttled_total",
+                "Requests refused with RequestThrottled: over their access key's requests_per_second, by key.",
+            ),
+            &["key"],
+        )
+        .expect("valid metric");
         let shards_led = IntGauge::new(
             "ssq_shards_led",
             "Shards this instance leads and serves (--shards; 1 or 0 in an unsharded group).",
@@ -333,6 +343,7 @@ impl Metrics {
             Box::new(credential_reloads.clone()),
             Box::new(audit_lines.clone()),
             Box::new(audit_dropped.clone()),
+            Box::new(throttled.clone()),
             Box::new(data_bytes.clone()),
             Box::new(forwarded.clone()),
             Box::new(forward_seconds.clone()),
@@ -389,6 +400,7 @@ impl Metrics {
             credential_reloads,
             audit_lines,
             audit_dropped,
+            throttled,
         }
     }
 

@@ -1,4 +1,18 @@
-//! The keys of `--credentials`, kept current without a restart: the file is
+//! The keys of `--credentials`: the file's two formats, and the keys kept
+//! current without a restart.
+//!
+//! The file is either `access-key-id:secret` lines, or TOML that can give a
+//! key a request rate:
+//!
+//! ```toml
+//! [[keys]]
+//! id = "AKIDTEAMA"
+//! secret = "..."
+//! requests_per_second = 100   # optional (http/throttle.rs)
+//! burst = 200                 # optional: at once; default the rate
+//! ```
+//!
+//! The file is
 //! read at start, then again on SIGHUP and whenever it changes (checked
 //! every second: its size, times and inode, so that an editor's rename or a
 //! Kubernetes secret's symlink swap is seen). A new file replaces the keys
@@ -13,11 +27,129 @@ use std::time::{Duration, SystemTime};
 
 use tokio::sync::watch;
 
-use crate::http::sqs_api::sigv4::{Credentials, CredentialsError};
+use std::collections::HashMap;
+
+use serde::Deserialize;
+
+use crate::http::sqs_api::sigv4::{AccessKey, Credentials};
+use crate::http::throttle::RateLimit;
 use crate::metrics::Metrics;
 
 /// How often the file is looked at for a change.
 const CHECK_EVERY: Duration = Duration::from_secs(1);
+
+/// Why a credentials file's text cannot be used.
+#[derive(Debug, Clone, PartialEq, thiserror::Error)]
+pub enum CredentialsError {
+    #[error("line {0}: expected access-key-id:secret (or a TOML file of [[keys]] with id and secret)")]
+    BadLine(usize),
+    #[error("no credentials in the file: write one access-key-id:secret per line, or [[keys]] in TOML")]
+    Empty,
+    #[error("{0}")]
+    Toml(String),
+    #[error("the key {0} is given twice")]
+    Repeated(String),
+    #[error("the key {id}: {why}")]
+    BadRate { id: String, why: &'static str },
+}
+
+/// The TOML form of the file.
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct KeyFile {
+    keys: Vec<KeyEntry>,
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct KeyEntry {
+    id: String,
+    secret: String,
+    requests_per_second: Option<f64>,
+    burst: Option<u32>,
+}
+
+/// Reads either format: TOML when the first line that is not blank or a
+/// comment opens a table (`[[keys]]`), else `access-key-id:secret` lines.
+pub fn parse(text: &str) -> Result<Credentials, CredentialsError> {
+    let first = text
+        .lines()
+        .map(str::trim)
+        .find(|line| !line.is_empty() && !line.starts_with('#'));
+    let keys = match first {
+        Some(line) if line.starts_with('[') => parse_toml(text)?,
+        _ => parse_lines(text)?,
+    };
+    if keys.is_empty() {
+        return Err(CredentialsError::Empty);
+    }
+    Ok(Credentials::new(keys))
+}
+
+fn parse_lines(text: &str) -> Result<HashMap<String, AccessKey>, CredentialsError> {
+    let mut keys = HashMap::new();
+    for (number, line) in text.lines().enumerate() {
+        let line = line.trim();
+        if line.is_empty() || line.starts_with('#') {
+            continue;
+        }
+        let (id, secret) = line
+            .split_once(':')
+            .filter(|(id, secret)| !id.trim().is_empty() && !secret.trim().is_empty())
+            .ok_or(CredentialsError::BadLine(number + 1))?;
+        let key = AccessKey {
+            secret: secret.trim().to_string(),
+            rate: None,
+        };
+        keys.insert(id.trim().to_string(), key);
+    }
+    Ok(keys)
+}
+
+fn parse_toml(text: &str) -> Result<HashMap<String, AccessKey>, CredentialsError> {
+    let file: KeyFile = toml::from_str(text).map_err(|error| CredentialsError::Toml(error.to_string()))?;
+    let mut keys = HashMap::new();
+    for entry in file.keys {
+        if entry.id.is_empty() || entry.secret.is_empty() {
+            return Err(CredentialsError::Toml(
+                "a key's id and secret must not be empty".into(),
+            ));
+        }
+        let rate = match (entry.requests_per_second, entry.burst) {
+            (None, None) => None,
+            (None, Some(_)) => {
+                return Err(CredentialsError::BadRate {
+                    id: entry.id,
+                    why: "burst needs requests_per_second",
+                });
+            }
+            (Some(rate), _) if !(rate.is_finite() && rate > 0.0) => {
+                return Err(CredentialsError::BadRate {
+                    id: entry.id,
+                    why: "requests_per_second must be a number above 0",
+                });
+            }
+            (Some(_), Some(0)) => {
+                return Err(CredentialsError::BadRate {
+                    id: entry.id,
+                    why: "burst must be at least 1",
+                });
+            }
+            (Some(rate), burst) => Some(RateLimit {
+                per_second: rate,
+                burst: burst.map_or(rate.ceil().max(1.0), f64::from),
+            }),
+        };
+        let key = AccessKey {
+            secret: entry.secret,
+            rate,
+        };
+        if keys.insert(entry.id.clone(), key).is_some() {
+            return Err(CredentialsError::Repeated(entry.id));
+        }
+    }
+    Ok(keys)
+}
 
 /// Why a credentials file was not taken.
 #[derive(Debug, thiserror::Error)]
@@ -155,7 +287,7 @@ fn read(path: &Path) -> Result<Credentials, CredentialsFileError> {
         path: path.to_path_buf(),
         source,
     })?;
-    Credentials::parse(&text).map_err(|source| CredentialsFileError::Invalid {
+    parse(&text).map_err(|source| CredentialsFileError::Invalid {
         path: path.to_path_buf(),
         source,
     })
@@ -193,6 +325,46 @@ mod tests {
                 let _ = std::fs::remove_dir_all(&self.0);
             }
         }
+    }
+
+    #[test]
+    fn line_files_are_read_line_by_line() {
+        let credentials = parse("# comment\nAKID1:secret1\n\n AKID2 : secret2 \n").unwrap();
+        assert!(credentials.admits("AKID2", "secret2"));
+        assert_eq!(
+            parse("AKID:s\nno colon\n").unwrap_err(),
+            CredentialsError::BadLine(2)
+        );
+        assert_eq!(parse("# nothing\n").unwrap_err(), CredentialsError::Empty);
+        assert!(credentials.admits("AKID1", "secret1"));
+        assert!(!credentials.admits("AKID1", "secret2"));
+        assert!(!credentials.admits("AKID3", "secret1"));
+        assert_eq!(credentials.rate_limit("AKID1"), None);
+    }
+
+    #[test]
+    fn toml_files_give_keys_rates() {
+        let credentials = parse(
+            "# team keys\n[[keys]]\nid = \"FAST\"\nsecret = \"f\"\n\n\
+             [[keys]]\nid = \"SLOW\"\nsecret = \"s\"\nrequests_per_second = 2.5\n\n\
+             [[keys]]\nid = \"BURSTY\"\nsecret = \"b\"\nrequests_per_second = 10\nburst = 50\n",
+        )
+        .unwrap();
+        assert!(credentials.admits("SLOW", "s"));
+        assert_eq!(credentials.rate_limit("FAST"), None);
+        let rate = |per_second, burst| Some(RateLimit { per_second, burst });
+        assert_eq!(credentials.rate_limit("SLOW"), rate(2.5, 3.0));
+        assert_eq!(credentials.rate_limit("BURSTY"), rate(10.0, 50.0));
+
+        let refused = |text: &str| parse(text).unwrap_err().to_string();
+        let key = |extra: &str| format!("[[keys]]\nid = \"K\"\nsecret = \"s\"\n{extra}");
+        assert!(refused(&key("requests_per_second = 0")).contains("above 0"));
+        assert!(refused(&key("requests_per_second = -1")).contains("above 0"));
+        assert!(refused(&key("requests_per_second = 1\nburst = 0")).contains("at least 1"));
+        assert!(refused(&key("burst = 5")).contains("needs requests_per_second"));
+        assert!(refused(&key("acount = \"1\"")).contains("unknown field"));
+        assert!(refused(&format!("{}{}", key(""), key(""))).contains("given twice"));
+        assert!(refused("[[keys]]\nid = \"K\"\n").contains("secret"));
     }
 
     #[test]

@@ -6,7 +6,8 @@
 //! apart there (`sns_api/`); `/_ssq/` is the control API for test suites
 //! (`control_api/`). Below them, what they share: running and answering a
 //! call (`call.rs`), the shards (`shard_front.rs`), the keys of
-//! `--credentials` (`credentials_file.rs`) and sign-in, the audit trail
+//! `--credentials` (`credentials_file.rs`), their request rates
+//! (`throttle.rs`) and sign-in, the audit trail
 //! (`audit.rs`), the host
 //! guard, bodies and large answers, the listener; and the operational
 //! endpoints `/health`, `/ready`, `/status`, `/metrics` (`status.rs`) and
@@ -31,6 +32,7 @@ mod sign_in;
 pub mod sns_api;
 pub mod sqs_api;
 mod status;
+pub mod throttle;
 
 use std::sync::Arc;
 
@@ -77,6 +79,8 @@ pub struct AppState {
     pub audit: Option<Arc<audit::AuditLog>>,
     /// When set, every SQS request must be signed with one of its keys.
     pub credentials: Option<Arc<credentials_file::CredentialsFile>>,
+    /// The request rates of the keys that have one.
+    pub throttle: throttle::Throttle,
     /// Time a client has to send a request's body.
     pub request_timeout: std::time::Duration,
     /// In a sharded group: every shard has had a leader this instance knew

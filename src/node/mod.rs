@@ -515,6 +515,7 @@ fn app_state(config: &Config, node_id: &str, parts: FrontParts) -> Arc<AppState>
         ),
         credentials: parts.credentials,
         audit: parts.audit,
+        throttle: Default::default(),
         request_timeout: config.request_timeout,
         every_shard_led: Default::default(),
         body_budget: BodyBudget::new(config.max_body_buffer as usize),

@@ -2,7 +2,7 @@
 //! official SDK signing with the right secret gets through; a wrong secret,
 //! an unknown key, no signature or a stale date get AWS's errors with 403.
 
-use crate::common::{Server, client_signing_with, error_code, wait_for};
+use crate::common::{Server, client_signing_with, create_queue_url, error_code, wait_for};
 
 /// A credentials file of its own for each server (tests run in parallel).
 fn credentials_file() -> std::path::PathBuf {
@@ -421,5 +421,85 @@ async fn keys_rotate_without_a_restart_while_16_clients_call() {
     })
     .await
     .expect("a changed file is read within 5 s without SIGHUP");
+    std::fs::remove_file(&path).unwrap();
+}
+
+/// Request rates per key (the credentials file in TOML): a key over its
+/// rate gets RequestThrottled, which the SDK retries with backoff until it
+/// passes, while another key at the same moment is never refused.
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn a_key_over_its_rate_is_throttled_and_no_other_key_is() {
+    let path = credentials_file();
+    std::fs::write(
+        &path,
+        "[[keys]]\nid = \"AKIDSLOW\"\nsecret = \"slow\"\nrequests_per_second = 5\n\n\
+         [[keys]]\nid = \"AKIDFAST\"\nsecret = \"fast\"\n",
+    )
+    .unwrap();
+    let server = Server::start_with(&["--credentials", path.to_str().unwrap()]);
+    let fast = client_signing_with(&server.url, "AKIDFAST", "fast");
+    let retrying = client_signing_with(&server.url, "AKIDSLOW", "slow");
+    let once = aws_sdk_sqs::Client::from_conf(
+        retrying
+            .config()
+            .to_builder()
+            .retry_config(aws_sdk_sqs::config::retry::RetryConfig::disabled())
+            .build(),
+    );
+    let url = create_queue_url(&fast, "rated", &[]).await;
+
+    let started = std::time::Instant::now();
+    // All at once, each on a task of its own.
+    let at_once = |client: &aws_sdk_sqs::Client, count: usize| {
+        let calls: Vec<_> = (0..count)
+            .map(|_| {
+                let sent = client.send_message().queue_url(&url).message_body("x").send();
+                tokio::spawn(sent)
+            })
+            .collect();
+        async move {
+            let mut results = Vec::new();
+            for call in calls {
+                results.push(call.await.unwrap());
+            }
+            results
+        }
+    };
+    let (slow, quick) = tokio::join!(at_once(&once, 30), at_once(&fast, 100));
+    let elapsed = started.elapsed().as_secs_f64();
+    assert!(quick.iter().all(Result::is_ok), "the unlimited key was refused");
+    let passed = slow.iter().filter(|sent| sent.is_ok()).count();
+    let codes: Vec<String> = slow
+        .into_iter()
+        .filter(Result::is_err)
+        .map(error_code)
+        .collect();
+    assert!(codes.iter().all(|code| code == "RequestThrottled"), "{codes:?}");
+    assert!(!codes.is_empty(), "30 calls at once at 5 a second");
+    assert!(
+        passed as f64 <= 5.0 + elapsed * 5.0 + 1.0,
+        "{passed} passed in {elapsed:.2} s at 5 a second with a burst of 5"
+    );
+
+    // With the SDK's retries (its default), every call gets through.
+    for _ in 0..8 {
+        retrying
+            .send_message()
+            .queue_url(&url)
+            .message_body("patient")
+            .send()
+            .await
+            .expect("the SDK backs off and retries RequestThrottled");
+    }
+    let (_, metrics) = server.get("/metrics").await.unwrap();
+    let throttled: u64 = metrics
+        .lines()
+        .find_map(|line| line.strip_prefix("ssq_throttled_total{key=\"AKIDSLOW\"} "))
+        .and_then(|count| count.parse().ok())
+        .expect("the throttled count of AKIDSLOW");
+    assert!(
+        throttled > codes.len() as u64,
+        "the retried calls were throttled first: {throttled}"
+    );
     std::fs::remove_file(&path).unwrap();
 }

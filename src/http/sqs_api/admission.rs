@@ -58,21 +58,26 @@ pub(in crate::http) async fn authenticate_and_read(
     let signature = match &state.credentials {
         None => None,
         Some(credentials) => {
+            let keys = credentials.current();
             let now = (state.first_shard().api.service.now() / 1000) as i64;
             let region = match state.regions {
                 Regions::Signed => None,
                 Regions::One => Some(state.region.as_str()),
             };
-            Some(
-                credentials
-                    .current()
-                    .check_head(method, uri, headers, region, now)?,
-            )
+            Some((keys.check_head(method, uri, headers, region, now)?, keys))
         }
     };
     let (body, permit) = state.body_budget.read(body, state.request_timeout).await?;
-    if let Some(signature) = signature {
+    if let Some((signature, keys)) = signature {
+        let key_id = signature.access_key_id().to_string();
         signature.check_body(&body)?;
+        // Only a request its key's secret signed spends that key's budget.
+        if let Some(limit) = keys.rate_limit(&key_id) {
+            state
+                .throttle
+                .take(&key_id, limit, tokio::time::Instant::now())
+                .inspect_err(|_| state.metrics.throttled.with_label_values(&[&key_id]).inc())?;
+        }
     }
     Ok((body, permit))
 }

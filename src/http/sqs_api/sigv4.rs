@@ -15,59 +15,54 @@ use sha2::{Digest, Sha256};
 use subtle::ConstantTimeEq;
 
 use crate::error::{ErrorCode, SqsError};
+use crate::http::throttle::RateLimit;
 
 const ALGORITHM: &str = "AWS4-HMAC-SHA256";
 /// How far a request's date may be from this server's clock.
 const MAX_SKEW_SECONDS: i64 = 15 * 60;
 
-/// Why a credentials file cannot be used.
-#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
-pub enum CredentialsError {
-    #[error("line {0}: expected access-key-id:secret")]
-    BadLine(usize),
-    #[error("no credentials in the file: write one access-key-id:secret per line")]
-    Empty,
+/// One access key of the credentials file: its secret and, when the file
+/// gives one, its request rate.
+#[derive(Debug, Clone)]
+pub struct AccessKey {
+    pub secret: String,
+    pub rate: Option<RateLimit>,
 }
 
-/// Access key id → secret access key.
+/// The access keys requests may be signed with, by id (the file's format:
+/// `http/credentials_file.rs`).
 #[derive(Debug, Clone, Default)]
 pub struct Credentials {
-    secrets: HashMap<String, String>,
+    keys: HashMap<String, AccessKey>,
 }
 
 impl Credentials {
+    pub fn new(keys: HashMap<String, AccessKey>) -> Credentials {
+        Credentials { keys }
+    }
+
     /// Whether `secret` is the configured secret of `access_key_id`: how
     /// the admin page signs people in (HTTP Basic), compared in constant
     /// time.
     pub fn admits(&self, access_key_id: &str, secret: &str) -> bool {
-        self.secrets
+        self.keys
             .get(access_key_id)
-            .is_some_and(|known| constant_time_eq(known.as_bytes(), secret.as_bytes()))
+            .is_some_and(|known| constant_time_eq(known.secret.as_bytes(), secret.as_bytes()))
     }
 
     /// How many keys there are.
     pub fn key_count(&self) -> usize {
-        self.secrets.len()
+        self.keys.len()
     }
 
-    /// Reads `access-key-id:secret` lines; `#` starts a comment.
-    pub fn parse(text: &str) -> Result<Credentials, CredentialsError> {
-        let mut secrets = HashMap::new();
-        for (number, line) in text.lines().enumerate() {
-            let line = line.trim();
-            if line.is_empty() || line.starts_with('#') {
-                continue;
-            }
-            let (id, secret) = line
-                .split_once(':')
-                .filter(|(id, secret)| !id.trim().is_empty() && !secret.trim().is_empty())
-                .ok_or(CredentialsError::BadLine(number + 1))?;
-            secrets.insert(id.trim().to_string(), secret.trim().to_string());
-        }
-        if secrets.is_empty() {
-            return Err(CredentialsError::Empty);
-        }
-        Ok(Credentials { secrets })
+    /// Whether `access_key_id` is one of the keys.
+    pub fn has(&self, access_key_id: &str) -> bool {
+        self.keys.contains_key(access_key_id)
+    }
+
+    /// The request rate of `access_key_id`, if the file gives it one.
+    pub fn rate_limit(&self, access_key_id: &str) -> Option<RateLimit> {
+        self.keys.get(access_key_id).and_then(|key| key.rate)
     }
 
     /// Checks what can be checked before the body is read: that the request
@@ -88,12 +83,16 @@ impl Credentials {
         now: i64,
     ) -> Result<HeadChecked, SqsError> {
         let signed = Signed::from_request(uri, headers)?;
-        let secret = self.secrets.get(&signed.access_key_id).ok_or_else(|| {
-            SqsError::new(
-                ErrorCode::InvalidClientTokenId,
-                "The security token included in the request is invalid.",
-            )
-        })?;
+        let secret = self
+            .keys
+            .get(&signed.access_key_id)
+            .map(|key| &key.secret)
+            .ok_or_else(|| {
+                SqsError::new(
+                    ErrorCode::InvalidClientTokenId,
+                    "The security token included in the request is invalid.",
+                )
+            })?;
         let date = parse_amz_date(&signed.amz_date).ok_or_else(|| {
             SqsError::new(
                 ErrorCode::SignatureDoesNotMatch,
@@ -250,6 +249,11 @@ pub struct HeadChecked {
 }
 
 impl HeadChecked {
+    /// The access key the request is signed with.
+    pub fn access_key_id(&self) -> &str {
+        &self.signed.access_key_id
+    }
+
     /// Binds the body to the signature: it must hash to what was signed.
     pub fn check_body(self, body: &[u8]) -> Result<(), SqsError> {
         match &self.payload {
@@ -638,7 +642,7 @@ mod tests {
 
     #[test]
     fn the_host_header_must_be_signed() {
-        let credentials = Credentials::parse("AKID:secret").unwrap();
+        let credentials = crate::http::credentials_file::parse("AKID:secret").unwrap();
         let now = 1_700_000_000;
         let body = b"Action=ListQueues";
         let uri = Uri::from_static("/");
@@ -688,22 +692,5 @@ mod tests {
             Some("us-west-2"),
             "found where it is"
         );
-    }
-
-    #[test]
-    fn credential_files_are_read_line_by_line() {
-        let credentials = Credentials::parse("# comment\nAKID1:secret1\n\n AKID2 : secret2 \n").unwrap();
-        assert_eq!(credentials.secrets["AKID2"], "secret2");
-        assert_eq!(
-            Credentials::parse("AKID:s\nno colon\n").unwrap_err(),
-            CredentialsError::BadLine(2)
-        );
-        assert_eq!(
-            Credentials::parse("# nothing\n").unwrap_err(),
-            CredentialsError::Empty
-        );
-        assert!(credentials.admits("AKID1", "secret1"));
-        assert!(!credentials.admits("AKID1", "secret2"));
-        assert!(!credentials.admits("AKID3", "secret1"));
     }
 }
