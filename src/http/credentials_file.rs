@@ -10,7 +10,11 @@
 //! secret = "..."
 //! requests_per_second = 100   # optional (http/throttle.rs)
 //! burst = 200                 # optional: at once; default the rate
+//! policy = '''{"Statement": {"Effect": "Allow", "Action": "sqs:*", "Resource": "*"}}'''
 //! ```
+//!
+//! A key with a `policy` (an IAM identity policy, `policy/`) may do only
+//! what it allows; a key without one, anything.
 //!
 //! The file is
 //! read at start, then again on SIGHUP and whenever it changes (checked
@@ -34,6 +38,7 @@ use serde::Deserialize;
 use crate::http::sqs_api::sigv4::{AccessKey, Credentials};
 use crate::http::throttle::RateLimit;
 use crate::metrics::Metrics;
+use crate::policy::{Policy, PolicyError};
 
 /// How often the file is looked at for a change.
 const CHECK_EVERY: Duration = Duration::from_secs(1);
@@ -51,6 +56,8 @@ pub enum CredentialsError {
     Repeated(String),
     #[error("the key {id}: {why}")]
     BadRate { id: String, why: &'static str },
+    #[error("the key {id}'s policy: {error}")]
+    Policy { id: String, error: PolicyError },
 }
 
 /// The TOML form of the file.
@@ -67,6 +74,8 @@ struct KeyEntry {
     secret: String,
     requests_per_second: Option<f64>,
     burst: Option<u32>,
+    /// An IAM identity policy, as JSON.
+    policy: Option<String>,
 }
 
 /// Reads either format: TOML when the first line that is not blank or a
@@ -100,6 +109,7 @@ fn parse_lines(text: &str) -> Result<HashMap<String, AccessKey>, CredentialsErro
         let key = AccessKey {
             secret: secret.trim().to_string(),
             rate: None,
+            policy: None,
         };
         keys.insert(id.trim().to_string(), key);
     }
@@ -140,9 +150,19 @@ fn parse_toml(text: &str) -> Result<HashMap<String, AccessKey>, CredentialsError
                 burst: burst.map_or(rate.ceil().max(1.0), f64::from),
             }),
         };
+        let policy = match &entry.policy {
+            None => None,
+            Some(document) => Some(Arc::new(Policy::parse(document).map_err(|error| {
+                CredentialsError::Policy {
+                    id: entry.id.clone(),
+                    error,
+                }
+            })?)),
+        };
         let key = AccessKey {
             secret: entry.secret,
             rate,
+            policy,
         };
         if keys.insert(entry.id.clone(), key).is_some() {
             return Err(CredentialsError::Repeated(entry.id));

@@ -7,7 +7,7 @@
 //! (`control_api/`). Below them, what they share: running and answering a
 //! call (`call.rs`), the shards (`shard_front.rs`), the keys of
 //! `--credentials` (`credentials_file.rs`), their request rates
-//! (`throttle.rs`) and sign-in, the audit trail
+//! (`throttle.rs`) and policies (`authorization.rs`), sign-in, the audit trail
 //! (`audit.rs`), the host
 //! guard, bodies and large answers, the listener; and the operational
 //! endpoints `/health`, `/ready`, `/status`, `/metrics` (`status.rs`) and
@@ -18,6 +18,7 @@
 
 pub(crate) mod admin_api;
 pub mod audit;
+pub mod authorization;
 mod call;
 pub(crate) mod control_api;
 pub mod credentials_file;

@@ -73,7 +73,13 @@ impl SnsError {
 
 impl From<SqsError> for SnsError {
     fn from(error: SqsError) -> SnsError {
-        SnsError::new(error.code.code(), error.code.status(), error.message)
+        // SNS names a refusal by policy AuthorizationError, where SQS says
+        // AccessDenied.
+        let code = match error.code {
+            crate::error::ErrorCode::AccessDenied => "AuthorizationError",
+            other => other.code(),
+        };
+        SnsError::new(code, error.code.status(), error.message)
     }
 }
 

@@ -57,12 +57,7 @@ async fn refused_requests_and_admin_actions_are_recorded_one_json_line_each() {
         .unwrap();
     assert_eq!(foreign.status(), 403);
     let page = admin("/", "s3cret").send().await.unwrap().text().await.unwrap();
-    let token = page
-        .split("name=\"ssq-csrf\" content=\"")
-        .nth(1)
-        .and_then(|rest| rest.split('"').next())
-        .expect("the page holds its token")
-        .to_string();
+    let token = crate::common::admin_page_token(&page);
     let purged = http
         .post(format!("{}/admin/api/sqs", server.url))
         .basic_auth("AKIDAUDIT", Some("s3cret"))

@@ -353,12 +353,7 @@ async fn foreign_host_names_and_pages_of_other_sites_are_refused() {
     )
     .await;
     assert_eq!(status, 200, "by localhost");
-    let token = page
-        .split("name=\"ssq-csrf\" content=\"")
-        .nth(1)
-        .and_then(|rest| rest.split('"').next())
-        .expect("the page holds its token")
-        .to_string();
+    let token = crate::common::admin_page_token(&page);
     let purge = serde_json::json!({"QueueUrl": url}).to_string();
     let admin_call = |origin: &str| {
         [

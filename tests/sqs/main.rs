@@ -18,5 +18,6 @@ mod limits;
 mod localstack;
 mod observability;
 mod peek;
+mod policies;
 mod protocols;
 mod sigv4;

@@ -469,11 +469,7 @@ async fn a_key_over_its_rate_is_throttled_and_no_other_key_is() {
     let elapsed = started.elapsed().as_secs_f64();
     assert!(quick.iter().all(Result::is_ok), "the unlimited key was refused");
     let passed = slow.iter().filter(|sent| sent.is_ok()).count();
-    let codes: Vec<String> = slow
-        .into_iter()
-        .filter(Result::is_err)
-        .map(error_code)
-        .collect();
+    let codes: Vec<String> = slow.into_iter().filter(Result::is_err).map(error_code).collect();
     assert!(codes.iter().all(|code| code == "RequestThrottled"), "{codes:?}");
     assert!(!codes.is_empty(), "30 calls at once at 5 a second");
     assert!(

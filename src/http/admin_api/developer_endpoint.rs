@@ -12,11 +12,13 @@
 //! protocol, and any other action is an InvalidRequest. When the page is not
 //! the last, the `x-ssq-next-token` header says where the next one starts.
 
+use std::net::{IpAddr, SocketAddr};
 use std::sync::Arc;
 use std::time::Instant;
 
+use axum::Extension;
 use axum::body::{Body, Bytes};
-use axum::extract::{Path, State};
+use axum::extract::{ConnectInfo, Path, State};
 use axum::http::{HeaderMap, HeaderValue, Method, Uri, header};
 use axum::response::Response;
 
@@ -24,6 +26,7 @@ use crate::api::peek::{self, PeekParams};
 use crate::api::{self, Action};
 use crate::error::SqsError;
 use crate::http::AppState;
+use crate::http::authorization::Caller;
 use crate::http::call::{Protocol, accepts_json, answer_error, error_response, record, serving};
 use crate::http::sqs_api::{authenticate_and_read, read_request};
 use crate::protocol::{json, query};
@@ -34,24 +37,28 @@ const LABEL: &str = "PeekMessages";
 /// `/_aws/sqs/messages`, the queue named by a QueueUrl parameter.
 pub(in crate::http) async fn by_url(
     State(state): State<Arc<AppState>>,
+    peer: Option<Extension<ConnectInfo<SocketAddr>>>,
     method: Method,
     uri: Uri,
     headers: HeaderMap,
     body: Body,
 ) -> Response {
-    respond(state, &method, &uri, &headers, body, None).await
+    let source = peer.map(|Extension(ConnectInfo(peer))| peer.ip());
+    respond(state, source, &method, &uri, &headers, body, None).await
 }
 
 /// `/_aws/sqs/messages/<region>/<account>/<queue>`.
 pub(in crate::http) async fn by_path(
     State(state): State<Arc<AppState>>,
     Path(queue): Path<(String, String, String)>,
+    peer: Option<Extension<ConnectInfo<SocketAddr>>>,
     method: Method,
     uri: Uri,
     headers: HeaderMap,
     body: Body,
 ) -> Response {
-    respond(state, &method, &uri, &headers, body, Some(queue)).await
+    let source = peer.map(|Extension(ConnectInfo(peer))| peer.ip());
+    respond(state, source, &method, &uri, &headers, body, Some(queue)).await
 }
 
 /// How a page is written: the request's wire format and, for a plain HTTP
@@ -65,6 +72,7 @@ struct Form {
 
 async fn respond(
     state: Arc<AppState>,
+    source: Option<IpAddr>,
     method: &Method,
     uri: &Uri,
     headers: &HeaderMap,
@@ -78,7 +86,17 @@ async fn respond(
         wire,
         xml_tree: wire == Protocol::Query && accepts_json(headers),
     };
-    let result = match queue_and_params(&state, wire, method, uri, headers, body, path).await {
+    let read = queue_and_params(&state, wire, method, uri, headers, body, path)
+        .await
+        .and_then(|(key, params, caller)| {
+            // A look at messages is a receive, as far as a key's policy goes.
+            if let Some(caller) = caller {
+                let arn = state.context(uri, headers).queue_arn(&key);
+                caller.authorize(&state, source, "sqs:ReceiveMessage", &arn)?;
+            }
+            Ok((key, params))
+        });
+    let result = match read {
         // The look and its rendering grow with the page: off the runtime.
         Ok((key, params)) => {
             let (looking, request_id) = (state.clone(), request_id.clone());
@@ -136,8 +154,8 @@ async fn queue_and_params(
     headers: &HeaderMap,
     body: Body,
     path: Option<(String, String, String)>,
-) -> Result<(String, PeekParams), SqsError> {
-    let (body, _permit) = authenticate_and_read(state, method, uri, headers, body).await?;
+) -> Result<(String, PeekParams, Option<Caller>), SqsError> {
+    let (body, _permit, caller) = authenticate_and_read(state, method, uri, headers, body).await?;
     serving(state)?;
     let ctx = state.context(uri, headers);
     let parameters = parameters(uri, headers, &body)?;
@@ -159,7 +177,7 @@ async fn queue_and_params(
             peek::queue_of_url(&ctx, queue_url.as_deref())?
         }
     };
-    Ok((key, params))
+    Ok((key, params, caller))
 }
 
 /// The request's parameters: its query string, and its body when that is a

@@ -26,8 +26,10 @@ use super::AppState;
 use super::call::{Protocol as WireProtocol, not_serving};
 use super::sqs_api::sharded::{Leader, on_leader};
 use crate::api::sns::{Action, Call, dispatch};
+use crate::http::authorization::{Caller, source_of};
 use crate::protocol::sns::{self, Form};
 use crate::topic::SnsError;
+use crate::topic::arn::subscription_topic;
 
 /// What the SNS surface keeps of its own.
 pub struct SnsApiState {
@@ -105,6 +107,45 @@ pub(crate) async fn serve(state: &Arc<AppState>, parts: &Parts, body: Bytes) -> 
             sns::error(&request_id, &error)
         }
     }
+}
+
+/// The caller's policy over an SNS call: its action on the topic it names
+/// (a subscription's topic for subscription calls, the topic to be for
+/// CreateTopic), or on `*` when it names none (ListTopics).
+pub(crate) fn authorize(
+    state: &AppState,
+    parts: &Parts,
+    caller: &Caller,
+    body: &[u8],
+) -> Result<(), SnsError> {
+    let form = Form::parse(body, parts.uri.query())?;
+    let action = form.get("Action").unwrap_or_default();
+    let ctx = state.context(&parts.uri, &parts.headers);
+    let resource = form
+        .get("TopicArn")
+        .or_else(|| form.get("TargetArn"))
+        .or_else(|| form.get("ResourceArn"))
+        .map(str::to_string)
+        .or_else(|| {
+            let subscription = form.get("SubscriptionArn")?;
+            subscription_topic(subscription)
+                .ok()
+                .map(|topic| topic.to_string())
+        })
+        .or_else(|| {
+            (action == "CreateTopic").then(|| {
+                let name = form.get("Name").unwrap_or_default();
+                format!("arn:aws:sns:{}:{}:{name}", ctx.region.get(), ctx.account_id)
+            })
+        })
+        .unwrap_or_else(|| "*".to_string());
+    let source = source_of(&parts.extensions);
+    Ok(caller.authorize(state, source, &format!("sns:{action}"), &resource)?)
+}
+
+/// A call refused before it ran, in SNS's XML.
+pub(crate) fn refuse(error: &SnsError) -> Response {
+    sns::error(&crate::queue::random::uuid().to_string(), error)
 }
 
 async fn run(

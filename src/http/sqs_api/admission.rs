@@ -9,6 +9,7 @@ use crate::api::{Action, Input};
 use crate::config::Regions;
 use crate::error::{ErrorCode, SqsError};
 use crate::http::AppState;
+use crate::http::authorization::Caller;
 use crate::http::call::Protocol;
 use crate::http::request_body::BodyPermit;
 use crate::protocol::{json, query};
@@ -47,14 +48,15 @@ pub(in crate::http) fn admit(
 /// is checked before a byte of the body is read, so that requests without
 /// a valid key, date and scope take no body memory; the body is then bound
 /// to the signature. Bodies draw on the process-wide budget until the
-/// request is answered (the permit returned).
+/// request is answered (the permit returned). With credentials, the caller
+/// whose key signed it is returned, for its policy (`authorization.rs`).
 pub(in crate::http) async fn authenticate_and_read(
     state: &AppState,
     method: &Method,
     uri: &Uri,
     headers: &HeaderMap,
     body: Body,
-) -> Result<(Bytes, BodyPermit), SqsError> {
+) -> Result<(Bytes, BodyPermit, Option<Caller>), SqsError> {
     let signature = match &state.credentials {
         None => None,
         Some(credentials) => {
@@ -68,18 +70,20 @@ pub(in crate::http) async fn authenticate_and_read(
         }
     };
     let (body, permit) = state.body_budget.read(body, state.request_timeout).await?;
-    if let Some((signature, keys)) = signature {
-        let key_id = signature.access_key_id().to_string();
-        signature.check_body(&body)?;
-        // Only a request its key's secret signed spends that key's budget.
-        if let Some(limit) = keys.rate_limit(&key_id) {
-            state
-                .throttle
-                .take(&key_id, limit, tokio::time::Instant::now())
-                .inspect_err(|_| state.metrics.throttled.with_label_values(&[&key_id]).inc())?;
-        }
+    let Some((signature, keys)) = signature else {
+        return Ok((body, permit, None));
+    };
+    let key_id = signature.access_key_id().to_string();
+    signature.check_body(&body)?;
+    // Only a request its key's secret signed spends that key's budget.
+    if let Some(limit) = keys.rate_limit(&key_id) {
+        state
+            .throttle
+            .take(&key_id, limit, tokio::time::Instant::now())
+            .inspect_err(|_| state.metrics.throttled.with_label_values(&[&key_id]).inc())?;
     }
-    Ok((body, permit))
+    let policy = keys.policy(&key_id);
+    Ok((body, permit, Some(Caller { key_id, policy })))
 }
 
 /// The action and input of a request in `wire`'s format. A Query call sent

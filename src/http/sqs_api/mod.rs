@@ -14,14 +14,17 @@ use std::sync::Arc;
 use std::time::Instant;
 
 use axum::extract::{Request, State};
+use axum::http::request::Parts;
 use axum::response::Response;
 
 use self::admission::{Admitted, admit};
 pub(in crate::http) use self::admission::{authenticate_and_read, read_request};
 use self::sharded::{Handled, run_or_forward};
 use super::AppState;
+use super::authorization::{Caller, source_of};
 use super::call::{Protocol, answer, answer_error, not_serving, record, run};
 use crate::api::Action;
+use crate::error::SqsError;
 
 /// What the SQS surface keeps of its own.
 pub struct SqsApiState {
@@ -46,14 +49,25 @@ pub(crate) async fn sqs(State(state): State<Arc<AppState>>, request: Request) ->
     }
     let read = authenticate_and_read(&state, method, uri, headers, body)
         .await
-        .and_then(|(body, permit)| {
+        .and_then(|(body, permit, caller)| {
             if wire == Protocol::Query && super::sns_api::claims(&parts, &body) {
-                return Ok(Err(body));
+                return Ok(Err((body, caller)));
             }
-            Ok(Ok(admit(wire, uri, headers, body, permit)?))
+            let admitted = admit(wire, uri, headers, body, permit)?;
+            if let Some(caller) = &caller {
+                authorize_sqs(&state, &parts, caller, &admitted)?;
+            }
+            Ok(Ok(admitted))
         });
     let admitted = match read {
-        Ok(Err(sns_body)) => return super::sns_api::serve(&state, &parts, sns_body).await,
+        Ok(Err((sns_body, caller))) => {
+            if let Some(caller) = &caller
+                && let Err(error) = super::sns_api::authorize(&state, &parts, caller, &sns_body)
+            {
+                return super::sns_api::refuse(&error);
+            }
+            return super::sns_api::serve(&state, &parts, sns_body).await;
+        }
         Ok(Ok(admitted)) => Ok(admitted),
         Err(error) => Err(error),
     };
@@ -86,4 +100,21 @@ pub(crate) async fn sqs(State(state): State<Arc<AppState>>, request: Request) ->
         Ok((action, output)) => answer(headers, &request_id, action, output),
         Err(error) => answer_error(&state, wire, &request_id, label, &error),
     }
+}
+
+/// The caller's policy over an SQS call: its action on the queue it names
+/// (the ARN), or on `*` when it names none (ListQueues).
+fn authorize_sqs(
+    state: &AppState,
+    parts: &Parts,
+    caller: &Caller,
+    admitted: &Admitted,
+) -> Result<(), SqsError> {
+    let ctx = state.context(&parts.uri, &parts.headers);
+    let resource = match crate::api::route(&ctx, admitted.action, &admitted.input) {
+        crate::api::Route::Queue(key) => ctx.queue_arn(&key),
+        crate::api::Route::Here => "*".to_string(),
+    };
+    let action = format!("sqs:{}", admitted.action.name());
+    caller.authorize(state, source_of(&parts.extensions), &action, &resource)
 }

@@ -7,6 +7,7 @@
 //! the SDKs compute it, and compared in constant time.
 
 use std::collections::HashMap;
+use std::sync::Arc;
 
 use axum::http::{HeaderMap, HeaderValue, Method, Uri};
 use hmac::{Hmac, KeyInit, Mac};
@@ -16,6 +17,7 @@ use subtle::ConstantTimeEq;
 
 use crate::error::{ErrorCode, SqsError};
 use crate::http::throttle::RateLimit;
+use crate::policy::Policy;
 
 const ALGORITHM: &str = "AWS4-HMAC-SHA256";
 /// How far a request's date may be from this server's clock.
@@ -27,6 +29,8 @@ const MAX_SKEW_SECONDS: i64 = 15 * 60;
 pub struct AccessKey {
     pub secret: String,
     pub rate: Option<RateLimit>,
+    /// The key's identity policy: without one, a key may do anything.
+    pub policy: Option<Arc<Policy>>,
 }
 
 /// The access keys requests may be signed with, by id (the file's format:
@@ -58,6 +62,11 @@ impl Credentials {
     /// Whether `access_key_id` is one of the keys.
     pub fn has(&self, access_key_id: &str) -> bool {
         self.keys.contains_key(access_key_id)
+    }
+
+    /// The identity policy of `access_key_id`, if the file gives it one.
+    pub fn policy(&self, access_key_id: &str) -> Option<Arc<Policy>> {
+        self.keys.get(access_key_id).and_then(|key| key.policy.clone())
     }
 
     /// The request rate of `access_key_id`, if the file gives it one.

@@ -192,26 +192,8 @@ pub fn in_network(address: IpAddr, network: IpAddr, bits: u8) -> bool {
     }
 }
 
-/// `*` stands for any run of characters; everything else for itself.
-/// Iterative with one backtrack point, so linear in practice and never
-/// recursive.
+/// `*` stands for any run of characters; everything else for itself
+/// (`crate::wildcard`'s walk: linear in practice, never recursive).
 pub(super) fn wildcard(pattern: &[u8], text: &[u8]) -> bool {
-    let (mut p, mut t) = (0, 0);
-    let mut star: Option<(usize, usize)> = None;
-    while t < text.len() {
-        if p < pattern.len() && pattern[p] == b'*' {
-            star = Some((p, t));
-            p += 1;
-        } else if p < pattern.len() && pattern[p] == text[t] {
-            p += 1;
-            t += 1;
-        } else if let Some((star_p, star_t)) = star {
-            p = star_p + 1;
-            t = star_t + 1;
-            star = Some((star_p, star_t + 1));
-        } else {
-            return false;
-        }
-    }
-    pattern[p..].iter().all(|&b| b == b'*')
+    crate::wildcard::matches(pattern, text, b'*', None, |a, b| a == b)
 }

@@ -309,3 +309,13 @@ pub fn ssq_binary() -> std::path::PathBuf {
     );
     binary
 }
+
+/// The admin page's anti-forgery token, as the page holds it (the admin
+/// API's calls send it back as `x-ssq-csrf`).
+pub fn admin_page_token(page: &str) -> String {
+    page.split("name=\"ssq-csrf\" content=\"")
+        .nth(1)
+        .and_then(|rest| rest.split('"').next())
+        .expect("the page holds its token")
+        .to_string()
+}
