@@ -38,6 +38,7 @@ use serde_json::{Value, json};
 
 mod fair;
 mod publish;
+mod sign;
 
 #[derive(Parser, Debug, Clone)]
 #[command(
@@ -97,6 +98,10 @@ struct Options {
     /// CPU time during the measurement is reported per request (Linux).
     #[arg(long = "server-pid")]
     server_pids: Vec<u32>,
+    /// Sign every request (AWS Signature Version 4) with this
+    /// `ACCESS_KEY_ID:SECRET`, for a server that checks signatures.
+    #[arg(long)]
+    sign: Option<String>,
     /// Use the queues as they are and leave them behind. By default a run
     /// deletes them before it starts and when it ends (a `fill` keeps what
     /// it filled), so that every run starts from nothing.
@@ -191,6 +196,8 @@ struct Sqs {
     /// Parsed once: the client's own cost per request should be as small as
     /// it can be, as an SDK's is.
     endpoint: reqwest::Url,
+    /// `--sign`: requests signed with it, else only shaped like signed ones.
+    signer: Option<sign::Signer>,
 }
 
 /// The X-Amz-Target of an action, without building it for every request.
@@ -210,23 +217,30 @@ impl Sqs {
     /// One request; the body of a successful answer, unparsed.
     async fn post(&self, action: &str, body: Bytes) -> Result<Bytes, String> {
         use reqwest::header::{AUTHORIZATION, CONTENT_TYPE, HeaderValue};
-        let response = self
+        let request = self
             .http
             .post(self.endpoint.clone())
             .header("x-amz-target", target(action))
-            .header(CONTENT_TYPE, HeaderValue::from_static("application/x-amz-json-1.0"))
+            .header(
+                CONTENT_TYPE,
+                HeaderValue::from_static("application/x-amz-json-1.0"),
+            );
+        let request = match &self.signer {
+            Some(signer) => {
+                let host = self.endpoint.authority();
+                let (date, authorization) = signer.sign(host, &body);
+                request.header("x-amz-date", date).header(AUTHORIZATION, authorization)
+            }
             // Unsigned, but shaped like SigV4: some servers (moto) route by
             // the service in the credential scope.
-            .header(
+            None => request.header(
                 AUTHORIZATION,
                 HeaderValue::from_static(
                     "AWS4-HMAC-SHA256 Credential=bench/20260101/us-east-1/sqs/aws4_request, SignedHeaders=host, Signature=0",
                 ),
-            )
-            .body(body)
-            .send()
-            .await
-            .map_err(|e| e.to_string())?;
+            ),
+        };
+        let response = request.body(body).send().await.map_err(|e| e.to_string())?;
         let status = response.status();
         let bytes = response.bytes().await.map_err(|e| e.to_string())?;
         if status.is_success() {
@@ -382,7 +396,23 @@ async fn main() {
         eprintln!("ssq-bench: --endpoint {} is no URL: {e}", options.endpoint);
         std::process::exit(2);
     });
-    let sqs = Arc::new(Sqs { http, endpoint });
+    let signer = match options
+        .sign
+        .as_deref()
+        .map(|text| sign::Signer::parse(text, "us-east-1"))
+    {
+        None => None,
+        Some(Some(signer)) => Some(signer),
+        Some(None) => {
+            eprintln!("ssq-bench: --sign takes ACCESS_KEY_ID:SECRET");
+            std::process::exit(2);
+        }
+    };
+    let sqs = Arc::new(Sqs {
+        http,
+        endpoint,
+        signer,
+    });
 
     let mut queues = Vec::new();
     for i in 0..options.queues {

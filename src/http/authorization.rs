@@ -37,7 +37,7 @@ impl Caller {
         let Some(policy) = &self.policy else {
             return Ok(());
         };
-        let context = request_context(state, source);
+        let context = request_context(state, policy, source);
         let decision = policy.evaluate(&Request {
             action,
             resource,
@@ -65,20 +65,25 @@ pub fn source_of(extensions: &axum::http::Extensions) -> Option<IpAddr> {
         .map(|ConnectInfo(peer)| peer.ip())
 }
 
-/// The global condition keys a request carries (keys in lower case).
-fn request_context(state: &AppState, source: Option<IpAddr>) -> Context {
-    let now = state.first_shard().api.service.now();
+/// The global condition keys a request carries that `policy` reads (keys
+/// in lower case): most policies read none, and pay nothing for them.
+fn request_context(state: &AppState, policy: &Policy, source: Option<IpAddr>) -> Context {
     let mut context = Context::new();
-    let mut set = |key: &str, value: String| {
-        context.insert(key.to_string(), vec![value]);
+    let mut set = |key: &str, value: &dyn Fn() -> Option<String>| {
+        if policy.reads(key)
+            && let Some(value) = value()
+        {
+            context.insert(key.to_string(), vec![value]);
+        }
     };
-    set("aws:currenttime", crate::topic::envelope::timestamp(now));
-    set("aws:epochtime", (now / 1000).to_string());
+    let now = || state.first_shard().api.service.now();
+    set("aws:currenttime", &|| {
+        Some(crate::topic::envelope::timestamp(now()))
+    });
+    set("aws:epochtime", &|| Some((now() / 1000).to_string()));
     // ssq serves plain HTTP; TLS, where there is any, ends before it.
-    set("aws:securetransport", "false".to_string());
-    set("aws:principalaccount", state.account_id.clone());
-    if let Some(source) = source {
-        set("aws:sourceip", source.to_string());
-    }
+    set("aws:securetransport", &|| Some("false".to_string()));
+    set("aws:principalaccount", &|| Some(state.account_id.clone()));
+    set("aws:sourceip", &|| source.map(|source| source.to_string()));
     context
 }

@@ -99,6 +99,11 @@ impl Condition {
             .collect()
     }
 
+    /// The condition key it reads (lower case).
+    pub fn key(&self) -> &str {
+        &self.key
+    }
+
     /// Whether the condition holds for a request with `context`.
     pub fn holds(&self, context: &Context) -> bool {
         let present = context.get(&self.key).filter(|values| !values.is_empty());

@@ -145,6 +145,15 @@ impl Policy {
         Ok(Policy { statements })
     }
 
+    /// Whether a condition of the policy reads `key` (lower case): a
+    /// request's condition keys are gathered only when a policy reads them.
+    pub fn reads(&self, key: &str) -> bool {
+        self.statements
+            .iter()
+            .flat_map(|statement| &statement.conditions)
+            .any(|condition| condition.key() == key)
+    }
+
     /// What the policy says of `request`.
     pub fn evaluate(&self, request: &Request<'_>) -> Decision {
         let mut allowed = false;

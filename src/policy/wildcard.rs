@@ -5,6 +5,14 @@
 
 /// Whether `text` matches `pattern`.
 pub fn matches(pattern: &str, text: &str, ignore_case: bool) -> bool {
+    // Actions and ARNs are ASCII: matched as bytes, without allocating.
+    if pattern.is_ascii() && text.is_ascii() {
+        let same = |a: u8, b: u8| match ignore_case {
+            true => a.eq_ignore_ascii_case(&b),
+            false => a == b,
+        };
+        return crate::wildcard::matches(pattern.as_bytes(), text.as_bytes(), b'*', Some(b'?'), same);
+    }
     let pattern: Vec<char> = pattern.chars().collect();
     let text: Vec<char> = text.chars().collect();
     let same = |a: char, b: char| match ignore_case {
