@@ -18,7 +18,7 @@ use std::sync::Arc;
 use std::sync::mpsc::{Receiver, SyncSender, TrySendError};
 
 use axum::extract::{ConnectInfo, Request, State};
-use axum::http::{HeaderMap, Method, header};
+use axum::http::{HeaderValue, Method, header};
 use axum::middleware::Next;
 use axum::response::Response;
 use serde::Serialize;
@@ -61,13 +61,14 @@ struct Line {
     code: Option<&'static str>,
 }
 
-/// What a handler tells the trail of the call it answered, as an extension
-/// of its response: the action, when it got as far as knowing it, and for
-/// an error, its code.
+/// What an error answer tells the trail, as an extension of its response
+/// (`call::error_response`, only while the trail is on): its code, and the
+/// action when the request got as far as naming one. A success needs none:
+/// the admin API's calls name theirs in `x-amz-target`.
 #[derive(Debug, Clone)]
 pub struct Answered {
-    pub action: Option<String>,
-    pub code: Option<&'static str>,
+    pub action: Option<&'static str>,
+    pub code: &'static str,
 }
 
 /// The trail's writer, behind its queue.
@@ -137,47 +138,50 @@ pub(super) async fn audited(State(state): State<Arc<AppState>>, request: Request
     let Some(log) = &state.audit else {
         return next.run(request).await;
     };
+    // Kept as they came (cheap clones): read into a line only if the
+    // request is recorded.
     let method = request.method().clone();
-    let resource = request.uri().path().to_string();
-    let admin_action = resource.starts_with("/admin/api/")
-        && (method == Method::POST || resource == "/admin/api/messages" || resource == "/admin/api/snapshot");
-    let source = request
+    let uri = request.uri().clone();
+    let authorization = request.headers().get(header::AUTHORIZATION).cloned();
+    let target = request.headers().get("x-amz-target").cloned();
+    let peer = request
         .extensions()
         .get::<ConnectInfo<SocketAddr>>()
-        .map(|ConnectInfo(address)| address.to_string());
-    let key_id = key_id(request.headers(), request.uri().query());
-    let target = request
-        .headers()
-        .get("x-amz-target")
-        .and_then(|v| v.to_str().ok())
-        .and_then(|target| target.rsplit_once('.'))
-        .map(|(_, action)| action.to_string());
+        .map(|ConnectInfo(address)| *address);
 
     let response = next.run(request).await;
     let status = response.status().as_u16();
     let refused = status == 401 || status == 403;
+    let resource = uri.path();
+    let admin_action = resource.starts_with("/admin/api/")
+        && (method == Method::POST || resource == "/admin/api/messages" || resource == "/admin/api/snapshot");
     if !refused && !admin_action {
         return response;
     }
+    let target = target
+        .as_ref()
+        .and_then(|v| v.to_str().ok())
+        .and_then(|target| target.rsplit_once('.'))
+        .map(|(_, action)| action.to_string());
     let answered = response.extensions().get::<Answered>();
     let action = answered
-        .and_then(|a| a.action.clone())
+        .and_then(|a| a.action.map(str::to_string))
         .or(target)
         .unwrap_or_else(|| format!("{method} {resource}"));
     log.record(Line {
         time: crate::topic::envelope::timestamp(state.first_shard().api.service.now()),
-        key_id,
+        key_id: key_id(authorization.as_ref(), uri.query()),
         account: state.account_id.clone(),
         action,
-        resource,
-        source,
+        resource: resource.to_string(),
+        source: peer.map(|address| address.to_string()),
         outcome: match status {
             _ if refused => "refused",
             200..=399 => "allowed",
             _ => "failed",
         },
         status,
-        code: answered.and_then(|a| a.code),
+        code: answered.map(|a| a.code),
     });
     response
 }
@@ -185,9 +189,8 @@ pub(super) async fn audited(State(state): State<Arc<AppState>>, request: Request
 /// The access key id a request names: its signature's (header or presigned
 /// query string), or the user name of an HTTP Basic sign-in. Not checked:
 /// the trail records what was claimed, refused or not.
-fn key_id(headers: &HeaderMap, query: Option<&str>) -> Option<String> {
-    let authorization = headers.get(header::AUTHORIZATION);
-    super::sign_in::basic_credentials(headers)
+fn key_id(authorization: Option<&HeaderValue>, query: Option<&str>) -> Option<String> {
+    super::sign_in::basic_credentials(authorization)
         .map(|(key, _)| key)
         .or_else(|| super::sqs_api::sigv4::signed_key_id(authorization, query))
 }

@@ -3,7 +3,8 @@
 //! action (`sqs:SendMessage`, `sns:Publish`) on its resource (the queue's or
 //! topic's ARN, `*` for calls that name none) in the request's context; a
 //! refusal is AWS's AccessDenied, naming the action, the resource and why.
-//! Keys without a policy, and ssq without `--credentials`, are not checked.
+//! Keys without a policy, and ssq without `--credentials`, are not checked:
+//! their requests have no `Caller`.
 //! The policy was read with the file, so a check is the evaluation alone.
 
 use std::net::{IpAddr, SocketAddr};
@@ -16,17 +17,18 @@ use crate::error::{ErrorCode, SqsError};
 use crate::policy::condition::Context;
 use crate::policy::{Decision, Policy, Request};
 
-/// Who signed a request, once the signature checked out.
+/// Who signed a request, when their key has a policy to answer to (a
+/// request signed with a key without one has no `Caller`: nothing to check).
 #[derive(Debug, Clone)]
 pub struct Caller {
     pub key_id: String,
-    pub policy: Option<Arc<Policy>>,
+    pub policy: Arc<Policy>,
 }
 
 impl Caller {
-    /// Refuses the call unless the caller's policy (if any) allows `action`
-    /// on `resource`.
-    /// `source` is the peer's address ([`source_of`]), for `aws:SourceIp`.
+    /// Refuses the call unless the caller's policy allows `action` on
+    /// `resource`. `source` is the peer's address ([`source_of`]), for
+    /// `aws:SourceIp`.
     pub fn authorize(
         &self,
         state: &AppState,
@@ -34,9 +36,7 @@ impl Caller {
         action: &str,
         resource: &str,
     ) -> Result<(), SqsError> {
-        let Some(policy) = &self.policy else {
-            return Ok(());
-        };
+        let policy = &self.policy;
         let context = request_context(state, policy, source);
         let decision = policy.evaluate(&Request {
             action,

@@ -77,18 +77,13 @@ pub(crate) fn record<T>(state: &AppState, label: &str, result: &Result<T, SqsErr
 /// for its answer as JSON (AWS negotiates the content of Query GETs by
 /// their Accept header).
 pub(crate) fn answer(headers: &HeaderMap, request_id: &str, action: Action, output: Output) -> Response {
-    let mut response = match output {
+    match output {
         Output::Json(body) => json::success(request_id, body),
         Output::Tree(tree) if accepts_json(headers) => {
             json::success_tree(request_id, &query::as_json(request_id, action, tree))
         }
         Output::Tree(tree) => query::success(request_id, action, &tree),
-    };
-    response.extensions_mut().insert(Answered {
-        action: Some(action.name().to_string()),
-        code: None,
-    });
-    response
+    }
 }
 
 /// An error in the request's wire format.
@@ -119,11 +114,14 @@ pub(crate) fn error_response(
         tracing::error!(%request_id, action = label, %error, "internal error");
     }
     let mut response = render(request_id, error);
-    // The action, when the label names one (not a refusal's placeholder).
-    response.extensions_mut().insert(Answered {
-        action: Action::from_name(label).map(|action| action.name().to_string()),
-        code: Some(error.code.code()),
-    });
+    // For the audit trail: the error's code, and the action when the label
+    // names one (not a refusal's placeholder).
+    if state.audit.is_some() {
+        response.extensions_mut().insert(Answered {
+            action: Action::from_name(label).map(Action::name),
+            code: error.code.code(),
+        });
+    }
     if error.code == ErrorCode::ServiceUnavailable {
         add_leader_headers(state, &mut response);
     }

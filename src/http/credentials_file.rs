@@ -2,7 +2,7 @@
 //! current without a restart.
 //!
 //! The file is either `access-key-id:secret` lines, or TOML that can give a
-//! key a request rate:
+//! key a request rate and a policy:
 //!
 //! ```toml
 //! [[keys]]
@@ -16,24 +16,21 @@
 //! A key with a `policy` (an IAM identity policy, `policy/`) may do only
 //! what it allows; a key without one, anything.
 //!
-//! The file is
-//! read at start, then again on SIGHUP and whenever it changes (checked
-//! every second: its size, times and inode, so that an editor's rename or a
-//! Kubernetes secret's symlink swap is seen). A new file replaces the keys
-//! whole, in one swap: a request is checked against the old set or the new
-//! one, never a mix, and a key the new file drops is refused from the next
-//! request on. A file that cannot be read or parsed is refused, logged, and
-//! counted, and the keys in force stay.
+//! The file is read at start, then again on SIGHUP and whenever it changes
+//! (checked every second: its size, times and inode, so that an editor's
+//! rename or a Kubernetes secret's symlink swap is seen). A new file
+//! replaces the keys whole, in one swap: a request is checked against the
+//! old set or the new one, never a mix, and a key the new file drops is
+//! refused from the next request on. A file that cannot be read or parsed
+//! is refused, logged, and counted, and the keys in force stay.
 
+use std::collections::HashMap;
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, RwLock};
 use std::time::{Duration, SystemTime};
 
-use tokio::sync::watch;
-
-use std::collections::HashMap;
-
 use serde::Deserialize;
+use tokio::sync::watch;
 
 use crate::http::sqs_api::sigv4::{AccessKey, Credentials};
 use crate::http::throttle::RateLimit;

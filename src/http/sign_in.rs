@@ -14,16 +14,13 @@ pub(crate) fn signed_in(state: &AppState, headers: &HeaderMap) -> bool {
     let Some(credentials) = &state.credentials else {
         return true;
     };
-    basic_credentials(headers).is_some_and(|(key, secret)| credentials.current().admits(&key, &secret))
+    basic_credentials(headers.get(header::AUTHORIZATION))
+        .is_some_and(|(key, secret)| credentials.current().admits(&key, &secret))
 }
 
 /// The access key id and secret of an HTTP Basic `Authorization` header.
-pub(crate) fn basic_credentials(headers: &HeaderMap) -> Option<(String, String)> {
-    let encoded = headers
-        .get(header::AUTHORIZATION)?
-        .to_str()
-        .ok()?
-        .strip_prefix("Basic ")?;
+pub(crate) fn basic_credentials(authorization: Option<&HeaderValue>) -> Option<(String, String)> {
+    let encoded = authorization?.to_str().ok()?.strip_prefix("Basic ")?;
     let decoded = base64::engine::general_purpose::STANDARD
         .decode(encoded.trim())
         .ok()?;

@@ -127,14 +127,17 @@ impl Condition {
                 .any(|wanted| compare(self.family, wanted, value));
             any != self.negated
         };
-        match self.qualifier {
-            Qualifier::ForAllValues => given.iter().all(satisfies),
-            Qualifier::ForAnyValue | Qualifier::Single => match self.negated {
-                // A negated single-valued test: no value of the request
-                // matches any of the policy's.
-                true if self.qualifier == Qualifier::Single => given.iter().all(satisfies),
-                _ => given.iter().any(satisfies),
-            },
+        // Every value must satisfy it for ForAllValues, and for a negated
+        // single-valued test (no value of the request matches any of the
+        // policy's); one value is enough otherwise.
+        let every = match self.qualifier {
+            Qualifier::ForAllValues => true,
+            Qualifier::Single => self.negated,
+            Qualifier::ForAnyValue => false,
+        };
+        match every {
+            true => given.iter().all(satisfies),
+            false => given.iter().any(satisfies),
         }
     }
 }

@@ -48,8 +48,9 @@ pub(in crate::http) fn admit(
 /// is checked before a byte of the body is read, so that requests without
 /// a valid key, date and scope take no body memory; the body is then bound
 /// to the signature. Bodies draw on the process-wide budget until the
-/// request is answered (the permit returned). With credentials, the caller
-/// whose key signed it is returned, for its policy (`authorization.rs`).
+/// request is answered (the permit returned). When the key that signed it
+/// has a policy, the caller is returned, to be checked against it
+/// (`authorization.rs`).
 pub(in crate::http) async fn authenticate_and_read(
     state: &AppState,
     method: &Method,
@@ -82,8 +83,8 @@ pub(in crate::http) async fn authenticate_and_read(
             .take(&key_id, limit, tokio::time::Instant::now())
             .inspect_err(|_| state.metrics.throttled.with_label_values(&[&key_id]).inc())?;
     }
-    let policy = keys.policy(&key_id);
-    Ok((body, permit, Some(Caller { key_id, policy })))
+    let caller = keys.policy(&key_id).map(|policy| Caller { key_id, policy });
+    Ok((body, permit, caller))
 }
 
 /// The action and input of a request in `wire`'s format. A Query call sent

@@ -59,11 +59,6 @@ impl Credentials {
         self.keys.len()
     }
 
-    /// Whether `access_key_id` is one of the keys.
-    pub fn has(&self, access_key_id: &str) -> bool {
-        self.keys.contains_key(access_key_id)
-    }
-
     /// The identity policy of `access_key_id`, if the file gives it one.
     pub fn policy(&self, access_key_id: &str) -> Option<Arc<Policy>> {
         self.keys.get(access_key_id).and_then(|key| key.policy.clone())
