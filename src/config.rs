@@ -315,6 +315,14 @@ pub enum ConfigError {
 }
 
 impl Config {
+    /// The instance's own account and region (see `queue::key`).
+    pub fn home(&self) -> crate::queue::key::Home {
+        crate::queue::key::Home {
+            account: self.account_id.clone(),
+            region: self.region.clone(),
+        }
+    }
+
     /// Reads the command line, the environment and the configuration file.
     /// Exits with a usage message on bad flags, as clap does.
     pub fn load() -> Result<(Config, Vec<QueueSpec>), ConfigError> {
@@ -384,7 +392,9 @@ impl Config {
             .into_iter()
             .map(|entry| QueueSpec {
                 name: match &entry.region {
-                    Some(region) => crate::queue::key::of(region, &config.region, &entry.name),
+                    Some(region) => {
+                        crate::queue::key::of(&config.home(), &config.account_id, region, &entry.name)
+                    }
                     None => entry.name,
                 },
                 attributes: entry.attributes,

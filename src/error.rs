@@ -33,6 +33,14 @@ impl SqsError {
         )
     }
 
+    /// A request signed with a key the credentials do not hold.
+    pub fn unknown_key() -> Self {
+        Self::new(
+            ErrorCode::InvalidClientTokenId,
+            "The security token included in the request is invalid.",
+        )
+    }
+
     pub fn queue_does_not_exist() -> Self {
         Self::new(
             ErrorCode::QueueDoesNotExist,

@@ -36,7 +36,8 @@ pub fn with_queues<F: std::future::Future<Output = ()>>(then: impl FnOnce(Arc<Ap
             base_url: "http://fuzz".into(),
             account_id: "000000000000".into(),
             region: ssq::api::RequestRegion::known("us-east-1"),
-            home_region: "us-east-1".into(),
+            home: ssq::queue::Home { account: "000000000000".into(), region: "us-east-1".into() },
+            principal: None,
             sender_id: "000000000000".into(),
             trace_id: None,
         });

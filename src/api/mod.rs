@@ -32,7 +32,8 @@ use std::sync::{Arc, OnceLock};
 use serde::de::DeserializeOwned;
 
 use crate::error::{ErrorCode, Result, SqsError};
-use crate::queue::{QueueArn, key};
+use crate::queue::QueueArn;
+use crate::queue::key::{self, Home};
 use crate::service::Service;
 use crate::service::move_tasks::MoveTasks;
 use crate::service::replays::Replays;
@@ -79,12 +80,17 @@ impl Api {
 pub struct RequestContext {
     /// Scheme and authority that queue URLs start with, e.g. `http://127.0.0.1:9324`.
     pub base_url: String,
+    /// The caller's account: its key's (`--credentials`), or the instance's
+    /// own. Queues it names by name, and lists, are this account's.
     pub account_id: String,
     /// The region the request is for (its signature's), which names the
     /// queue in calls that give a name and not a URL.
     pub region: RequestRegion,
-    /// The instance's own region (`--region`); see `queue::key`.
-    pub home_region: String,
+    /// The instance's own account and region; see `queue::key`.
+    pub home: Home,
+    /// With `--credentials`, the signer (`arn:aws:iam::<account>:user/<key>`),
+    /// who reaches only its own account's queues.
+    pub principal: Option<String>,
     /// The SenderId attribute of messages this request sends.
     pub sender_id: std::sync::Arc<str>,
     /// The request's X-Amzn-Trace-Id header: SendMessage gives it to the
@@ -123,35 +129,71 @@ impl RequestRegion {
 }
 
 impl RequestContext {
-    /// The key of the queue called `name` in the request's region.
+    /// The key of the caller's queue called `name` in the request's region.
     pub fn queue_key(&self, name: &str) -> String {
-        key::of(self.region.get(), &self.home_region, name)
+        key::of(&self.home, &self.account_id, self.region.get(), name)
     }
 
-    /// How the keys of the request's region start, for listing them.
-    pub fn region_key_prefix(&self) -> String {
-        key::of(self.region.get(), &self.home_region, "")
+    /// The key of the queue called `name` of `owner` (GetQueueUrl's
+    /// QueueOwnerAWSAccountId; the caller's when none) in the request's
+    /// region, if the caller may reach it ([`RequestContext::reach`]).
+    pub fn owned_queue_key(&self, owner: Option<&str>, name: &str) -> Result<String> {
+        let account = owner.unwrap_or(&self.account_id);
+        self.reach(key::of(&self.home, account, self.region.get(), name))
+    }
+
+    /// The queue keyed `key`, if the caller may reach it: with
+    /// `--credentials`, a queue of another account is refused, in AWS's
+    /// words, whether it exists or not (the refusal tells nothing of it).
+    /// Without, every queue is open to every request.
+    fn reach(&self, key: String) -> Result<String> {
+        match &self.principal {
+            Some(_) if self.account_of(&key) != self.account_id => Err(SqsError::new(
+                ErrorCode::AccessDenied,
+                format!("Access to the resource {} is denied.", self.queue_url(&key)),
+            )),
+            _ => Ok(key),
+        }
+    }
+
+    /// How the keys of the caller's queues in the request's region start,
+    /// for listing them.
+    pub fn listed_key_prefix(&self) -> String {
+        key::prefix(&self.home, &self.account_id, self.region.get())
     }
 
     /// A queue's URL: `<base>/<account>/<name>` in the instance's own
     /// region, `<base>/queue/<region>/<account>/<name>` in another.
     pub fn queue_url(&self, key: &str) -> String {
-        match key::split(key) {
-            (None, name) => format!("{}/{}/{}", self.base_url, self.account_id, name),
-            (Some(region), name) => format!("{}/queue/{region}/{}/{name}", self.base_url, self.account_id),
+        let parts = key::split(key);
+        let (account, region) = (parts.account_or(&self.home), parts.region_or(&self.home));
+        match region == self.home.region {
+            true => format!("{}/{account}/{}", self.base_url, parts.name),
+            false => format!("{}/queue/{region}/{account}/{}", self.base_url, parts.name),
         }
     }
 
     pub fn queue_arn(&self, key: &str) -> String {
-        let (region, name) = key::split(key);
-        QueueArn::new(region.unwrap_or(&self.home_region), &self.account_id, name).to_string()
+        let parts = key::split(key);
+        QueueArn::new(
+            parts.region_or(&self.home),
+            parts.account_or(&self.home),
+            parts.name,
+        )
+        .to_string()
+    }
+
+    /// The account of the queue keyed `key`.
+    pub fn account_of<'a>(&'a self, key: &'a str) -> &'a str {
+        key::split(key).account_or(&self.home)
     }
 
     /// The key of the queue a QueueUrl points at. The host is ignored, so a
-    /// client may reach ssq under any name; the account must be ours. As
-    /// AWS does, a bare queue name is taken for its queue (in the request's
-    /// region), and any other address that names no queue of ours is a
-    /// queue that does not exist.
+    /// client may reach ssq under any name. As AWS does, a bare queue name
+    /// is taken for the caller's queue (in the request's region), and any
+    /// other address that names no queue is a queue that does not exist. A
+    /// URL of another account names that account's queue, which the caller
+    /// may or may not reach ([`RequestContext::reach`]).
     pub fn queue_name(&self, url: Option<&str>) -> Result<String> {
         let url = url.ok_or_else(|| SqsError::missing_parameter("QueueUrl"))?;
         if !url.is_empty() && !url.contains('/') {
@@ -159,19 +201,19 @@ impl RequestContext {
         }
         let (host, segments) = url_parts(url);
         match segments {
-            [Some(account), Some(name), None, ..] if account == self.account_id => {
+            [Some(account), Some(name), None, ..] if key::is_account(account) => {
                 // The host form `sqs.<region>.<domain>`, as AWS's own URLs are.
                 let region = host
                     .strip_prefix("sqs.")
                     .and_then(|rest| rest.split('.').next())
                     .filter(|region| key::is_region(region))
-                    .unwrap_or(&self.home_region);
-                Ok(key::of(region, &self.home_region, name))
+                    .unwrap_or(&self.home.region);
+                self.reach(key::of(&self.home, account, region, name))
             }
             [Some("queue"), Some(region), Some(account), Some(name), None]
-                if account == self.account_id && key::is_region(region) =>
+                if key::is_account(account) && key::is_region(region) =>
             {
-                Ok(key::of(region, &self.home_region, name))
+                self.reach(key::of(&self.home, account, region, name))
             }
             _ => Err(SqsError::queue_does_not_exist()),
         }
@@ -376,7 +418,11 @@ pub(crate) fn test_context() -> RequestContext {
         base_url: "http://localhost:9324".into(),
         account_id: "000000000000".into(),
         region: RequestRegion::known("us-east-1"),
-        home_region: "us-east-1".into(),
+        home: Home {
+            account: "000000000000".into(),
+            region: "us-east-1".into(),
+        },
+        principal: None,
         sender_id: "000000000000".into(),
         trace_id: None,
     }
@@ -397,7 +443,7 @@ mod tests {
             ..ctx()
         };
         assert_eq!(ctx.queue_key("orders"), "eu-north-1/orders");
-        assert_eq!(ctx.region_key_prefix(), "eu-north-1/");
+        assert_eq!(ctx.listed_key_prefix(), "eu-north-1/");
         let url = ctx.queue_url("eu-north-1/orders");
         assert_eq!(url, "http://localhost:9324/queue/eu-north-1/000000000000/orders");
         assert_eq!(ctx.queue_name(Some(&url)).unwrap(), "eu-north-1/orders");
@@ -450,13 +496,35 @@ mod tests {
             assert_eq!(ctx.queue_name(Some(url)).unwrap(), "orders", "{url}");
         }
         assert_eq!(
-            ctx.queue_name(Some("http://h/123456789012/orders"))
-                .unwrap_err()
-                .code,
-            ErrorCode::QueueDoesNotExist
+            ctx.queue_name(Some("http://h/123456789012/orders")).unwrap(),
+            "123456789012/us-east-1/orders",
+            "another account's queue"
+        );
+        assert_eq!(
+            ctx.queue_name(Some("http://h/queue/eu-north-1/123456789012/orders"))
+                .unwrap(),
+            "123456789012/eu-north-1/orders"
+        );
+        assert_eq!(
+            ctx.queue_url("123456789012/eu-north-1/orders"),
+            "http://localhost:9324/queue/eu-north-1/123456789012/orders"
+        );
+        assert_eq!(
+            ctx.queue_url("123456789012/us-east-1/orders"),
+            "http://localhost:9324/123456789012/orders"
+        );
+        assert_eq!(
+            ctx.queue_arn("123456789012/us-east-1/orders"),
+            "arn:aws:sqs:us-east-1:123456789012:orders"
         );
         assert_eq!(ctx.queue_name(Some("orders")).unwrap(), "orders", "a bare name");
-        for bad in ["http://h/", "http://h/orders", "x/y/z", ""] {
+        for bad in [
+            "http://h/",
+            "http://h/orders",
+            "http://h/12345/orders",
+            "x/y/z",
+            "",
+        ] {
             assert_eq!(
                 ctx.queue_name(Some(bad)).unwrap_err().code,
                 ErrorCode::QueueDoesNotExist,

@@ -6,7 +6,7 @@ use super::redrive::check_redrive_target;
 use super::{Api, RequestContext};
 use crate::error::{Result, SqsError};
 use crate::queue::attributes::{self, READ_ONLY, SETTABLE};
-use crate::queue::{QueueAttributes, validate_name};
+use crate::queue::{QueueAttributes, key, validate_name};
 
 pub(super) async fn create_queue(
     api: &Api,
@@ -43,12 +43,11 @@ pub(super) async fn get_queue_url(
     input: GetQueueUrlInput,
 ) -> Result<QueueUrlOutput> {
     let name = required(input.queue_name, "QueueName")?;
-    let ours = input
-        .queue_owner_aws_account_id
-        .is_none_or(|account| account == ctx.account_id)
-        && validate_name(&name, name.ends_with(".fifo")).is_ok();
-    let name = ctx.queue_key(&name);
-    if !ours || !api.service.queue_exists(&name) {
+    let owner = input.queue_owner_aws_account_id;
+    let valid =
+        owner.as_deref().is_none_or(key::is_account) && validate_name(&name, name.ends_with(".fifo")).is_ok();
+    let name = ctx.owned_queue_key(owner.as_deref(), &name)?;
+    if !valid || !api.service.queue_exists(&name) {
         return Err(SqsError::queue_does_not_exist());
     }
     Ok(QueueUrlOutput {
@@ -64,7 +63,7 @@ pub(super) async fn list_queues(
     let prefix = input.queue_name_prefix.unwrap_or_default();
     let page = Page::parse(input.max_results, input.next_token.as_deref())?;
     // One more than the page holds tells whether another page follows.
-    let (region, after) = (ctx.region_key_prefix(), page.after.as_deref());
+    let (region, after) = (ctx.listed_key_prefix(), page.after.as_deref());
     let names = match &api.catalog {
         None => api.service.queue_names(&region, &prefix, after, page.limit + 1),
         Some(catalog) => {

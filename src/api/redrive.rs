@@ -112,11 +112,11 @@ pub(super) async fn list_dead_letter_source_queues(
     })
 }
 
-/// The key of the queue an ARN of this account names.
+/// The key of the queue an ARN of the caller's account names.
 pub(super) fn queue_of_arn(ctx: &RequestContext, arn: &str, parameter: &str) -> Result<String> {
     match QueueArn::parse(arn) {
         Some(parsed) if parsed.account == ctx.account_id && key::is_region(&parsed.region) => {
-            Ok(key::of(&parsed.region, &ctx.home_region, &parsed.name))
+            Ok(key::of(&ctx.home, &parsed.account, &parsed.region, &parsed.name))
         }
         _ => Err(no_such_resource(parameter)),
     }

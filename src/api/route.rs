@@ -29,6 +29,8 @@ struct Names<'a> {
     queue_url: Option<Cow<'a, str>>,
     #[serde(rename = "QueueName", borrow)]
     queue_name: Option<Cow<'a, str>>,
+    #[serde(rename = "QueueOwnerAWSAccountId", borrow)]
+    queue_owner: Option<Cow<'a, str>>,
     #[serde(rename = "SourceArn", borrow)]
     source_arn: Option<Cow<'a, str>>,
     #[serde(rename = "TaskHandle", borrow)]
@@ -44,6 +46,7 @@ pub fn route(ctx: &RequestContext, action: Action, input: &Input) -> Route {
             Names {
                 queue_url: member("QueueUrl"),
                 queue_name: member("QueueName"),
+                queue_owner: member("QueueOwnerAWSAccountId"),
                 source_arn: member("SourceArn"),
                 task_handle: member("TaskHandle"),
             }
@@ -51,10 +54,14 @@ pub fn route(ctx: &RequestContext, action: Action, input: &Input) -> Route {
     };
     let key = match action {
         Action::ListQueues => None,
-        Action::CreateQueue | Action::GetQueueUrl => names
+        Action::CreateQueue => names
             .queue_name
             .filter(|name| !name.is_empty() && !name.contains('/'))
             .map(|name| ctx.queue_key(&name)),
+        Action::GetQueueUrl => names
+            .queue_name
+            .filter(|name| !name.is_empty() && !name.contains('/'))
+            .and_then(|name| ctx.owned_queue_key(names.queue_owner.as_deref(), &name).ok()),
         Action::StartMessageMoveTask | Action::ListMessageMoveTasks => names
             .source_arn
             .and_then(|arn| redrive::queue_of_arn(ctx, &arn, "SourceArn").ok()),

@@ -168,10 +168,11 @@ pub(super) async fn audited(State(state): State<Arc<AppState>>, request: Request
         .and_then(|a| a.action.map(str::to_string))
         .or(target)
         .unwrap_or_else(|| format!("{method} {resource}"));
+    let key_id = key_id(authorization.as_ref(), uri.query());
     log.record(Line {
         time: crate::topic::envelope::timestamp(state.first_shard().api.service.now()),
-        key_id: key_id(authorization.as_ref(), uri.query()),
-        account: state.account_id.clone(),
+        account: account_of(&state, key_id.as_deref()),
+        key_id,
         action,
         resource: resource.to_string(),
         source: peer.map(|address| address.to_string()),
@@ -184,6 +185,17 @@ pub(super) async fn audited(State(state): State<Arc<AppState>>, request: Request
         code: answered.map(|a| a.code),
     });
     response
+}
+
+/// The account of the key a request names: the file's, or the instance's
+/// own (also for keys it does not hold).
+fn account_of(state: &AppState, key_id: Option<&str>) -> String {
+    let named = state
+        .credentials
+        .as_ref()
+        .zip(key_id)
+        .and_then(|(credentials, id)| credentials.current().key(id).and_then(|key| key.account.clone()));
+    named.unwrap_or_else(|| state.home.account.clone())
 }
 
 /// The access key id a request names: its signature's (header or presigned

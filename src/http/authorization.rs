@@ -1,11 +1,17 @@
-//! Identity policies enforced. A call signed with a key that has a policy
+//! Who may do what, with `--credentials`. A signed call's `Caller` acts in
+//! its key's account: a resource (a queue's or topic's ARN) of another
+//! account is refused to it. A call signed with a key that has a policy
 //! (the credentials file's `policy`) runs only if the policy allows its
-//! action (`sqs:SendMessage`, `sns:Publish`) on its resource (the queue's or
-//! topic's ARN, `*` for calls that name none) in the request's context; a
-//! refusal is AWS's AccessDenied, naming the action, the resource and why.
-//! Keys without a policy, and ssq without `--credentials`, are not checked:
-//! their requests have no `Caller`.
-//! The policy was read with the file, so a check is the evaluation alone.
+//! action (`sqs:SendMessage`, `sns:Publish`) on its resource (`*` for calls
+//! that name none) in the request's context; a refusal is AWS's
+//! AccessDenied, naming the action, the resource and why. Keys without a
+//! policy are not evaluated, and ssq without `--credentials` has no
+//! `Caller`. The policy was read with the file, so a check is the
+//! evaluation alone.
+//!
+//! SQS calls meet the account check where their queue URL is read
+//! (`api::RequestContext::queue_name`), which costs nothing more; SNS calls
+//! here.
 
 use std::net::{IpAddr, SocketAddr};
 use std::sync::Arc;
@@ -17,18 +23,24 @@ use crate::error::{ErrorCode, SqsError};
 use crate::policy::condition::Context;
 use crate::policy::{Decision, Policy, Request};
 
-/// Who signed a request, when their key has a policy to answer to (a
-/// request signed with a key without one has no `Caller`: nothing to check).
+/// Who signed a request: its key, the account the key acts in, and the
+/// policy it answers to, if it has one.
 #[derive(Debug, Clone)]
 pub struct Caller {
     pub key_id: String,
-    pub policy: Arc<Policy>,
+    pub account: String,
+    pub policy: Option<Arc<Policy>>,
 }
 
 impl Caller {
-    /// Refuses the call unless the caller's policy allows `action` on
-    /// `resource`. `source` is the peer's address ([`source_of`]), for
-    /// `aws:SourceIp`.
+    /// The caller as AWS names it in a refusal.
+    pub fn principal(&self) -> String {
+        format!("arn:aws:iam::{}:user/{}", self.account, self.key_id)
+    }
+
+    /// Refuses the call unless `resource` is of the caller's account and
+    /// the caller's policy, if any, allows `action` on it. `source` is the
+    /// peer's address ([`source_of`]), for `aws:SourceIp`.
     pub fn authorize(
         &self,
         state: &AppState,
@@ -36,8 +48,17 @@ impl Caller {
         action: &str,
         resource: &str,
     ) -> Result<(), SqsError> {
-        let policy = &self.policy;
-        let context = request_context(state, policy, source);
+        if account_of_arn(resource).is_some_and(|owner| owner != self.account) {
+            return Err(self.denied(
+                action,
+                resource,
+                &format!("because no resource-based policy allows the {action} action"),
+            ));
+        }
+        let Some(policy) = &self.policy else {
+            return Ok(());
+        };
+        let context = request_context(state, self, policy, source);
         let decision = policy.evaluate(&Request {
             action,
             resource,
@@ -48,14 +69,23 @@ impl Caller {
             Decision::ExplicitDeny => "with an explicit deny in an identity-based policy".to_string(),
             Decision::ImplicitDeny => format!("because no identity-based policy allows the {action} action"),
         };
-        Err(SqsError::new(
+        Err(self.denied(action, resource, &why))
+    }
+
+    fn denied(&self, action: &str, resource: &str, why: &str) -> SqsError {
+        SqsError::new(
             ErrorCode::AccessDenied,
             format!(
-                "User: arn:aws:iam::{}:user/{} is not authorized to perform: {action} on resource: {resource} {why}",
-                state.account_id, self.key_id
+                "User: {} is not authorized to perform: {action} on resource: {resource} {why}",
+                self.principal()
             ),
-        ))
+        )
     }
+}
+
+/// The account an ARN names (`arn:aws:sqs:<region>:<account>:<name>`).
+fn account_of_arn(arn: &str) -> Option<&str> {
+    arn.strip_prefix("arn:")?.split(':').nth(3)
 }
 
 /// The address a request came from, as the listener recorded it.
@@ -67,7 +97,7 @@ pub fn source_of(extensions: &axum::http::Extensions) -> Option<IpAddr> {
 
 /// The global condition keys a request carries that `policy` reads (keys
 /// in lower case): most policies read none, and pay nothing for them.
-fn request_context(state: &AppState, policy: &Policy, source: Option<IpAddr>) -> Context {
+fn request_context(state: &AppState, caller: &Caller, policy: &Policy, source: Option<IpAddr>) -> Context {
     let mut context = Context::new();
     let mut set = |key: &str, value: &dyn Fn() -> Option<String>| {
         if policy.reads(key)
@@ -83,7 +113,7 @@ fn request_context(state: &AppState, policy: &Policy, source: Option<IpAddr>) ->
     set("aws:epochtime", &|| Some((now() / 1000).to_string()));
     // ssq serves plain HTTP; TLS, where there is any, ends before it.
     set("aws:securetransport", &|| Some("false".to_string()));
-    set("aws:principalaccount", &|| Some(state.account_id.clone()));
+    set("aws:principalaccount", &|| Some(caller.account.clone()));
     set("aws:sourceip", &|| source.map(|source| source.to_string()));
     context
 }

@@ -2,19 +2,22 @@
 //! current without a restart.
 //!
 //! The file is either `access-key-id:secret` lines, or TOML that can give a
-//! key a request rate and a policy:
+//! key an account, a request rate and a policy:
 //!
 //! ```toml
 //! [[keys]]
 //! id = "AKIDTEAMA"
 //! secret = "..."
+//! account = "111122223333"    # optional: default --account-id
 //! requests_per_second = 100   # optional (http/throttle.rs)
 //! burst = 200                 # optional: at once; default the rate
 //! policy = '''{"Statement": {"Effect": "Allow", "Action": "sqs:*", "Resource": "*"}}'''
 //! ```
 //!
-//! A key with a `policy` (an IAM identity policy, `policy/`) may do only
-//! what it allows; a key without one, anything.
+//! A key acts in its account: the queues and topics it names by name and
+//! lists are that account's, and another account's are refused to it. A
+//! key with a `policy` (an IAM identity policy, `policy/`) may do only what
+//! it allows; a key without one, anything in its account.
 //!
 //! The file is read at start, then again on SIGHUP and whenever it changes
 //! (checked every second: its size, times and inode, so that an editor's
@@ -53,6 +56,8 @@ pub enum CredentialsError {
     Repeated(String),
     #[error("the key {id}: {why}")]
     BadRate { id: String, why: &'static str },
+    #[error("the key {id}: its account {account} is not an account id (12 digits)")]
+    BadAccount { id: String, account: String },
     #[error("the key {id}'s policy: {error}")]
     Policy { id: String, error: PolicyError },
 }
@@ -69,6 +74,8 @@ struct KeyFile {
 struct KeyEntry {
     id: String,
     secret: String,
+    /// Its 12 digits; the instance's own account (`--account-id`) when absent.
+    account: Option<String>,
     requests_per_second: Option<f64>,
     burst: Option<u32>,
     /// An IAM identity policy, as JSON.
@@ -105,6 +112,7 @@ fn parse_lines(text: &str) -> Result<HashMap<String, AccessKey>, CredentialsErro
             .ok_or(CredentialsError::BadLine(number + 1))?;
         let key = AccessKey {
             secret: secret.trim().to_string(),
+            account: None,
             rate: None,
             policy: None,
         };
@@ -156,8 +164,19 @@ fn parse_toml(text: &str) -> Result<HashMap<String, AccessKey>, CredentialsError
                 }
             })?)),
         };
+        if let Some(account) = entry
+            .account
+            .as_ref()
+            .filter(|account| !crate::queue::key::is_account(account))
+        {
+            return Err(CredentialsError::BadAccount {
+                id: entry.id,
+                account: account.clone(),
+            });
+        }
         let key = AccessKey {
             secret: entry.secret,
+            account: entry.account,
             rate,
             policy,
         };
@@ -356,22 +375,31 @@ mod tests {
         assert!(credentials.admits("AKID1", "secret1"));
         assert!(!credentials.admits("AKID1", "secret2"));
         assert!(!credentials.admits("AKID3", "secret1"));
-        assert_eq!(credentials.rate_limit("AKID1"), None);
+        assert_eq!(credentials.key("AKID1").unwrap().rate, None);
     }
 
     #[test]
-    fn toml_files_give_keys_rates() {
+    fn toml_files_give_keys_accounts_and_rates() {
         let credentials = parse(
-            "# team keys\n[[keys]]\nid = \"FAST\"\nsecret = \"f\"\n\n\
+            "# team keys\n[[keys]]\nid = \"FAST\"\nsecret = \"f\"\naccount = \"111122223333\"\n\n\
              [[keys]]\nid = \"SLOW\"\nsecret = \"s\"\nrequests_per_second = 2.5\n\n\
              [[keys]]\nid = \"BURSTY\"\nsecret = \"b\"\nrequests_per_second = 10\nburst = 50\n",
         )
         .unwrap();
         assert!(credentials.admits("SLOW", "s"));
-        assert_eq!(credentials.rate_limit("FAST"), None);
+        assert_eq!(credentials.key("FAST").unwrap().rate, None);
+        assert_eq!(
+            credentials.key("FAST").unwrap().account.as_deref(),
+            Some("111122223333")
+        );
+        assert_eq!(
+            credentials.key("SLOW").unwrap().account,
+            None,
+            "the instance's own"
+        );
         let rate = |per_second, burst| Some(RateLimit { per_second, burst });
-        assert_eq!(credentials.rate_limit("SLOW"), rate(2.5, 3.0));
-        assert_eq!(credentials.rate_limit("BURSTY"), rate(10.0, 50.0));
+        assert_eq!(credentials.key("SLOW").unwrap().rate, rate(2.5, 3.0));
+        assert_eq!(credentials.key("BURSTY").unwrap().rate, rate(10.0, 50.0));
 
         let refused = |text: &str| parse(text).unwrap_err().to_string();
         let key = |extra: &str| format!("[[keys]]\nid = \"K\"\nsecret = \"s\"\n{extra}");
@@ -380,6 +408,7 @@ mod tests {
         assert!(refused(&key("requests_per_second = 1\nburst = 0")).contains("at least 1"));
         assert!(refused(&key("burst = 5")).contains("needs requests_per_second"));
         assert!(refused(&key("acount = \"1\"")).contains("unknown field"));
+        assert!(refused(&key("account = \"1111\"")).contains("not an account id"));
         assert!(refused(&format!("{}{}", key(""), key(""))).contains("given twice"));
         assert!(refused("[[keys]]\nid = \"K\"\n").contains("secret"));
     }

@@ -43,6 +43,7 @@ use axum::http::{HeaderMap, StatusCode, Uri, header};
 use axum::response::{IntoResponse, Response};
 use axum::routing::get;
 
+use self::authorization::Caller;
 use self::call::not_serving;
 pub use self::localstack::{ReadyLine, announce_ready};
 pub use self::shard_front::ShardFront;
@@ -56,6 +57,7 @@ use crate::http::request_body::BodyBudget;
 use crate::leader::Role;
 use crate::metrics::Metrics;
 use crate::protocol::query;
+use crate::queue::key::Home;
 use crate::service::shards::Placement;
 
 /// What every request handler shares: the shards, the settings requests
@@ -68,9 +70,8 @@ pub struct AppState {
     /// The group's members and shares, in a sharded group.
     pub membership: Option<Arc<Membership>>,
     pub metrics: Arc<Metrics>,
-    pub account_id: String,
-    /// The instance's own region (`--region`).
-    pub region: String,
+    /// The instance's own account and region (`--account-id`, `--region`).
+    pub home: Home,
     pub regions: Regions,
     /// Base of queue URLs; taken from each request's Host header when unset.
     pub public_url: Option<String>,
@@ -157,14 +158,14 @@ impl AppState {
     /// the instance's own.
     fn request_region(&self, uri: &Uri, headers: &HeaderMap) -> RequestRegion {
         match self.regions {
-            Regions::One => RequestRegion::known(&self.region),
+            Regions::One => RequestRegion::known(&self.home.region),
             Regions::Signed => {
                 let authorization = headers.get(header::AUTHORIZATION).cloned();
                 let presigned = uri
                     .query()
                     .filter(|query| query.contains("X-Amz-Credential="))
                     .map(str::to_string);
-                let home = self.region.clone();
+                let home = self.home.region.clone();
                 RequestRegion::read_when_asked(move || {
                     crate::http::sqs_api::sigv4::signed_region(authorization.as_ref(), presigned.as_deref())
                         .unwrap_or_else(|| home.clone())
@@ -173,7 +174,9 @@ impl AppState {
         }
     }
 
-    fn context(&self, uri: &Uri, headers: &HeaderMap) -> RequestContext {
+    /// What an action needs to know of a request: `caller` is its signer,
+    /// with `--credentials`, whose account it acts in.
+    fn context(&self, uri: &Uri, headers: &HeaderMap, caller: Option<&Caller>) -> RequestContext {
         let base_url = match &self.public_url {
             Some(url) => url.clone(),
             None => {
@@ -185,12 +188,14 @@ impl AppState {
                 ["http://", host].concat()
             }
         };
+        let account = caller.map_or(&self.home.account, |caller| &caller.account);
         RequestContext {
             base_url,
-            account_id: self.account_id.clone(),
+            account_id: account.clone(),
             region: self.request_region(uri, headers),
-            home_region: self.region.clone(),
-            sender_id: self.account_id.as_str().into(),
+            home: self.home.clone(),
+            principal: caller.map(Caller::principal),
+            sender_id: account.as_str().into(),
             trace_id: headers
                 .get("x-amzn-trace-id")
                 .and_then(|v| v.to_str().ok())

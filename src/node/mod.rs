@@ -378,8 +378,7 @@ impl Node {
         let webhooks = crate::webhooks::Sender::start(
             crate::webhooks::Settings {
                 destinations: config.sns_endpoints.clone(),
-                home_region: config.region.clone(),
-                account: config.account_id.clone(),
+                home: config.home(),
             },
             running[0].service.clone(),
         );
@@ -500,8 +499,7 @@ fn app_state(config: &Config, node_id: &str, parts: FrontParts) -> Arc<AppState>
         placement: parts.placement,
         membership: parts.membership,
         metrics: parts.metrics,
-        account_id: config.account_id.clone(),
-        region: config.region.clone(),
+        home: config.home(),
         regions: config.regions,
         public_url: config.public_url.clone(),
         allowed_hosts: AllowedHosts::new(

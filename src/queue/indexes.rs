@@ -311,7 +311,7 @@ impl Queue {
         }
         let given: Vec<&str> = changes.keys().map(String::as_str).collect();
         // The name without the region a key of another region carries.
-        updated.check_consistency(super::key::split(&self.name).1, &given)?;
+        updated.check_consistency(super::key::split(&self.name).name, &given)?;
         self.attributes = updated;
         self.last_modified_at = now;
         self.record(|queue| Change::Meta(queue.meta()));

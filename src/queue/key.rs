@@ -1,38 +1,90 @@
-//! Queue keys: how one instance names the queues of every region.
+//! Queue keys: how one instance names the queues of every account and
+//! region.
 //!
-//! A queue belongs to a region, as in AWS: the same name in two regions is
-//! two queues. A queue of the instance's own region (`--region`) is keyed by
-//! its name alone, as every queue was before queues had regions, so stored
-//! data and queue URLs of that region stay as they were; a queue of another
-//! region is keyed `<region>/<name>`. A queue name never holds a `/`, so the
-//! two forms never meet. The key is what the service, the store (Redis key
-//! names), metrics and the admin page use; the API turns it into URLs and
-//! ARNs.
+//! A queue belongs to an account and a region, as in AWS: the same name in
+//! two regions, or two accounts, is two queues. The instance's own account
+//! and region ([`Home`]: `--account-id`, `--region`) keep the shortest keys,
+//! as every queue had before queues had regions and accounts, so stored data
+//! and queue URLs stay as they were:
+//!
+//! | queue of | key |
+//! |---|---|
+//! | the home account, the home region | `<name>` |
+//! | the home account, another region | `<region>/<name>` |
+//! | another account (`--credentials`) | `<account>/<region>/<name>` |
+//!
+//! A queue name never holds a `/`, and an account (12 digits) never reads
+//! as a region (which starts with a letter), so the forms never meet. The
+//! key is what the service, the store (Redis key names), metrics and the
+//! admin page use; the API turns it into URLs and ARNs.
 
-/// The key of queue `name` in `region`, for an instance in `home_region`.
-pub fn of(region: &str, home_region: &str, name: &str) -> String {
-    if region == home_region {
-        name.to_string()
-    } else {
-        format!("{region}/{name}")
+/// The instance's own account and region: whose queues have the short keys.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Home {
+    pub account: String,
+    pub region: String,
+}
+
+/// What a key says: the queue's account and region (`None`: the home one)
+/// and its name.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Parts<'a> {
+    pub account: Option<&'a str>,
+    pub region: Option<&'a str>,
+    pub name: &'a str,
+}
+
+impl<'a> Parts<'a> {
+    /// The queue's account, the home one filled in.
+    pub fn account_or(&self, home: &'a Home) -> &'a str {
+        self.account.unwrap_or(&home.account)
+    }
+
+    /// The queue's region, the home one filled in.
+    pub fn region_or(&self, home: &'a Home) -> &'a str {
+        self.region.unwrap_or(&home.region)
     }
 }
 
-/// The region of a key (`None`: the instance's own) and the queue's name.
-pub fn split(key: &str) -> (Option<&str>, &str) {
-    match key.split_once('/') {
-        Some((region, name)) => (Some(region), name),
-        None => (None, key),
+/// The key of queue `name` of `account` in `region`.
+pub fn of(home: &Home, account: &str, region: &str, name: &str) -> String {
+    match (account == home.account, region == home.region) {
+        (true, true) => name.to_string(),
+        (true, false) => format!("{region}/{name}"),
+        (false, _) => format!("{account}/{region}/{name}"),
     }
 }
 
-/// The key of queue `name` in the same region as the queue keyed `key`:
-/// a dead-letter queue and its sources share a region.
+/// How the keys of `account`'s queues in `region` start, for listing them:
+/// a listed key's remainder holds no `/`.
+pub fn prefix(home: &Home, account: &str, region: &str) -> String {
+    of(home, account, region, "")
+}
+
+/// What a key says.
+pub fn split(key: &str) -> Parts<'_> {
+    let mut parts = key.rsplitn(3, '/');
+    let name = parts.next().unwrap_or_default();
+    let region = parts.next();
+    Parts {
+        account: parts.next(),
+        region,
+        name,
+    }
+}
+
+/// The key of queue `name` in the same account and region as the queue
+/// keyed `key`: a dead-letter queue and its sources share both.
 pub fn sibling(key: &str, name: &str) -> String {
-    match split(key) {
-        (Some(region), _) => format!("{region}/{name}"),
-        (None, _) => name.to_string(),
+    match key.rsplit_once('/') {
+        Some((place, _)) => format!("{place}/{name}"),
+        None => name.to_string(),
     }
+}
+
+/// Whether `text` can be an account id: 12 digits.
+pub fn is_account(text: &str) -> bool {
+    text.len() == 12 && text.bytes().all(|b| b.is_ascii_digit())
 }
 
 /// Whether `text` can be a region name (`us-east-1`, `eu-central-1`):
@@ -76,14 +128,55 @@ pub fn validate_name(name: &str, fifo: bool) -> crate::error::Result<()> {
 mod tests {
     use super::*;
 
+    fn home() -> Home {
+        Home {
+            account: "000000000000".into(),
+            region: "us-east-1".into(),
+        }
+    }
+
     #[test]
-    fn home_region_queues_keep_their_bare_names() {
-        assert_eq!(of("us-east-1", "us-east-1", "jobs"), "jobs");
-        assert_eq!(of("eu-north-1", "us-east-1", "jobs"), "eu-north-1/jobs");
-        assert_eq!(split("jobs"), (None, "jobs"));
-        assert_eq!(split("eu-north-1/jobs"), (Some("eu-north-1"), "jobs"));
+    fn home_queues_keep_their_bare_names_and_others_say_where_they_are() {
+        let home = home();
+        assert_eq!(of(&home, "000000000000", "us-east-1", "jobs"), "jobs");
+        assert_eq!(of(&home, "000000000000", "eu-north-1", "jobs"), "eu-north-1/jobs");
+        assert_eq!(
+            of(&home, "111122223333", "us-east-1", "jobs"),
+            "111122223333/us-east-1/jobs"
+        );
+        let parts = |account, region, name| Parts {
+            account,
+            region,
+            name,
+        };
+        assert_eq!(split("jobs"), parts(None, None, "jobs"));
+        assert_eq!(split("eu-north-1/jobs"), parts(None, Some("eu-north-1"), "jobs"));
+        assert_eq!(
+            split("111122223333/us-east-1/jobs"),
+            parts(Some("111122223333"), Some("us-east-1"), "jobs")
+        );
+        let other = split("111122223333/eu-north-1/jobs");
+        assert_eq!(
+            (other.account_or(&home), other.region_or(&home)),
+            ("111122223333", "eu-north-1")
+        );
+        let mine = split("jobs");
+        assert_eq!(
+            (mine.account_or(&home), mine.region_or(&home)),
+            ("000000000000", "us-east-1")
+        );
         assert_eq!(sibling("eu-north-1/jobs", "dead"), "eu-north-1/dead");
+        assert_eq!(
+            sibling("111122223333/us-east-1/jobs", "dead"),
+            "111122223333/us-east-1/dead"
+        );
         assert_eq!(sibling("jobs", "dead"), "dead");
+        assert_eq!(
+            prefix(&home, "111122223333", "us-east-1"),
+            "111122223333/us-east-1/"
+        );
+        assert_eq!(prefix(&home, "000000000000", "us-east-1"), "");
+        assert!(is_account("111122223333") && !is_account("11112222333") && !is_account("us-east-1"));
     }
 
     #[test]

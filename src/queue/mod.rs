@@ -33,7 +33,7 @@ pub(crate) mod tags;
 pub use fair::{FairCounts, NoisyTenant};
 pub use fifo::DedupEntry;
 pub use indexes::{Activity, Change, Counts, Queue, QueueMeta, SEQUENCE_BLOCK};
-pub use key::validate_name;
+pub use key::{Home, validate_name};
 pub use peek::{PeekRequest, Peeked, Seen};
 pub use receipt::ReceiptHandle;
 pub use receive::{Attempt, DeadLetter, DeadLetterQueue, Received};

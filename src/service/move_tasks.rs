@@ -321,7 +321,7 @@ async fn step(
     };
     // A dead-letter queue's sources are in its region: their names tell
     // them apart.
-    let target_name = key::split(&destination).1.to_string();
+    let target_name = key::split(&destination).name.to_string();
     let back_to_source = task.destination.is_none();
     let goes_to_target = |m: &Message| {
         !back_to_source

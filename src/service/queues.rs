@@ -111,9 +111,15 @@ impl Service {
     ) -> Result<Created> {
         // `name` is a queue key: the region it may carry came from a
         // request's signature, the name from the request.
-        let (region, bare_name) = key::split(name);
+        let key::Parts {
+            account,
+            region,
+            name: bare_name,
+        } = key::split(name);
         validate_name(bare_name, QueueAttributes::request_fifo(attributes))?;
-        if region.is_some_and(|region| !key::is_region(region)) {
+        if region.is_some_and(|region| !key::is_region(region))
+            || account.is_some_and(|account| !key::is_account(account))
+        {
             return Err(SqsError::invalid_parameter(format!(
                 "{name} is not a region and a queue name."
             )));

@@ -192,7 +192,7 @@ impl Service {
             .dead_letter_target_arn
             .rsplit_once(':')
             .map_or("", |(prefix, _)| prefix);
-        let source_arn: Arc<str> = format!("{prefix}:{}", key::split(name).1).into();
+        let source_arn: Arc<str> = format!("{prefix}:{}", key::split(name).name).into();
         if self.is_elsewhere(&target) {
             return match self.target_missing(&target) {
                 true => Route::Nowhere,

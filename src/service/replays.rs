@@ -100,10 +100,9 @@ impl Service {
                     subscription,
                     publications,
                     base_url,
-                    home_region,
+                    home,
                 } => {
                     let topic_arn = subscription.topic.to_string();
-                    let account = &subscription.topic.account;
                     let unsubscribe = unsubscribe_url(&base_url, &subscription.arn);
                     let mut copies = Vec::new();
                     // FIFO topics deliver to SQS queues only.
@@ -133,13 +132,7 @@ impl Service {
                                     Envelope::notification(&notification, None).to_json()
                                 }
                             };
-                            copies.push(Copy::for_queue(
-                                &subscription,
-                                &publication,
-                                body,
-                                (account, &home_region),
-                                true,
-                            ));
+                            copies.push(Copy::for_queue(&subscription, &publication, body, &home, true));
                         }
                     }
                     (true, copies)

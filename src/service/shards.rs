@@ -16,6 +16,7 @@
 //! share. The shard locks decide who leads; the shares only say who should
 //! try.
 
+use crate::queue::key::Home;
 use std::future::Future;
 use std::hash::Hasher;
 use std::pin::Pin;
@@ -46,16 +47,17 @@ pub trait Catalog: Send + Sync + 'static {
 #[derive(Debug, Clone)]
 pub struct Placement {
     count: usize,
-    account_id: String,
-    home_region: String,
+    home: Home,
 }
 
 impl Placement {
     pub fn new(count: usize, account_id: &str, home_region: &str) -> Placement {
         Placement {
             count: count.max(1),
-            account_id: account_id.to_string(),
-            home_region: home_region.to_string(),
+            home: Home {
+                account: account_id.to_string(),
+                region: home_region.to_string(),
+            },
         }
     }
 
@@ -68,10 +70,10 @@ impl Placement {
         if self.count == 1 {
             return 0;
         }
-        let (region, name) = crate::queue::key::split(key);
-        let region = region.unwrap_or(&self.home_region);
+        let parts = crate::queue::key::split(key);
+        let (account, region) = (parts.account_or(&self.home), parts.region_or(&self.home));
         let mut hasher = SipHasher24::new_with_keys(0, 0);
-        for part in [self.account_id.as_str(), region, name] {
+        for part in [account, region, parts.name] {
             hasher.write(part.as_bytes());
             hasher.write_u8(0xff); // no part holds 0xff: the parts stay apart
         }

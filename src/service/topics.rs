@@ -14,7 +14,8 @@ use super::slot::{QueueSlot, lock_all};
 use crate::journal::{Transfer, Write};
 use crate::metrics;
 use crate::queue::arn::QueueArn;
-use crate::queue::{MessageAttributes, NewMessage, key};
+use crate::queue::key::{self, Home};
+use crate::queue::{MessageAttributes, NewMessage};
 use crate::topic::envelope::{Envelope, Notification, Sign, Signature};
 use crate::topic::{
     Protocol, Publication, Published, Result, SnsChange, SnsError, Subscription, TopicArn, Topics,
@@ -27,9 +28,8 @@ pub const SNS_SENDER_ID: &str = "AIDAIT2UOQQY3AUEKVGXU";
 pub struct Fanout<'a> {
     /// Scheme and authority of this ssq, for the URLs in envelopes.
     pub base_url: &'a str,
-    /// The instance's own region and account: queues of others are not here.
-    pub home_region: &'a str,
-    pub account: &'a str,
+    /// The instance's own account and region, to key the queues.
+    pub home: &'a Home,
     /// X-Amzn-Trace-Id, carried to the queues as AWSTraceHeader.
     pub trace_header: Option<&'a str>,
     pub signer: &'a dyn Sign,
@@ -233,7 +233,7 @@ impl Service {
                     sub,
                     publication,
                     body_for(sub),
-                    (fanout.account, fanout.home_region),
+                    fanout.home,
                     published.sequence_number.is_some(),
                 )),
                 Protocol::Http | Protocol::Https => webhooks.push((Subscription::clone(sub), body_for(sub))),
@@ -421,22 +421,22 @@ pub(super) struct Copy {
 
 impl Copy {
     /// `publication`'s copy, with `body`, for the queue `sub` subscribes
-    /// (and its dead-letter queue), when they are queues of `home`'s
-    /// account (`(account, home region)`): a raw delivery carries the
-    /// publication's attributes, an envelope none.
+    /// (and its dead-letter queue), when they are queues of the topic's
+    /// account (`home` keys them): a raw delivery carries the publication's
+    /// attributes, an envelope none.
     pub(super) fn for_queue(
         sub: &Subscription,
         publication: &Publication,
         body: String,
-        (account, home_region): (&str, &str),
+        home: &Home,
         from_fifo_topic: bool,
     ) -> Copy {
         Copy {
             subscription: sub.arn.clone(),
-            queue: queue_key_in(&sub.endpoint, account, home_region),
+            queue: queue_key_in(&sub.endpoint, &sub.topic.account, home),
             dead_letter: sub
                 .dead_letter_queue()
-                .and_then(|arn| queue_key_in(&arn.to_string(), account, home_region)),
+                .and_then(|arn| queue_key_in(&arn.to_string(), &sub.topic.account, home)),
             body,
             attributes: match sub.raw() {
                 true => publication.attributes.clone(),
@@ -467,9 +467,9 @@ fn new_message(copy: &Copy, trace_header: Option<&str>, fifo_queue: bool) -> New
 }
 
 /// The key of the queue an SQS ARN names, if it is one of `account`.
-fn queue_key_in(endpoint: &str, account: &str, home_region: &str) -> Option<String> {
+fn queue_key_in(endpoint: &str, account: &str, home: &Home) -> Option<String> {
     let arn = QueueArn::parse(endpoint)?;
-    (arn.account == account).then(|| key::of(&arn.region, home_region, &arn.name))
+    (arn.account == account).then(|| key::of(home, &arn.account, &arn.region, &arn.name))
 }
 
 /// The URL that ends a subscription, as AWS puts it in every notification.

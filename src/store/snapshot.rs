@@ -28,6 +28,7 @@ use base64::Engine;
 use base64::engine::general_purpose::STANDARD as BASE64;
 use serde::{Deserialize, Serialize};
 
+use crate::queue::key::Home;
 use crate::queue::limits::MAX_SEQUENCE;
 use crate::queue::message::{self, MessageState};
 use crate::queue::{
@@ -71,6 +72,9 @@ struct QueueLine {
     /// The instance's own region when absent.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     region: Option<String>,
+    /// The instance's own account when absent.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    account: Option<String>,
     /// As CreateQueue takes them.
     #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
     attributes: BTreeMap<String, String>,
@@ -156,6 +160,9 @@ struct TopicLine {
     /// The instance's own region when absent.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     region: Option<String>,
+    /// The instance's own account when absent.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    account: Option<String>,
     /// As CreateTopic takes them.
     #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
     attributes: BTreeMap<String, String>,
@@ -212,16 +219,16 @@ fn is_zero_count(count: &u64) -> bool {
 
 /// Writes a snapshot's lines, counting what the end line must say.
 pub struct Writer {
-    home_region: String,
+    home: Home,
     queues: u64,
     messages: u64,
     topics: u64,
 }
 
 impl Writer {
-    /// A snapshot of an instance in `home_region`, taken at `now`; its
-    /// header goes into `out`.
-    pub fn start(home_region: &str, now: u64, out: &mut Vec<u8>) -> Writer {
+    /// A snapshot of an instance of `home`'s account and region, taken at
+    /// `now`; its header goes into `out`.
+    pub fn start(home: &Home, now: u64, out: &mut Vec<u8>) -> Writer {
         put(
             out,
             &Line::Snapshot(Header {
@@ -230,7 +237,7 @@ impl Writer {
             }),
         );
         Writer {
-            home_region: home_region.to_string(),
+            home: home.clone(),
             queues: 0,
             messages: 0,
             topics: 0,
@@ -240,14 +247,15 @@ impl Writer {
     /// A queue's line; its messages follow it.
     pub fn queue(&mut self, meta: &QueueMeta, next_sequence_number: u64, out: &mut Vec<u8>) {
         self.queues += 1;
-        let (region, name) = key::split(&meta.name);
+        let parts = key::split(&meta.name);
         let attributes = crate::queue::attributes::SETTABLE
             .iter()
             .filter_map(|name| meta.attributes.get(name).map(|value| (name.to_string(), value)))
             .collect();
         let line = QueueLine {
-            name: name.to_string(),
-            region: Some(region.unwrap_or(&self.home_region).to_string()),
+            name: parts.name.to_string(),
+            region: Some(parts.region_or(&self.home).to_string()),
+            account: parts.account.map(str::to_string),
             attributes,
             tags: meta.tags.clone(),
             created_at: Some(meta.created_at),
@@ -318,6 +326,7 @@ impl Writer {
         let line = TopicLine {
             name: topic.arn.name.clone(),
             region: Some(topic.arn.region.clone()),
+            account: Some(topic.arn.account.clone()).filter(|account| *account != self.home.account),
             attributes: topic.attributes.clone(),
             tags: topic.tags.clone(),
             next_sequence_number: topic.arn.is_fifo().then_some(topic.sequence + 1),
@@ -430,6 +439,16 @@ pub struct Defaults<'a> {
     pub account_id: &'a str,
     /// When a queue was created and a message sent, where its line does not say.
     pub now: u64,
+}
+
+impl Defaults<'_> {
+    /// The account and region of queues and topics whose lines name none.
+    fn home(&self) -> Home {
+        Home {
+            account: self.account_id.to_string(),
+            region: self.home_region.to_string(),
+        }
+    }
 }
 
 /// What a snapshot holds.
@@ -579,15 +598,19 @@ impl Reader<'_, '_> {
     }
 
     fn queue(&self, line: QueueLine) -> Result<Queue, Problem> {
-        let home = self.defaults.home_region;
-        let region = line.region.as_deref().unwrap_or(home);
-        let name = key::of(region, home, &line.name);
+        let home = self.defaults.home();
+        let region = line.region.as_deref().unwrap_or(&home.region);
+        let account = line.account.as_deref().unwrap_or(&home.account);
+        let name = key::of(&home, account, region, &line.name);
         let invalid = |reason: String| Problem::Queue {
             name: name.clone(),
             reason,
         };
         if !key::is_region(region) {
             return Err(invalid(format!("{region} is not a region")));
+        }
+        if !key::is_account(account) {
+            return Err(invalid(format!("{account} is not an account id (12 digits)")));
         }
         crate::queue::validate_name(&line.name, QueueAttributes::request_fifo(&line.attributes))
             .map_err(|e| invalid(e.message))?;
@@ -624,13 +647,17 @@ impl Reader<'_, '_> {
         if !key::is_region(region) {
             return Err(invalid(format!("{region} is not a region")));
         }
+        let account = line.account.as_deref().unwrap_or(self.defaults.account_id);
+        if !key::is_account(account) {
+            return Err(invalid(format!("{account} is not an account id (12 digits)")));
+        }
         if !crate::topic::attributes::valid_topic_name(&line.name) {
             return Err(invalid(
                 "a topic's name is 1 to 256 letters, digits, hyphens and underscores, with .fifo at the end of a FIFO topic's"
                     .into(),
             ));
         }
-        let arn = TopicArn::new(region, self.defaults.account_id, &line.name);
+        let arn = TopicArn::new(region, account, &line.name);
         let sequence = match line.next_sequence_number {
             None => 0,
             Some(next) if arn.is_fifo() && (1..=MAX_SEQUENCE + 1).contains(&next) => next - 1,
@@ -812,7 +839,7 @@ mod tests {
 
     fn export(queues: &[&Queue]) -> Vec<u8> {
         let mut out = Vec::new();
-        let mut writer = Writer::start("us-east-1", 9_000, &mut out);
+        let mut writer = Writer::start(&DEFAULTS.home(), 9_000, &mut out);
         for queue in queues {
             writer.queue(&queue.meta(), queue.next_sequence_number(), &mut out);
             for message in queue.messages_after(0, usize::MAX, u64::MAX) {
@@ -882,11 +909,29 @@ mod tests {
         let mut fifo = Queue::restore(fifo_meta, 1, [], []);
         send(&mut fifo, "a", Some("g1"), 1_000);
         send(&mut fifo, "b", Some("g1"), 1_000);
+        // Another account's queue, in the home region.
+        let mut other = Queue::new(
+            "111122223333/us-east-1/jobs".into(),
+            QueueAttributes::for_new_queue("jobs", &BTreeMap::new()).unwrap(),
+            BTreeMap::new(),
+            1_000,
+        );
+        send(&mut other, "theirs", None, 1_000);
 
-        let text = export(&[&standard, &fifo]);
+        let text = export(&[&standard, &fifo, &other]);
+        let lines = String::from_utf8(text.clone()).unwrap();
+        assert!(
+            lines.contains(r#""name":"jobs","region":"us-east-1","account":"111122223333""#),
+            "{lines}"
+        );
+        assert_eq!(
+            lines.matches(r#""account""#).count(),
+            1,
+            "the home account's queues name none"
+        );
         let read = read(&text[..], &DEFAULTS).unwrap().queues;
-        assert_eq!(read.len(), 2);
-        for (original, copy) in [&standard, &fifo].into_iter().zip(&read) {
+        assert_eq!(read.len(), 3);
+        for (original, copy) in [&standard, &fifo, &other].into_iter().zip(&read) {
             assert_eq!(copy.meta(), original.meta());
             assert_eq!(copy.next_sequence_number(), original.next_sequence_number());
             let messages = |queue: &Queue| {
@@ -952,7 +997,7 @@ mod tests {
         assert_eq!(snapshot.topics[1].sequence, 9);
         // Written out again, the lines read the same.
         let mut out = Vec::new();
-        let mut writer = Writer::start("us-east-1", 1, &mut out);
+        let mut writer = Writer::start(&DEFAULTS.home(), 1, &mut out);
         for topic in &snapshot.topics {
             writer.topic(topic, &mut out);
         }
@@ -1027,6 +1072,11 @@ mod tests {
                 format!("{header}{{\"queue\":{{\"name\":\"bad name\"}}}}\n"),
                 2,
                 "queue bad name",
+            ),
+            (
+                format!("{header}{{\"queue\":{{\"name\":\"q\",\"account\":\"12\"}}}}\n"),
+                2,
+                "12 is not an account id",
             ),
             (
                 format!(

@@ -263,10 +263,15 @@ pub struct Replay {
     pub after: u64,
     pub status: ReplayStatus,
     /// Scheme and authority the client called, for the envelopes'
-    /// UnsubscribeURL, and the instance's region, for the queue's key (a
-    /// replay resumed after a failover has no request to read them from).
+    /// UnsubscribeURL, and the instance's region and account, for the
+    /// queue's key (a replay resumed after a failover has no request to
+    /// read them from).
     pub base_url: String,
     pub home_region: String,
+    /// Replays recorded before ssq had accounts lack it: the instance's
+    /// account was then the topic's.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub home_account: Option<String>,
 }
 
 impl Replay {

@@ -7,6 +7,7 @@ use super::archive::{Archive, Archived, Replay, ReplayStatus};
 use super::error::Result;
 use super::records::{archive_key, archive_record};
 use super::{Publication, SnsChange, Subscription, TopicArn, Topics};
+use crate::queue::key::Home;
 
 /// What one step of a replay does.
 #[derive(Debug)]
@@ -17,7 +18,7 @@ pub enum ReplayStep {
         subscription: Box<Subscription>,
         publications: Vec<Archived>,
         base_url: String,
-        home_region: String,
+        home: Home,
     },
     /// Nothing is left to replay (or the subscription is gone): it takes
     /// new publications directly again, or, past an ending point, none.
@@ -138,8 +139,8 @@ impl Topics {
 
     /// Starts the replay the subscription's ReplayPolicy asks for (after
     /// the attribute was set); `base_url` is the address the client called,
-    /// `home_region` the instance's region.
-    pub fn start_replay(&mut self, arn: &str, base_url: &str, home_region: &str) -> Result<()> {
+    /// `home` the instance's account and region.
+    pub fn start_replay(&mut self, arn: &str, base_url: &str, home: &Home) -> Result<()> {
         let sub = self.subscription(arn)?;
         let Some(policy) = sub.attributes.get("ReplayPolicy") else {
             return Ok(());
@@ -151,7 +152,8 @@ impl Topics {
             after: 0,
             status: ReplayStatus::Pending,
             base_url: base_url.to_string(),
-            home_region: home_region.to_string(),
+            home_region: home.region.clone(),
+            home_account: Some(home.account.clone()),
         };
         if let Some(sub) = self.subscriptions.get_mut(arn) {
             std::sync::Arc::make_mut(sub).replay = Some(replay);
@@ -219,7 +221,11 @@ impl Topics {
             true => ReplayStatus::Completed,
             false => ReplayStatus::InProgress,
         };
-        let (base_url, home_region) = (replay.base_url.clone(), replay.home_region.clone());
+        let base_url = replay.base_url.clone();
+        let home = Home {
+            account: (replay.home_account.clone()).unwrap_or_else(|| sub.topic.account.clone()),
+            region: replay.home_region.clone(),
+        };
         if let Some(held) = self.subscriptions.get_mut(arn) {
             std::sync::Arc::make_mut(held).replay = Some(Replay {
                 after,
@@ -235,7 +241,7 @@ impl Topics {
             subscription: Box::new(sub),
             publications,
             base_url,
-            home_region,
+            home,
         })
     }
 }

@@ -436,7 +436,11 @@ fn a_replay_walks_the_archive_from_its_start_then_takes_new_publications_directl
     topics
         .set_subscription_attribute(&sub, "ReplayPolicy", &replay_policy(2_000_000))
         .unwrap();
-    topics.start_replay(&sub, "http://h", "us-east-1").unwrap();
+    let home = crate::queue::key::Home {
+        account: "000000000000".into(),
+        region: "us-east-1".into(),
+    };
+    topics.start_replay(&sub, "http://h", &home).unwrap();
     assert_eq!(
         topics.subscription(&sub).unwrap().describe()["ReplayStatus"],
         "Pending"

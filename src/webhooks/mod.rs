@@ -20,7 +20,8 @@ use tokio::sync::{Semaphore, mpsc};
 
 pub use self::destinations::{Destinations, DestinationsError};
 use crate::metrics;
-use crate::queue::{NewMessage, key};
+use crate::queue::NewMessage;
+use crate::queue::key::{self, Home};
 use crate::service::Service;
 use crate::topic::delivery_policy::DeliveryPolicy;
 use crate::topic::{Outbound, OutboundKind, Subscription};
@@ -35,9 +36,8 @@ const TRY_TIMEOUT: Duration = Duration::from_secs(15);
 /// What the sender needs beside the work it is given.
 pub struct Settings {
     pub destinations: Destinations,
-    /// The instance's region and account, to find dead-letter queues.
-    pub home_region: String,
-    pub account: String,
+    /// The instance's account and region, to key dead-letter queues.
+    pub home: Home,
 }
 
 /// Hands webhooks to the delivery task.
@@ -180,10 +180,11 @@ impl Delivery {
         let Some(queue) = subscription.dead_letter_queue() else {
             return false;
         };
-        if queue.account != self.settings.account {
+        // A topic's dead-letter queues are of its account.
+        if queue.account != subscription.topic.account {
             return false;
         }
-        let name = key::of(&queue.region, &self.settings.home_region, &queue.name);
+        let name = key::of(&self.settings.home, &queue.account, &queue.region, &queue.name);
         let message = NewMessage {
             body: body.to_string(),
             attributes: Default::default(),

@@ -7,6 +7,7 @@
 
 use ssq_test_support as common;
 
+mod accounts;
 mod api;
 mod audit;
 mod aws_fidelity;

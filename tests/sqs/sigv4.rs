@@ -91,18 +91,30 @@ async fn requests_must_be_signed_with_a_configured_secret() {
 }
 
 /// How a test request is signed, with the SDK's own signer.
-struct Signing {
-    region: &'static str,
-    at: std::time::SystemTime,
+pub(crate) struct Signing {
+    /// The access key id and secret.
+    pub(crate) key: (&'static str, &'static str),
+    /// `sqs`, or `sns` as SNS clients sign.
+    pub(crate) service: &'static str,
+    /// The request's content type, and its `x-amz-target` when it has one
+    /// (an AWS JSON call).
+    pub(crate) content_type: &'static str,
+    pub(crate) target: Option<String>,
+    pub(crate) region: &'static str,
+    pub(crate) at: std::time::SystemTime,
     /// Presigned (in the query string) for this long; else the header.
-    presigned_for: Option<std::time::Duration>,
+    pub(crate) presigned_for: Option<std::time::Duration>,
     /// Declare the payload's hash in `x-amz-content-sha256`.
-    content_sha256: bool,
+    pub(crate) content_sha256: bool,
 }
 
 impl Default for Signing {
     fn default() -> Self {
         Signing {
+            key: ("AKIDSSQTEST", "s3cr3t/with+chars"),
+            service: "sqs",
+            content_type: "application/x-www-form-urlencoded",
+            target: None,
             region: "us-east-1",
             at: std::time::SystemTime::now(),
             presigned_for: None,
@@ -111,9 +123,10 @@ impl Default for Signing {
     }
 }
 
-/// A Query-protocol POST to `path_and_query`, signed over `body`, as
-/// (URL, headers) that a test may send with another body.
-fn sign_query_post(
+/// A POST to `path_and_query` (a Query-protocol call unless `how` says
+/// otherwise), signed over `body`, as (URL, headers) that a test may send
+/// with another body.
+pub(crate) fn sign_query_post(
     server: &Server,
     path_and_query: &str,
     body: &str,
@@ -126,11 +139,11 @@ fn sign_query_post(
     let host = format!("127.0.0.1:{}", server.port);
     let mut headers = vec![
         ("host".to_string(), host),
-        (
-            "content-type".to_string(),
-            "application/x-www-form-urlencoded".to_string(),
-        ),
+        ("content-type".to_string(), how.content_type.to_string()),
     ];
+    if let Some(target) = &how.target {
+        headers.push(("x-amz-target".to_string(), target.clone()));
+    }
     let mut settings = SigningSettings::default();
     if how.content_sha256 {
         settings.payload_checksum_kind = PayloadChecksumKind::XAmzSha256;
@@ -143,12 +156,11 @@ fn sign_query_post(
         }
         None => SignableBody::Bytes(body.as_bytes()),
     };
-    let identity =
-        aws_credential_types::Credentials::new("AKIDSSQTEST", "s3cr3t/with+chars", None, None, "test").into();
+    let identity = aws_credential_types::Credentials::new(how.key.0, how.key.1, None, None, "test").into();
     let params = aws_sigv4::sign::v4::SigningParams::builder()
         .identity(&identity)
         .region(how.region)
-        .name("sqs")
+        .name(how.service)
         .time(how.at)
         .settings(settings)
         .build()
@@ -181,7 +193,7 @@ fn sign_query_post(
     (url, headers)
 }
 
-async fn send_raw(url: &str, headers: &[(String, String)], body: &str) -> (u16, String) {
+pub(crate) async fn send_raw(url: &str, headers: &[(String, String)], body: &str) -> (u16, String) {
     let mut request = reqwest::Client::new().post(url).body(body.to_string());
     for (name, value) in headers {
         if name != "host" {

@@ -148,8 +148,7 @@ impl Call<'_> {
     fn fanout(&self) -> Fanout<'_> {
         Fanout {
             base_url: &self.ctx.base_url,
-            home_region: &self.ctx.home_region,
-            account: &self.ctx.account_id,
+            home: &self.ctx.home,
             trace_header: self.ctx.trace_id.as_deref(),
             signer: self.signer,
         }

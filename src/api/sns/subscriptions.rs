@@ -35,7 +35,7 @@ pub(super) async fn subscribe(call: &Call<'_>, form: &Form) -> Result<(Option<An
             }
             let subscribed = topics.subscribe(&topic, protocol, endpoint, &attributes, account)?;
             if replays && subscribed.pending_token.is_none() {
-                topics.start_replay(&subscribed.arn, &call.ctx.base_url, &call.ctx.home_region)?;
+                topics.start_replay(&subscribed.arn, &call.ctx.base_url, &call.ctx.home)?;
             }
             let subscription = topics.subscription(&subscribed.arn)?.clone();
             Ok((subscribed, subscription))
@@ -167,7 +167,7 @@ pub(super) async fn set_attribute(call: &Call<'_>, form: &Form) -> Result<Option
             }
             topics.set_subscription_attribute(arn, name, value)?;
             match replays {
-                true => topics.start_replay(arn, &call.ctx.base_url, &call.ctx.home_region),
+                true => topics.start_replay(arn, &call.ctx.base_url, &call.ctx.home),
                 false => Ok(()),
             }
         })

@@ -90,8 +90,8 @@ async fn respond(
         .await
         .and_then(|(key, params, caller)| {
             // A look at messages is a receive, as far as a key's policy goes.
-            if let Some(caller) = caller {
-                let arn = state.context(uri, headers).queue_arn(&key);
+            if let Some(caller) = caller.filter(|caller| caller.policy.is_some()) {
+                let arn = state.context(uri, headers, Some(&caller)).queue_arn(&key);
                 caller.authorize(&state, source, "sqs:ReceiveMessage", &arn)?;
             }
             Ok((key, params))
@@ -157,7 +157,7 @@ async fn queue_and_params(
 ) -> Result<(String, PeekParams, Option<Caller>), SqsError> {
     let (body, _permit, caller) = authenticate_and_read(state, method, uri, headers, body).await?;
     serving(state)?;
-    let ctx = state.context(uri, headers);
+    let ctx = state.context(uri, headers, caller.as_ref());
     let parameters = parameters(uri, headers, &body)?;
     let params = PeekParams::read(parameters.iter().map(|(k, v)| (k.as_str(), v.as_str())))?;
     let key = match path {

@@ -246,7 +246,7 @@ async fn overview(State(state): State<Arc<AppState>>, uri: Uri, headers: HeaderM
     if !signed_in(&state, &headers) {
         return sign_in();
     }
-    let mut ctx = state.context(&uri, &headers);
+    let mut ctx = state.context(&uri, &headers, None);
     if let Some(base) = &state.admin.queue_base_url {
         ctx.base_url = base.clone();
     }
@@ -256,7 +256,7 @@ async fn overview(State(state): State<Arc<AppState>>, uri: Uri, headers: HeaderM
             let counts = queue.counts(now);
             QueueSummary {
                 key: queue_key.to_string(),
-                name: key::split(queue_key).1.to_string(),
+                name: key::split(queue_key).name.to_string(),
                 url: ctx.queue_url(queue_key),
                 arn: ctx.queue_arn(queue_key),
                 fifo: queue.is_fifo(),
@@ -280,7 +280,7 @@ async fn overview(State(state): State<Arc<AppState>>, uri: Uri, headers: HeaderM
                     .redrive_policy
                     .as_ref()
                     .and_then(|policy| QueueArn::parse(&policy.dead_letter_target_arn))
-                    .map(|arn| key::of(&arn.region, &state.region, &arn.name)),
+                    .map(|arn| key::of(&ctx.home, &arn.account, &arn.region, &arn.name)),
                 sources: Vec::new(),
             }
         }));
@@ -386,7 +386,7 @@ async fn call(State(state): State<Arc<AppState>>, uri: Uri, headers: HeaderMap, 
         let (body, _permit) = state.body_budget.read(body, state.request_timeout).await?;
         let (action, input) = read_request(Protocol::Json, &uri, None, &headers, body)?;
         serving(&state)?;
-        let ctx = state.context(&uri, &headers);
+        let ctx = state.context(&uri, &headers, None);
         let api = match api::route(&ctx, action, &input) {
             Route::Queue(key) => &state.serving_shard(&key)?.api,
             Route::Here => &state.first_shard().api,

@@ -117,7 +117,7 @@ struct Export<'a> {
 impl Export<'_> {
     async fn run(&mut self) -> Result<(), ExportError> {
         let now = self.state.first_shard().api.service.now();
-        let mut writer = Writer::start(&self.state.region, now, &mut self.out);
+        let mut writer = Writer::start(&self.state.home, now, &mut self.out);
         for (index, shard) in self.state.shards.iter().enumerate() {
             let service = &shard.api.service;
             let generation = service.generation();

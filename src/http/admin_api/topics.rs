@@ -106,5 +106,5 @@ pub(super) async fn call(State(state): State<Arc<AppState>>, request: Request) -
         Ok(read) => read,
         Err(error) => return refused(error),
     };
-    crate::http::sns_api::serve(&state, &parts, body).await
+    crate::http::sns_api::serve(&state, &parts, body, None).await
 }

@@ -76,7 +76,12 @@ pub(crate) fn is_unsigned_link(parts: &Parts) -> bool {
 /// Runs an SNS call and answers it; in a sharded group, on the leader of
 /// the first shard, which holds the topics (sent on to it from here when
 /// this instance does not lead it).
-pub(crate) async fn serve(state: &Arc<AppState>, parts: &Parts, body: Bytes) -> Response {
+pub(crate) async fn serve(
+    state: &Arc<AppState>,
+    parts: &Parts,
+    body: Bytes,
+    caller: Option<&Caller>,
+) -> Response {
     let started = Instant::now();
     let request_id = crate::queue::random::uuid().to_string();
     if state.sharded() {
@@ -87,7 +92,7 @@ pub(crate) async fn serve(state: &Arc<AppState>, parts: &Parts, body: Bytes) -> 
             Leader::NotServing(error) => return sns::error(&request_id, &error.into()),
         }
     }
-    let (label, result) = run(state, parts, &body).await;
+    let (label, result) = run(state, parts, &body, caller).await;
     let outcome = match &result {
         Ok(_) => "ok",
         Err(error) => error.code,
@@ -109,9 +114,10 @@ pub(crate) async fn serve(state: &Arc<AppState>, parts: &Parts, body: Bytes) -> 
     }
 }
 
-/// The caller's policy over an SNS call: its action on the topic it names
-/// (a subscription's topic for subscription calls, the topic to be for
-/// CreateTopic), or on `*` when it names none (ListTopics).
+/// Whether the caller may make an SNS call: its action on the topic it
+/// names (a subscription's topic for subscription calls, the topic to be
+/// for CreateTopic), which must be of its account and which its policy, if
+/// it has one, must allow; or on `*` when it names none (ListTopics).
 pub(crate) fn authorize(
     state: &AppState,
     parts: &Parts,
@@ -120,7 +126,7 @@ pub(crate) fn authorize(
 ) -> Result<(), SnsError> {
     let form = Form::parse(body, parts.uri.query())?;
     let action = form.get("Action").unwrap_or_default();
-    let ctx = state.context(&parts.uri, &parts.headers);
+    let ctx = state.context(&parts.uri, &parts.headers, Some(caller));
     let resource = form
         .get("TopicArn")
         .or_else(|| form.get("TargetArn"))
@@ -152,6 +158,7 @@ async fn run(
     state: &Arc<AppState>,
     parts: &Parts,
     body: &[u8],
+    caller: Option<&Caller>,
 ) -> (String, Result<Option<sns::Answer>, SnsError>) {
     let form = match Form::parse(body, parts.uri.query()) {
         Ok(form) => form,
@@ -172,7 +179,7 @@ async fn run(
         Ok(signer) => signer,
         Err(error) => return (label, Err(error)),
     };
-    let ctx = state.context(&parts.uri, &parts.headers);
+    let ctx = state.context(&parts.uri, &parts.headers, caller);
     let call = Call {
         api: &shard.api,
         ctx: &ctx,

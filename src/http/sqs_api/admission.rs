@@ -48,8 +48,8 @@ pub(in crate::http) fn admit(
 /// is checked before a byte of the body is read, so that requests without
 /// a valid key, date and scope take no body memory; the body is then bound
 /// to the signature. Bodies draw on the process-wide budget until the
-/// request is answered (the permit returned). When the key that signed it
-/// has a policy, the caller is returned, to be checked against it
+/// request is answered (the permit returned). A signed request's caller is
+/// returned: the account it acts in, and the policy it answers to
 /// (`authorization.rs`).
 pub(in crate::http) async fn authenticate_and_read(
     state: &AppState,
@@ -65,7 +65,7 @@ pub(in crate::http) async fn authenticate_and_read(
             let now = (state.first_shard().api.service.now() / 1000) as i64;
             let region = match state.regions {
                 Regions::Signed => None,
-                Regions::One => Some(state.region.as_str()),
+                Regions::One => Some(state.home.region.as_str()),
             };
             Some((keys.check_head(method, uri, headers, region, now)?, keys))
         }
@@ -76,15 +76,20 @@ pub(in crate::http) async fn authenticate_and_read(
     };
     let key_id = signature.access_key_id().to_string();
     signature.check_body(&body)?;
+    let key = keys.key(&key_id).ok_or_else(SqsError::unknown_key)?;
     // Only a request its key's secret signed spends that key's budget.
-    if let Some(limit) = keys.rate_limit(&key_id) {
+    if let Some(limit) = key.rate {
         state
             .throttle
             .take(&key_id, limit, tokio::time::Instant::now())
             .inspect_err(|_| state.metrics.throttled.with_label_values(&[&key_id]).inc())?;
     }
-    let caller = keys.policy(&key_id).map(|policy| Caller { key_id, policy });
-    Ok((body, permit, caller))
+    let caller = Caller {
+        account: key.account.clone().unwrap_or_else(|| state.home.account.clone()),
+        policy: key.policy.clone(),
+        key_id,
+    };
+    Ok((body, permit, Some(caller)))
 }
 
 /// The action and input of a request in `wire`'s format. A Query call sent

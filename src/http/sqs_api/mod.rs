@@ -45,7 +45,7 @@ pub(crate) async fn sqs(State(state): State<Arc<AppState>>, request: Request) ->
     let wire = Protocol::of(headers);
     if super::sns_api::is_unsigned_link(&parts) {
         // Its parameters are in the URL; a body is never read.
-        return super::sns_api::serve(&state, &parts, Default::default()).await;
+        return super::sns_api::serve(&state, &parts, Default::default(), None).await;
     }
     let read = authenticate_and_read(&state, method, uri, headers, body)
         .await
@@ -54,28 +54,28 @@ pub(crate) async fn sqs(State(state): State<Arc<AppState>>, request: Request) ->
                 return Ok(Err((body, caller)));
             }
             let admitted = admit(wire, uri, headers, body, permit)?;
-            if let Some(caller) = &caller {
+            if let Some(caller) = caller.as_ref().filter(|caller| caller.policy.is_some()) {
                 authorize_sqs(&state, &parts, caller, &admitted)?;
             }
-            Ok(Ok(admitted))
+            Ok(Ok((admitted, caller)))
         });
-    let admitted = match read {
+    let (admitted, caller) = match read {
         Ok(Err((sns_body, caller))) => {
             if let Some(caller) = &caller
                 && let Err(error) = super::sns_api::authorize(&state, &parts, caller, &sns_body)
             {
                 return super::sns_api::refuse(&error);
             }
-            return super::sns_api::serve(&state, &parts, sns_body).await;
+            return super::sns_api::serve(&state, &parts, sns_body, caller.as_ref()).await;
         }
-        Ok(Ok(admitted)) => Ok(admitted),
-        Err(error) => Err(error),
+        Ok(Ok((admitted, caller))) => (Ok(admitted), caller),
+        Err(error) => (Err(error), None),
     };
     let (action, result) = match admitted {
         Err(error) => (None, Err(error)),
         Ok(admitted) if state.sharded() => {
             let action = admitted.action;
-            match run_or_forward(&state, &parts, wire, admitted).await {
+            match run_or_forward(&state, &parts, wire, admitted, caller.as_ref()).await {
                 Handled::Ran(result) => (Some(action), result.map(|output| (action, output))),
                 Handled::Forwarded(response) => return response,
             }
@@ -85,7 +85,7 @@ pub(crate) async fn sqs(State(state): State<Arc<AppState>>, request: Request) ->
             Err(not_serving(&state, &state.first_shard().leadership)),
         ),
         Ok(Admitted { action, input, .. }) => {
-            let ctx = state.context(uri, headers);
+            let ctx = state.context(uri, headers, caller.as_ref());
             let api = &state.first_shard().api;
             let result = match state.control.enabled {
                 true => super::control_api::run_with_faults(&state, api, &ctx, wire, action, input).await,
@@ -103,14 +103,15 @@ pub(crate) async fn sqs(State(state): State<Arc<AppState>>, request: Request) ->
 }
 
 /// The caller's policy over an SQS call: its action on the queue it names
-/// (the ARN), or on `*` when it names none (ListQueues).
+/// (the ARN), or on `*` when it names none (ListQueues). (A queue of
+/// another account is refused where its URL is read.)
 fn authorize_sqs(
     state: &AppState,
     parts: &Parts,
     caller: &Caller,
     admitted: &Admitted,
 ) -> Result<(), SqsError> {
-    let ctx = state.context(&parts.uri, &parts.headers);
+    let ctx = state.context(&parts.uri, &parts.headers, Some(caller));
     let resource = match crate::api::route(&ctx, admitted.action, &admitted.input) {
         crate::api::Route::Queue(key) => ctx.queue_arn(&key),
         crate::api::Route::Here => "*".to_string(),

@@ -15,6 +15,7 @@ use super::forward;
 use crate::api::{self, Route};
 use crate::error::{ErrorCode, SqsError};
 use crate::http::AppState;
+use crate::http::authorization::Caller;
 use crate::http::call::{Output, Protocol, answer_error, not_serving, run};
 use crate::http::shard_front::ShardFront;
 
@@ -39,11 +40,12 @@ pub(in crate::http) async fn run_or_forward(
     parts: &Parts,
     wire: Protocol,
     admitted: Admitted,
+    caller: Option<&Caller>,
 ) -> Handled {
     let Admitted {
         action, input, body, ..
     } = admitted;
-    let ctx = state.context(&parts.uri, &parts.headers);
+    let ctx = state.context(&parts.uri, &parts.headers, caller);
     let shard = match api::route(&ctx, action, &input) {
         Route::Here => state.first_shard(),
         Route::Queue(key) => {

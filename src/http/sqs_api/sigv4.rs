@@ -28,6 +28,8 @@ const MAX_SKEW_SECONDS: i64 = 15 * 60;
 #[derive(Debug, Clone)]
 pub struct AccessKey {
     pub secret: String,
+    /// The account the key acts in; the instance's own when `None`.
+    pub account: Option<String>,
     pub rate: Option<RateLimit>,
     /// The key's identity policy: without one, a key may do anything.
     pub policy: Option<Arc<Policy>>,
@@ -59,14 +61,9 @@ impl Credentials {
         self.keys.len()
     }
 
-    /// The identity policy of `access_key_id`, if the file gives it one.
-    pub fn policy(&self, access_key_id: &str) -> Option<Arc<Policy>> {
-        self.keys.get(access_key_id).and_then(|key| key.policy.clone())
-    }
-
-    /// The request rate of `access_key_id`, if the file gives it one.
-    pub fn rate_limit(&self, access_key_id: &str) -> Option<RateLimit> {
-        self.keys.get(access_key_id).and_then(|key| key.rate)
+    /// What the file says of `access_key_id`.
+    pub fn key(&self, access_key_id: &str) -> Option<&AccessKey> {
+        self.keys.get(access_key_id)
     }
 
     /// Checks what can be checked before the body is read: that the request
@@ -91,12 +88,7 @@ impl Credentials {
             .keys
             .get(&signed.access_key_id)
             .map(|key| &key.secret)
-            .ok_or_else(|| {
-                SqsError::new(
-                    ErrorCode::InvalidClientTokenId,
-                    "The security token included in the request is invalid.",
-                )
-            })?;
+            .ok_or_else(SqsError::unknown_key)?;
         let date = parse_amz_date(&signed.amz_date).ok_or_else(|| {
             SqsError::new(
                 ErrorCode::SignatureDoesNotMatch,

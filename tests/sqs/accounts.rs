@@ -1,0 +1,523 @@
+//! Accounts, tried as an attacker would: with a key of account A, every
+//! action of SQS (over AWS JSON and the Query protocol) and of SNS aimed at
+//! account B's queue, topic and subscription is refused, and B finds its
+//! queue, message, attributes, tags, topic and subscription as it left
+//! them; a topic of A subscribed to B's queue (a confused deputy) delivers
+//! nothing to it. Names repeat freely across accounts, and each account
+//! lists only its own.
+
+use aws_sdk_sqs::types::QueueAttributeName;
+
+use crate::common::{Server, client_signing_with, create_queue_url, receive_bodies};
+use crate::sigv4::{Signing, send_raw, sign_query_post};
+
+const A: &str = "111111111111";
+const B: &str = "222222222222";
+const KEYS: &str = "[[keys]]\nid = \"AKIDA\"\nsecret = \"a-secret\"\naccount = \"111111111111\"\n\n\
+                    [[keys]]\nid = \"AKIDB\"\nsecret = \"b-secret\"\naccount = \"222222222222\"\n\n\
+                    [[keys]]\nid = \"AKIDHOME\"\nsecret = \"home-secret\"\n";
+
+/// The two wire formats an SQS client may speak.
+#[derive(Debug, Clone, Copy)]
+enum Wire {
+    Json,
+    Query,
+}
+
+/// A call signed with account A's key: an SQS call in `wire` (its JSON
+/// body, or its Query parameters), or an SNS call (`service` "sns", Query).
+async fn call_as_a(
+    server: &Server,
+    service: &'static str,
+    wire: Wire,
+    action: &str,
+    json: &serde_json::Value,
+    query: &[(&str, String)],
+) -> (u16, String) {
+    let (body, how) = match wire {
+        Wire::Json => (
+            json.to_string(),
+            Signing {
+                key: ("AKIDA", "a-secret"),
+                service,
+                content_type: "application/x-amz-json-1.0",
+                target: Some(format!("AmazonSQS.{action}")),
+                ..Signing::default()
+            },
+        ),
+        Wire::Query => {
+            let mut pairs = vec![("Action", action.to_string())];
+            if service == "sqs" {
+                pairs.push(("Version", "2012-11-05".to_string()));
+            }
+            pairs.extend(query.iter().cloned());
+            (
+                serde_urlencoded::to_string(&pairs).unwrap(),
+                Signing {
+                    key: ("AKIDA", "a-secret"),
+                    service,
+                    ..Signing::default()
+                },
+            )
+        }
+    };
+    let (url, headers) = sign_query_post(server, "/", &body, how);
+    send_raw(&url, &headers, &body).await
+}
+
+fn sns_signing_with(url: &str, key: &str, secret: &str) -> aws_sdk_sns::Client {
+    let config = aws_sdk_sns::Config::builder()
+        .behavior_version(aws_sdk_sns::config::BehaviorVersion::latest())
+        .region(aws_sdk_sns::config::Region::new("us-east-1"))
+        .credentials_provider(aws_sdk_sns::config::Credentials::new(
+            key,
+            secret,
+            None,
+            None,
+            "ssq-tests",
+        ))
+        .endpoint_url(url)
+        .build();
+    aws_sdk_sns::Client::from_conf(config)
+}
+
+/// A Query call's parameters, beside its action.
+type Parameters = Vec<(&'static str, String)>;
+
+/// Every SQS action, aimed at B's queue (`q`), its dead-letter queue (URL
+/// and ARN) and a move task handle naming it: the JSON body and the Query
+/// parameters. (CreateQueue and ListQueues name no other account's queue:
+/// they are tried below, for what they create and list.)
+fn sqs_attacks(q: &str, dlq: &str, dlq_arn: &str) -> Vec<(&'static str, serde_json::Value, Parameters)> {
+    use serde_json::json;
+    let handle = {
+        use base64::Engine;
+        let task = json!({"taskId": "forged", "sourceArn": dlq_arn}).to_string();
+        base64::engine::general_purpose::STANDARD.encode(task)
+    };
+    let receipt = "AQEBforged".to_string();
+    let s = |text: &str| text.to_string();
+    vec![
+        (
+            "GetQueueUrl",
+            json!({"QueueName": "victim", "QueueOwnerAWSAccountId": B}),
+            vec![("QueueName", s("victim")), ("QueueOwnerAWSAccountId", s(B))],
+        ),
+        ("DeleteQueue", json!({"QueueUrl": q}), vec![("QueueUrl", s(q))]),
+        (
+            "GetQueueAttributes",
+            json!({"QueueUrl": q, "AttributeNames": ["All"]}),
+            vec![("QueueUrl", s(q)), ("AttributeName.1", s("All"))],
+        ),
+        (
+            "SetQueueAttributes",
+            json!({"QueueUrl": q, "Attributes": {"VisibilityTimeout": "1"}}),
+            vec![
+                ("QueueUrl", s(q)),
+                ("Attribute.1.Name", s("VisibilityTimeout")),
+                ("Attribute.1.Value", s("1")),
+            ],
+        ),
+        ("PurgeQueue", json!({"QueueUrl": q}), vec![("QueueUrl", s(q))]),
+        (
+            "SendMessage",
+            json!({"QueueUrl": q, "MessageBody": "forged"}),
+            vec![("QueueUrl", s(q)), ("MessageBody", s("forged"))],
+        ),
+        (
+            "SendMessageBatch",
+            json!({"QueueUrl": q, "Entries": [{"Id": "1", "MessageBody": "forged"}]}),
+            vec![
+                ("QueueUrl", s(q)),
+                ("SendMessageBatchRequestEntry.1.Id", s("1")),
+                ("SendMessageBatchRequestEntry.1.MessageBody", s("forged")),
+            ],
+        ),
+        ("ReceiveMessage", json!({"QueueUrl": q}), vec![("QueueUrl", s(q))]),
+        (
+            "DeleteMessage",
+            json!({"QueueUrl": q, "ReceiptHandle": receipt}),
+            vec![("QueueUrl", s(q)), ("ReceiptHandle", receipt.clone())],
+        ),
+        (
+            "DeleteMessageBatch",
+            json!({"QueueUrl": q, "Entries": [{"Id": "1", "ReceiptHandle": receipt}]}),
+            vec![
+                ("QueueUrl", s(q)),
+                ("DeleteMessageBatchRequestEntry.1.Id", s("1")),
+                ("DeleteMessageBatchRequestEntry.1.ReceiptHandle", receipt.clone()),
+            ],
+        ),
+        (
+            "ChangeMessageVisibility",
+            json!({"QueueUrl": q, "ReceiptHandle": receipt, "VisibilityTimeout": 0}),
+            vec![
+                ("QueueUrl", s(q)),
+                ("ReceiptHandle", receipt.clone()),
+                ("VisibilityTimeout", s("0")),
+            ],
+        ),
+        (
+            "ChangeMessageVisibilityBatch",
+            json!({"QueueUrl": q, "Entries": [{"Id": "1", "ReceiptHandle": receipt, "VisibilityTimeout": 0}]}),
+            vec![
+                ("QueueUrl", s(q)),
+                ("ChangeMessageVisibilityBatchRequestEntry.1.Id", s("1")),
+                (
+                    "ChangeMessageVisibilityBatchRequestEntry.1.ReceiptHandle",
+                    receipt.clone(),
+                ),
+                (
+                    "ChangeMessageVisibilityBatchRequestEntry.1.VisibilityTimeout",
+                    s("0"),
+                ),
+            ],
+        ),
+        (
+            "TagQueue",
+            json!({"QueueUrl": q, "Tags": {"team": "a"}}),
+            vec![
+                ("QueueUrl", s(q)),
+                ("Tag.1.Key", s("team")),
+                ("Tag.1.Value", s("a")),
+            ],
+        ),
+        (
+            "UntagQueue",
+            json!({"QueueUrl": q, "TagKeys": ["team"]}),
+            vec![("QueueUrl", s(q)), ("TagKey.1", s("team"))],
+        ),
+        ("ListQueueTags", json!({"QueueUrl": q}), vec![("QueueUrl", s(q))]),
+        (
+            "AddPermission",
+            json!({"QueueUrl": q, "Label": "l", "AWSAccountIds": [A], "Actions": ["SendMessage"]}),
+            vec![
+                ("QueueUrl", s(q)),
+                ("Label", s("l")),
+                ("AWSAccountId.1", s(A)),
+                ("ActionName.1", s("SendMessage")),
+            ],
+        ),
+        (
+            "RemovePermission",
+            json!({"QueueUrl": q, "Label": "kept"}),
+            vec![("QueueUrl", s(q)), ("Label", s("kept"))],
+        ),
+        (
+            "ListDeadLetterSourceQueues",
+            json!({"QueueUrl": dlq}),
+            vec![("QueueUrl", s(dlq))],
+        ),
+        (
+            "StartMessageMoveTask",
+            json!({"SourceArn": dlq_arn}),
+            vec![("SourceArn", s(dlq_arn))],
+        ),
+        (
+            "ListMessageMoveTasks",
+            json!({"SourceArn": dlq_arn}),
+            vec![("SourceArn", s(dlq_arn))],
+        ),
+        (
+            "CancelMessageMoveTask",
+            json!({"TaskHandle": handle}),
+            vec![("TaskHandle", handle.clone())],
+        ),
+    ]
+}
+
+/// Every SNS action that names a topic or subscription, aimed at B's.
+fn sns_attacks(
+    topic: &str,
+    subscription: &str,
+    a_queue_arn: &str,
+) -> Vec<(&'static str, Vec<(&'static str, String)>)> {
+    let s = |text: &str| text.to_string();
+    let t = || ("TopicArn", s(topic));
+    let r = || ("ResourceArn", s(topic));
+    let sub = || ("SubscriptionArn", s(subscription));
+    vec![
+        ("GetTopicAttributes", vec![t()]),
+        (
+            "SetTopicAttributes",
+            vec![
+                t(),
+                ("AttributeName", s("DisplayName")),
+                ("AttributeValue", s("owned")),
+            ],
+        ),
+        ("DeleteTopic", vec![t()]),
+        (
+            "Subscribe",
+            vec![t(), ("Protocol", s("sqs")), ("Endpoint", s(a_queue_arn))],
+        ),
+        ("ConfirmSubscription", vec![t(), ("Token", s("forged"))]),
+        ("ListSubscriptionsByTopic", vec![t()]),
+        ("Publish", vec![t(), ("Message", s("forged"))]),
+        (
+            "PublishBatch",
+            vec![
+                t(),
+                ("PublishBatchRequestEntries.member.1.Id", s("1")),
+                ("PublishBatchRequestEntries.member.1.Message", s("forged")),
+            ],
+        ),
+        (
+            "AddPermission",
+            vec![
+                t(),
+                ("Label", s("l")),
+                ("AWSAccountId.member.1", s(A)),
+                ("ActionName.member.1", s("Publish")),
+            ],
+        ),
+        ("RemovePermission", vec![t(), ("Label", s("l"))]),
+        (
+            "TagResource",
+            vec![
+                r(),
+                ("Tags.member.1.Key", s("team")),
+                ("Tags.member.1.Value", s("a")),
+            ],
+        ),
+        ("UntagResource", vec![r(), ("TagKeys.member.1", s("team"))]),
+        ("ListTagsForResource", vec![r()]),
+        ("GetDataProtectionPolicy", vec![r()]),
+        (
+            "PutDataProtectionPolicy",
+            vec![r(), ("DataProtectionPolicy", s("{}"))],
+        ),
+        ("GetSubscriptionAttributes", vec![sub()]),
+        (
+            "SetSubscriptionAttributes",
+            vec![
+                sub(),
+                ("AttributeName", s("RawMessageDelivery")),
+                ("AttributeValue", s("false")),
+            ],
+        ),
+        ("Unsubscribe", vec![sub()]),
+    ]
+}
+
+#[tokio::test]
+async fn nothing_crosses_from_one_account_to_another() {
+    let dir = std::env::temp_dir().join(format!("ssq-accounts-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let path = dir.join("credentials.toml");
+    std::fs::write(&path, KEYS).unwrap();
+    let server = Server::start_with(&["--credentials", path.to_str().unwrap()]);
+
+    // Account B's queue (with a dead-letter queue, a tag, a permission and
+    // a message), topic and raw subscription.
+    let b = client_signing_with(&server.url, "AKIDB", "b-secret");
+    let dlq = create_queue_url(&b, "victim-dlq", &[]).await;
+    assert_eq!(dlq, format!("{}/{B}/victim-dlq", server.url));
+    let dlq_arn = format!("arn:aws:sqs:us-east-1:{B}:victim-dlq");
+    let redrive = format!(r#"{{"deadLetterTargetArn":"{dlq_arn}","maxReceiveCount":"5"}}"#);
+    let victim = create_queue_url(&b, "victim", &[("RedrivePolicy", &redrive)]).await;
+    b.tag_queue()
+        .queue_url(&victim)
+        .tags("team", "b")
+        .send()
+        .await
+        .unwrap();
+    b.add_permission()
+        .queue_url(&victim)
+        .label("kept")
+        .aws_account_ids(B)
+        .actions("SendMessage")
+        .send()
+        .await
+        .unwrap();
+    b.send_message()
+        .queue_url(&victim)
+        .message_body("secret")
+        .send()
+        .await
+        .unwrap();
+    let victim_arn = format!("arn:aws:sqs:us-east-1:{B}:victim");
+    let b_sns = sns_signing_with(&server.url, "AKIDB", "b-secret");
+    let topic = b_sns
+        .create_topic()
+        .name("victim-topic")
+        .send()
+        .await
+        .unwrap()
+        .topic_arn()
+        .unwrap()
+        .to_string();
+    assert_eq!(topic, format!("arn:aws:sns:us-east-1:{B}:victim-topic"));
+    let subscription = b_sns
+        .subscribe()
+        .topic_arn(&topic)
+        .protocol("sqs")
+        .endpoint(&victim_arn)
+        .attributes("RawMessageDelivery", "true")
+        .send()
+        .await
+        .unwrap()
+        .subscription_arn()
+        .unwrap()
+        .to_string();
+
+    // Account A: the same names are its own.
+    let a = client_signing_with(&server.url, "AKIDA", "a-secret");
+    let own = create_queue_url(&a, "victim", &[]).await;
+    assert_eq!(own, format!("{}/{A}/victim", server.url));
+    let a_queue_arn = format!("arn:aws:sqs:us-east-1:{A}:victim");
+    let a_sns = sns_signing_with(&server.url, "AKIDA", "a-secret");
+    let own_topic = a_sns
+        .create_topic()
+        .name("victim-topic")
+        .send()
+        .await
+        .unwrap()
+        .topic_arn()
+        .unwrap()
+        .to_string();
+    assert_eq!(own_topic, format!("arn:aws:sns:us-east-1:{A}:victim-topic"));
+    assert_eq!(
+        a.get_queue_url()
+            .queue_name("victim")
+            .send()
+            .await
+            .unwrap()
+            .queue_url(),
+        Some(own.as_str())
+    );
+
+    // Every SQS action on B's queue, in both wire formats: refused.
+    let mut refused = 0;
+    for (action, json, query) in sqs_attacks(&victim, &dlq, &dlq_arn) {
+        for wire in [Wire::Json, Wire::Query] {
+            let (status, body) = call_as_a(&server, "sqs", wire, action, &json, &query).await;
+            let expected = match action {
+                // A move task names its queue by ARN, which must be the caller's.
+                "StartMessageMoveTask" | "ListMessageMoveTasks" | "CancelMessageMoveTask" => {
+                    "ResourceNotFoundException"
+                }
+                _ => "AccessDenied",
+            };
+            assert!(
+                (400..500).contains(&status) && body.contains(expected),
+                "{action} over {wire:?} with another account's key: {status} {body}"
+            );
+            if expected == "AccessDenied" {
+                assert_eq!(status, 403, "{action} over {wire:?}: {body}");
+                assert!(body.contains("is denied."), "{action} over {wire:?}: {body}");
+            }
+            assert!(!body.contains("secret"), "{action} over {wire:?} leaked: {body}");
+            refused += 1;
+        }
+    }
+    assert_eq!(refused, 42);
+
+    // Every SNS action on B's topic and subscription: refused.
+    for (action, query) in sns_attacks(&topic, &subscription, &a_queue_arn) {
+        let (status, body) = call_as_a(
+            &server,
+            "sns",
+            Wire::Query,
+            action,
+            &serde_json::Value::Null,
+            &query,
+        )
+        .await;
+        assert_eq!(status, 403, "{action} with another account's key: {body}");
+        assert!(body.contains("AuthorizationError"), "{action}: {body}");
+        assert!(
+            body.contains(&format!("arn:aws:iam::{A}:user/AKIDA")),
+            "{action}: {body}"
+        );
+    }
+
+    // A confused deputy: A's own topic, subscribed to B's queue, publishes.
+    a_sns
+        .subscribe()
+        .topic_arn(&own_topic)
+        .protocol("sqs")
+        .endpoint(&victim_arn)
+        .attributes("RawMessageDelivery", "true")
+        .send()
+        .await
+        .ok();
+    a_sns
+        .publish()
+        .topic_arn(&own_topic)
+        .message("forged")
+        .send()
+        .await
+        .unwrap();
+    // B's own topic still delivers to B's queue.
+    b_sns
+        .publish()
+        .topic_arn(&topic)
+        .message("from-b")
+        .send()
+        .await
+        .unwrap();
+
+    // Each account lists only its own; the home account has none of theirs.
+    let listed = |urls: &[String]| {
+        let mut urls = urls.to_vec();
+        urls.sort();
+        urls
+    };
+    let a_list = a.list_queues().send().await.unwrap();
+    assert_eq!(listed(a_list.queue_urls()), vec![own.clone()]);
+    let b_list = b.list_queues().send().await.unwrap();
+    assert_eq!(listed(b_list.queue_urls()), vec![victim.clone(), dlq.clone()]);
+    let home = client_signing_with(&server.url, "AKIDHOME", "home-secret");
+    assert!(home.list_queues().send().await.unwrap().queue_urls().is_empty());
+    let a_topics = a_sns.list_topics().send().await.unwrap();
+    let a_topics: Vec<_> = a_topics.topics().iter().filter_map(|t| t.topic_arn()).collect();
+    assert_eq!(a_topics, vec![own_topic.as_str()]);
+    let a_subscriptions = a_sns.list_subscriptions().send().await.unwrap();
+    assert!(
+        a_subscriptions
+            .subscriptions()
+            .iter()
+            .all(|s| s.topic_arn() == Some(own_topic.as_str())),
+        "{a_subscriptions:?}"
+    );
+
+    // B finds everything as it left it.
+    let attributes = b
+        .get_queue_attributes()
+        .queue_url(&victim)
+        .attribute_names(QueueAttributeName::All)
+        .send()
+        .await
+        .unwrap();
+    let attributes = attributes.attributes().unwrap();
+    assert_eq!(attributes[&QueueAttributeName::VisibilityTimeout], "30");
+    assert!(attributes[&QueueAttributeName::Policy].contains("kept"));
+    let tags = b.list_queue_tags().queue_url(&victim).send().await.unwrap();
+    assert_eq!(tags.tags().unwrap().get("team").map(String::as_str), Some("b"));
+    let mut bodies = receive_bodies(&b, &victim, 10).await;
+    bodies.sort();
+    assert_eq!(bodies, vec!["from-b".to_string(), "secret".to_string()]);
+    let b_topic = b_sns
+        .get_topic_attributes()
+        .topic_arn(&topic)
+        .send()
+        .await
+        .unwrap();
+    assert_ne!(
+        b_topic
+            .attributes()
+            .unwrap()
+            .get("DisplayName")
+            .map(String::as_str),
+        Some("owned")
+    );
+    let b_subscriptions = b_sns
+        .list_subscriptions_by_topic()
+        .topic_arn(&topic)
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(b_subscriptions.subscriptions().len(), 1);
+    std::fs::remove_dir_all(&dir).unwrap();
+}
