@@ -86,6 +86,10 @@ pub struct Metrics {
     pub audit_dropped: IntCounter,
     /// Requests refused for their key's rate, by key.
     pub throttled: IntCounterVec,
+    /// With --credentials: signed requests by account, and those refused
+    /// for their account's rate.
+    pub account_requests: IntCounterVec,
+    pub account_throttled: IntCounterVec,
 }
 
 impl Metrics {
@@ -259,6 +263,17 @@ impl Metrics {
             &["key"],
         )
         .expect("valid metric");
+        let by_account = |name: &str, help: &str| {
+            IntCounterVec::new(Opts::new(name, help), &["account"]).expect("valid metric")
+        };
+        let account_requests = by_account(
+            "ssq_account_requests_total",
+            "With --credentials: signed requests (SQS and SNS), by the account of their key.",
+        );
+        let account_throttled = by_account(
+            "ssq_account_throttled_total",
+            "Requests refused with RequestThrottled: over their account's requests_per_second, by account.",
+        );
         let shards_led = IntGauge::new(
             "ssq_shards_led",
             "Shards this instance leads and serves (--shards; 1 or 0 in an unsharded group).",
@@ -344,6 +359,8 @@ impl Metrics {
             Box::new(audit_lines.clone()),
             Box::new(audit_dropped.clone()),
             Box::new(throttled.clone()),
+            Box::new(account_requests.clone()),
+            Box::new(account_throttled.clone()),
             Box::new(data_bytes.clone()),
             Box::new(forwarded.clone()),
             Box::new(forward_seconds.clone()),
@@ -401,6 +418,8 @@ impl Metrics {
             audit_lines,
             audit_dropped,
             throttled,
+            account_requests,
+            account_throttled,
         }
     }
 

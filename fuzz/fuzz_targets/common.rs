@@ -38,6 +38,7 @@ pub fn with_queues<F: std::future::Future<Output = ()>>(then: impl FnOnce(Arc<Ap
             region: ssq::api::RequestRegion::known("us-east-1"),
             home: ssq::queue::Home { account: "000000000000".into(), region: "us-east-1".into() },
             principal: None,
+            max_queues: None,
             sender_id: "000000000000".into(),
             trace_id: None,
         });

@@ -91,6 +91,9 @@ pub struct RequestContext {
     /// With `--credentials`, the signer (`arn:aws:iam::<account>:user/<key>`),
     /// who reaches only its own account's queues.
     pub principal: Option<String>,
+    /// The most queues the caller's account may hold (`max_queues` in the
+    /// credentials file).
+    pub max_queues: Option<usize>,
     /// The SenderId attribute of messages this request sends.
     pub sender_id: std::sync::Arc<str>,
     /// The request's X-Amzn-Trace-Id header: SendMessage gives it to the
@@ -423,6 +426,7 @@ pub(crate) fn test_context() -> RequestContext {
             region: "us-east-1".into(),
         },
         principal: None,
+        max_queues: None,
         sender_id: "000000000000".into(),
         trace_id: None,
     }

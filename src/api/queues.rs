@@ -19,8 +19,20 @@ pub(super) async fn create_queue(
     validate_name(&name, QueueAttributes::request_fifo(&attributes))?;
     let name = ctx.queue_key(&name);
     check_redrive_target(api, ctx, &name, &attributes).await?;
+    // In a sharded group, the account's queues are on every shard: counted
+    // over the group's catalog (a create racing on another shard may pass).
+    if let (Some(max), Some(catalog)) = (ctx.max_queues, &api.catalog) {
+        let keys = catalog.queue_keys().await?;
+        if !keys.contains(&name) {
+            let held = keys
+                .iter()
+                .filter(|key| ctx.account_of(key) == ctx.account_id)
+                .count();
+            crate::service::check_account_room(held, max)?;
+        }
+    }
     api.service
-        .create_queue(&name, &attributes, input.tags.unwrap_or_default())
+        .create_queue_within(&name, &attributes, input.tags.unwrap_or_default(), ctx.max_queues)
         .await?;
     Ok(QueueUrlOutput {
         queue_url: ctx.queue_url(&name),

@@ -30,6 +30,8 @@ pub struct Caller {
     pub key_id: String,
     pub account: String,
     pub policy: Option<Arc<Policy>>,
+    /// The most queues the account may hold (its `max_queues`).
+    pub max_queues: Option<usize>,
 }
 
 impl Caller {

@@ -17,7 +17,15 @@
 //! A key acts in its account: the queues and topics it names by name and
 //! lists are that account's, and another account's are refused to it. A
 //! key with a `policy` (an IAM identity policy, `policy/`) may do only what
-//! it allows; a key without one, anything in its account.
+//! it allows; a key without one, anything in its account. An account may
+//! have quotas, over all its keys:
+//!
+//! ```toml
+//! [[accounts]]
+//! id = "111122223333"
+//! requests_per_second = 1000  # optional, with burst: the account's keys together
+//! max_queues = 100            # optional
+//! ```
 //!
 //! The file is read at start, then again on SIGHUP and whenever it changes
 //! (checked every second: its size, times and inode, so that an editor's
@@ -35,7 +43,7 @@ use std::time::{Duration, SystemTime};
 use serde::Deserialize;
 use tokio::sync::watch;
 
-use crate::http::sqs_api::sigv4::{AccessKey, Credentials};
+use crate::http::sqs_api::sigv4::{AccessKey, AccountLimits, Credentials};
 use crate::http::throttle::RateLimit;
 use crate::metrics::Metrics;
 use crate::policy::{Policy, PolicyError};
@@ -52,11 +60,11 @@ pub enum CredentialsError {
     Empty,
     #[error("{0}")]
     Toml(String),
-    #[error("the key {0} is given twice")]
+    #[error("the key or account {0} is given twice")]
     Repeated(String),
-    #[error("the key {id}: {why}")]
+    #[error("{id}: {why}")]
     BadRate { id: String, why: &'static str },
-    #[error("the key {id}: its account {account} is not an account id (12 digits)")]
+    #[error("{id}: the account {account} is not an account id (12 digits)")]
     BadAccount { id: String, account: String },
     #[error("the key {id}'s policy: {error}")]
     Policy { id: String, error: PolicyError },
@@ -67,6 +75,17 @@ pub enum CredentialsError {
 #[serde(deny_unknown_fields)]
 struct KeyFile {
     keys: Vec<KeyEntry>,
+    #[serde(default)]
+    accounts: Vec<AccountEntry>,
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct AccountEntry {
+    id: String,
+    requests_per_second: Option<f64>,
+    burst: Option<u32>,
+    max_queues: Option<usize>,
 }
 
 #[derive(Deserialize)]
@@ -91,13 +110,17 @@ pub fn parse(text: &str) -> Result<Credentials, CredentialsError> {
         .find(|line| !line.is_empty() && !line.starts_with('#'));
     let keys = match first {
         Some(line) if line.starts_with('[') => parse_toml(text)?,
-        _ => parse_lines(text)?,
+        _ => (parse_lines(text)?, HashMap::new()),
     };
+    let (keys, accounts) = keys;
     if keys.is_empty() {
         return Err(CredentialsError::Empty);
     }
-    Ok(Credentials::new(keys))
+    Ok(Credentials::new(keys, accounts))
 }
+
+/// What the file's keys and accounts say, by id.
+type Parsed = (HashMap<String, AccessKey>, HashMap<String, AccountLimits>);
 
 fn parse_lines(text: &str) -> Result<HashMap<String, AccessKey>, CredentialsError> {
     let mut keys = HashMap::new();
@@ -121,7 +144,31 @@ fn parse_lines(text: &str) -> Result<HashMap<String, AccessKey>, CredentialsErro
     Ok(keys)
 }
 
-fn parse_toml(text: &str) -> Result<HashMap<String, AccessKey>, CredentialsError> {
+/// The rate a key or an account of id `id` is given, if any.
+fn rate_of(
+    id: &str,
+    requests_per_second: Option<f64>,
+    burst: Option<u32>,
+) -> Result<Option<RateLimit>, CredentialsError> {
+    let bad = |why| CredentialsError::BadRate {
+        id: id.to_string(),
+        why,
+    };
+    match (requests_per_second, burst) {
+        (None, None) => Ok(None),
+        (None, Some(_)) => Err(bad("burst needs requests_per_second")),
+        (Some(rate), _) if !(rate.is_finite() && rate > 0.0) => {
+            Err(bad("requests_per_second must be a number above 0"))
+        }
+        (Some(_), Some(0)) => Err(bad("burst must be at least 1")),
+        (Some(rate), burst) => Ok(Some(RateLimit {
+            per_second: rate,
+            burst: burst.map_or(rate.ceil().max(1.0), f64::from),
+        })),
+    }
+}
+
+fn parse_toml(text: &str) -> Result<Parsed, CredentialsError> {
     let file: KeyFile = toml::from_str(text).map_err(|error| CredentialsError::Toml(error.to_string()))?;
     let mut keys = HashMap::new();
     for entry in file.keys {
@@ -130,31 +177,7 @@ fn parse_toml(text: &str) -> Result<HashMap<String, AccessKey>, CredentialsError
                 "a key's id and secret must not be empty".into(),
             ));
         }
-        let rate = match (entry.requests_per_second, entry.burst) {
-            (None, None) => None,
-            (None, Some(_)) => {
-                return Err(CredentialsError::BadRate {
-                    id: entry.id,
-                    why: "burst needs requests_per_second",
-                });
-            }
-            (Some(rate), _) if !(rate.is_finite() && rate > 0.0) => {
-                return Err(CredentialsError::BadRate {
-                    id: entry.id,
-                    why: "requests_per_second must be a number above 0",
-                });
-            }
-            (Some(_), Some(0)) => {
-                return Err(CredentialsError::BadRate {
-                    id: entry.id,
-                    why: "burst must be at least 1",
-                });
-            }
-            (Some(rate), burst) => Some(RateLimit {
-                per_second: rate,
-                burst: burst.map_or(rate.ceil().max(1.0), f64::from),
-            }),
-        };
+        let rate = rate_of(&entry.id, entry.requests_per_second, entry.burst)?;
         let policy = match &entry.policy {
             None => None,
             Some(document) => Some(Arc::new(Policy::parse(document).map_err(|error| {
@@ -184,7 +207,23 @@ fn parse_toml(text: &str) -> Result<HashMap<String, AccessKey>, CredentialsError
             return Err(CredentialsError::Repeated(entry.id));
         }
     }
-    Ok(keys)
+    let mut accounts = HashMap::new();
+    for entry in file.accounts {
+        if !crate::queue::key::is_account(&entry.id) {
+            return Err(CredentialsError::BadAccount {
+                id: entry.id.clone(),
+                account: entry.id,
+            });
+        }
+        let limits = AccountLimits {
+            rate: rate_of(&entry.id, entry.requests_per_second, entry.burst)?,
+            max_queues: entry.max_queues,
+        };
+        if accounts.insert(entry.id.clone(), limits).is_some() {
+            return Err(CredentialsError::Repeated(entry.id));
+        }
+    }
+    Ok((keys, accounts))
 }
 
 /// Why a credentials file was not taken.

@@ -81,8 +81,9 @@ pub struct AppState {
     pub audit: Option<Arc<audit::AuditLog>>,
     /// When set, every SQS request must be signed with one of its keys.
     pub credentials: Option<Arc<credentials_file::CredentialsFile>>,
-    /// The request rates of the keys that have one.
+    /// The request rates of the keys that have one, and of the accounts.
     pub throttle: throttle::Throttle,
+    pub account_throttle: throttle::Throttle,
     /// Time a client has to send a request's body.
     pub request_timeout: std::time::Duration,
     /// In a sharded group: every shard has had a leader this instance knew
@@ -195,6 +196,7 @@ impl AppState {
             region: self.request_region(uri, headers),
             home: self.home.clone(),
             principal: caller.map(Caller::principal),
+            max_queues: caller.and_then(|caller| caller.max_queues),
             sender_id: account.as_str().into(),
             trace_id: headers
                 .get("x-amzn-trace-id")

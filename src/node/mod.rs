@@ -40,6 +40,7 @@ use crate::http::request_body::BodyBudget;
 use crate::http::sns_api::SnsApiState;
 use crate::http::sqs_api::SqsApiState;
 use crate::http::sqs_api::forward::Forwarder;
+use crate::http::throttle::Throttle;
 use crate::http::{AppState, ReadyLine, ShardFront, Storage, admin_router, router, sqs_router};
 use crate::leader::Leadership;
 use crate::metrics::Metrics;
@@ -513,7 +514,8 @@ fn app_state(config: &Config, node_id: &str, parts: FrontParts) -> Arc<AppState>
         ),
         credentials: parts.credentials,
         audit: parts.audit,
-        throttle: Default::default(),
+        throttle: Throttle::of_keys(),
+        account_throttle: Throttle::of_accounts(),
         request_timeout: config.request_timeout,
         every_shard_led: Default::default(),
         body_budget: BodyBudget::new(config.max_body_buffer as usize),

@@ -42,7 +42,7 @@ use tokio::time::Instant;
 
 pub use self::import::{ImportError, Imported, Seed, SeedError, SeedSource};
 pub use self::limits::Limits;
-pub use self::queues::{ConfiguredQueueError, Created, QueueSpec, select_names};
+pub use self::queues::{ConfiguredQueueError, Created, QueueSpec, check_account_room, select_names};
 pub use self::receive::ReceiveRequest;
 use self::slot::{QueueSlot, lock_pair};
 pub use self::topics::{Delivered, Fanout, SNS_SENDER_ID, unsubscribe_url};

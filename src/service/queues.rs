@@ -33,6 +33,35 @@ pub fn select_names<'a>(
         .collect()
 }
 
+/// How many of `queues` are of the account of the queue keyed `key`: a
+/// range of the map for another account than the instance's own (its keys
+/// share their first part), a walk for the instance's own.
+fn queues_in_account<T>(queues: &BTreeMap<String, T>, key: &str) -> usize {
+    match key::split(key).account {
+        Some(account) => {
+            let prefix = format!("{account}/");
+            queues
+                .range(prefix.clone()..)
+                .take_while(|(k, _)| k.starts_with(&prefix))
+                .count()
+        }
+        None => queues.keys().filter(|k| key::split(k).account.is_none()).count(),
+    }
+}
+
+/// Refuses a queue beyond its account's `max_queues`, `held` being held now.
+pub fn check_account_room(held: usize, max: usize) -> Result<()> {
+    if held >= max {
+        return Err(SqsError::new(
+            ErrorCode::OverLimit,
+            format!(
+                "This account holds its maximum of {max} queues (max_queues in the credentials file); delete one first."
+            ),
+        ));
+    }
+    Ok(())
+}
+
 /// A queue the configuration asks for.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct QueueSpec {
@@ -109,6 +138,19 @@ impl Service {
         attributes: &BTreeMap<String, String>,
         tags: BTreeMap<String, String>,
     ) -> Result<Created> {
+        self.create_queue_within(name, attributes, tags, None).await
+    }
+
+    /// [`Service::create_queue`] for an account that may hold at most
+    /// `max_in_account` queues (its `max_queues`), counted under the same
+    /// lock as the creation, so that racing creates cannot pass it.
+    pub async fn create_queue_within(
+        &self,
+        name: &str,
+        attributes: &BTreeMap<String, String>,
+        tags: BTreeMap<String, String>,
+        max_in_account: Option<usize>,
+    ) -> Result<Created> {
         // `name` is a queue key: the region it may carry came from a
         // request's signature, the name from the request.
         let key::Parts {
@@ -144,6 +186,9 @@ impl Service {
                 return Ok(Created::Existing);
             }
             self.check_queue_room(queues.len())?;
+            if let Some(max) = max_in_account {
+                check_account_room(queues_in_account(&queues, name), max)?;
+            }
             let mut queue = Queue::new(name.to_string(), parsed, tags, now);
             let holding = queue.holding();
             self.check_room(0, holding.1)?;

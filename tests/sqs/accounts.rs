@@ -521,3 +521,128 @@ async fn nothing_crosses_from_one_account_to_another() {
     assert_eq!(b_subscriptions.subscriptions().len(), 1);
     std::fs::remove_dir_all(&dir).unwrap();
 }
+
+/// An account's quotas hold over all its keys: its request rate (two keys
+/// together get no more than the account's 5 a second, while another
+/// account at the same moment is never refused) and its queue count.
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn an_account_has_its_own_rate_and_queue_quota_over_all_its_keys() {
+    let dir = std::env::temp_dir().join(format!("ssq-account-quotas-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let path = dir.join("credentials.toml");
+    std::fs::write(
+        &path,
+        format!(
+            "[[keys]]\nid = \"AKIDA1\"\nsecret = \"a1\"\naccount = \"{A}\"\n\n\
+             [[keys]]\nid = \"AKIDA2\"\nsecret = \"a2\"\naccount = \"{A}\"\n\n\
+             [[keys]]\nid = \"AKIDB\"\nsecret = \"b\"\naccount = \"{B}\"\n\n\
+             [[accounts]]\nid = \"{A}\"\nrequests_per_second = 5\nmax_queues = 2\n"
+        ),
+    )
+    .unwrap();
+    let server = Server::start_with(&["--credentials", path.to_str().unwrap()]);
+    let once = |key: &str, secret: &str| {
+        let client = client_signing_with(&server.url, key, secret);
+        aws_sdk_sqs::Client::from_conf(
+            client
+                .config()
+                .to_builder()
+                .retry_config(aws_sdk_sqs::config::retry::RetryConfig::disabled())
+                .build(),
+        )
+    };
+    let (a1, a2, b) = (
+        once("AKIDA1", "a1"),
+        once("AKIDA2", "a2"),
+        client_signing_with(&server.url, "AKIDB", "b"),
+    );
+
+    // Queues: two for A, whichever key; a third is refused, an existing one
+    // is still confirmed. B is not counted with A.
+    let first = create_queue_url(&client_signing_with(&server.url, "AKIDA1", "a1"), "one", &[]).await;
+    create_queue_url(&client_signing_with(&server.url, "AKIDA2", "a2"), "two", &[]).await;
+    let refused = a2.create_queue().queue_name("three").send().await.unwrap_err();
+    let refused = refused.into_service_error();
+    assert_eq!(refused.meta().code(), Some("OverLimit"), "{refused:?}");
+    assert!(
+        refused
+            .meta()
+            .message()
+            .unwrap_or_default()
+            .contains("max_queues"),
+        "{refused:?}"
+    );
+    for name in ["one", "two", "three"] {
+        create_queue_url(&b, name, &[]).await;
+    }
+    tokio::time::sleep(std::time::Duration::from_millis(1100)).await;
+    assert_eq!(
+        a1.create_queue()
+            .queue_name("one")
+            .send()
+            .await
+            .unwrap()
+            .queue_url(),
+        Some(first.as_str())
+    );
+
+    // Rate: 30 calls at once from A's two keys, 100 from B's.
+    let victim = create_queue_url(&b, "busy", &[]).await;
+    tokio::time::sleep(std::time::Duration::from_millis(1100)).await;
+    let started = std::time::Instant::now();
+    let calls = |client: &aws_sdk_sqs::Client, url: &str, count: usize| {
+        let calls: Vec<_> = (0..count)
+            .map(|_| tokio::spawn(client.send_message().queue_url(url).message_body("x").send()))
+            .collect();
+        async move {
+            let mut results = Vec::new();
+            for call in calls {
+                results.push(call.await.unwrap().map_err(|error| {
+                    error
+                        .into_service_error()
+                        .meta()
+                        .code()
+                        .unwrap_or("none")
+                        .to_string()
+                }));
+            }
+            results
+        }
+    };
+    let (from_a1, from_a2, from_b) = tokio::join!(
+        calls(&a1, &first, 15),
+        calls(&a2, &first, 15),
+        calls(&b, &victim, 100)
+    );
+    let elapsed = started.elapsed().as_secs_f64();
+    assert!(
+        from_b.iter().all(Result::is_ok),
+        "account B was refused: {from_b:?}"
+    );
+    let from_a: Vec<_> = from_a1.into_iter().chain(from_a2).collect();
+    let passed = from_a.iter().filter(|sent| sent.is_ok()).count();
+    let codes: Vec<&String> = from_a.iter().filter_map(|sent| sent.as_ref().err()).collect();
+    assert!(codes.iter().all(|code| *code == "RequestThrottled"), "{codes:?}");
+    assert!(
+        passed as f64 <= 5.0 + elapsed * 5.0 + 1.0,
+        "{passed} of A's calls passed in {elapsed:.2} s at 5 a second for the account"
+    );
+    let (_, metrics) = server.get("/metrics").await.unwrap();
+    let count = |prefix: String| -> u64 {
+        metrics
+            .lines()
+            .find_map(|line| line.strip_prefix(prefix.as_str()))
+            .and_then(|count| count.trim().parse().ok())
+            .unwrap_or(0)
+    };
+    assert_eq!(
+        count(format!("ssq_account_throttled_total{{account=\"{A}\"}}")),
+        codes.len() as u64
+    );
+    assert_eq!(
+        count(format!("ssq_account_throttled_total{{account=\"{B}\"}}")),
+        0
+    );
+    assert!(count(format!("ssq_account_requests_total{{account=\"{B}\"}}")) >= 104);
+    std::fs::remove_dir_all(&dir).unwrap();
+}

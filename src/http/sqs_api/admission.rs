@@ -77,16 +77,38 @@ pub(in crate::http) async fn authenticate_and_read(
     let key_id = signature.access_key_id().to_string();
     signature.check_body(&body)?;
     let key = keys.key(&key_id).ok_or_else(SqsError::unknown_key)?;
-    // Only a request its key's secret signed spends that key's budget.
+    let account = key.account.clone().unwrap_or_else(|| state.home.account.clone());
+    let limits = keys.account(&account).copied().unwrap_or_default();
+    state
+        .metrics
+        .account_requests
+        .with_label_values(&[&account])
+        .inc();
+    // Only a request its key's secret signed spends that key's budget, and
+    // its account's.
+    let now = tokio::time::Instant::now();
     if let Some(limit) = key.rate {
         state
             .throttle
-            .take(&key_id, limit, tokio::time::Instant::now())
+            .take(&key_id, limit, now)
             .inspect_err(|_| state.metrics.throttled.with_label_values(&[&key_id]).inc())?;
     }
+    if let Some(limit) = limits.rate {
+        state
+            .account_throttle
+            .take(&account, limit, now)
+            .inspect_err(|_| {
+                state
+                    .metrics
+                    .account_throttled
+                    .with_label_values(&[&account])
+                    .inc()
+            })?;
+    }
     let caller = Caller {
-        account: key.account.clone().unwrap_or_else(|| state.home.account.clone()),
+        account,
         policy: key.policy.clone(),
+        max_queues: limits.max_queues,
         key_id,
     };
     Ok((body, permit, Some(caller)))

@@ -35,16 +35,30 @@ pub struct AccessKey {
     pub policy: Option<Arc<Policy>>,
 }
 
-/// The access keys requests may be signed with, by id (the file's format:
-/// `http/credentials_file.rs`).
+/// What an account may do over all its keys.
+#[derive(Debug, Clone, Copy, Default, PartialEq)]
+pub struct AccountLimits {
+    pub rate: Option<RateLimit>,
+    /// The most queues it may hold.
+    pub max_queues: Option<usize>,
+}
+
+/// The access keys requests may be signed with, by id, and the limits of
+/// accounts (the file's format: `http/credentials_file.rs`).
 #[derive(Debug, Clone, Default)]
 pub struct Credentials {
     keys: HashMap<String, AccessKey>,
+    accounts: HashMap<String, AccountLimits>,
 }
 
 impl Credentials {
-    pub fn new(keys: HashMap<String, AccessKey>) -> Credentials {
-        Credentials { keys }
+    pub fn new(keys: HashMap<String, AccessKey>, accounts: HashMap<String, AccountLimits>) -> Credentials {
+        Credentials { keys, accounts }
+    }
+
+    /// The limits of `account`, if the file gives it any.
+    pub fn account(&self, account: &str) -> Option<&AccountLimits> {
+        self.accounts.get(account)
     }
 
     /// Whether `secret` is the configured secret of `access_key_id`: how
