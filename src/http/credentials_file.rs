@@ -9,6 +9,7 @@
 //! id = "AKIDTEAMA"
 //! secret = "..."
 //! account = "111122223333"    # optional: default --account-id
+//! admin = "account"           # optional: signs in to the admin page, for "all" accounts or its own
 //! requests_per_second = 100   # optional (http/throttle.rs)
 //! burst = 200                 # optional: at once; default the rate
 //! policy = '''{"Statement": {"Effect": "Allow", "Action": "sqs:*", "Resource": "*"}}'''
@@ -43,6 +44,7 @@ use std::time::{Duration, SystemTime};
 use serde::Deserialize;
 use tokio::sync::watch;
 
+use crate::http::sign_in::AdminGrant;
 use crate::http::sqs_api::sigv4::{AccessKey, AccountLimits, Credentials};
 use crate::http::throttle::RateLimit;
 use crate::metrics::Metrics;
@@ -95,6 +97,8 @@ struct KeyEntry {
     secret: String,
     /// Its 12 digits; the instance's own account (`--account-id`) when absent.
     account: Option<String>,
+    /// `"all"` or `"account"`: it signs in to the admin page.
+    admin: Option<AdminGrant>,
     requests_per_second: Option<f64>,
     burst: Option<u32>,
     /// An IAM identity policy, as JSON.
@@ -136,6 +140,8 @@ fn parse_lines(text: &str) -> Result<HashMap<String, AccessKey>, CredentialsErro
         let key = AccessKey {
             secret: secret.trim().to_string(),
             account: None,
+            // One account, one team: each key is its admin.
+            admin: Some(AdminGrant::All),
             rate: None,
             policy: None,
         };
@@ -200,6 +206,7 @@ fn parse_toml(text: &str) -> Result<Parsed, CredentialsError> {
         let key = AccessKey {
             secret: entry.secret,
             account: entry.account,
+            admin: entry.admin,
             rate,
             policy,
         };
@@ -405,15 +412,15 @@ mod tests {
     #[test]
     fn line_files_are_read_line_by_line() {
         let credentials = parse("# comment\nAKID1:secret1\n\n AKID2 : secret2 \n").unwrap();
-        assert!(credentials.admits("AKID2", "secret2"));
+        assert!(credentials.signing_in("AKID2", "secret2").is_some());
         assert_eq!(
             parse("AKID:s\nno colon\n").unwrap_err(),
             CredentialsError::BadLine(2)
         );
         assert_eq!(parse("# nothing\n").unwrap_err(), CredentialsError::Empty);
-        assert!(credentials.admits("AKID1", "secret1"));
-        assert!(!credentials.admits("AKID1", "secret2"));
-        assert!(!credentials.admits("AKID3", "secret1"));
+        assert!(credentials.signing_in("AKID1", "secret1").is_some());
+        assert!(credentials.signing_in("AKID1", "secret2").is_none());
+        assert!(credentials.signing_in("AKID3", "secret1").is_none());
         assert_eq!(credentials.key("AKID1").unwrap().rate, None);
     }
 
@@ -425,7 +432,7 @@ mod tests {
              [[keys]]\nid = \"BURSTY\"\nsecret = \"b\"\nrequests_per_second = 10\nburst = 50\n",
         )
         .unwrap();
-        assert!(credentials.admits("SLOW", "s"));
+        assert!(credentials.signing_in("SLOW", "s").is_some());
         assert_eq!(credentials.key("FAST").unwrap().rate, None);
         assert_eq!(
             credentials.key("FAST").unwrap().account.as_deref(),
@@ -457,15 +464,15 @@ mod tests {
         let (_dir, path) = file_with("OLD:old-secret\n");
         let metrics = Arc::new(Metrics::new("test"));
         let file = CredentialsFile::open(&path, metrics.clone()).unwrap();
-        assert!(file.current().admits("OLD", "old-secret"));
+        assert!(file.current().signing_in("OLD", "old-secret").is_some());
 
         std::fs::write(&path, "NEW:new-secret\n").unwrap();
         file.reload("test").unwrap();
         assert!(
-            !file.current().admits("OLD", "old-secret"),
+            file.current().signing_in("OLD", "old-secret").is_none(),
             "a dropped key is refused at once"
         );
-        assert!(file.current().admits("NEW", "new-secret"));
+        assert!(file.current().signing_in("NEW", "new-secret").is_some());
 
         std::fs::write(&path, "this line has no secret\n").unwrap();
         assert!(matches!(
@@ -473,7 +480,7 @@ mod tests {
             Err(CredentialsFileError::Invalid { .. })
         ));
         assert!(
-            file.current().admits("NEW", "new-secret"),
+            file.current().signing_in("NEW", "new-secret").is_some(),
             "the keys in force stay"
         );
         std::fs::remove_file(&path).unwrap();
@@ -481,7 +488,7 @@ mod tests {
             file.reload("test"),
             Err(CredentialsFileError::Unreadable { .. })
         ));
-        assert!(file.current().admits("NEW", "new-secret"));
+        assert!(file.current().signing_in("NEW", "new-secret").is_some());
 
         let reloads = |outcome| metrics.credential_reloads.with_label_values(&[outcome]).get();
         assert_eq!((reloads("applied"), reloads("refused")), (1, 2));

@@ -127,7 +127,7 @@ pub(super) fn shard_map_json(state: &AppState) -> serde_json::Value {
 /// signed-in admin: `/status` answers anyone who reaches it (load
 /// balancers, probes), and a path on the host is not theirs to read.
 async fn status(State(state): State<Arc<AppState>>, headers: HeaderMap) -> Response {
-    let admin = super::sign_in::signed_in(&state, &headers);
+    let admin = super::sign_in::signed_in(&state, &headers).is_some();
     let body = if state.sharded() {
         // A sharded instance has no one leader or epoch: each shard has its own.
         let led = state.shards_served();

@@ -646,3 +646,137 @@ async fn an_account_has_its_own_rate_and_queue_quota_over_all_its_keys() {
     assert!(count(format!("ssq_account_requests_total{{account=\"{B}\"}}")) >= 104);
     std::fs::remove_dir_all(&dir).unwrap();
 }
+
+/// The admin page with accounts: a key signs in only with an admin grant;
+/// an account's admin sees and acts on that account alone, and may not
+/// export the snapshot; an admin of all sees every account.
+#[tokio::test]
+async fn an_accounts_admin_sees_and_acts_on_its_account_alone() {
+    let dir = std::env::temp_dir().join(format!("ssq-account-admins-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let path = dir.join("credentials.toml");
+    std::fs::write(
+        &path,
+        format!(
+            "[[keys]]\nid = \"AKIDROOT\"\nsecret = \"root\"\nadmin = \"all\"\n\n\
+             [[keys]]\nid = \"AKIDA\"\nsecret = \"a\"\naccount = \"{A}\"\nadmin = \"account\"\n\n\
+             [[keys]]\nid = \"AKIDA2\"\nsecret = \"a2\"\naccount = \"{A}\"\n\n\
+             [[keys]]\nid = \"AKIDB\"\nsecret = \"b\"\naccount = \"{B}\"\n"
+        ),
+    )
+    .unwrap();
+    let server = Server::start_with(&["--credentials", path.to_str().unwrap()]);
+    let a = client_signing_with(&server.url, "AKIDA", "a");
+    let b = client_signing_with(&server.url, "AKIDB", "b");
+    let a_queue = create_queue_url(&a, "mine", &[]).await;
+    let b_queue = create_queue_url(&b, "mine", &[]).await;
+    b.send_message()
+        .queue_url(&b_queue)
+        .message_body("b's")
+        .send()
+        .await
+        .unwrap();
+    for (key, secret) in [("AKIDA", "a"), ("AKIDB", "b")] {
+        sns_signing_with(&server.url, key, secret)
+            .create_topic()
+            .name("news")
+            .send()
+            .await
+            .unwrap();
+    }
+
+    let http = reqwest::Client::new();
+    let get = |path: &str, key: &str, secret: &str| {
+        http.get(format!("{}{path}", server.url))
+            .basic_auth(key, Some(secret))
+            .send()
+    };
+    let overview = |key: &'static str, secret: &'static str| {
+        let asked = get("/admin/api/overview", key, secret);
+        async move {
+            let text = asked.await.unwrap().text().await.unwrap();
+            let overview: serde_json::Value = serde_json::from_str(&text).unwrap();
+            let names = |list: &str, field: &str| {
+                let mut names: Vec<String> = overview[list]
+                    .as_array()
+                    .unwrap()
+                    .iter()
+                    .map(|item| item[field].as_str().unwrap().to_string())
+                    .collect();
+                names.sort();
+                names
+            };
+            (names("queues", "key"), names("topics", "arn"))
+        }
+    };
+
+    // No admin grant: no sign-in.
+    assert_eq!(
+        get("/admin/api/overview", "AKIDA2", "a2").await.unwrap().status(),
+        401
+    );
+    // A's admin: A's queue and topic only.
+    let (queues, topics) = overview("AKIDA", "a").await;
+    assert_eq!(queues, vec![format!("{A}/us-east-1/mine")]);
+    assert_eq!(topics, vec![format!("arn:aws:sns:us-east-1:{A}:news")]);
+    let b_key = format!("{B}/us-east-1/mine");
+    for path in [
+        format!("/admin/api/messages?queue={b_key}"),
+        format!("/admin/api/depth?queue={b_key}"),
+    ] {
+        let answer = get(&path, "AKIDA", "a").await.unwrap();
+        let (status, text) = (answer.status(), answer.text().await.unwrap());
+        assert_eq!(
+            (status.as_u16(), text.contains("QueueDoesNotExist")),
+            (400, true),
+            "{path}: {text}"
+        );
+    }
+    assert_eq!(
+        get("/admin/api/snapshot", "AKIDA", "a").await.unwrap().status(),
+        403
+    );
+    let page = get("/", "AKIDA", "a").await.unwrap().text().await.unwrap();
+    let token = crate::common::admin_page_token(&page);
+    let purge = |queue: &str| {
+        http.post(format!("{}/admin/api/sqs", server.url))
+            .basic_auth("AKIDA", Some("a"))
+            .header("x-ssq-csrf", &token)
+            .header("x-amz-target", "AmazonSQS.PurgeQueue")
+            .header("content-type", "application/x-amz-json-1.0")
+            .body(serde_json::json!({ "QueueUrl": queue }).to_string())
+            .send()
+    };
+    assert_eq!(
+        purge(&b_queue).await.unwrap().status(),
+        403,
+        "another account's queue"
+    );
+    assert_eq!(purge(&a_queue).await.unwrap().status(), 200, "its own");
+    let publish = http
+        .post(format!("{}/admin/api/sns", server.url))
+        .basic_auth("AKIDA", Some("a"))
+        .header("x-ssq-csrf", &token)
+        .header("content-type", "application/x-www-form-urlencoded")
+        .body(format!(
+            "Action=Publish&TopicArn=arn:aws:sns:us-east-1:{B}:news&Message=forged"
+        ))
+        .send()
+        .await
+        .unwrap();
+    assert!(!publish.status().is_success(), "{:?}", publish.text().await);
+    assert_eq!(receive_bodies(&b, &b_queue, 10).await, vec!["b's".to_string()]);
+
+    // The admin of all: every account, and the snapshot.
+    let (queues, topics) = overview("AKIDROOT", "root").await;
+    assert_eq!(queues, vec![format!("{A}/us-east-1/mine"), b_key.clone()]);
+    assert_eq!(topics.len(), 2);
+    assert_eq!(
+        get("/admin/api/snapshot", "AKIDROOT", "root")
+            .await
+            .unwrap()
+            .status(),
+        200
+    );
+    std::fs::remove_dir_all(&dir).unwrap();
+}

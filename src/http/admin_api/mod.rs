@@ -11,8 +11,10 @@
 //! `/admin/api/sns`, an SNS call, likewise: `topics.rs`).
 //!
 //! Security. With `--credentials`, the page and its API ask for HTTP Basic
-//! authentication with one of those key pairs (access key id as the user,
-//! secret as the password). Whatever the credentials, a state-changing call
+//! authentication with a key pair that has an admin grant (access key id as
+//! the user, secret as the password; `sign_in.rs`). An admin of one account
+//! sees and acts on that account's queues and topics alone, and may not
+//! export the snapshot, which holds every account's. Whatever the credentials, a state-changing call
 //! must carry the page's anti-forgery token in `x-ssq-csrf` (a random
 //! value drawn at start, which another site cannot read), and is refused
 //! when the browser says it comes from another site (`Origin`,
@@ -40,7 +42,7 @@ use crate::api::peek::{self, PeekParams};
 use crate::api::{self, Action, Route};
 use crate::error::{ErrorCode, SqsError};
 use crate::http::call::{Output, Protocol, answer, answer_error, record, run, serving};
-use crate::http::sign_in::{sign_in, signed_in};
+use crate::http::sign_in::{Admin, sign_in, signed_in};
 use crate::http::sqs_api::read_request;
 use crate::http::sqs_api::sigv4::constant_time_eq;
 use crate::http::{AppState, leader_json};
@@ -101,7 +103,7 @@ pub(in crate::http) fn routes() -> Router<Arc<AppState>> {
 
 /// `GET /`: the page, with the instance's facts written in.
 pub(in crate::http) async fn page(State(state): State<Arc<AppState>>, headers: HeaderMap) -> Response {
-    if !signed_in(&state, &headers) {
+    if signed_in(&state, &headers).is_none() {
         return sign_in();
     }
     let open = if state.credentials.is_none() {
@@ -222,14 +224,15 @@ struct NoisyGroup {
 /// `GET /admin/api/depth?queue=KEY`: the queue's messages by state and the
 /// age of its oldest, every 30 seconds over the last hour.
 async fn depth(State(state): State<Arc<AppState>>, uri: Uri, headers: HeaderMap) -> Response {
-    if !signed_in(&state, &headers) {
+    let Some(admin) = signed_in(&state, &headers) else {
         return sign_in();
-    }
+    };
     #[derive(Deserialize)]
     struct DepthQuery {
         queue: String,
     }
     match serde_urlencoded::from_str::<DepthQuery>(uri.query().unwrap_or_default()) {
+        Ok(query) if !sees_queue(&state, &admin, &query.queue) => not_seen(&state, "AdminDepth"),
         Ok(query) => json_response(&state.admin.activity.depths(&query.queue)),
         Err(error) => answer_error(
             &state,
@@ -243,9 +246,9 @@ async fn depth(State(state): State<Arc<AppState>>, uri: Uri, headers: HeaderMap)
 
 /// `GET /admin/api/overview`: the instance and every queue.
 async fn overview(State(state): State<Arc<AppState>>, uri: Uri, headers: HeaderMap) -> Response {
-    if !signed_in(&state, &headers) {
+    let Some(admin) = signed_in(&state, &headers) else {
         return sign_in();
-    }
+    };
     let mut ctx = state.context(&uri, &headers, None);
     if let Some(base) = &state.admin.queue_base_url {
         ctx.base_url = base.clone();
@@ -285,6 +288,7 @@ async fn overview(State(state): State<Arc<AppState>>, uri: Uri, headers: HeaderM
             }
         }));
     }
+    queues.retain(|queue| sees_queue(&state, &admin, &queue.key));
     queues.sort_by(|a, b| a.key.cmp(&b.key));
     // Outside the queues' locks: rates, and the links between dead-letter
     // queues and their sources (the list is in key order).
@@ -319,9 +323,26 @@ async fn overview(State(state): State<Arc<AppState>>, uri: Uri, headers: HeaderM
         storage: super::status::storage_json(&state.storage, true),
         sample_seconds: SAMPLE_EVERY.as_secs(),
         queues,
-        topics: topics::summaries(&state),
+        topics: topics::summaries(&state, &admin),
     };
     json_response(&overview)
+}
+
+/// Whether `admin` sees the queue keyed `queue_key`.
+fn sees_queue(state: &AppState, admin: &Admin, queue_key: &str) -> bool {
+    admin.sees(key::split(queue_key).account_or(&state.home))
+}
+
+/// The answer about a queue an admin does not see: as if it did not exist.
+fn not_seen(state: &AppState, label: &str) -> Response {
+    let request_id = crate::queue::random::uuid().to_string();
+    answer_error(
+        state,
+        Protocol::Json,
+        &request_id,
+        label,
+        &SqsError::queue_does_not_exist(),
+    )
 }
 
 fn json_response(value: &impl serde::Serialize) -> Response {
@@ -342,9 +363,9 @@ struct MessagesQuery {
 /// the developer endpoint's look (every message, whatever its state), as
 /// JSON with the next page's token.
 async fn messages(State(state): State<Arc<AppState>>, uri: Uri, headers: HeaderMap) -> Response {
-    if !signed_in(&state, &headers) {
+    let Some(admin) = signed_in(&state, &headers) else {
         return sign_in();
-    }
+    };
     let request_id = crate::queue::random::uuid().to_string();
     let looking = state.clone();
     let look = move || {
@@ -355,6 +376,9 @@ async fn messages(State(state): State<Arc<AppState>>, uri: Uri, headers: HeaderM
         parameters.extend(query.next.as_deref().map(|token| ("NextToken", token)));
         parameters.extend(query.max.as_deref().map(|max| ("MaxResults", max)));
         let params = PeekParams::read(parameters)?;
+        if !sees_queue(&looking, &admin, &query.queue) {
+            return Err(SqsError::queue_does_not_exist());
+        }
         let page = peek::peek(&looking.serving_shard(&query.queue)?.api, &query.queue, &params)?;
         Ok(json_response(
             &serde_json::json!({"Messages": page.output.messages, "NextToken": page.next_token}),
@@ -376,9 +400,9 @@ async fn messages(State(state): State<Arc<AppState>>, uri: Uri, headers: HeaderM
 /// `POST /admin/api/sqs`: one SQS call in the JSON protocol
 /// (`x-amz-target: AmazonSQS.<Action>`), run as any client's is.
 async fn call(State(state): State<Arc<AppState>>, uri: Uri, headers: HeaderMap, body: Body) -> Response {
-    if !signed_in(&state, &headers) {
+    let Some(admin) = signed_in(&state, &headers) else {
         return sign_in();
-    }
+    };
     let started = Instant::now();
     let request_id = crate::queue::random::uuid().to_string();
     let result: Result<(Action, Output), SqsError> = async {
@@ -386,7 +410,7 @@ async fn call(State(state): State<Arc<AppState>>, uri: Uri, headers: HeaderMap, 
         let (body, _permit) = state.body_budget.read(body, state.request_timeout).await?;
         let (action, input) = read_request(Protocol::Json, &uri, None, &headers, body)?;
         serving(&state)?;
-        let ctx = state.context(&uri, &headers, None);
+        let ctx = state.context(&uri, &headers, admin.caller().as_ref());
         let api = match api::route(&ctx, action, &input) {
             Route::Queue(key) => &state.serving_shard(&key)?.api,
             Route::Here => &state.first_shard().api,

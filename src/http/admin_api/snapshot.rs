@@ -24,12 +24,12 @@ use axum::response::Response;
 use http_body::Frame;
 use tokio::sync::mpsc;
 
-use crate::error::SqsError;
+use crate::error::{ErrorCode, SqsError};
 use crate::http::AppState;
 use crate::http::call::{Protocol, answer_error, not_serving};
 use crate::http::large_answers::InPieces;
 use crate::http::request_body::BodyPermit;
-use crate::http::sign_in::{sign_in, signed_in};
+use crate::http::sign_in::{Admin, sign_in, signed_in};
 use crate::queue::Message;
 use crate::service::Service;
 use crate::store::snapshot::Writer;
@@ -62,8 +62,18 @@ impl From<SqsError> for ExportError {
 }
 
 pub(in crate::http) async fn export(State(state): State<Arc<AppState>>, headers: HeaderMap) -> Response {
-    if !signed_in(&state, &headers) {
-        return sign_in();
+    match signed_in(&state, &headers) {
+        None => return sign_in(),
+        // A snapshot holds every account's queues and topics.
+        Some(Admin::OfAccount { .. }) => {
+            let request_id = crate::queue::random::uuid().to_string();
+            let error = SqsError::new(
+                ErrorCode::AccessDenied,
+                "A snapshot holds every account's queues and topics: only a key with admin = \"all\" may export it.",
+            );
+            return answer_error(&state, Protocol::Json, &request_id, "AdminSnapshot", &error);
+        }
+        Some(Admin::OfAll) => {}
     }
     // A passive's memory is empty: its snapshot would look like an empty
     // state, so only an instance serving every shard exports.

@@ -12,7 +12,7 @@ use axum::response::Response;
 use super::not_forged;
 use crate::http::AppState;
 use crate::http::call::{Protocol, answer_error};
-use crate::http::sign_in::{sign_in, signed_in};
+use crate::http::sign_in::{Admin, sign_in, signed_in};
 use crate::metrics::{self, SnsCounts};
 
 #[derive(serde::Serialize)]
@@ -42,8 +42,9 @@ struct SubscriptionSummary {
     redriven: u64,
 }
 
-/// The topics of the first shard, if this instance serves it.
-pub(super) fn summaries(state: &AppState) -> Vec<TopicSummary> {
+/// The topics of the first shard that `admin` sees, if this instance
+/// serves it.
+pub(super) fn summaries(state: &AppState, admin: &Admin) -> Vec<TopicSummary> {
     let shard = state.first_shard();
     if !shard.leadership.is_serving() {
         return Vec::new();
@@ -53,6 +54,7 @@ pub(super) fn summaries(state: &AppState) -> Vec<TopicSummary> {
     topics
         .snapshot_after(None, usize::MAX)
         .into_iter()
+        .filter(|topic| admin.sees(&topic.arn.account))
         .map(|topic| {
             let arn = topic.arn.to_string();
             let of_topic = |metric| counts.of_topic(&arn, metric);
@@ -92,9 +94,9 @@ pub(super) fn summaries(state: &AppState) -> Vec<TopicSummary> {
 /// `POST /admin/api/sns`: one SNS call, its form in the body.
 pub(super) async fn call(State(state): State<Arc<AppState>>, request: Request) -> Response {
     let (parts, body) = request.into_parts();
-    if !signed_in(&state, &parts.headers) {
+    let Some(admin) = signed_in(&state, &parts.headers) else {
         return sign_in();
-    }
+    };
     let refused = |error| {
         let request_id = crate::queue::random::uuid().to_string();
         answer_error(&state, Protocol::Query, &request_id, "AdminSns", &error)
@@ -106,5 +108,5 @@ pub(super) async fn call(State(state): State<Arc<AppState>>, request: Request) -
         Ok(read) => read,
         Err(error) => return refused(error),
     };
-    crate::http::sns_api::serve(&state, &parts, body, None).await
+    crate::http::sns_api::serve(&state, &parts, body, admin.caller().as_ref()).await
 }

@@ -6,6 +6,7 @@
 //! server's clock. The signature is recomputed from the request exactly as
 //! the SDKs compute it, and compared in constant time.
 
+use crate::http::sign_in::AdminGrant;
 use std::collections::HashMap;
 use std::sync::Arc;
 
@@ -30,6 +31,8 @@ pub struct AccessKey {
     pub secret: String,
     /// The account the key acts in; the instance's own when `None`.
     pub account: Option<String>,
+    /// What the key may see and do on the admin page, if it may sign in.
+    pub admin: Option<AdminGrant>,
     pub rate: Option<RateLimit>,
     /// The key's identity policy: without one, a key may do anything.
     pub policy: Option<Arc<Policy>>,
@@ -61,13 +64,12 @@ impl Credentials {
         self.accounts.get(account)
     }
 
-    /// Whether `secret` is the configured secret of `access_key_id`: how
-    /// the admin page signs people in (HTTP Basic), compared in constant
-    /// time.
-    pub fn admits(&self, access_key_id: &str, secret: &str) -> bool {
+    /// The key `access_key_id`, if `secret` is its secret: how the admin
+    /// page signs people in (HTTP Basic), compared in constant time.
+    pub fn signing_in(&self, access_key_id: &str, secret: &str) -> Option<&AccessKey> {
         self.keys
             .get(access_key_id)
-            .is_some_and(|known| constant_time_eq(known.secret.as_bytes(), secret.as_bytes()))
+            .filter(|known| constant_time_eq(known.secret.as_bytes(), secret.as_bytes()))
     }
 
     /// How many keys there are.
