@@ -139,23 +139,52 @@ impl RequestContext {
 
     /// The key of the queue called `name` of `owner` (GetQueueUrl's
     /// QueueOwnerAWSAccountId; the caller's when none) in the request's
-    /// region, if the caller may reach it ([`RequestContext::reach`]).
-    pub fn owned_queue_key(&self, owner: Option<&str>, name: &str) -> Result<String> {
+    /// region.
+    pub fn owned_queue_key(&self, owner: Option<&str>, name: &str) -> String {
         let account = owner.unwrap_or(&self.account_id);
-        self.reach(key::of(&self.home, account, self.region.get(), name))
+        key::of(&self.home, account, self.region.get(), name)
     }
 
-    /// The queue keyed `key`, if the caller may reach it: with
-    /// `--credentials`, a queue of another account is refused, in AWS's
-    /// words, whether it exists or not (the refusal tells nothing of it).
-    /// Without, every queue is open to every request.
-    fn reach(&self, key: String) -> Result<String> {
-        match &self.principal {
-            Some(_) if self.account_of(&key) != self.account_id => Err(SqsError::new(
+    /// Whether the caller may take `action` on the queue keyed `key`. With
+    /// `--credentials`, a queue of another account only where the queue's
+    /// policy (its `Policy`, AddPermission's grants) allows the caller
+    /// (its account or its user) the action; anything else is refused in
+    /// AWS's words, whether the queue exists or not, so the refusal tells
+    /// nothing of it. Without `--credentials`, every queue is open to every
+    /// request. (The caller's own identity policy was checked before.)
+    pub fn authorize_queue(&self, api: &Api, action: Action, key: &str) -> Result<()> {
+        let Some(principal) = &self.principal else {
+            return Ok(());
+        };
+        if self.account_of(key) == self.account_id {
+            return Ok(());
+        }
+        let granted = api
+            .service
+            .queue_policy(key)
+            .and_then(|document| crate::policy::Policy::parse_resource(&document).ok())
+            .is_some_and(|policy| {
+                let context = crate::policy::condition::Context::from([(
+                    "aws:principalaccount".to_string(),
+                    vec![self.account_id.clone()],
+                )]);
+                let request = crate::policy::Request {
+                    action: &format!("sqs:{}", action.name()),
+                    resource: &self.queue_arn(key),
+                    context: &context,
+                    principal: Some(crate::policy::Principal::User {
+                        account: &self.account_id,
+                        arn: principal,
+                    }),
+                };
+                policy.evaluate(&request) == crate::policy::Decision::Allow
+            });
+        match granted {
+            true => Ok(()),
+            false => Err(SqsError::new(
                 ErrorCode::AccessDenied,
-                format!("Access to the resource {} is denied.", self.queue_url(&key)),
+                format!("Access to the resource {} is denied.", self.queue_url(key)),
             )),
-            _ => Ok(key),
         }
     }
 
@@ -196,7 +225,7 @@ impl RequestContext {
     /// is taken for the caller's queue (in the request's region), and any
     /// other address that names no queue is a queue that does not exist. A
     /// URL of another account names that account's queue, which the caller
-    /// may or may not reach ([`RequestContext::reach`]).
+    /// may or may not reach ([`RequestContext::authorize_queue`]).
     pub fn queue_name(&self, url: Option<&str>) -> Result<String> {
         let url = url.ok_or_else(|| SqsError::missing_parameter("QueueUrl"))?;
         if !url.is_empty() && !url.contains('/') {
@@ -211,12 +240,12 @@ impl RequestContext {
                     .and_then(|rest| rest.split('.').next())
                     .filter(|region| key::is_region(region))
                     .unwrap_or(&self.home.region);
-                self.reach(key::of(&self.home, account, region, name))
+                Ok(key::of(&self.home, account, region, name))
             }
             [Some("queue"), Some(region), Some(account), Some(name), None]
                 if key::is_account(account) && key::is_region(region) =>
             {
-                self.reach(key::of(&self.home, account, region, name))
+                Ok(key::of(&self.home, account, region, name))
             }
             _ => Err(SqsError::queue_does_not_exist()),
         }
@@ -316,7 +345,7 @@ macro_rules! actions {
         /// Runs one action and returns its response rendered by `R`.
         pub async fn dispatch<R: Render>(api: &Api, ctx: &RequestContext, action: Action, input: Input) -> Result<R::Output> {
             match action {
-                $(Action::$name => run!(R, api, ctx, input: $input => $output, $($on_queue)? $handler),)*
+                $(Action::$name => run!(R, api, ctx, Action::$name, input: $input => $output, $($on_queue)? $handler),)*
             }
         }
     };
@@ -336,13 +365,14 @@ macro_rules! on_queue_flag {
 /// one (a queue that does not exist is the first thing reported, before any
 /// parameter's error, as AWS reports it), run, render.
 macro_rules! run {
-    ($render:ident, $api:ident, $ctx:ident, $input:ident: $in:ty => $out:ty, on_queue $handler:path) => {{
+    ($render:ident, $api:ident, $ctx:ident, $action:expr, $input:ident: $in:ty => $out:ty, on_queue $handler:path) => {{
         let input: $in = $input.decode()?;
         let name = $ctx.queue_name(model::OnQueue::queue_url(&input))?;
+        $ctx.authorize_queue($api, $action, &name)?;
         $api.service.ensure_exists(&name)?;
         $render::render::<$out>($handler($api, $ctx, &name, input).await?)
     }};
-    ($render:ident, $api:ident, $ctx:ident, $input:ident: $in:ty => $out:ty, $handler:path) => {{
+    ($render:ident, $api:ident, $ctx:ident, $action:expr, $input:ident: $in:ty => $out:ty, $handler:path) => {{
         let input: $in = $input.decode()?;
         $render::render::<$out>($handler($api, $ctx, input).await?)
     }};
@@ -434,6 +464,8 @@ pub(crate) fn test_context() -> RequestContext {
 
 #[cfg(test)]
 mod tests {
+    use std::collections::BTreeMap;
+
     use super::*;
 
     fn ctx() -> RequestContext {
@@ -538,6 +570,62 @@ mod tests {
         assert_eq!(
             ctx.queue_name(None).unwrap_err().code,
             ErrorCode::MissingParameter
+        );
+    }
+
+    #[tokio::test]
+    async fn another_accounts_queue_is_reached_only_where_its_policy_allows() {
+        let service = Arc::new(Service::new(
+            Arc::new(crate::queue::clock::TokioClock::new(1_700_000_000_000)),
+            Arc::new(crate::metrics::Metrics::new("test")),
+        ));
+        let api = Api::new(service.clone());
+        let policy = r#"{"Version": "2012-10-17", "Statement": [
+            {"Effect": "Allow", "Principal": {"AWS": "arn:aws:iam::111111111111:root"}, "Action": "SQS:SendMessage", "Resource": "arn:aws:sqs:us-east-1:222222222222:shared"},
+            {"Effect": "Allow", "Principal": {"AWS": ["arn:aws:iam::333333333333:user/AKIDC"]}, "Action": "sqs:*"},
+            {"Effect": "Deny", "Principal": "*", "Action": "sqs:PurgeQueue"}]}"#;
+        let attributes = BTreeMap::from([("Policy".to_string(), policy.to_string())]);
+        let shared = "222222222222/us-east-1/shared";
+        service
+            .create_queue(shared, &attributes, BTreeMap::new())
+            .await
+            .unwrap();
+        let caller = |account: &str, key: &str| RequestContext {
+            account_id: account.into(),
+            principal: Some(format!("arn:aws:iam::{account}:user/{key}")),
+            ..test_context()
+        };
+        let (a, c, d) = (
+            caller("111111111111", "AKIDA"),
+            caller("333333333333", "AKIDC"),
+            caller("444444444444", "AKIDD"),
+        );
+        let reached =
+            |ctx: &RequestContext, action, key: &str| ctx.authorize_queue(&api, action, key).is_ok();
+        assert!(reached(&a, Action::SendMessage, shared), "granted to A's account");
+        assert!(!reached(&a, Action::ReceiveMessage, shared), "only SendMessage");
+        assert!(reached(&c, Action::ReceiveMessage, shared), "granted to C's user");
+        assert!(!reached(&c, Action::PurgeQueue, shared), "an explicit deny");
+        assert!(
+            !reached(&d, Action::SendMessage, shared),
+            "granted to no one else"
+        );
+        let refused = a
+            .authorize_queue(&api, Action::SendMessage, "222222222222/us-east-1/missing")
+            .unwrap_err();
+        assert_eq!(
+            (refused.code, refused.message.as_str()),
+            (
+                ErrorCode::AccessDenied,
+                "Access to the resource http://localhost:9324/222222222222/missing is denied."
+            ),
+            "a queue that does not exist is refused as one that does"
+        );
+        let owner = caller("222222222222", "AKIDB");
+        assert!(reached(&owner, Action::PurgeQueue, shared), "its own account");
+        assert!(
+            reached(&test_context(), Action::PurgeQueue, shared),
+            "without --credentials"
         );
     }
 

@@ -3,7 +3,7 @@
 use super::model::*;
 use super::params::{Page, required};
 use super::redrive::check_redrive_target;
-use super::{Api, RequestContext};
+use super::{Action, Api, RequestContext};
 use crate::error::{Result, SqsError};
 use crate::queue::attributes::{self, READ_ONLY, SETTABLE};
 use crate::queue::{QueueAttributes, key, validate_name};
@@ -58,7 +58,8 @@ pub(super) async fn get_queue_url(
     let owner = input.queue_owner_aws_account_id;
     let valid =
         owner.as_deref().is_none_or(key::is_account) && validate_name(&name, name.ends_with(".fifo")).is_ok();
-    let name = ctx.owned_queue_key(owner.as_deref(), &name)?;
+    let name = ctx.owned_queue_key(owner.as_deref(), &name);
+    ctx.authorize_queue(api, Action::GetQueueUrl, &name)?;
     if !valid || !api.service.queue_exists(&name) {
         return Err(SqsError::queue_does_not_exist());
     }

@@ -61,7 +61,7 @@ pub fn route(ctx: &RequestContext, action: Action, input: &Input) -> Route {
         Action::GetQueueUrl => names
             .queue_name
             .filter(|name| !name.is_empty() && !name.contains('/'))
-            .and_then(|name| ctx.owned_queue_key(names.queue_owner.as_deref(), &name).ok()),
+            .map(|name| ctx.owned_queue_key(names.queue_owner.as_deref(), &name)),
         Action::StartMessageMoveTask | Action::ListMessageMoveTasks => names
             .source_arn
             .and_then(|arn| redrive::queue_of_arn(ctx, &arn, "SourceArn").ok()),

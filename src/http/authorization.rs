@@ -65,6 +65,7 @@ impl Caller {
             action,
             resource,
             context: &context,
+            principal: None,
         });
         let why = match decision {
             Decision::Allow => return Ok(()),

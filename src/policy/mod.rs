@@ -4,7 +4,10 @@
 //! every action but those in `NotAction`), resources (`Resource` or
 //! `NotResource`, ARN patterns) and conditions (`condition.rs`). An explicit
 //! Deny beats an Allow, which beats the implicit deny of anything no
-//! statement allows. Patterns take IAM's wildcards (`wildcard.rs`).
+//! statement allows. Patterns take IAM's wildcards (`wildcard.rs`). A
+//! resource policy (a queue's `Policy`) has the same statements, each also
+//! naming whom it is for (`Principal` or `NotPrincipal`: `*`, accounts and
+//! users under `AWS`, services under `Service`).
 //!
 //! A policy is read once, when the credentials file is (each version of the
 //! file compiles its keys' policies), and evaluated on every call without
@@ -41,6 +44,8 @@ pub enum PolicyError {
     NoResources,
     #[error("MalformedPolicyDocument: Policy document should not specify a principal.")]
     Principal,
+    #[error("MalformedPolicyDocument: Policy statement must contain a principal.")]
+    NoPrincipal,
     #[error("MalformedPolicyDocument: Invalid Condition type : {0}")]
     UnknownOperator(String),
     #[error(
@@ -67,6 +72,74 @@ pub struct Request<'a> {
     /// The ARN acted on, or `*` for calls that name none (ListQueues).
     pub resource: &'a str,
     pub context: &'a Context,
+    /// Who calls: what a resource policy's principals are matched against
+    /// (an identity policy is the caller's own, and names none).
+    pub principal: Option<Principal<'a>>,
+}
+
+/// Who makes a call, as a resource policy's `Principal` sees it.
+#[derive(Debug, Clone, Copy)]
+pub enum Principal<'a> {
+    /// A key of `account`, `arn` its user (`arn:aws:iam::<account>:user/<key>`).
+    User { account: &'a str, arn: &'a str },
+    /// An AWS service acting for one of its resources (`sns.amazonaws.com`).
+    Service(&'a str),
+}
+
+/// One entry of a `Principal`.
+#[derive(Debug, Clone)]
+enum PrincipalPattern {
+    /// `"*"`: anyone.
+    Anyone,
+    /// Under `AWS`: an account (`123456789012`, `arn:aws:iam::123456789012:root`),
+    /// a user's ARN (wildcards allowed), or `*`.
+    Aws(String),
+    /// Under `Service`.
+    Service(String),
+}
+
+impl PrincipalPattern {
+    fn matches(&self, who: &Principal<'_>) -> bool {
+        match (self, who) {
+            (PrincipalPattern::Anyone, _) => true,
+            (PrincipalPattern::Aws(pattern), Principal::User { account, arn }) => {
+                pattern == "*"
+                    || pattern == account
+                    || pattern
+                        .strip_prefix("arn:aws:iam::")
+                        .and_then(|rest| rest.strip_suffix(":root"))
+                        == Some(account)
+                    || wildcard::matches(pattern, arn, false)
+            }
+            (PrincipalPattern::Service(service), Principal::Service(name)) => service == name,
+            _ => false,
+        }
+    }
+}
+
+/// `Principal` or `NotPrincipal`.
+#[derive(Debug, Clone)]
+enum Principals {
+    Only(Vec<PrincipalPattern>),
+    AllBut(Vec<PrincipalPattern>),
+}
+
+impl Principals {
+    fn admit(&self, who: &Principal<'_>) -> bool {
+        match self {
+            Principals::Only(patterns) => patterns.iter().any(|p| p.matches(who)),
+            Principals::AllBut(patterns) => !patterns.iter().any(|p| p.matches(who)),
+        }
+    }
+}
+
+/// Which kind of policy a document is read as.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Kind {
+    /// A key's: names no principal.
+    Identity,
+    /// A queue's: each statement names its principals.
+    Resource,
 }
 
 #[derive(Debug, Clone)]
@@ -87,6 +160,8 @@ impl Patterns {
 #[derive(Debug, Clone)]
 struct Statement {
     allow: bool,
+    /// A resource policy's; `None` in an identity policy.
+    principals: Option<Principals>,
     actions: Patterns,
     resources: Patterns,
     conditions: Vec<Condition>,
@@ -94,7 +169,12 @@ struct Statement {
 
 impl Statement {
     fn applies(&self, request: &Request<'_>) -> bool {
-        self.actions.admit(request.action, true)
+        let for_caller = match &self.principals {
+            None => true,
+            Some(principals) => request.principal.is_some_and(|who| principals.admit(&who)),
+        };
+        for_caller
+            && self.actions.admit(request.action, true)
             && self.resources.admit(request.resource, false)
             && self
                 .conditions
@@ -103,7 +183,7 @@ impl Statement {
     }
 }
 
-/// An identity policy, read.
+/// A policy, read.
 #[derive(Debug, Clone)]
 pub struct Policy {
     statements: Vec<Statement>,
@@ -112,6 +192,16 @@ pub struct Policy {
 impl Policy {
     /// Reads an identity policy document (JSON).
     pub fn parse(document: &str) -> Result<Policy, PolicyError> {
+        Policy::parse_as(document, Kind::Identity)
+    }
+
+    /// Reads a resource policy document (a queue's `Policy`). A statement
+    /// without a `Resource` is for the resource the policy is attached to.
+    pub fn parse_resource(document: &str) -> Result<Policy, PolicyError> {
+        Policy::parse_as(document, Kind::Resource)
+    }
+
+    fn parse_as(document: &str, kind: Kind) -> Result<Policy, PolicyError> {
         if document.chars().count() > MAX_DOCUMENT_CHARS {
             return Err(PolicyError::TooLong);
         }
@@ -140,7 +230,7 @@ impl Policy {
         };
         let statements = statements
             .into_iter()
-            .map(statement)
+            .map(|value| statement(value, kind))
             .collect::<Result<Vec<_>, _>>()?;
         Ok(Policy { statements })
     }
@@ -172,17 +262,22 @@ impl Policy {
     }
 }
 
-fn statement(value: &Value) -> Result<Statement, PolicyError> {
+fn statement(value: &Value, kind: Kind) -> Result<Statement, PolicyError> {
     let Value::Object(fields) = value else {
         return Err(PolicyError::Syntax("each statement must be an object".into()));
     };
     for key in fields.keys() {
         match key.as_str() {
             "Sid" | "Effect" | "Action" | "NotAction" | "Resource" | "NotResource" | "Condition" => {}
+            "Principal" | "NotPrincipal" if kind == Kind::Resource => {}
             "Principal" | "NotPrincipal" => return Err(PolicyError::Principal),
             other => return Err(PolicyError::Syntax(format!("unknown field {other}"))),
         }
     }
+    let principals = match kind {
+        Kind::Identity => None,
+        Kind::Resource => Some(principals(fields.get("Principal"), fields.get("NotPrincipal"))?),
+    };
     let allow = match fields.get("Effect") {
         Some(Value::String(effect)) if effect == "Allow" => true,
         Some(Value::String(effect)) if effect == "Deny" => false,
@@ -197,8 +292,11 @@ fn statement(value: &Value) -> Result<Statement, PolicyError> {
             return Err(PolicyError::Vendor(action.clone()));
         }
     }
-    let resources =
-        patterns(fields.get("Resource"), fields.get("NotResource"))?.ok_or(PolicyError::NoResources)?;
+    let resources = match patterns(fields.get("Resource"), fields.get("NotResource"))? {
+        Some(resources) => resources,
+        None if kind == Kind::Resource => Patterns::Only(vec!["*".to_string()]),
+        None => return Err(PolicyError::NoResources),
+    };
     let conditions = match fields.get("Condition") {
         None => Vec::new(),
         Some(Value::Object(operators)) => {
@@ -212,6 +310,7 @@ fn statement(value: &Value) -> Result<Statement, PolicyError> {
     };
     Ok(Statement {
         allow,
+        principals,
         actions,
         resources,
         conditions,
@@ -239,6 +338,48 @@ fn patterns(only: Option<&Value>, all_but: Option<&Value>) -> Result<Option<Patt
         (Some(value), None) => Ok(Some(Patterns::Only(list(value)?))),
         (None, Some(value)) => Ok(Some(Patterns::AllBut(list(value)?))),
         (None, None) => Ok(None),
+    }
+}
+
+/// `Principal` or `NotPrincipal`: `"*"`, or an object of `AWS` and
+/// `Service` entries, each a string or a list of strings.
+fn principals(only: Option<&Value>, all_but: Option<&Value>) -> Result<Principals, PolicyError> {
+    let read = |value: &Value| -> Result<Vec<PrincipalPattern>, PolicyError> {
+        let entries = match value {
+            Value::String(star) if star == "*" => return Ok(vec![PrincipalPattern::Anyone]),
+            Value::Object(entries) => entries,
+            _ => return Err(PolicyError::Syntax("Principal must be \"*\" or an object".into())),
+        };
+        let mut patterns = Vec::new();
+        for (kind, names) in entries {
+            let names = match names {
+                Value::String(one) => vec![one.as_str()],
+                Value::Array(items) => items
+                    .iter()
+                    .map(Value::as_str)
+                    .collect::<Option<Vec<_>>>()
+                    .ok_or_else(|| PolicyError::Syntax("principals must be strings".into()))?,
+                _ => return Err(PolicyError::Syntax("principals must be strings".into())),
+            };
+            for name in names {
+                patterns.push(match kind.as_str() {
+                    "AWS" => PrincipalPattern::Aws(name.to_string()),
+                    "Service" => PrincipalPattern::Service(name.to_string()),
+                    // Federated and CanonicalUser principals never call ssq.
+                    "Federated" | "CanonicalUser" => continue,
+                    other => return Err(PolicyError::Syntax(format!("unknown principal type {other}"))),
+                });
+            }
+        }
+        Ok(patterns)
+    };
+    match (only, all_but) {
+        (Some(_), Some(_)) => Err(PolicyError::Syntax(
+            "a statement takes Principal or NotPrincipal, not both".into(),
+        )),
+        (Some(value), None) => Ok(Principals::Only(read(value)?)),
+        (None, Some(value)) => Ok(Principals::AllBut(read(value)?)),
+        (None, None) => Err(PolicyError::NoPrincipal),
     }
 }
 

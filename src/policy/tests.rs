@@ -13,6 +13,7 @@ fn evaluate(policy: &Value, action: &str, resource: &str, context: &Context) -> 
         action,
         resource,
         context,
+        principal: None,
     })
 }
 
@@ -325,6 +326,7 @@ fn ten_thousand_random_policies_agree_with_the_reference_model() {
             action,
             resource,
             context: &context,
+            principal: None,
         });
         let expected = reference(&specs, action, resource, account);
         assert_eq!(
@@ -335,4 +337,46 @@ fn ten_thousand_random_policies_agree_with_the_reference_model() {
     }
     // Each outcome is exercised, so agreement means something.
     assert!(decisions.iter().all(|&n| n > 500), "{decisions:?}");
+}
+
+#[test]
+fn resource_policies_name_their_principals() {
+    let who = |account| Principal::User {
+        account,
+        arn: "arn:aws:iam::111122223333:user/AKIDA",
+    };
+    let decide = |document: &str, principal| {
+        Policy::parse_resource(document).unwrap().evaluate(&Request {
+            action: "sqs:SendMessage",
+            resource: ORDERS,
+            context: &Context::new(),
+            principal: Some(principal),
+        })
+    };
+    let everyone_but = r#"{"Statement": {"Effect": "Allow", "NotPrincipal": {"AWS": "444455556666"}, "Action": "sqs:SendMessage"}}"#;
+    assert_eq!(decide(everyone_but, who("111122223333")), Decision::Allow);
+    assert_eq!(decide(everyone_but, who("444455556666")), Decision::ImplicitDeny);
+    let sns = r#"{"Statement": {"Effect": "Allow", "Principal": {"Service": "sns.amazonaws.com"}, "Action": "sqs:SendMessage", "Resource": "*"}}"#;
+    assert_eq!(
+        decide(sns, Principal::Service("sns.amazonaws.com")),
+        Decision::Allow
+    );
+    assert_eq!(decide(sns, who("111122223333")), Decision::ImplicitDeny);
+    let user = r#"{"Statement": {"Effect": "Allow", "Principal": {"AWS": ["arn:aws:iam::111122223333:user/AKID*"]}, "Action": "sqs:*"}}"#;
+    assert_eq!(decide(user, who("111122223333")), Decision::Allow);
+
+    let refused = |document: &str| Policy::parse_resource(document).unwrap_err();
+    assert_eq!(
+        refused(r#"{"Statement": {"Effect": "Allow", "Action": "sqs:*"}}"#),
+        PolicyError::NoPrincipal
+    );
+    assert!(matches!(
+        refused(r#"{"Statement": {"Effect": "Allow", "Principal": {"Robot": "x"}, "Action": "sqs:*"}}"#),
+        PolicyError::Syntax(_)
+    ));
+    assert_eq!(
+        Policy::parse(sns).unwrap_err(),
+        PolicyError::Principal,
+        "an identity policy names no principal"
+    );
 }

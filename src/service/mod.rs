@@ -152,6 +152,11 @@ impl Service {
         self.slot(name).map(drop)
     }
 
+    /// The queue's policy (its `Policy` attribute), if it exists and has one.
+    pub fn queue_policy(&self, name: &str) -> Option<String> {
+        self.slot(name).ok()?.lock().attributes.policy.clone()
+    }
+
     fn slot(&self, name: &str) -> Result<Arc<QueueSlot>> {
         self.read_queues()
             .get(name)

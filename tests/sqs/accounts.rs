@@ -780,3 +780,69 @@ async fn an_accounts_admin_sees_and_acts_on_its_account_alone() {
     );
     std::fs::remove_dir_all(&dir).unwrap();
 }
+
+/// A queue's policy opens it to another account where it says so, and no
+/// further: AddPermission's grant lets account A send to B's queue and find
+/// its URL, not receive from it; its removal closes the queue again.
+#[tokio::test]
+async fn a_queue_policy_opens_a_queue_to_another_account_as_far_as_it_grants() {
+    let dir = std::env::temp_dir().join(format!("ssq-account-grants-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let path = dir.join("credentials.toml");
+    std::fs::write(&path, KEYS).unwrap();
+    let server = Server::start_with(&["--credentials", path.to_str().unwrap()]);
+    let a = client_signing_with(&server.url, "AKIDA", "a-secret");
+    let b = client_signing_with(&server.url, "AKIDB", "b-secret");
+    let shared = create_queue_url(&b, "shared", &[]).await;
+    let send = || a.send_message().queue_url(&shared).message_body("from a").send();
+    let code = |error: aws_sdk_sqs::error::SdkError<_, _>| {
+        let error: aws_sdk_sqs::error::SdkError<aws_sdk_sqs::operation::send_message::SendMessageError, _> =
+            error;
+        error
+            .into_service_error()
+            .meta()
+            .code()
+            .unwrap_or("none")
+            .to_string()
+    };
+    assert_eq!(code(send().await.unwrap_err()), "AccessDenied", "no grant yet");
+
+    b.add_permission()
+        .queue_url(&shared)
+        .label("a-sends")
+        .aws_account_ids(A)
+        .actions("SendMessage")
+        .actions("GetQueueUrl")
+        .send()
+        .await
+        .unwrap();
+    send().await.expect("granted: SendMessage");
+    let found = a
+        .get_queue_url()
+        .queue_name("shared")
+        .queue_owner_aws_account_id(B)
+        .send()
+        .await
+        .expect("granted: GetQueueUrl");
+    assert_eq!(found.queue_url(), Some(shared.as_str()));
+    let receive = a.receive_message().queue_url(&shared).send().await.unwrap_err();
+    assert_eq!(
+        receive.into_service_error().meta().code(),
+        Some("AccessDenied"),
+        "not granted"
+    );
+    assert_eq!(receive_bodies(&b, &shared, 10).await, vec!["from a".to_string()]);
+
+    b.remove_permission()
+        .queue_url(&shared)
+        .label("a-sends")
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(
+        code(send().await.unwrap_err()),
+        "AccessDenied",
+        "the grant removed"
+    );
+    std::fs::remove_dir_all(&dir).unwrap();
+}

@@ -177,6 +177,13 @@ async fn queue_and_params(
             peek::queue_of_url(&ctx, queue_url.as_deref())?
         }
     };
+    // A look at messages is a receive, as far as another account's queue
+    // policy goes.
+    ctx.authorize_queue(
+        &state.shard_of(&key).api,
+        crate::api::Action::ReceiveMessage,
+        &key,
+    )?;
     Ok((key, params, caller))
 }
 
