@@ -8,7 +8,9 @@
 
 use aws_sdk_sqs::types::QueueAttributeName;
 
-use crate::common::{Server, client_signing_with, create_queue_url, receive_bodies};
+use crate::common::{
+    Server, client_signing_with, create_queue_url, create_topic, receive_bodies, sns_client_signing_with,
+};
 use crate::sigv4::{Signing, send_raw, sign_query_post};
 
 const A: &str = "111111111111";
@@ -16,6 +18,17 @@ const B: &str = "222222222222";
 const KEYS: &str = "[[keys]]\nid = \"AKIDA\"\nsecret = \"a-secret\"\naccount = \"111111111111\"\n\n\
                     [[keys]]\nid = \"AKIDB\"\nsecret = \"b-secret\"\naccount = \"222222222222\"\n\n\
                     [[keys]]\nid = \"AKIDHOME\"\nsecret = \"home-secret\"\n";
+
+/// An ssq with `--credentials` holding `keys` (TOML), and the directory of
+/// the file, for the test to remove.
+fn server_with_keys(test: &str, keys: &str) -> (Server, std::path::PathBuf) {
+    let dir = std::env::temp_dir().join(format!("{test}-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let path = dir.join("credentials.toml");
+    std::fs::write(&path, keys).unwrap();
+    let server = Server::start_with(&["--credentials", path.to_str().unwrap()]);
+    (server, dir)
+}
 
 /// The two wire formats an SQS client may speak.
 #[derive(Debug, Clone, Copy)]
@@ -63,22 +76,6 @@ async fn call_as_a(
     };
     let (url, headers) = sign_query_post(server, "/", &body, how);
     send_raw(&url, &headers, &body).await
-}
-
-fn sns_signing_with(url: &str, key: &str, secret: &str) -> aws_sdk_sns::Client {
-    let config = aws_sdk_sns::Config::builder()
-        .behavior_version(aws_sdk_sns::config::BehaviorVersion::latest())
-        .region(aws_sdk_sns::config::Region::new("us-east-1"))
-        .credentials_provider(aws_sdk_sns::config::Credentials::new(
-            key,
-            secret,
-            None,
-            None,
-            "ssq-tests",
-        ))
-        .endpoint_url(url)
-        .build();
-    aws_sdk_sns::Client::from_conf(config)
 }
 
 /// A Query call's parameters, beside its action.
@@ -231,7 +228,7 @@ fn sns_attacks(
     topic: &str,
     subscription: &str,
     a_queue_arn: &str,
-) -> Vec<(&'static str, Vec<(&'static str, String)>)> {
+) -> Vec<(&'static str, Parameters)> {
     let s = |text: &str| text.to_string();
     let t = || ("TopicArn", s(topic));
     let r = || ("ResourceArn", s(topic));
@@ -302,11 +299,7 @@ fn sns_attacks(
 
 #[tokio::test]
 async fn nothing_crosses_from_one_account_to_another() {
-    let dir = std::env::temp_dir().join(format!("ssq-accounts-{}", std::process::id()));
-    std::fs::create_dir_all(&dir).unwrap();
-    let path = dir.join("credentials.toml");
-    std::fs::write(&path, KEYS).unwrap();
-    let server = Server::start_with(&["--credentials", path.to_str().unwrap()]);
+    let (server, dir) = server_with_keys("ssq-accounts", KEYS);
 
     // Account B's queue (with a dead-letter queue, a tag, a permission and
     // a message), topic and raw subscription.
@@ -337,16 +330,8 @@ async fn nothing_crosses_from_one_account_to_another() {
         .await
         .unwrap();
     let victim_arn = format!("arn:aws:sqs:us-east-1:{B}:victim");
-    let b_sns = sns_signing_with(&server.url, "AKIDB", "b-secret");
-    let topic = b_sns
-        .create_topic()
-        .name("victim-topic")
-        .send()
-        .await
-        .unwrap()
-        .topic_arn()
-        .unwrap()
-        .to_string();
+    let b_sns = sns_client_signing_with(&server.url, "AKIDB", "b-secret");
+    let topic = create_topic(&b_sns, "victim-topic").await;
     assert_eq!(topic, format!("arn:aws:sns:us-east-1:{B}:victim-topic"));
     let subscription = b_sns
         .subscribe()
@@ -366,16 +351,8 @@ async fn nothing_crosses_from_one_account_to_another() {
     let own = create_queue_url(&a, "victim", &[]).await;
     assert_eq!(own, format!("{}/{A}/victim", server.url));
     let a_queue_arn = format!("arn:aws:sqs:us-east-1:{A}:victim");
-    let a_sns = sns_signing_with(&server.url, "AKIDA", "a-secret");
-    let own_topic = a_sns
-        .create_topic()
-        .name("victim-topic")
-        .send()
-        .await
-        .unwrap()
-        .topic_arn()
-        .unwrap()
-        .to_string();
+    let a_sns = sns_client_signing_with(&server.url, "AKIDA", "a-secret");
+    let own_topic = create_topic(&a_sns, "victim-topic").await;
     assert_eq!(own_topic, format!("arn:aws:sns:us-east-1:{A}:victim-topic"));
     assert_eq!(
         a.get_queue_url()
@@ -527,20 +504,15 @@ async fn nothing_crosses_from_one_account_to_another() {
 /// account at the same moment is never refused) and its queue count.
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
 async fn an_account_has_its_own_rate_and_queue_quota_over_all_its_keys() {
-    let dir = std::env::temp_dir().join(format!("ssq-account-quotas-{}", std::process::id()));
-    std::fs::create_dir_all(&dir).unwrap();
-    let path = dir.join("credentials.toml");
-    std::fs::write(
-        &path,
-        format!(
+    let (server, dir) = server_with_keys(
+        "ssq-account-quotas",
+        &format!(
             "[[keys]]\nid = \"AKIDA1\"\nsecret = \"a1\"\naccount = \"{A}\"\n\n\
              [[keys]]\nid = \"AKIDA2\"\nsecret = \"a2\"\naccount = \"{A}\"\n\n\
              [[keys]]\nid = \"AKIDB\"\nsecret = \"b\"\naccount = \"{B}\"\n\n\
              [[accounts]]\nid = \"{A}\"\nrequests_per_second = 5\nmax_queues = 2\n"
         ),
-    )
-    .unwrap();
-    let server = Server::start_with(&["--credentials", path.to_str().unwrap()]);
+    );
     let once = |key: &str, secret: &str| {
         let client = client_signing_with(&server.url, key, secret);
         aws_sdk_sqs::Client::from_conf(
@@ -652,20 +624,15 @@ async fn an_account_has_its_own_rate_and_queue_quota_over_all_its_keys() {
 /// export the snapshot; an admin of all sees every account.
 #[tokio::test]
 async fn an_accounts_admin_sees_and_acts_on_its_account_alone() {
-    let dir = std::env::temp_dir().join(format!("ssq-account-admins-{}", std::process::id()));
-    std::fs::create_dir_all(&dir).unwrap();
-    let path = dir.join("credentials.toml");
-    std::fs::write(
-        &path,
-        format!(
+    let (server, dir) = server_with_keys(
+        "ssq-account-admins",
+        &format!(
             "[[keys]]\nid = \"AKIDROOT\"\nsecret = \"root\"\nadmin = \"all\"\n\n\
              [[keys]]\nid = \"AKIDA\"\nsecret = \"a\"\naccount = \"{A}\"\nadmin = \"account\"\n\n\
              [[keys]]\nid = \"AKIDA2\"\nsecret = \"a2\"\naccount = \"{A}\"\n\n\
              [[keys]]\nid = \"AKIDB\"\nsecret = \"b\"\naccount = \"{B}\"\n"
         ),
-    )
-    .unwrap();
-    let server = Server::start_with(&["--credentials", path.to_str().unwrap()]);
+    );
     let a = client_signing_with(&server.url, "AKIDA", "a");
     let b = client_signing_with(&server.url, "AKIDB", "b");
     let a_queue = create_queue_url(&a, "mine", &[]).await;
@@ -677,12 +644,7 @@ async fn an_accounts_admin_sees_and_acts_on_its_account_alone() {
         .await
         .unwrap();
     for (key, secret) in [("AKIDA", "a"), ("AKIDB", "b")] {
-        sns_signing_with(&server.url, key, secret)
-            .create_topic()
-            .name("news")
-            .send()
-            .await
-            .unwrap();
+        create_topic(&sns_client_signing_with(&server.url, key, secret), "news").await;
     }
 
     let http = reqwest::Client::new();
@@ -786,11 +748,7 @@ async fn an_accounts_admin_sees_and_acts_on_its_account_alone() {
 /// its URL, not receive from it; its removal closes the queue again.
 #[tokio::test]
 async fn a_queue_policy_opens_a_queue_to_another_account_as_far_as_it_grants() {
-    let dir = std::env::temp_dir().join(format!("ssq-account-grants-{}", std::process::id()));
-    std::fs::create_dir_all(&dir).unwrap();
-    let path = dir.join("credentials.toml");
-    std::fs::write(&path, KEYS).unwrap();
-    let server = Server::start_with(&["--credentials", path.to_str().unwrap()]);
+    let (server, dir) = server_with_keys("ssq-account-grants", KEYS);
     let a = client_signing_with(&server.url, "AKIDA", "a-secret");
     let b = client_signing_with(&server.url, "AKIDB", "b-secret");
     let shared = create_queue_url(&b, "shared", &[]).await;

@@ -7,7 +7,7 @@
 
 use aws_sdk_sqs::error::ProvideErrorMetadata;
 
-use crate::common::{Server, client_signing_with, create_queue_url};
+use crate::common::{Server, client_signing_with, create_queue_url, sns_client_signing_with};
 
 const WRITER_POLICY: &str = r#"{
   "Version": "2012-10-17",
@@ -25,22 +25,6 @@ const ELSEWHERE_POLICY: &str = r#"{
     {"Effect": "Deny", "Action": "*", "Resource": "*", "Condition": {"IpAddress": {"aws:SourceIp": "127.0.0.0/8"}}}
   ]
 }"#;
-
-fn sns_signing_with(url: &str, key: &str, secret: &str) -> aws_sdk_sns::Client {
-    let config = aws_sdk_sns::Config::builder()
-        .behavior_version(aws_sdk_sns::config::BehaviorVersion::latest())
-        .region(aws_sdk_sns::config::Region::new("us-east-1"))
-        .credentials_provider(aws_sdk_sns::config::Credentials::new(
-            key,
-            secret,
-            None,
-            None,
-            "ssq-tests",
-        ))
-        .endpoint_url(url)
-        .build();
-    aws_sdk_sns::Client::from_conf(config)
-}
 
 /// The code and message of a refused call.
 fn refusal<T: std::fmt::Debug, E: ProvideErrorMetadata + std::fmt::Debug>(
@@ -127,7 +111,7 @@ async fn a_key_may_do_only_what_its_policy_allows() {
     );
 
     // SNS through the same policy: nothing there is allowed.
-    let writer_sns = sns_signing_with(&server.url, "AKIDWRITER", "writer");
+    let writer_sns = sns_client_signing_with(&server.url, "AKIDWRITER", "writer");
     let (code, message) = refusal(writer_sns.create_topic().name("events").send().await);
     assert_eq!(code, "AuthorizationError", "{message}");
     assert!(

@@ -4,10 +4,15 @@
 use aws_sdk_sns::config::{BehaviorVersion, Credentials, Region};
 
 pub fn sns_client_for(url: &str) -> aws_sdk_sns::Client {
+    sns_client_signing_with(url, "test", "test")
+}
+
+/// A client that signs its requests with the given access key and secret.
+pub fn sns_client_signing_with(url: &str, access_key_id: &str, secret: &str) -> aws_sdk_sns::Client {
     let config = aws_sdk_sns::Config::builder()
         .behavior_version(BehaviorVersion::latest())
         .region(Region::new("us-east-1"))
-        .credentials_provider(Credentials::new("test", "test", None, None, "ssq-tests"))
+        .credentials_provider(Credentials::new(access_key_id, secret, None, None, "ssq-tests"))
         .endpoint_url(url)
         .build();
     aws_sdk_sns::Client::from_conf(config)
