@@ -159,26 +159,22 @@ impl RequestContext {
         if self.account_of(key) == self.account_id {
             return Ok(());
         }
-        let granted = api
-            .service
-            .queue_policy(key)
-            .and_then(|document| crate::policy::Policy::parse_resource(&document).ok())
-            .is_some_and(|policy| {
-                let context = crate::policy::condition::Context::from([(
-                    "aws:principalaccount".to_string(),
-                    vec![self.account_id.clone()],
-                )]);
-                let request = crate::policy::Request {
-                    action: &format!("sqs:{}", action.name()),
-                    resource: &self.queue_arn(key),
-                    context: &context,
-                    principal: Some(crate::policy::Principal::User {
-                        account: &self.account_id,
-                        arn: principal,
-                    }),
-                };
-                policy.evaluate(&request) == crate::policy::Decision::Allow
-            });
+        let granted = api.service.queue_policy(key).is_some_and(|policy| {
+            let context = crate::policy::condition::Context::from([(
+                "aws:principalaccount".to_string(),
+                vec![self.account_id.clone()],
+            )]);
+            let request = crate::policy::Request {
+                action: &format!("sqs:{}", action.name()),
+                resource: &self.queue_arn(key),
+                context: &context,
+                principal: Some(crate::policy::Principal::User {
+                    account: &self.account_id,
+                    arn: principal,
+                }),
+            };
+            policy.evaluate(&request) == crate::policy::Decision::Allow
+        });
         match granted {
             true => Ok(()),
             false => Err(SqsError::new(

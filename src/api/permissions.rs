@@ -110,7 +110,14 @@ async fn edit_statements(
     let arn = ctx.queue_arn(name);
     api.service
         .with_queue(name, |queue, now| {
-            let mut policy = policy_document(queue.attributes.policy.as_deref(), &arn);
+            let mut policy = policy_document(
+                queue
+                    .attributes
+                    .policy
+                    .as_ref()
+                    .map(|policy| policy.text.as_str()),
+                &arn,
+            );
             let statements = policy["Statement"]
                 .as_array_mut()
                 .expect("a policy document has statements");

@@ -270,6 +270,9 @@ impl Node {
             let mut service = Service::new(clock.clone(), metrics.clone())
                 .with_limits(config.limits())
                 .with_configured_queues(queues);
+            if config.credentials.is_some() {
+                service = service.with_queue_policies_for_sns(config.home());
+            }
             if let Some(seed) = &seed {
                 service = service.with_seed(seed(shard));
             }

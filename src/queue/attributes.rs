@@ -69,6 +69,33 @@ impl RedrivePolicy {
     }
 }
 
+/// A queue's `Policy`: its text as set, and the resource policy it reads
+/// as, read once when it is set (a text that does not read as one grants
+/// nothing).
+#[derive(Debug, Clone)]
+pub struct QueuePolicy {
+    pub text: String,
+    pub read: Option<std::sync::Arc<crate::policy::Policy>>,
+}
+
+impl QueuePolicy {
+    pub fn new(text: String) -> QueuePolicy {
+        let read = crate::policy::Policy::parse_resource(&text)
+            .ok()
+            .map(std::sync::Arc::new);
+        QueuePolicy { text, read }
+    }
+}
+
+/// Two policies are the same when their texts are: what is read follows.
+impl PartialEq for QueuePolicy {
+    fn eq(&self, other: &QueuePolicy) -> bool {
+        self.text == other.text
+    }
+}
+
+impl Eq for QueuePolicy {}
+
 /// The settable attributes of a queue, typed. Durations are in seconds.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct QueueAttributes {
@@ -81,7 +108,7 @@ pub struct QueueAttributes {
     pub kms_master_key_id: Option<String>,
     pub maximum_message_size: u32,
     pub message_retention_period: u32,
-    pub policy: Option<String>,
+    pub policy: Option<QueuePolicy>,
     pub receive_message_wait_time_seconds: u32,
     pub redrive_allow_policy: Option<String>,
     pub redrive_policy: Option<RedrivePolicy>,
@@ -164,7 +191,7 @@ impl QueueAttributes {
                 if !value.is_empty() && serde_json::from_str::<serde_json::Value>(value).is_err() {
                     return Err(invalid_value(name, "it must be a JSON policy document"));
                 }
-                self.policy = non_empty(value);
+                self.policy = non_empty(value).map(QueuePolicy::new);
             }
             "ReceiveMessageWaitTimeSeconds" => {
                 self.receive_message_wait_time_seconds = parse_in_range(name, value, 0, MAX_WAIT_SECONDS)?
@@ -183,11 +210,15 @@ impl QueueAttributes {
     /// The bytes of the attributes' own texts (policies, key id), which
     /// count toward `--max-bytes` as message payloads do.
     pub fn held_bytes(&self) -> u64 {
-        [&self.kms_master_key_id, &self.policy, &self.redrive_allow_policy]
-            .into_iter()
-            .flatten()
-            .map(|text| text.len() as u64)
-            .sum::<u64>()
+        [
+            self.kms_master_key_id.as_deref(),
+            self.policy.as_ref().map(|policy| policy.text.as_str()),
+            self.redrive_allow_policy.as_deref(),
+        ]
+        .into_iter()
+        .flatten()
+        .map(|text| text.len() as u64)
+        .sum::<u64>()
             + self
                 .redrive_policy
                 .as_ref()
@@ -208,7 +239,7 @@ impl QueueAttributes {
             "KmsMasterKeyId" => self.kms_master_key_id.clone()?,
             "MaximumMessageSize" => self.maximum_message_size.to_string(),
             "MessageRetentionPeriod" => self.message_retention_period.to_string(),
-            "Policy" => self.policy.clone()?,
+            "Policy" => self.policy.as_ref()?.text.clone(),
             "FifoThroughputLimit" => self.fifo_throughput_limit.text().to_string(),
             "ReceiveMessageWaitTimeSeconds" => self.receive_message_wait_time_seconds.to_string(),
             "RedriveAllowPolicy" => self.redrive_allow_policy.clone()?,

@@ -333,7 +333,7 @@ impl Queue {
 
     /// Replaces the Policy attribute (AddPermission, RemovePermission).
     pub fn set_policy(&mut self, policy: Option<String>, now: u64) {
-        self.attributes.policy = policy;
+        self.attributes.policy = policy.map(super::attributes::QueuePolicy::new);
         self.last_modified_at = now;
         self.record(|queue| Change::Meta(queue.meta()));
     }

@@ -43,12 +43,20 @@ impl Service {
     /// their queues; each queue's arrivals commit with the removal of their
     /// entries, so each is taken exactly once. Arrivals for a queue deleted
     /// meanwhile go with it.
+    /// An SNS copy (sent from its topic) that the queue's policy does not
+    /// let the topic send is dropped, as on the topic's own shard.
     pub async fn take_in(&self, arrivals: Vec<(String, Transfer)>) -> Result<()> {
         self.settle(
             arrivals,
             |t| &t.to,
             Write::TakenIn,
-            |queue, transfer, now| queue.accept(transfer.message, transfer.dead_letter_source, now),
+            |queue, transfer, now| {
+                if transfer.from.starts_with("arn:aws:sns:") && !self.topic_may_send(&transfer.from, queue) {
+                    tracing::info!(topic = %transfer.from, queue = %queue.name, "a topic's message is dropped: the queue's policy does not let the topic send");
+                    return;
+                }
+                queue.accept(transfer.message, transfer.dead_letter_source, now)
+            },
         )
         .await
     }

@@ -90,6 +90,10 @@ pub struct Service {
     missing_targets: Mutex<HashMap<String, Instant>>,
     /// The shard's SNS topics and subscriptions (`topics.rs`).
     topics: Mutex<topics::TopicsSlot>,
+    /// With `--credentials`: a topic delivers to a queue only where the
+    /// queue's policy lets it (`topics.rs`); the instance's account and
+    /// region, to name the queue's ARN.
+    sns_needs_queue_policy: Option<crate::queue::Home>,
 }
 
 impl Service {
@@ -113,11 +117,20 @@ impl Service {
             outbox_ready: Notify::new(),
             missing_targets: Mutex::new(HashMap::new()),
             topics: topics::no_topics(),
+            sns_needs_queue_policy: None,
         }
     }
 
     pub fn with_limits(mut self, limits: Limits) -> Service {
         self.limits = limits;
+        self
+    }
+
+    /// Topics deliver to a queue only where the queue's policy lets them,
+    /// as AWS requires (with `--credentials`); `home` is the instance's
+    /// account and region.
+    pub fn with_queue_policies_for_sns(mut self, home: crate::queue::Home) -> Service {
+        self.sns_needs_queue_policy = Some(home);
         self
     }
 
@@ -152,9 +165,17 @@ impl Service {
         self.slot(name).map(drop)
     }
 
-    /// The queue's policy (its `Policy` attribute), if it exists and has one.
-    pub fn queue_policy(&self, name: &str) -> Option<String> {
-        self.slot(name).ok()?.lock().attributes.policy.clone()
+    /// The queue's policy (its `Policy` attribute, as read), if it exists
+    /// and has one that reads as a policy.
+    pub fn queue_policy(&self, name: &str) -> Option<Arc<crate::policy::Policy>> {
+        self.slot(name)
+            .ok()?
+            .lock()
+            .attributes
+            .policy
+            .as_ref()?
+            .read
+            .clone()
     }
 
     fn slot(&self, name: &str) -> Result<Arc<QueueSlot>> {

@@ -350,7 +350,7 @@ impl Service {
                     let Some(index) = name.as_deref().and_then(|name| index_of(name, &guards)) else {
                         return false;
                     };
-                    if closed[index] {
+                    if closed[index] || !self.topic_may_send(topic, &guards[index]) {
                         return false;
                     }
                     let queue = &mut guards[index];
@@ -391,6 +391,41 @@ impl Service {
             slot.ready.notify_waiters();
         }
         (delivered, commit)
+    }
+}
+
+impl Service {
+    /// Whether the topic `topic` (its ARN) may send to `queue`: always,
+    /// unless topics need the queue's policy (with `--credentials`), where
+    /// only if it allows SNS (`sns.amazonaws.com`) SendMessage on the queue
+    /// for this topic (`aws:SourceArn`, `aws:SourceAccount`), as AWS asks.
+    pub(super) fn topic_may_send(&self, topic: &str, queue: &crate::queue::Queue) -> bool {
+        use crate::policy::{Decision, Principal, Request};
+        let Some(home) = &self.sns_needs_queue_policy else {
+            return true;
+        };
+        let Some(policy) = queue
+            .attributes
+            .policy
+            .as_ref()
+            .and_then(|policy| policy.read.as_ref())
+        else {
+            return false;
+        };
+        let parts = key::split(&queue.name);
+        let arn = QueueArn::new(parts.region_or(home), parts.account_or(home), parts.name).to_string();
+        let topic_account = topic.split(':').nth(4).unwrap_or_default();
+        let context = crate::policy::condition::Context::from([
+            ("aws:sourcearn".to_string(), vec![topic.to_string()]),
+            ("aws:sourceaccount".to_string(), vec![topic_account.to_string()]),
+        ]);
+        let request = Request {
+            action: "sqs:SendMessage",
+            resource: &arn,
+            context: &context,
+            principal: Some(Principal::Service("sns.amazonaws.com")),
+        };
+        policy.evaluate(&request) == Decision::Allow
     }
 }
 

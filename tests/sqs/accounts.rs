@@ -19,6 +19,22 @@ const KEYS: &str = "[[keys]]\nid = \"AKIDA\"\nsecret = \"a-secret\"\naccount = \
                     [[keys]]\nid = \"AKIDB\"\nsecret = \"b-secret\"\naccount = \"222222222222\"\n\n\
                     [[keys]]\nid = \"AKIDHOME\"\nsecret = \"home-secret\"\n";
 
+/// A queue policy that lets the topic `topic` (its ARN) send to the queue,
+/// as AWS's console writes it.
+fn topic_may_send(topic: &str) -> String {
+    serde_json::json!({
+        "Version": "2012-10-17",
+        "Statement": [{
+            "Effect": "Allow",
+            "Principal": {"Service": "sns.amazonaws.com"},
+            "Action": "sqs:SendMessage",
+            "Resource": "*",
+            "Condition": {"ArnEquals": {"aws:SourceArn": topic}}
+        }]
+    })
+    .to_string()
+}
+
 /// An ssq with `--credentials` holding `keys` (TOML), and the directory of
 /// the file, for the test to remove.
 fn server_with_keys(test: &str, keys: &str) -> (Server, std::path::PathBuf) {
@@ -224,11 +240,7 @@ fn sqs_attacks(q: &str, dlq: &str, dlq_arn: &str) -> Vec<(&'static str, serde_js
 }
 
 /// Every SNS action that names a topic or subscription, aimed at B's.
-fn sns_attacks(
-    topic: &str,
-    subscription: &str,
-    a_queue_arn: &str,
-) -> Vec<(&'static str, Parameters)> {
+fn sns_attacks(topic: &str, subscription: &str, a_queue_arn: &str) -> Vec<(&'static str, Parameters)> {
     let s = |text: &str| text.to_string();
     let t = || ("TopicArn", s(topic));
     let r = || ("ResourceArn", s(topic));
@@ -301,14 +313,21 @@ fn sns_attacks(
 async fn nothing_crosses_from_one_account_to_another() {
     let (server, dir) = server_with_keys("ssq-accounts", KEYS);
 
-    // Account B's queue (with a dead-letter queue, a tag, a permission and
-    // a message), topic and raw subscription.
+    // Account B's queue (with a dead-letter queue, a tag, a policy that
+    // lets B's topic send, a permission and a message), topic and raw
+    // subscription.
     let b = client_signing_with(&server.url, "AKIDB", "b-secret");
     let dlq = create_queue_url(&b, "victim-dlq", &[]).await;
     assert_eq!(dlq, format!("{}/{B}/victim-dlq", server.url));
     let dlq_arn = format!("arn:aws:sqs:us-east-1:{B}:victim-dlq");
     let redrive = format!(r#"{{"deadLetterTargetArn":"{dlq_arn}","maxReceiveCount":"5"}}"#);
-    let victim = create_queue_url(&b, "victim", &[("RedrivePolicy", &redrive)]).await;
+    let topic_sends = topic_may_send(&format!("arn:aws:sns:us-east-1:{B}:victim-topic"));
+    let victim = create_queue_url(
+        &b,
+        "victim",
+        &[("RedrivePolicy", &redrive), ("Policy", &topic_sends)],
+    )
+    .await;
     b.tag_queue()
         .queue_url(&victim)
         .tags("team", "b")
@@ -802,5 +821,55 @@ async fn a_queue_policy_opens_a_queue_to_another_account_as_far_as_it_grants() {
         "AccessDenied",
         "the grant removed"
     );
+    std::fs::remove_dir_all(&dir).unwrap();
+}
+
+/// With `--credentials`, a topic delivers to a queue only where the queue's
+/// policy lets the topic send (`aws:SourceArn`), as AWS requires: a queue
+/// without a policy, or one whose policy names another topic, gets nothing,
+/// and the refused deliveries count as failed.
+#[tokio::test]
+async fn a_topic_delivers_only_where_the_queue_policy_lets_it() {
+    let (server, dir) = server_with_keys("ssq-topic-grants", KEYS);
+    let b = client_signing_with(&server.url, "AKIDB", "b-secret");
+    let b_sns = sns_client_signing_with(&server.url, "AKIDB", "b-secret");
+    let topic = create_topic(&b_sns, "orders").await;
+    let allowed = create_queue_url(&b, "allowed", &[("Policy", &topic_may_send(&topic))]).await;
+    let bare = create_queue_url(&b, "bare", &[]).await;
+    let other_topic = format!("arn:aws:sns:us-east-1:{B}:other");
+    let elsewhere = create_queue_url(&b, "elsewhere", &[("Policy", &topic_may_send(&other_topic))]).await;
+    for name in ["allowed", "bare", "elsewhere"] {
+        b_sns
+            .subscribe()
+            .topic_arn(&topic)
+            .protocol("sqs")
+            .endpoint(format!("arn:aws:sqs:us-east-1:{B}:{name}"))
+            .attributes("RawMessageDelivery", "true")
+            .send()
+            .await
+            .unwrap();
+    }
+    b_sns
+        .publish()
+        .topic_arn(&topic)
+        .message("news")
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(receive_bodies(&b, &allowed, 10).await, vec!["news".to_string()]);
+    assert!(receive_bodies(&b, &bare, 10).await.is_empty(), "no policy");
+    assert!(
+        receive_bodies(&b, &elsewhere, 10).await.is_empty(),
+        "another topic's"
+    );
+    let (_, metrics) = server.get("/metrics").await.unwrap();
+    let failed: u64 = metrics
+        .lines()
+        .filter(|line| {
+            line.starts_with("ssq_sns_subscription_total") && line.contains("NumberOfNotificationsFailed")
+        })
+        .filter_map(|line| line.rsplit(' ').next()?.parse::<u64>().ok())
+        .sum();
+    assert_eq!(failed, 2, "{metrics}");
     std::fs::remove_dir_all(&dir).unwrap();
 }
