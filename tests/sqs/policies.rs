@@ -2,12 +2,13 @@
 //! as AWS does and tried as an attacker would: a key allowed one action on
 //! one queue gets nothing else (other actions, other queues, listing,
 //! SNS), NotAction with wildcards, an explicit deny beating an allow, and a
-//! condition on the caller's address; a key without a policy keeps full
-//! access.
+//! condition on the caller's address, over AWS JSON and the Query protocol;
+//! a key without a policy keeps full access.
 
 use aws_sdk_sqs::error::ProvideErrorMetadata;
 
 use crate::common::{Server, client_signing_with, create_queue_url, sns_client_signing_with};
+use crate::sigv4::{Signing, send_raw, sign_query_post};
 
 const WRITER_POLICY: &str = r#"{
   "Version": "2012-10-17",
@@ -108,6 +109,33 @@ async fn a_key_may_do_only_what_its_policy_allows() {
     assert_eq!(
         refusal(writer.create_queue().queue_name("new").send().await).0,
         "AccessDenied"
+    );
+
+    // The Query protocol meets the same policy: a send allowed, a receive not.
+    let query = |action: &str, extra: &[(&str, &str)]| {
+        let mut pairs = vec![
+            ("Action", action),
+            ("Version", "2012-11-05"),
+            ("QueueUrl", orders.as_str()),
+        ];
+        pairs.extend_from_slice(extra);
+        serde_urlencoded::to_string(&pairs).unwrap()
+    };
+    let as_writer = || Signing {
+        key: ("AKIDWRITER", "writer"),
+        ..Signing::default()
+    };
+    let sent = query("SendMessage", &[("MessageBody", "q")]);
+    let (url, headers) = sign_query_post(&server, "/", &sent, as_writer());
+    let (status, body) = send_raw(&url, &headers, &sent).await;
+    assert_eq!(status, 200, "{body}");
+    let receive = query("ReceiveMessage", &[]);
+    let (url, headers) = sign_query_post(&server, "/", &receive, as_writer());
+    let (status, body) = send_raw(&url, &headers, &receive).await;
+    assert_eq!(status, 403, "{body}");
+    assert!(
+        body.contains("<Code>AccessDenied</Code>") && body.contains("sqs:ReceiveMessage on resource"),
+        "{body}"
     );
 
     // SNS through the same policy: nothing there is allowed.
