@@ -232,17 +232,21 @@ fn sqs_address_routes(state: &AppState) -> Router<Arc<AppState>> {
 /// (`audit.rs`), the host and origin guard (`hosts.rs`), then the budget for
 /// large answers (`large_answers.rs`).
 fn guarded(routes: Router<Arc<AppState>>, state: Arc<AppState>) -> Router {
-    routes
+    let routes = routes
         .layer(axum::middleware::from_fn_with_state(
             state.clone(),
             large_answers::budgeted,
         ))
-        .layer(axum::middleware::from_fn_with_state(state.clone(), hosts::guard))
-        .layer(axum::middleware::from_fn_with_state(
+        .layer(axum::middleware::from_fn_with_state(state.clone(), hosts::guard));
+    // Without a trail, no layer: each costs every request a little.
+    let routes = match state.audit {
+        Some(_) => routes.layer(axum::middleware::from_fn_with_state(
             state.clone(),
             audit::audited,
-        ))
-        .with_state(state)
+        )),
+        None => routes,
+    };
+    routes.with_state(state)
 }
 
 /// The SQS API alone, for when the operational endpoints have an address of
