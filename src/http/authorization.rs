@@ -1,6 +1,5 @@
 //! Who may do what, with `--credentials`. A signed call's `Caller` acts in
-//! its key's account: a resource (a queue's or topic's ARN) of another
-//! account is refused to it. A call signed with a key that has a policy
+//! its key's account. A call signed with a key that has a policy
 //! (the credentials file's `policy`) runs only if the policy allows its
 //! action (`sqs:SendMessage`, `sns:Publish`) on its resource (`*` for calls
 //! that name none) in the request's context; a refusal is AWS's
@@ -9,9 +8,9 @@
 //! `Caller`. The policy was read with the file, so a check is the
 //! evaluation alone.
 //!
-//! SQS calls meet the account check where their queue URL is read
-//! (`api::RequestContext::queue_name`), which costs nothing more; SNS calls
-//! here.
+//! Another account's resources: an SQS queue is checked where its URL is
+//! read, against the queue's policy (`api::RequestContext::authorize_queue`);
+//! an SNS topic is refused here ([`Caller::refuse_other_account`]).
 
 use std::net::{IpAddr, SocketAddr};
 use std::sync::Arc;
@@ -40,9 +39,22 @@ impl Caller {
         format!("arn:aws:iam::{}:user/{}", self.account, self.key_id)
     }
 
-    /// Refuses the call unless `resource` is of the caller's account and
-    /// the caller's policy, if any, allows `action` on it. `source` is the
-    /// peer's address ([`source_of`]), for `aws:SourceIp`.
+    /// Refuses `action` on `resource` (an ARN) of another account than the
+    /// caller's: what no resource policy grants (SNS topics' are not read).
+    pub fn refuse_other_account(&self, action: &str, resource: &str) -> Result<(), SqsError> {
+        match account_of_arn(resource) {
+            Some(owner) if owner != self.account => Err(self.denied(
+                action,
+                resource,
+                &format!("because no resource-based policy allows the {action} action"),
+            )),
+            _ => Ok(()),
+        }
+    }
+
+    /// Refuses the call unless the caller's policy, if it has one, allows
+    /// `action` on `resource`. `source` is the peer's address
+    /// ([`source_of`]), for `aws:SourceIp`.
     pub fn authorize(
         &self,
         state: &AppState,
@@ -50,13 +62,6 @@ impl Caller {
         action: &str,
         resource: &str,
     ) -> Result<(), SqsError> {
-        if account_of_arn(resource).is_some_and(|owner| owner != self.account) {
-            return Err(self.denied(
-                action,
-                resource,
-                &format!("because no resource-based policy allows the {action} action"),
-            ));
-        }
         let Some(policy) = &self.policy else {
             return Ok(());
         };

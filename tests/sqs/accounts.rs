@@ -17,7 +17,9 @@ const A: &str = "111111111111";
 const B: &str = "222222222222";
 const KEYS: &str = "[[keys]]\nid = \"AKIDA\"\nsecret = \"a-secret\"\naccount = \"111111111111\"\n\n\
                     [[keys]]\nid = \"AKIDB\"\nsecret = \"b-secret\"\naccount = \"222222222222\"\n\n\
-                    [[keys]]\nid = \"AKIDHOME\"\nsecret = \"home-secret\"\n";
+                    [[keys]]\nid = \"AKIDHOME\"\nsecret = \"home-secret\"\n\n\
+                    [[keys]]\nid = \"AKIDASENDER\"\nsecret = \"sender\"\naccount = \"111111111111\"\n\
+                    policy = '{\"Statement\": {\"Effect\": \"Allow\", \"Action\": \"sqs:SendMessage\", \"Resource\": \"arn:aws:sqs:*:*:shared\"}}'\n";
 
 /// A queue policy that lets the topic `topic` (its ARN) send to the queue,
 /// as AWS's console writes it.
@@ -794,6 +796,32 @@ async fn a_queue_policy_opens_a_queue_to_another_account_as_far_as_it_grants() {
         .await
         .unwrap();
     send().await.expect("granted: SendMessage");
+    // A key of A with an identity policy: it must allow the call too.
+    let sender = client_signing_with(&server.url, "AKIDASENDER", "sender");
+    sender
+        .send_message()
+        .queue_url(&shared)
+        .message_body("from a's sender")
+        .send()
+        .await
+        .expect("granted by both policies");
+    let refused = sender
+        .get_queue_url()
+        .queue_name("shared")
+        .queue_owner_aws_account_id(B)
+        .send()
+        .await
+        .unwrap_err();
+    let refused = refused.into_service_error();
+    assert_eq!(refused.meta().code(), Some("AccessDenied"));
+    assert!(
+        refused
+            .meta()
+            .message()
+            .unwrap_or_default()
+            .contains("no identity-based policy allows"),
+        "the key's own policy refuses what the queue grants: {refused:?}"
+    );
     let found = a
         .get_queue_url()
         .queue_name("shared")
@@ -808,7 +836,9 @@ async fn a_queue_policy_opens_a_queue_to_another_account_as_far_as_it_grants() {
         Some("AccessDenied"),
         "not granted"
     );
-    assert_eq!(receive_bodies(&b, &shared, 10).await, vec!["from a".to_string()]);
+    let mut bodies = receive_bodies(&b, &shared, 10).await;
+    bodies.sort();
+    assert_eq!(bodies, vec!["from a".to_string(), "from a's sender".to_string()]);
 
     b.remove_permission()
         .queue_url(&shared)

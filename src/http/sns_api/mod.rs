@@ -146,7 +146,9 @@ pub(crate) fn authorize(
         })
         .unwrap_or_else(|| "*".to_string());
     let source = source_of(&parts.extensions);
-    Ok(caller.authorize(state, source, &format!("sns:{action}"), &resource)?)
+    let action = format!("sns:{action}");
+    caller.refuse_other_account(&action, &resource)?;
+    Ok(caller.authorize(state, source, &action, &resource)?)
 }
 
 /// A call refused before it ran, in SNS's XML.
