@@ -32,7 +32,6 @@ use std::sync::{Arc, OnceLock};
 use serde::de::DeserializeOwned;
 
 use crate::error::{ErrorCode, Result, SqsError};
-use crate::queue::QueueArn;
 use crate::queue::key::{self, Home};
 use crate::service::Service;
 use crate::service::move_tasks::MoveTasks;
@@ -88,17 +87,30 @@ pub struct RequestContext {
     pub region: RequestRegion,
     /// The instance's own account and region; see `queue::key`.
     pub home: Home,
-    /// With `--credentials`, the signer (`arn:aws:iam::<account>:user/<key>`),
-    /// who reaches only its own account's queues.
-    pub principal: Option<String>,
+    /// With `--credentials`, the key that signed the request (the user
+    /// `arn:aws:iam::<account>:user/<key>` to policies).
+    pub key_id: Option<String>,
     /// The most queues the caller's account may hold (`max_queues` in the
     /// credentials file).
     pub max_queues: Option<usize>,
+    /// The caller's identity policy, where its key has one and the call is
+    /// to be checked against it where its queue is read
+    /// ([`RequestContext::authorize_queue`]).
+    pub identity: Option<Box<dyn IdentityPolicy>>,
     /// The SenderId attribute of messages this request sends.
     pub sender_id: std::sync::Arc<str>,
     /// The request's X-Amzn-Trace-Id header: SendMessage gives it to the
     /// message as its AWSTraceHeader unless the message sets its own.
     pub trace_id: Option<String>,
+}
+
+/// A caller's identity policy (the credentials file's `policy` of its key),
+/// as the wire layer, which knows the call's key, address and time, puts
+/// it to the API.
+pub trait IdentityPolicy: Send + Sync {
+    /// Refuses `action` (`sqs:SendMessage`) on `resource` (an ARN) unless
+    /// the policy allows it, in AWS's words.
+    fn authorize(&self, action: &str, resource: &str) -> Result<()>;
 }
 
 /// The region a request is in, read when an action first asks: calls that
@@ -145,39 +157,47 @@ impl RequestContext {
         key::of(&self.home, account, self.region.get(), name)
     }
 
-    /// Whether the caller may take `action` on the queue keyed `key`. With
-    /// `--credentials`, a queue of another account only where the queue's
-    /// policy (its `Policy`, AddPermission's grants) allows the caller
-    /// (its account or its user) the action; anything else is refused in
-    /// AWS's words, whether the queue exists or not, so the refusal tells
-    /// nothing of it. Without `--credentials`, every queue is open to every
-    /// request. (The caller's own identity policy was checked before.)
+    /// Whether the caller may take `action` on the queue keyed `key`: by its
+    /// own policy, where the context carries it (`identity`), then by the
+    /// queue's policy (its `Policy`, AddPermission's grants), with
+    /// `--credentials`. As AWS combines them: for a queue of another
+    /// account, only where a statement allows the caller (its account or
+    /// its user) the action and none denies it; for one of the caller's own
+    /// account, unless a statement denies it (what the caller's key may do
+    /// its own policy said before). A refusal is AWS's, whether the queue
+    /// exists or not, so it tells nothing of it. Without `--credentials`,
+    /// every queue is open to every request.
     pub fn authorize_queue(&self, api: &Api, action: Action, key: &str) -> Result<()> {
-        let Some(principal) = &self.principal else {
+        let Some(key_id) = &self.key_id else {
             return Ok(());
         };
-        if self.account_of(key) == self.account_id {
+        if let Some(identity) = &self.identity {
+            identity.authorize(action.policy_name(), &self.queue_arn(key))?;
+        }
+        let own = self.account_of(key) == self.account_id;
+        let policy = api.service.queue_policy(key);
+        if own && policy.is_none() {
             return Ok(());
         }
-        let granted = api.service.queue_policy(key).is_some_and(|policy| {
+        let decision = policy.map_or(crate::policy::Decision::ImplicitDeny, |policy| {
             let context = crate::policy::condition::Context::from([(
                 "aws:principalaccount".to_string(),
                 vec![self.account_id.clone()],
             )]);
-            let request = crate::policy::Request {
-                action: &format!("sqs:{}", action.name()),
+            policy.evaluate(&crate::policy::Request {
+                action: action.policy_name(),
                 resource: &self.queue_arn(key),
                 context: &context,
                 principal: Some(crate::policy::Principal::User {
                     account: &self.account_id,
-                    arn: principal,
+                    arn: &crate::policy::user_arn(&self.account_id, key_id),
                 }),
-            };
-            policy.evaluate(&request) == crate::policy::Decision::Allow
+            })
         });
-        match granted {
-            true => Ok(()),
-            false => Err(SqsError::new(
+        match decision {
+            crate::policy::Decision::Allow => Ok(()),
+            crate::policy::Decision::ImplicitDeny if own => Ok(()),
+            _ => Err(SqsError::new(
                 ErrorCode::AccessDenied,
                 format!("Access to the resource {} is denied.", self.queue_url(key)),
             )),
@@ -202,13 +222,7 @@ impl RequestContext {
     }
 
     pub fn queue_arn(&self, key: &str) -> String {
-        let parts = key::split(key);
-        QueueArn::new(
-            parts.region_or(&self.home),
-            parts.account_or(&self.home),
-            parts.name,
-        )
-        .to_string()
+        key::arn(key, &self.home)
     }
 
     /// The account of the queue keyed `key`.
@@ -309,12 +323,23 @@ macro_rules! actions {
                 match self { $(Action::$name => stringify!($name)),* }
             }
 
+            /// The action as policies name it: `sqs:SendMessage`.
+            pub fn policy_name(self) -> &'static str {
+                match self { $(Action::$name => concat!("sqs:", stringify!($name))),* }
+            }
+
             /// Whether a request may be sent to a queue URL: the actions that
             /// act on the queue their QueueUrl names, and GetQueueUrl, as
             /// AWS takes them there.
             pub fn served_at_queue_url(self) -> bool {
-                self == Action::GetQueueUrl
-                    || match self { $(Action::$name => on_queue_flag!($($on_queue)?)),* }
+                self == Action::GetQueueUrl || self.on_queue()
+            }
+
+            /// Whether the action acts on the queue its QueueUrl names, which
+            /// [`dispatch`] reads (and checks: [`RequestContext::authorize_queue`])
+            /// before it runs.
+            pub fn on_queue(self) -> bool {
+                match self { $(Action::$name => on_queue_flag!($($on_queue)?)),* }
             }
 
             /// The members of the action's request, for wire formats that
@@ -451,7 +476,8 @@ pub(crate) fn test_context() -> RequestContext {
             account: "000000000000".into(),
             region: "us-east-1".into(),
         },
-        principal: None,
+        key_id: None,
+        identity: None,
         max_queues: None,
         sender_id: "000000000000".into(),
         trace_id: None,
@@ -570,7 +596,7 @@ mod tests {
     }
 
     #[tokio::test]
-    async fn another_accounts_queue_is_reached_only_where_its_policy_allows() {
+    async fn a_queue_is_reached_only_where_its_policy_allows_or_does_not_deny() {
         let service = Arc::new(Service::new(
             Arc::new(crate::queue::clock::TokioClock::new(1_700_000_000_000)),
             Arc::new(crate::metrics::Metrics::new("test")),
@@ -588,7 +614,7 @@ mod tests {
             .unwrap();
         let caller = |account: &str, key: &str| RequestContext {
             account_id: account.into(),
-            principal: Some(format!("arn:aws:iam::{account}:user/{key}")),
+            key_id: Some(key.to_string()),
             ..test_context()
         };
         let (a, c, d) = (
@@ -618,7 +644,18 @@ mod tests {
             "a queue that does not exist is refused as one that does"
         );
         let owner = caller("222222222222", "AKIDB");
-        assert!(reached(&owner, Action::PurgeQueue, shared), "its own account");
+        assert!(
+            reached(&owner, Action::ReceiveMessage, shared),
+            "its own account, where no statement denies"
+        );
+        assert!(
+            !reached(&owner, Action::PurgeQueue, shared),
+            "a deny binds the queue's own account too"
+        );
+        assert!(
+            reached(&owner, Action::SendMessage, "222222222222/us-east-1/missing"),
+            "its own account's queue without a policy"
+        );
         assert!(
             reached(&test_context(), Action::PurgeQueue, shared),
             "without --credentials"
@@ -630,6 +667,7 @@ mod tests {
         assert_eq!(Action::ALL.len(), 23);
         for action in Action::ALL {
             assert_eq!(Action::from_name(action.name()), Some(*action));
+            assert_eq!(action.policy_name(), format!("sqs:{}", action.name()));
         }
         assert_eq!(Action::from_name("Nope"), None);
     }

@@ -20,7 +20,7 @@ use axum::extract::ConnectInfo;
 use super::AppState;
 use crate::error::{ErrorCode, SqsError};
 use crate::policy::condition::Context;
-use crate::policy::{Decision, Policy, Request};
+use crate::policy::{Decision, Policy};
 
 /// Who signed a request: its key, the account the key acts in, and the
 /// policy it answers to, if it has one.
@@ -36,13 +36,13 @@ pub struct Caller {
 impl Caller {
     /// The caller as AWS names it in a refusal.
     pub fn principal(&self) -> String {
-        format!("arn:aws:iam::{}:user/{}", self.account, self.key_id)
+        crate::policy::user_arn(&self.account, &self.key_id)
     }
 
     /// Refuses `action` on `resource` (an ARN) of another account than the
     /// caller's: what no resource policy grants (SNS topics' are not read).
     pub fn refuse_other_account(&self, action: &str, resource: &str) -> Result<(), SqsError> {
-        match account_of_arn(resource) {
+        match crate::policy::account_of_arn(resource) {
             Some(owner) if owner != self.account => Err(self.denied(
                 action,
                 resource,
@@ -62,15 +62,41 @@ impl Caller {
         action: &str,
         resource: &str,
     ) -> Result<(), SqsError> {
+        self.authorize_at(
+            &|| state.first_shard().api.service.now(),
+            source,
+            action,
+            resource,
+        )
+    }
+
+    /// [`Caller::authorize`], the time (`aws:CurrentTime`) told by `now`.
+    fn authorize_at(
+        &self,
+        now: &dyn Fn() -> u64,
+        source: Option<IpAddr>,
+        action: &str,
+        resource: &str,
+    ) -> Result<(), SqsError> {
         let Some(policy) = &self.policy else {
             return Ok(());
         };
-        let context = request_context(state, self, policy, source);
-        let decision = policy.evaluate(&Request {
-            action,
-            resource,
-            context: &context,
-            principal: None,
+        // What the context is made of, besides the time (which a policy
+        // that reads it never remembers).
+        let mut address = [0u8; 17];
+        match source {
+            Some(IpAddr::V4(v4)) => {
+                address[0] = 4;
+                address[1..5].copy_from_slice(&v4.octets());
+            }
+            Some(IpAddr::V6(v6)) => {
+                address[0] = 6;
+                address[1..].copy_from_slice(&v6.octets());
+            }
+            None => {}
+        }
+        let decision = policy.evaluate_from(action, resource, &[self.account.as_bytes(), &address], || {
+            request_context(now, self, policy, source)
         });
         let why = match decision {
             Decision::Allow => return Ok(()),
@@ -91,9 +117,20 @@ impl Caller {
     }
 }
 
-/// The account an ARN names (`arn:aws:sqs:<region>:<account>:<name>`).
-fn account_of_arn(arn: &str) -> Option<&str> {
-    arn.strip_prefix("arn:")?.split(':').nth(3)
+/// A caller's policy, checked by the API where a call's queue is read
+/// (`api::RequestContext::authorize_queue`), rather than by reading the
+/// request for its queue beforehand.
+pub struct CallerIdentity {
+    pub caller: Caller,
+    pub source: Option<IpAddr>,
+    pub service: Arc<crate::service::Service>,
+}
+
+impl crate::api::IdentityPolicy for CallerIdentity {
+    fn authorize(&self, action: &str, resource: &str) -> Result<(), SqsError> {
+        self.caller
+            .authorize_at(&|| self.service.now(), self.source, action, resource)
+    }
 }
 
 /// The address a request came from, as the listener recorded it.
@@ -105,23 +142,26 @@ pub fn source_of(extensions: &axum::http::Extensions) -> Option<IpAddr> {
 
 /// The global condition keys a request carries that `policy` reads (keys
 /// in lower case): most policies read none, and pay nothing for them.
-fn request_context(state: &AppState, caller: &Caller, policy: &Policy, source: Option<IpAddr>) -> Context {
+fn request_context(
+    now: &dyn Fn() -> u64,
+    caller: &Caller,
+    policy: &Policy,
+    source: Option<IpAddr>,
+) -> Context {
     let mut context = Context::new();
-    let mut set = |key: &str, value: &dyn Fn() -> Option<String>| {
-        if policy.reads(key)
-            && let Some(value) = value()
-        {
-            context.insert(key.to_string(), vec![value]);
+    for key in policy.condition_keys() {
+        let value = match key.as_str() {
+            "aws:currenttime" => Some(crate::topic::envelope::timestamp(now())),
+            "aws:epochtime" => Some((now() / 1000).to_string()),
+            // ssq serves plain HTTP; TLS, where there is any, ends before it.
+            "aws:securetransport" => Some("false".to_string()),
+            "aws:principalaccount" => Some(caller.account.clone()),
+            "aws:sourceip" => source.map(|source| source.to_string()),
+            _ => None,
+        };
+        if let Some(value) = value {
+            context.insert(key.clone(), vec![value]);
         }
-    };
-    let now = || state.first_shard().api.service.now();
-    set("aws:currenttime", &|| {
-        Some(crate::topic::envelope::timestamp(now()))
-    });
-    set("aws:epochtime", &|| Some((now() / 1000).to_string()));
-    // ssq serves plain HTTP; TLS, where there is any, ends before it.
-    set("aws:securetransport", &|| Some("false".to_string()));
-    set("aws:principalaccount", &|| Some(caller.account.clone()));
-    set("aws:sourceip", &|| source.map(|source| source.to_string()));
+    }
     context
 }

@@ -195,7 +195,8 @@ impl AppState {
             account_id: account.clone(),
             region: self.request_region(uri, headers),
             home: self.home.clone(),
-            principal: caller.map(Caller::principal),
+            key_id: caller.map(|caller| caller.key_id.clone()),
+            identity: None,
             max_queues: caller.and_then(|caller| caller.max_queues),
             sender_id: account.as_str().into(),
             trace_id: headers

@@ -10,10 +10,12 @@
 //! users under `AWS`, services under `Service`).
 //!
 //! A policy is read once, when the credentials file is (each version of the
-//! file compiles its keys' policies), and evaluated on every call without
-//! allocating for the statements.
+//! file compiles its keys' policies), and evaluated without allocating for
+//! the statements; what it decided of a request it remembers
+//! (`decisions.rs`), so a key's repeated calls cost a lookup.
 
 pub mod condition;
+mod decisions;
 pub mod wildcard;
 
 use serde_json::Value;
@@ -187,6 +189,12 @@ impl Statement {
 #[derive(Debug, Clone)]
 pub struct Policy {
     statements: Vec<Statement>,
+    /// The condition keys its statements read (lower case, each once).
+    reads: Vec<String>,
+    /// Whether a condition reads the time, so that no decision holds for
+    /// the next call.
+    reads_time: bool,
+    decisions: decisions::Decisions,
 }
 
 impl Policy {
@@ -232,20 +240,73 @@ impl Policy {
             .into_iter()
             .map(|value| statement(value, kind))
             .collect::<Result<Vec<_>, _>>()?;
-        Ok(Policy { statements })
-    }
-
-    /// Whether a condition of the policy reads `key` (lower case): a
-    /// request's condition keys are gathered only when a policy reads them.
-    pub fn reads(&self, key: &str) -> bool {
-        self.statements
+        let mut reads: Vec<String> = statements
             .iter()
-            .flat_map(|statement| &statement.conditions)
-            .any(|condition| condition.key() == key)
+            .flat_map(|statement: &Statement| &statement.conditions)
+            .map(|condition| condition.key().to_string())
+            .collect();
+        reads.sort();
+        reads.dedup();
+        let reads_time = reads
+            .iter()
+            .any(|key| key == "aws:currenttime" || key == "aws:epochtime");
+        Ok(Policy {
+            statements,
+            reads,
+            reads_time,
+            decisions: Default::default(),
+        })
     }
 
-    /// What the policy says of `request`.
+    /// The condition keys the policy reads (lower case, sorted): most
+    /// policies read none.
+    pub fn condition_keys(&self) -> &[String] {
+        &self.reads
+    }
+
+    /// What the policy says of `request`: remembered, where the same
+    /// request was decided before (`decisions.rs`).
     pub fn evaluate(&self, request: &Request<'_>) -> Decision {
+        match self.reads_time {
+            true => self.decide(request),
+            false => self
+                .decisions
+                .get_or(decisions::key_of(request), || self.decide(request)),
+        }
+    }
+
+    /// What the policy says of `action` on `resource` (no principal: an
+    /// identity policy) in the context `context` makes, where `facts` are
+    /// all that context is made of but the time: remembered by the facts,
+    /// so that a repeated call neither makes the context (an address
+    /// formatted, a map filled) nor evaluates.
+    pub fn evaluate_from(
+        &self,
+        action: &str,
+        resource: &str,
+        facts: &[&[u8]],
+        context: impl FnOnce() -> condition::Context,
+    ) -> Decision {
+        let decide = |context: condition::Context| {
+            self.decide(&Request {
+                action,
+                resource,
+                context: &context,
+                principal: None,
+            })
+        };
+        match self.reads_time {
+            true => decide(context()),
+            false => self
+                .decisions
+                .get_or(decisions::key_of_facts(action, resource, facts), || {
+                    decide(context())
+                }),
+        }
+    }
+
+    /// What the policy's statements say of `request`.
+    fn decide(&self, request: &Request<'_>) -> Decision {
         let mut allowed = false;
         for statement in &self.statements {
             if statement.applies(request) {
@@ -381,6 +442,17 @@ fn principals(only: Option<&Value>, all_but: Option<&Value>) -> Result<Principal
         (None, Some(value)) => Ok(Principals::AllBut(read(value)?)),
         (None, None) => Err(PolicyError::NoPrincipal),
     }
+}
+
+/// The account an ARN names (`arn:aws:sqs:<region>:<account>:<name>`,
+/// `arn:aws:sns:<region>:<account>:<topic>`, `arn:aws:iam::<account>:user/<name>`).
+pub fn account_of_arn(arn: &str) -> Option<&str> {
+    arn.strip_prefix("arn:")?.split(':').nth(3)
+}
+
+/// The user a key is to policies: `arn:aws:iam::<account>:user/<key id>`.
+pub fn user_arn(account: &str, key_id: &str) -> String {
+    format!("arn:aws:iam::{account}:user/{key_id}")
 }
 
 #[cfg(test)]

@@ -1,8 +1,10 @@
 //! Policies read and evaluated: AWS's documented cases, malformed documents,
 //! and 10,000 random policies against a reference model written apart (a
-//! recursive wildcard matcher, the evaluation logic spelled out plainly).
+//! recursive wildcard matcher, the evaluation logic spelled out plainly),
+//! each asked its requests twice (the second answer remembered).
 
 use rand::rngs::StdRng;
+use rand::seq::SliceRandom;
 use rand::{Rng, SeedableRng};
 use serde_json::json;
 
@@ -311,29 +313,41 @@ fn ten_thousand_random_policies_agree_with_the_reference_model() {
         let specs: Vec<Spec> = (0..rng.gen_range(1..=4)).map(|_| random_spec(&mut rng)).collect();
         let document = render(&specs);
         let policy = Policy::parse(&document).unwrap_or_else(|e| panic!("{document}: {e}"));
-        let action = [
-            "sqs:SendMessage",
-            "sqs:DeleteQueue",
-            "sns:Publish",
-            "sqs:ListQueues",
-        ][rng.gen_range(0..4)];
-        let resource = RESOURCES[rng.gen_range(0..RESOURCES.len())];
-        let account = [None, Some("111122223333"), Some("444455556666")][rng.gen_range(0..3)];
-        let context: Context = account
-            .map(|a| [("aws:sourceaccount".to_string(), vec![a.to_string()])].into())
-            .unwrap_or_default();
-        let got = policy.evaluate(&Request {
-            action,
-            resource,
-            context: &context,
-            principal: None,
-        });
-        let expected = reference(&specs, action, resource, account);
-        assert_eq!(
-            got, expected,
-            "round {round} (POLICY_SEED={seed}): {action} on {resource} from {account:?} under {document}"
-        );
-        decisions[got as usize] += 1;
+        // A few requests, each asked twice in a random order: the second
+        // answer comes from what the policy remembers (`decisions.rs`),
+        // and must agree as the first does.
+        let requests: Vec<_> = (0..4)
+            .map(|_| {
+                let action = [
+                    "sqs:SendMessage",
+                    "sqs:DeleteQueue",
+                    "sns:Publish",
+                    "sqs:ListQueues",
+                ][rng.gen_range(0..4)];
+                let resource = RESOURCES[rng.gen_range(0..RESOURCES.len())];
+                let account = [None, Some("111122223333"), Some("444455556666")][rng.gen_range(0..3)];
+                (action, resource, account)
+            })
+            .collect();
+        let mut asked: Vec<_> = requests.iter().chain(&requests).collect();
+        asked.shuffle(&mut rng);
+        for &(action, resource, account) in asked {
+            let context: Context = account
+                .map(|a| [("aws:sourceaccount".to_string(), vec![a.to_string()])].into())
+                .unwrap_or_default();
+            let got = policy.evaluate(&Request {
+                action,
+                resource,
+                context: &context,
+                principal: None,
+            });
+            let expected = reference(&specs, action, resource, account);
+            assert_eq!(
+                got, expected,
+                "round {round} (POLICY_SEED={seed}): {action} on {resource} from {account:?} under {document}"
+            );
+            decisions[got as usize] += 1;
+        }
     }
     // Each outcome is exercised, so agreement means something.
     assert!(decisions.iter().all(|&n| n > 500), "{decisions:?}");
@@ -378,5 +392,47 @@ fn resource_policies_name_their_principals() {
         Policy::parse(sns).unwrap_err(),
         PolicyError::Principal,
         "an identity policy names no principal"
+    );
+}
+
+#[test]
+fn decisions_are_remembered_boundedly_and_never_when_the_time_is_read() {
+    let ask = |policy: &Policy, resource: &str| {
+        policy.evaluate(&Request {
+            action: "sqs:SendMessage",
+            resource,
+            context: &Context::new(),
+            principal: None,
+        })
+    };
+    let plain = Policy::parse(
+        &json!({"Statement": {"Effect": "Allow", "Action": "sqs:*", "Resource": ORDERS}}).to_string(),
+    )
+    .unwrap();
+    assert_eq!(ask(&plain, ORDERS), Decision::Allow);
+    assert_eq!(ask(&plain, ORDERS), Decision::Allow);
+    assert_eq!(plain.decisions.len(), 1, "one request, remembered once");
+    let others: Vec<String> = (0..5000).map(|n| format!("{ORDERS}-{n}")).collect();
+    for resource in &others {
+        assert_eq!(ask(&plain, resource), Decision::ImplicitDeny);
+    }
+    assert!(plain.decisions.len() <= 4096, "{}", plain.decisions.len());
+    assert_eq!(
+        ask(&plain, ORDERS),
+        Decision::Allow,
+        "still right after forgetting"
+    );
+
+    let until = Policy::parse(
+        &json!({"Statement": {"Effect": "Allow", "Action": "sqs:*", "Resource": "*",
+            "Condition": {"DateLessThan": {"aws:CurrentTime": "2027-01-01T00:00:00Z"}}}})
+        .to_string(),
+    )
+    .unwrap();
+    ask(&until, ORDERS);
+    assert_eq!(
+        until.decisions.len(),
+        0,
+        "a policy that reads the time decides every call"
     );
 }

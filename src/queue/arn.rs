@@ -20,6 +20,13 @@ impl QueueArn {
         }
     }
 
+    /// The ARN of queue `name` of `account` in `region`, as text, made
+    /// without an allocation per part (checked on every call of a key
+    /// with a policy).
+    pub fn text(region: &str, account: &str, name: &str) -> String {
+        ["arn:aws:sqs:", region, ":", account, ":", name].concat()
+    }
+
     /// Reads an SQS queue ARN; `None` for anything else.
     pub fn parse(text: &str) -> Option<QueueArn> {
         let mut parts = text.splitn(6, ':');
@@ -45,7 +52,7 @@ impl QueueArn {
 
 impl fmt::Display for QueueArn {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        write!(f, "arn:aws:sqs:{}:{}:{}", self.region, self.account, self.name)
+        f.write_str(&QueueArn::text(&self.region, &self.account, &self.name))
     }
 }
 

@@ -55,6 +55,12 @@ pub fn of(home: &Home, account: &str, region: &str, name: &str) -> String {
     }
 }
 
+/// The ARN of the queue keyed `key`.
+pub fn arn(key: &str, home: &Home) -> String {
+    let parts = split(key);
+    super::QueueArn::text(parts.region_or(home), parts.account_or(home), parts.name)
+}
+
 /// How the keys of `account`'s queues in `region` start, for listing them:
 /// a listed key's remainder holds no `/`.
 pub fn prefix(home: &Home, account: &str, region: &str) -> String {

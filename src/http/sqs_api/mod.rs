@@ -21,9 +21,9 @@ use self::admission::{Admitted, admit};
 pub(in crate::http) use self::admission::{authenticate_and_read, read_request};
 use self::sharded::{Handled, run_or_forward};
 use super::AppState;
-use super::authorization::{Caller, source_of};
+use super::authorization::{Caller, CallerIdentity, source_of};
 use super::call::{Protocol, answer, answer_error, not_serving, record, run};
-use crate::api::Action;
+use crate::api::{Action, RequestContext};
 use crate::error::SqsError;
 
 /// What the SQS surface keeps of its own.
@@ -54,12 +54,15 @@ pub(crate) async fn sqs(State(state): State<Arc<AppState>>, request: Request) ->
                 return Ok(Err((body, caller)));
             }
             let admitted = admit(wire, uri, headers, body, permit)?;
-            if let Some(caller) = caller.as_ref().filter(|caller| caller.policy.is_some()) {
-                authorize_sqs(&state, &parts, caller, &admitted)?;
-            }
-            Ok(Ok((admitted, caller)))
+            // A key with a policy: checked here, in the context the call
+            // then runs in (on this instance).
+            let ctx = match caller.as_ref().filter(|caller| caller.policy.is_some()) {
+                Some(caller) => Some(authorize_sqs(&state, &parts, caller, &admitted)?),
+                None => None,
+            };
+            Ok(Ok((admitted, caller, ctx)))
         });
-    let (admitted, caller) = match read {
+    let (admitted, caller, ctx) = match read {
         Ok(Err((sns_body, caller))) => {
             if let Some(caller) = &caller
                 && let Err(error) = super::sns_api::authorize(&state, &parts, caller, &sns_body)
@@ -68,8 +71,8 @@ pub(crate) async fn sqs(State(state): State<Arc<AppState>>, request: Request) ->
             }
             return super::sns_api::serve(&state, &parts, sns_body, caller.as_ref()).await;
         }
-        Ok(Ok((admitted, caller))) => (Ok(admitted), caller),
-        Err(error) => (Err(error), None),
+        Ok(Ok((admitted, caller, ctx))) => (Ok(admitted), caller, ctx),
+        Err(error) => (Err(error), None, None),
     };
     let (action, result) = match admitted {
         Err(error) => (None, Err(error)),
@@ -85,7 +88,7 @@ pub(crate) async fn sqs(State(state): State<Arc<AppState>>, request: Request) ->
             Err(not_serving(&state, &state.first_shard().leadership)),
         ),
         Ok(Admitted { action, input, .. }) => {
-            let ctx = state.context(uri, headers, caller.as_ref());
+            let ctx = ctx.unwrap_or_else(|| state.context(uri, headers, caller.as_ref()));
             let api = &state.first_shard().api;
             let result = match state.control.enabled {
                 true => super::control_api::run_with_faults(&state, api, &ctx, wire, action, input).await,
@@ -104,18 +107,31 @@ pub(crate) async fn sqs(State(state): State<Arc<AppState>>, request: Request) ->
 
 /// The caller's policy over an SQS call: its action on the queue it names
 /// (the ARN), or on `*` when it names none (ListQueues). (A queue of
-/// another account is refused where its URL is read.)
+/// another account is refused where its URL is read.) The call's context
+/// is returned for the call to run in. A call that acts on the queue its
+/// QueueUrl names and runs here (not in a sharded group, where it may go
+/// on to another instance) is checked where the API reads that URL: its
+/// context carries the policy, so its body is not read for it twice.
 fn authorize_sqs(
     state: &AppState,
     parts: &Parts,
     caller: &Caller,
     admitted: &Admitted,
-) -> Result<(), SqsError> {
-    let ctx = state.context(&parts.uri, &parts.headers, Some(caller));
+) -> Result<RequestContext, SqsError> {
+    let mut ctx = state.context(&parts.uri, &parts.headers, Some(caller));
+    let source = source_of(&parts.extensions);
+    if admitted.action.on_queue() && !state.sharded() {
+        ctx.identity = Some(Box::new(CallerIdentity {
+            caller: caller.clone(),
+            source,
+            service: state.first_shard().api.service.clone(),
+        }));
+        return Ok(ctx);
+    }
     let resource = match crate::api::route(&ctx, admitted.action, &admitted.input) {
         crate::api::Route::Queue(key) => ctx.queue_arn(&key),
         crate::api::Route::Here => "*".to_string(),
     };
-    let action = format!("sqs:{}", admitted.action.name());
-    caller.authorize(state, source_of(&parts.extensions), &action, &resource)
+    caller.authorize(state, source, admitted.action.policy_name(), &resource)?;
+    Ok(ctx)
 }
