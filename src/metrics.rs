@@ -90,6 +90,9 @@ pub struct Metrics {
     /// for their account's rate.
     pub account_requests: IntCounterVec,
     pub account_throttled: IntCounterVec,
+    /// With --credentials: what each account holds (queues, messages,
+    /// bytes), set at each scrape.
+    account_holdings: IntGaugeVec,
 }
 
 impl Metrics {
@@ -274,6 +277,14 @@ impl Metrics {
             "ssq_account_throttled_total",
             "Requests refused with RequestThrottled: over their account's requests_per_second, by account.",
         );
+        let account_holdings = IntGaugeVec::new(
+            Opts::new(
+                "ssq_account_holdings",
+                "With --credentials: what each account holds, by what: queues, messages, or bytes (message payload, counted against its max_bytes).",
+            ),
+            &["account", "what"],
+        )
+        .expect("valid metric");
         let shards_led = IntGauge::new(
             "ssq_shards_led",
             "Shards this instance leads and serves (--shards; 1 or 0 in an unsharded group).",
@@ -361,6 +372,7 @@ impl Metrics {
             Box::new(throttled.clone()),
             Box::new(account_requests.clone()),
             Box::new(account_throttled.clone()),
+            Box::new(account_holdings.clone()),
             Box::new(data_bytes.clone()),
             Box::new(forwarded.clone()),
             Box::new(forward_seconds.clone()),
@@ -420,6 +432,7 @@ impl Metrics {
             throttled,
             account_requests,
             account_throttled,
+            account_holdings,
         }
     }
 
@@ -497,6 +510,22 @@ impl Metrics {
 
     /// The text exposition format, with queue gauges set from `counts`
     /// (`now` in wall-clock milliseconds, for the messages' ages).
+    /// Sets what each account holds, summed over the shards' `holdings`.
+    pub fn set_account_holdings(&self, holdings: &[crate::service::AccountHolding]) {
+        self.account_holdings.reset();
+        for holding in holdings {
+            for (what, value) in [
+                ("queues", holding.queues as u64),
+                ("messages", holding.messages),
+                ("bytes", holding.bytes),
+            ] {
+                self.account_holdings
+                    .with_label_values(&[holding.account.as_str(), what])
+                    .add(value as i64);
+            }
+        }
+    }
+
     pub fn render(&self, counts: &[(String, Counts, FairCounts)], now: u64) -> String {
         for gauge in [
             &self.queue_messages,

@@ -26,6 +26,7 @@
 //! id = "111122223333"
 //! requests_per_second = 1000  # optional, with burst: the account's keys together
 //! max_queues = 100            # optional
+//! max_bytes = 1073741824      # optional: message payload its queues hold at most
 //! ```
 //!
 //! The file is read at start, then again on SIGHUP and whenever it changes
@@ -88,6 +89,7 @@ struct AccountEntry {
     requests_per_second: Option<f64>,
     burst: Option<u32>,
     max_queues: Option<usize>,
+    max_bytes: Option<u64>,
 }
 
 #[derive(Deserialize)]
@@ -225,6 +227,7 @@ fn parse_toml(text: &str) -> Result<Parsed, CredentialsError> {
         let limits = AccountLimits {
             rate: rate_of(&entry.id, entry.requests_per_second, entry.burst)?,
             max_queues: entry.max_queues,
+            max_bytes: entry.max_bytes,
         };
         if accounts.insert(entry.id.clone(), limits).is_some() {
             return Err(CredentialsError::Repeated(entry.id));
@@ -268,7 +271,12 @@ pub struct CredentialsFile {
     current: RwLock<Arc<Credentials>>,
     seen: std::sync::Mutex<Option<Fingerprint>>,
     metrics: Arc<Metrics>,
+    /// Told of every set of keys put in force ([`CredentialsFile::on_load`]).
+    listeners: std::sync::Mutex<Vec<Listener>>,
 }
+
+/// Something that keeps a part of the file's contents where it is used.
+type Listener = Box<dyn Fn(&Credentials) + Send + Sync>;
 
 impl CredentialsFile {
     /// Reads the file; ssq does not start without a valid one.
@@ -281,7 +289,19 @@ impl CredentialsFile {
             current: RwLock::new(Arc::new(credentials)),
             seen: std::sync::Mutex::new(seen),
             metrics,
+            listeners: std::sync::Mutex::new(Vec::new()),
         })
+    }
+
+    /// Calls `listener` with the keys in force now, and again on every
+    /// reload that puts new ones in force: how the accounts' byte limits
+    /// reach the queues' service.
+    pub fn on_load(&self, listener: impl Fn(&Credentials) + Send + Sync + 'static) {
+        listener(&self.current());
+        self.listeners
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .push(Box::new(listener));
     }
 
     /// The keys in force now.
@@ -296,6 +316,9 @@ impl CredentialsFile {
         match read(&self.path) {
             Ok(credentials) => {
                 let keys = credentials.key_count();
+                for listener in self.listeners.lock().unwrap_or_else(|e| e.into_inner()).iter() {
+                    listener(&credentials);
+                }
                 let before = std::mem::replace(
                     &mut *self.current.write().unwrap_or_else(|e| e.into_inner()),
                     Arc::new(credentials),

@@ -191,6 +191,12 @@ async fn metrics(State(state): State<Arc<AppState>>) -> Response {
         .flat_map(|shard| shard.api.service.counts_by_queue())
         .collect();
     state.metrics.shards_led.set(state.shards_served() as i64);
+    let holdings: Vec<_> = state
+        .shards
+        .iter()
+        .flat_map(|shard| shard.api.service.holdings_by_account())
+        .collect();
+    state.metrics.set_account_holdings(&holdings);
     let body = state
         .metrics
         .render(&counts, state.first_shard().api.service.now());

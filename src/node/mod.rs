@@ -271,7 +271,7 @@ impl Node {
                 .with_limits(config.limits())
                 .with_configured_queues(queues);
             if config.credentials.is_some() {
-                service = service.with_queue_policies_for_sns(config.home());
+                service = service.with_accounts(config.home());
             }
             if let Some(seed) = &seed {
                 service = service.with_seed(seed(shard));
@@ -306,6 +306,15 @@ impl Node {
                 (shards, Some(group))
             }
         };
+        if let Some(credentials) = &credentials {
+            let services: Vec<Arc<Service>> = shards.iter().map(|shard| shard.service.clone()).collect();
+            credentials.on_load(move |keys| {
+                let max_bytes = keys.max_bytes_by_account();
+                for service in &services {
+                    service.set_account_limits(&max_bytes);
+                }
+            });
+        }
         Ok(Node {
             config,
             node_id,

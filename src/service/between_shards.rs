@@ -110,7 +110,7 @@ impl Service {
                                 apply(&mut queue, transfer, now);
                             }
                         }
-                        self.account(before, queue.holding());
+                        self.hold_queue(&queue.name, before, queue.holding());
                         self.submit(slot.generation, vec![Self::changes_of(&mut queue), settled(ids)])
                     };
                     slot.ready.notify_waiters();

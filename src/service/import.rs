@@ -171,7 +171,9 @@ impl Service {
             if fresh.is_empty() && imported.topics == 0 {
                 return Ok(imported);
             }
-            self.account((0, 0), (messages, bytes));
+            for queue in &fresh {
+                self.hold_queue(&queue.name, (0, 0), queue.holding());
+            }
             imported.queues = fresh.len();
             imported.messages = messages as usize;
             // Topics a load replaced carry the older generation, which
@@ -221,7 +223,8 @@ impl Service {
         for slot in &withdrawn.slots {
             if map.get(&slot.name).is_some_and(|held| Arc::ptr_eq(held, slot)) {
                 map.remove(&slot.name);
-                self.account(slot.lock().holding(), (0, 0));
+                let queue = slot.lock();
+                self.hold_queue(&queue.name, queue.holding(), (0, 0));
                 slot.close();
             }
         }

@@ -1,8 +1,9 @@
 //! What one instance may hold (`--max-queues`, `--max-messages`,
 //! `--max-bytes`), and the running totals every operation updates by the
-//! difference it made, so that a check costs two atomic loads.
+//! difference it made, so that a check costs two atomic loads; each
+//! account's share of them is kept in `accounts.rs`.
 
-use std::sync::atomic::Ordering;
+use std::sync::atomic::{AtomicU64, Ordering};
 
 use super::Service;
 use crate::error::{ErrorCode, Result, SqsError};
@@ -29,6 +30,18 @@ impl Default for Limits {
     }
 }
 
+/// Moves running totals of messages and bytes by what one queue's
+/// holding went from (`before`) and to (`after`).
+pub(super) fn apply_difference(totals: (&AtomicU64, &AtomicU64), before: (u64, u64), after: (u64, u64)) {
+    for (total, (old, new)) in [(totals.0, (before.0, after.0)), (totals.1, (before.1, after.1))] {
+        if new >= old {
+            total.fetch_add(new - old, Ordering::AcqRel);
+        } else {
+            total.fetch_sub(old - new, Ordering::AcqRel);
+        }
+    }
+}
+
 impl Service {
     /// Messages and payload bytes held over all queues.
     pub fn held(&self) -> (u64, u64) {
@@ -38,17 +51,27 @@ impl Service {
         )
     }
 
-    /// Applies the change in what one queue holds to the totals.
-    pub(super) fn account(&self, before: (u64, u64), after: (u64, u64)) {
-        for (total, (old, new)) in [
-            (&self.held_messages, (before.0, after.0)),
-            (&self.held_bytes, (before.1, after.1)),
-        ] {
-            if new >= old {
-                total.fetch_add(new - old, Ordering::AcqRel);
-            } else {
-                total.fetch_sub(old - new, Ordering::AcqRel);
-            }
+    /// Applies the change in what the queue keyed `key` holds to the totals,
+    /// and to its account's (`accounts.rs`).
+    pub(super) fn hold_queue(&self, key: &str, before: (u64, u64), after: (u64, u64)) {
+        self.hold(before, after);
+        if let Some(accounts) = &self.accounts {
+            accounts.apply(accounts.of(key), before, after);
+        }
+    }
+
+    /// Applies the change in what one queue, or the topics' archives, hold
+    /// to the totals.
+    pub(super) fn hold(&self, before: (u64, u64), after: (u64, u64)) {
+        apply_difference((&self.held_messages, &self.held_bytes), before, after);
+    }
+
+    /// Refuses `bytes` more payload for the account of the queue keyed
+    /// `key` beyond the account's limit (`accounts.rs`).
+    pub(super) fn check_queue_account_bytes(&self, key: &str, bytes: u64) -> Result<()> {
+        match &self.accounts {
+            Some(accounts) => accounts.check_room(accounts.of(key), bytes),
+            None => Ok(()),
         }
     }
 

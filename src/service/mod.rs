@@ -16,8 +16,10 @@
 //! One file per kind of operation: `queues.rs` (create, delete, list,
 //! install), `send.rs`, `receive.rs` (long polling, dead letters),
 //! `between_shards.rs` (messages between shards), `move_tasks.rs`; `limits.rs`
-//! accounts for what the instance holds.
+//! accounts for what the instance holds, `accounts.rs` for what each
+//! account does.
 
+mod accounts;
 mod between_shards;
 mod commit;
 mod import;
@@ -40,6 +42,7 @@ use std::sync::{Arc, Mutex, RwLock};
 use tokio::sync::{Notify, mpsc};
 use tokio::time::Instant;
 
+pub use self::accounts::AccountHolding;
 pub use self::import::{ImportError, Imported, Seed, SeedError, SeedSource};
 pub use self::limits::Limits;
 pub use self::queues::{ConfiguredQueueError, Created, QueueSpec, check_account_room, select_names};
@@ -94,6 +97,9 @@ pub struct Service {
     /// queue's policy lets it (`topics.rs`); the instance's account and
     /// region, to name the queue's ARN.
     sns_needs_queue_policy: Option<crate::queue::Home>,
+    /// With `--credentials`: what each account holds, and may
+    /// (`accounts.rs`).
+    accounts: Option<accounts::Accounts>,
 }
 
 impl Service {
@@ -118,6 +124,7 @@ impl Service {
             missing_targets: Mutex::new(HashMap::new()),
             topics: topics::no_topics(),
             sns_needs_queue_policy: None,
+            accounts: None,
         }
     }
 
@@ -126,12 +133,35 @@ impl Service {
         self
     }
 
-    /// Topics deliver to a queue only where the queue's policy lets them,
-    /// as AWS requires (with `--credentials`); `home` is the instance's
-    /// account and region.
-    pub fn with_queue_policies_for_sns(mut self, home: crate::queue::Home) -> Service {
+    /// Queues and topics belong to accounts (with `--credentials`): topics
+    /// deliver to a queue only where the queue's policy lets them, as AWS
+    /// requires, and what each account holds is counted against its limit;
+    /// `home` is the instance's account and region.
+    pub fn with_accounts(mut self, home: crate::queue::Home) -> Service {
+        self.accounts = Some(accounts::Accounts::new(home.clone()));
         self.sns_needs_queue_policy = Some(home);
         self
+    }
+
+    /// Sets the bytes each account may hold (`max_bytes` in the credentials
+    /// file), on every load of the file; accounts left out may hold any.
+    pub fn set_account_limits(&self, max_bytes: &HashMap<String, u64>) {
+        if let Some(accounts) = &self.accounts {
+            accounts.set_limits(max_bytes);
+        }
+    }
+
+    /// What each account holds: its queues, messages and payload bytes
+    /// (empty without `--credentials`).
+    pub fn holdings_by_account(&self) -> Vec<AccountHolding> {
+        let Some(accounts) = &self.accounts else {
+            return Vec::new();
+        };
+        let mut queues = HashMap::new();
+        for key in self.read_queues().keys() {
+            *queues.entry(accounts.of(key).to_string()).or_insert(0) += 1;
+        }
+        accounts.holdings(queues)
     }
 
     pub fn now(&self) -> u64 {
@@ -209,7 +239,7 @@ impl Service {
             }
             let before = queue.holding();
             let (result, transfers) = operation(&mut queue, self.now());
-            self.account(before, queue.holding());
+            self.hold_queue(&queue.name, before, queue.holding());
             let mut writes = vec![Self::changes_of(&mut queue)];
             if !transfers.is_empty() {
                 writes.push(Write::Outbox(transfers));
@@ -255,8 +285,8 @@ impl Service {
             }
             let before = (a.holding(), b.holding());
             let result = operation(&mut a, &mut b, self.now());
-            self.account(before.0, a.holding());
-            self.account(before.1, b.holding());
+            self.hold_queue(&a.name, before.0, a.holding());
+            self.hold_queue(&b.name, before.1, b.holding());
             let commit = self.submit(
                 slot_a.generation,
                 vec![Self::changes_of(&mut a), Self::changes_of(&mut b)],
@@ -290,7 +320,7 @@ impl Service {
                 let mut queue = slot.lock();
                 let before = queue.holding();
                 let result = look(&name, &mut queue, now);
-                self.account(before, queue.holding());
+                self.hold_queue(&queue.name, before, queue.holding());
                 result
             })
             .collect()

@@ -192,7 +192,7 @@ impl Service {
             let mut queue = Queue::new(name.to_string(), parsed, tags, now);
             let holding = queue.holding();
             self.check_room(0, holding.1)?;
-            self.account((0, 0), holding);
+            self.hold_queue(name, (0, 0), holding);
             if self.journal.is_some() {
                 queue.enable_journal();
                 queue.record_meta();
@@ -233,7 +233,7 @@ impl Service {
             .ok_or_else(SqsError::queue_does_not_exist)?;
         let commit = {
             let queue = slot.lock();
-            self.account(queue.holding(), (0, 0));
+            self.hold_queue(&queue.name, queue.holding(), (0, 0));
             slot.deleted.store(true, Ordering::Release);
             self.submit(
                 slot.generation,
@@ -280,6 +280,9 @@ impl Service {
             self.generation.fetch_add(1, Ordering::AcqRel);
             self.held_messages.store(0, Ordering::Release);
             self.held_bytes.store(0, Ordering::Release);
+            if let Some(accounts) = &self.accounts {
+                accounts.clear();
+            }
             std::mem::take(&mut *queues)
         };
         for slot in dropped.values() {
@@ -297,6 +300,12 @@ impl Service {
             .fold((0, 0), |(m, b), (qm, qb)| (m + qm, b + qb));
         self.held_messages.store(messages, Ordering::Release);
         self.held_bytes.store(bytes, Ordering::Release);
+        if let Some(accounts) = &self.accounts {
+            accounts.clear();
+            for queue in &queues {
+                accounts.apply(accounts.of(&queue.name), (0, 0), queue.holding());
+            }
+        }
         let dropped = std::mem::replace(
             &mut *map,
             queues

@@ -142,9 +142,9 @@ impl Service {
                 now,
             )
         });
-        self.account(held_before.0, queue.holding());
+        self.hold_queue(&queue.name, held_before.0, queue.holding());
         if let (Some(before), Some(dlq)) = (held_before.1, dead_letters.as_deref()) {
-            self.account(before, dlq.holding());
+            self.hold_queue(&dlq.name, before, dlq.holding());
         }
         let next_wakeup = queue.next_wakeup().map(|at| at.saturating_sub(now));
         let mut writes = vec![Self::changes_of(&mut queue)];

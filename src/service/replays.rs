@@ -92,7 +92,7 @@ impl Service {
                 tracing::warn!(subscription = %arn, error = %error.message, "a replay stopped");
                 ReplayStep::Done
             });
-            self.account(archived, topics.archived());
+            self.hold(archived, topics.archived());
             let changes = topics.take_changes();
             let (more, copies) = match step {
                 ReplayStep::Done => (false, Vec::new()),

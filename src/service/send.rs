@@ -32,6 +32,7 @@ impl Service {
             .map(|m| (m.body.len() + crate::queue::message::attributes_size(&m.attributes)) as u64)
             .sum();
         self.check_room(messages.len() as u64, bytes)?;
+        self.check_queue_account_bytes(name, bytes)?;
         let results: Vec<Result<Sent>> = self
             .with_queue(name, |queue, now| {
                 whole_call(queue, &messages)?;

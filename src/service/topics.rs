@@ -94,7 +94,7 @@ impl Service {
             topics.set_time(self.now());
             let archived = topics.archived();
             let result = change(&mut topics);
-            self.account(archived, topics.archived());
+            self.hold(archived, topics.archived());
             let changes = topics.take_changes();
             let writes = match changes.is_empty() {
                 true => Vec::new(),
@@ -114,7 +114,7 @@ impl Service {
         }
         // The queues' install (or the clear) counted what is held afresh;
         // the archives are added here.
-        self.account((0, 0), topics.archived());
+        self.hold((0, 0), topics.archived());
         *self.topics() = TopicsSlot {
             topics,
             generation: self.generation(),
@@ -168,9 +168,14 @@ impl Service {
             publication.message.len() + crate::queue::message::attributes_size(&publication.attributes);
         self.check_room(kept, kept.saturating_mul(size as u64))
             .map_err(SnsError::from)?;
+        if let Some(accounts) = &self.accounts {
+            accounts
+                .check_room(&arn.account, copies.saturating_mul(size as u64))
+                .map_err(SnsError::from)?;
+        }
         let archived = topics.archived();
         let published = topics.publish(arn, publication, message_id, now)?;
-        self.account(archived, topics.archived());
+        self.hold(archived, topics.archived());
         let sns_changes = topics.take_changes();
         let subscribed = copies as usize;
         let topics = match sns_changes.is_empty() {
@@ -374,7 +379,7 @@ impl Service {
                 }
             }
             for (queue, before) in guards.iter().zip(before) {
-                self.account(before, queue.holding());
+                self.hold_queue(&queue.name, before, queue.holding());
             }
             // A publication that straddles a load (its topic from before,
             // its queues from after, or the other way) carries the older
@@ -412,9 +417,8 @@ impl Service {
         else {
             return false;
         };
-        let parts = key::split(&queue.name);
-        let arn = QueueArn::new(parts.region_or(home), parts.account_or(home), parts.name).to_string();
-        let topic_account = topic.split(':').nth(4).unwrap_or_default();
+        let arn = key::arn(&queue.name, home);
+        let topic_account = crate::policy::account_of_arn(topic).unwrap_or_default();
         let context = crate::policy::condition::Context::from([
             ("aws:sourcearn".to_string(), vec![topic.to_string()]),
             ("aws:sourceaccount".to_string(), vec![topic_account.to_string()]),

@@ -851,6 +851,163 @@ async fn a_queue_policy_opens_a_queue_to_another_account_as_far_as_it_grants() {
         "AccessDenied",
         "the grant removed"
     );
+
+    // A statement that denies binds the queue's own account too.
+    let no_purge = serde_json::json!({"Statement": [
+        {"Effect": "Deny", "Principal": "*", "Action": "sqs:PurgeQueue", "Resource": "*"}]});
+    b.set_queue_attributes()
+        .queue_url(&shared)
+        .attributes(QueueAttributeName::Policy, no_purge.to_string())
+        .send()
+        .await
+        .unwrap();
+    let purge = b.purge_queue().queue_url(&shared).send().await.unwrap_err();
+    let purge = purge.into_service_error();
+    assert_eq!(
+        (purge.meta().code(), purge.meta().message()),
+        (
+            Some("AccessDenied"),
+            Some(format!("Access to the resource {shared} is denied.").as_str())
+        ),
+        "the owner's purge, denied by its queue's policy"
+    );
+    b.send_message()
+        .queue_url(&shared)
+        .message_body("the owner's")
+        .send()
+        .await
+        .expect("what the policy does not deny, the owner still may");
+    std::fs::remove_dir_all(&dir).unwrap();
+}
+
+/// An account's `max_bytes` holds over all its queues and its topics'
+/// deliveries, whoever sends: a send beyond it is refused with OverLimit
+/// while another account sends on, a delete makes room, a new file raises
+/// the limit without a restart, and `/metrics` shows each account's queues,
+/// messages and bytes.
+#[tokio::test]
+async fn an_account_holds_no_more_bytes_than_its_limit() {
+    let keys = |max_bytes: u64| {
+        format!(
+            "[[keys]]\nid = \"AKIDA\"\nsecret = \"a-secret\"\naccount = \"{A}\"\n\n\
+             [[keys]]\nid = \"AKIDB\"\nsecret = \"b-secret\"\naccount = \"{B}\"\n\n\
+             [[accounts]]\nid = \"{A}\"\nmax_bytes = {max_bytes}\n"
+        )
+    };
+    let (server, dir) = server_with_keys("ssq-account-bytes", &keys(1000));
+    let a = client_signing_with(&server.url, "AKIDA", "a-secret");
+    let b = client_signing_with(&server.url, "AKIDB", "b-secret");
+    let (first, second) = (
+        create_queue_url(&a, "first", &[]).await,
+        create_queue_url(&a, "second", &[]).await,
+    );
+    let b_queue = create_queue_url(&b, "first", &[]).await;
+    let body = |size: usize| "x".repeat(size);
+    a.send_message()
+        .queue_url(&first)
+        .message_body(body(600))
+        .send()
+        .await
+        .unwrap();
+    let send = |url: &str, size: usize| a.send_message().queue_url(url).message_body(body(size)).send();
+    let refused = send(&second, 401).await.unwrap_err().into_service_error();
+    assert_eq!(refused.meta().code(), Some("OverLimit"), "{refused:?}");
+    assert!(
+        refused.meta().message().unwrap_or_default().contains("max_bytes"),
+        "{refused:?}"
+    );
+    send(&second, 400).await.expect("exactly the limit");
+    b.send_message()
+        .queue_url(&b_queue)
+        .message_body(body(5000))
+        .send()
+        .await
+        .expect("another account is not counted with A");
+
+    let (_, metrics) = server.get("/metrics").await.unwrap();
+    let holding = |account: &str, what: &str| -> Option<u64> {
+        let prefix = format!("ssq_account_holdings{{account=\"{account}\",what=\"{what}\"}} ");
+        metrics
+            .lines()
+            .find_map(|line| line.strip_prefix(prefix.as_str()))
+            .and_then(|value| value.trim().parse().ok())
+    };
+    assert_eq!(
+        [holding(A, "queues"), holding(A, "messages"), holding(A, "bytes")],
+        [Some(2), Some(2), Some(1000)],
+        "{metrics}"
+    );
+    assert_eq!(holding(B, "bytes"), Some(5000));
+
+    // A delete makes room.
+    let received = a.receive_message().queue_url(&first).send().await.unwrap();
+    let handle = received.messages()[0].receipt_handle().unwrap();
+    a.delete_message()
+        .queue_url(&first)
+        .receipt_handle(handle)
+        .send()
+        .await
+        .unwrap();
+    send(&first, 600).await.expect("room again after the delete");
+    send(&first, 1).await.unwrap_err();
+
+    // A new file, a new limit, no restart.
+    let path = dir.join("credentials.toml");
+    let staged = dir.join("credentials.toml.new");
+    std::fs::write(&staged, keys(10_000)).unwrap();
+    std::fs::rename(&staged, &path).unwrap();
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(10);
+    while send(&second, 5000).await.is_err() {
+        assert!(
+            std::time::Instant::now() < deadline,
+            "the raised limit never applied"
+        );
+        tokio::time::sleep(std::time::Duration::from_millis(100)).await;
+    }
+
+    // A topic's deliveries count against the topic's account: A now holds
+    // 6,000 bytes of messages, and the queue's policy.
+    let sns = sns_client_signing_with(&server.url, "AKIDA", "a-secret");
+    let topic = create_topic(&sns, "news").await;
+    a.set_queue_attributes()
+        .queue_url(&first)
+        .attributes(QueueAttributeName::Policy, topic_may_send(&topic))
+        .send()
+        .await
+        .unwrap();
+    sns.subscribe()
+        .topic_arn(&topic)
+        .protocol("sqs")
+        .endpoint(format!("arn:aws:sqs:us-east-1:{A}:first"))
+        .attributes("RawMessageDelivery", "true")
+        .send()
+        .await
+        .unwrap();
+    let published = sns
+        .publish()
+        .topic_arn(&topic)
+        .message(body(4000))
+        .send()
+        .await
+        .unwrap_err();
+    assert_eq!(
+        published.into_service_error().meta().code(),
+        Some("OverLimit"),
+        "a publication A's queues have no room for"
+    );
+    sns.publish()
+        .topic_arn(&topic)
+        .message(body(700))
+        .send()
+        .await
+        .unwrap();
+    let mut sizes: Vec<usize> = receive_bodies(&a, &first, 10)
+        .await
+        .iter()
+        .map(String::len)
+        .collect();
+    sizes.sort();
+    assert_eq!(sizes, vec![600, 700], "the publication that fitted, delivered");
     std::fs::remove_dir_all(&dir).unwrap();
 }
 

@@ -44,6 +44,9 @@ pub struct AccountLimits {
     pub rate: Option<RateLimit>,
     /// The most queues it may hold.
     pub max_queues: Option<usize>,
+    /// The most message payload its queues may hold, in bytes (the
+    /// service keeps it: `service/accounts.rs`).
+    pub max_bytes: Option<u64>,
 }
 
 /// The access keys requests may be signed with, by id, and the limits of
@@ -57,6 +60,14 @@ pub struct Credentials {
 impl Credentials {
     pub fn new(keys: HashMap<String, AccessKey>, accounts: HashMap<String, AccountLimits>) -> Credentials {
         Credentials { keys, accounts }
+    }
+
+    /// The byte limits of the accounts that have one.
+    pub fn max_bytes_by_account(&self) -> HashMap<String, u64> {
+        self.accounts
+            .iter()
+            .filter_map(|(account, limits)| Some((account.clone(), limits.max_bytes?)))
+            .collect()
     }
 
     /// The limits of `account`, if the file gives it any.
