@@ -223,8 +223,10 @@ impl Service {
         for slot in &withdrawn.slots {
             if map.get(&slot.name).is_some_and(|held| Arc::ptr_eq(held, slot)) {
                 map.remove(&slot.name);
-                let queue = slot.lock();
-                self.hold_queue(&queue.name, queue.holding(), (0, 0));
+                {
+                    let queue = slot.lock();
+                    self.hold_queue(&queue.name, queue.holding(), (0, 0));
+                }
                 slot.close();
             }
         }
@@ -357,6 +359,60 @@ mod tests {
         // Once done, a later load imports nothing, and the file is not read again.
         assert!(service.import_seed().await.is_none());
         assert_eq!(reads.load(Ordering::SeqCst), 1);
+    }
+
+    /// An import the store refuses is taken out of memory whole: its queues
+    /// gone, what they held no longer counted (its account's share too). It
+    /// runs on a thread of its own, so that a withdrawal that deadlocked
+    /// fails the test rather than hanging it.
+    #[test]
+    fn an_import_the_store_refuses_is_withdrawn() {
+        let (finished, outcome) = std::sync::mpsc::channel();
+        std::thread::spawn(move || {
+            let runtime = tokio::runtime::Builder::new_current_thread()
+                .enable_all()
+                .build()
+                .unwrap();
+            runtime.block_on(async move {
+                let (journal, mut pending) =
+                    tokio::sync::mpsc::unbounded_channel::<crate::journal::Pending>();
+                tokio::spawn(async move {
+                    while let Some(writes) = pending.recv().await {
+                        let down =
+                            SqsError::new(crate::error::ErrorCode::ServiceUnavailable, "the store is down");
+                        let _ = writes.done.send(Err(down));
+                    }
+                });
+                let home = crate::queue::Home {
+                    account: "000000000000".into(),
+                    region: "us-east-1".into(),
+                };
+                let seed: SeedSource = Arc::new(|| Ok(seed_of(vec![queue_with("lost", &["a", "b"])])));
+                let service = Service::new(Arc::new(SystemClock), Arc::new(Metrics::new("test")))
+                    .with_accounts(home)
+                    .with_seed(seed)
+                    .persisting_to(journal);
+                let imported = service.import_seed().await.unwrap();
+                let _ = finished.send((
+                    matches!(imported, Err(ImportError::NotStored { .. })),
+                    service.queue_exists("lost"),
+                    service.held(),
+                    service.holdings_by_account(),
+                ));
+            });
+        });
+        let (not_stored, exists, held, holdings) = outcome
+            .recv_timeout(std::time::Duration::from_secs(10))
+            .expect("the withdrawal finished (no queue's lock taken twice)");
+        assert!(not_stored, "the store's refusal is the import's");
+        assert!(!exists, "the queue withdrawn");
+        assert_eq!(held, (0, 0));
+        assert!(
+            holdings
+                .iter()
+                .all(|holding| holding.messages == 0 && holding.bytes == 0),
+            "{holdings:?}"
+        );
     }
 
     #[tokio::test]
