@@ -17,7 +17,8 @@ use crate::queue::key::{self, Home};
 
 /// Every account's holdings, by account id.
 pub(super) struct Accounts {
-    home: Home,
+    /// The instance's own account and region: whose queues have short keys.
+    pub(super) home: Home,
     by_id: RwLock<HashMap<String, Arc<Held>>>,
 }
 

@@ -93,12 +93,9 @@ pub struct Service {
     missing_targets: Mutex<HashMap<String, Instant>>,
     /// The shard's SNS topics and subscriptions (`topics.rs`).
     topics: Mutex<topics::TopicsSlot>,
-    /// With `--credentials`: a topic delivers to a queue only where the
-    /// queue's policy lets it (`topics.rs`); the instance's account and
-    /// region, to name the queue's ARN.
-    sns_needs_queue_policy: Option<crate::queue::Home>,
     /// With `--credentials`: what each account holds, and may
-    /// (`accounts.rs`).
+    /// (`accounts.rs`); and, being set, that a topic delivers to a queue
+    /// only where the queue's policy lets it (`topics.rs`).
     accounts: Option<accounts::Accounts>,
 }
 
@@ -123,7 +120,6 @@ impl Service {
             outbox_ready: Notify::new(),
             missing_targets: Mutex::new(HashMap::new()),
             topics: topics::no_topics(),
-            sns_needs_queue_policy: None,
             accounts: None,
         }
     }
@@ -138,8 +134,7 @@ impl Service {
     /// requires, and what each account holds is counted against its limit;
     /// `home` is the instance's account and region.
     pub fn with_accounts(mut self, home: crate::queue::Home) -> Service {
-        self.accounts = Some(accounts::Accounts::new(home.clone()));
-        self.sns_needs_queue_policy = Some(home);
+        self.accounts = Some(accounts::Accounts::new(home));
         self
     }
 

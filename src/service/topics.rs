@@ -406,7 +406,7 @@ impl Service {
     /// for this topic (`aws:SourceArn`, `aws:SourceAccount`), as AWS asks.
     pub(super) fn topic_may_send(&self, topic: &str, queue: &crate::queue::Queue) -> bool {
         use crate::policy::{Decision, Principal, Request};
-        let Some(home) = &self.sns_needs_queue_policy else {
+        let Some(home) = self.accounts.as_ref().map(|accounts| &accounts.home) else {
             return true;
         };
         let Some(policy) = queue
