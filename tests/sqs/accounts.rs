@@ -10,6 +10,7 @@ use aws_sdk_sqs::types::QueueAttributeName;
 
 use crate::common::{
     Server, client_signing_with, create_queue_url, create_topic, receive_bodies, sns_client_signing_with,
+    subscribe_queue,
 };
 use crate::sigv4::{Signing, send_raw, sign_query_post};
 
@@ -975,14 +976,7 @@ async fn an_account_holds_no_more_bytes_than_its_limit() {
         .send()
         .await
         .unwrap();
-    sns.subscribe()
-        .topic_arn(&topic)
-        .protocol("sqs")
-        .endpoint(format!("arn:aws:sqs:us-east-1:{A}:first"))
-        .attributes("RawMessageDelivery", "true")
-        .send()
-        .await
-        .unwrap();
+    subscribe_queue(&sns, &a, &topic, &first, &[("RawMessageDelivery", "true")]).await;
     let published = sns
         .publish()
         .topic_arn(&topic)
@@ -1025,16 +1019,8 @@ async fn a_topic_delivers_only_where_the_queue_policy_lets_it() {
     let bare = create_queue_url(&b, "bare", &[]).await;
     let other_topic = format!("arn:aws:sns:us-east-1:{B}:other");
     let elsewhere = create_queue_url(&b, "elsewhere", &[("Policy", &topic_may_send(&other_topic))]).await;
-    for name in ["allowed", "bare", "elsewhere"] {
-        b_sns
-            .subscribe()
-            .topic_arn(&topic)
-            .protocol("sqs")
-            .endpoint(format!("arn:aws:sqs:us-east-1:{B}:{name}"))
-            .attributes("RawMessageDelivery", "true")
-            .send()
-            .await
-            .unwrap();
+    for url in [&allowed, &bare, &elsewhere] {
+        subscribe_queue(&b_sns, &b, &topic, url, &[("RawMessageDelivery", "true")]).await;
     }
     b_sns
         .publish()
