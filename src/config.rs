@@ -49,6 +49,20 @@ pub struct Config {
     #[arg(long, env = "SSQ_REDIS_URL", conflicts_with = "data_dir")]
     pub redis_url: Option<String>,
 
+    /// Postgres URL, e.g. postgres://ssq@db.example.com/ssq: instances
+    /// sharing one database form a group as with Redis, elected by an
+    /// advisory lock. Several hosts (postgres://a,b/ssq) with
+    /// ?target_session_attrs=read-write reach whichever is the primary.
+    /// The password comes from the URL or PGPASSWORD. Not with --redis-url
+    /// or --data-dir; see docs/operations.md, "Postgres".
+    #[arg(long, env = "SSQ_POSTGRES_URL", conflicts_with_all = ["data_dir", "redis_url"])]
+    pub postgres_url: Option<String>,
+
+    /// Time limit of every Postgres call but a load: the lock's, and a
+    /// group commit's.
+    #[arg(long, env = "SSQ_POSTGRES_TIMEOUT", default_value = "1s", value_parser = parse_duration)]
+    pub postgres_timeout: Duration,
+
     /// Keep the state on local disk in this directory: one instance, every
     /// change a client is told about written (and synced, see --data-sync)
     /// there first, everything back after a restart. One process per
@@ -414,6 +428,18 @@ impl Config {
         })
     }
 
+    /// The Postgres to use, if any.
+    pub fn postgres(&self) -> Option<Result<crate::store::postgres::Target, crate::store::postgres::PostgresError>> {
+        let url = self.postgres_url.as_deref()?;
+        Some(crate::store::postgres::Target::parse(url, self.postgres_timeout))
+    }
+
+    /// Whether instances share a store and elect a leader (Redis or
+    /// Postgres), rather than one instance serving alone.
+    pub fn in_group(&self) -> bool {
+        self.redis_url.is_some() || self.postgres_url.is_some()
+    }
+
     /// What a write needs from Redis's replicas before it counts.
     pub fn replica_acks(
         &self,
@@ -448,9 +474,10 @@ impl Config {
             renew_every: self.lock_renew,
             step_down_after: self.lock_step_down,
             retry_every: self.lock_retry,
-            redis_timeout: match self.redis_min_replicas {
-                0 => self.redis_timeout,
-                _ => self.redis_timeout + self.redis_replica_timeout,
+            call_timeout: match (&self.postgres_url, self.redis_min_replicas) {
+                (Some(_), _) => self.postgres_timeout,
+                (None, 0) => self.redis_timeout,
+                (None, _) => self.redis_timeout + self.redis_replica_timeout,
             },
         }
     }

@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # Installs the system tools the tests run, as real processes, when they are
-# missing: redis-server (with redis-cli), haproxy, chromium, openssl, curl,
+# missing: redis-server (with redis-cli), Postgres (initdb, postgres, psql,
+# pg_basebackup: Debian's postgresql), haproxy, chromium, openssl, curl,
 # promtool (Debian's prometheus package, for the alert rules), Node.js and
 # npm (the npm packages), Docker's engine and docker-compose (the image and
 # its compose files; tests/packages),
@@ -18,6 +19,14 @@ need() { # need <command> <Debian package>
   fi
 }
 need redis-server redis-server
+# Debian keeps Postgres's server programs out of the PATH, under
+# /usr/lib/postgresql/<version>/bin (where tests/support/src/postgres.rs
+# looks for them).
+if ! compgen -G '/usr/lib/postgresql/*/bin/initdb' >/dev/null && ! command -v initdb >/dev/null 2>&1; then
+  missing_tools+=(initdb)
+  missing_packages+=(postgresql)
+fi
+need psql postgresql-client
 need haproxy haproxy
 need chromium chromium
 need openssl openssl

@@ -28,8 +28,8 @@ pub struct ElectionConfig {
     pub renew_every: Duration,
     pub step_down_after: Duration,
     pub retry_every: Duration,
-    /// Time limit of one lock call, the replicas' confirmation included.
-    pub redis_timeout: Duration,
+    /// Time limit of one lock call (Redis: the replicas' confirmation included).
+    pub call_timeout: Duration,
 }
 
 /// Lock timings that would let a leader serve past its lease.
@@ -78,14 +78,14 @@ impl ElectionConfig {
                 ttl: self.ttl,
             });
         }
-        if self.retry_every.is_zero() || self.redis_timeout.is_zero() {
+        if self.retry_every.is_zero() || self.call_timeout.is_zero() {
             return Err(TimingError::Zero);
         }
         Ok(())
     }
 }
 
-/// Logs Redis reachability once per change, not once per attempt.
+/// Logs the lock store's reachability once per change, not once per attempt.
 struct Reachability {
     reachable: Option<bool>,
 }
@@ -94,7 +94,7 @@ impl Reachability {
     fn ok(&mut self) {
         if self.reachable != Some(true) {
             if self.reachable.is_some() {
-                tracing::info!("Redis reachable again");
+                tracing::info!("the lock's store (Redis or Postgres) answers again");
             }
             self.reachable = Some(true);
         }
@@ -102,7 +102,7 @@ impl Reachability {
 
     fn failed(&mut self, error: &LockError) {
         if self.reachable != Some(false) {
-            tracing::warn!(%error, "Redis unreachable: will keep retrying");
+            tracing::warn!(%error, "the lock's store (Redis or Postgres) does not answer: will keep retrying");
             self.reachable = Some(false);
         }
     }
@@ -157,9 +157,9 @@ impl Claim {
 const HAND_OFF_GRACE: Duration = Duration::from_millis(200);
 
 /// Acquires and renews until `shutdown` turns true.
-pub async fn run_elector<S: LockStore>(
+pub async fn run_elector(
     leadership: Arc<Leadership>,
-    store: Arc<S>,
+    store: Arc<dyn LockStore>,
     config: ElectionConfig,
     metrics: Arc<Metrics>,
     load_state: LoadState,
@@ -197,9 +197,9 @@ pub async fn run_elector<S: LockStore>(
 }
 
 /// One shard's elector between its turns.
-struct Elector<S> {
+struct Elector {
     leadership: Arc<Leadership>,
-    store: Arc<S>,
+    store: Arc<dyn LockStore>,
     config: ElectionConfig,
     metrics: Arc<Metrics>,
     load_state: LoadState,
@@ -209,14 +209,14 @@ struct Elector<S> {
     free_since: Option<Instant>,
 }
 
-impl<S: LockStore> Elector<S> {
+impl Elector {
     /// A lock call bounded by the Redis timeout; `what` names it in the error.
     async fn bounded<T>(
         &self,
         what: &'static str,
         call: impl Future<Output = Result<T, LockError>>,
     ) -> Result<T, LockError> {
-        timeout(self.config.redis_timeout, call)
+        timeout(self.config.call_timeout, call)
             .await
             .unwrap_or(Err(LockError::TimedOut(what)))
     }
@@ -339,6 +339,7 @@ mod tests {
     use std::sync::Mutex;
 
     use super::*;
+    use crate::cluster::lock::LockCall;
     use crate::cluster::watchdog::run_watchdog;
     use crate::queue::clock::SystemClock;
     use crate::service::Service;
@@ -384,8 +385,8 @@ mod tests {
     }
 
     impl LockStore for FakeLock {
-        async fn acquire(&self) -> Result<Acquire, LockError> {
-            self.answer(|s| match &s.holder {
+        fn acquire(&self) -> LockCall<'_, Acquire> {
+            Box::pin(self.answer(|s| match &s.holder {
                 Some(holder) if !holder.contains("|me|") => Acquire::Held(holder.clone()),
                 _ => {
                     s.epoch += 1;
@@ -393,27 +394,25 @@ mod tests {
                     s.holder = Some(token.clone());
                     Acquire::Won(token)
                 }
-            })
-            .await
+            }))
         }
 
-        async fn holder(&self) -> Result<Option<String>, LockError> {
-            self.answer(|s| s.holder.clone()).await
+        fn holder(&self) -> LockCall<'_, Option<String>> {
+            Box::pin(self.answer(|s| s.holder.clone()))
         }
 
-        async fn renew(&self, token: &str) -> Result<bool, LockError> {
-            self.answer(|s| s.holder.as_deref() == Some(token)).await
+        fn renew<'a>(&'a self, token: &'a str) -> LockCall<'a, bool> {
+            Box::pin(self.answer(move |s| s.holder.as_deref() == Some(token)))
         }
 
-        async fn release(&self, token: &str) -> Result<bool, LockError> {
-            self.answer(|s| {
+        fn release<'a>(&'a self, token: &'a str) -> LockCall<'a, bool> {
+            Box::pin(self.answer(move |s| {
                 let ours = s.holder.as_deref() == Some(token);
                 if ours {
                     s.holder = None;
                 }
                 ours
-            })
-            .await
+            }))
         }
     }
 
@@ -422,7 +421,7 @@ mod tests {
         renew_every: Duration::from_secs(1),
         step_down_after: Duration::from_secs(3),
         retry_every: Duration::from_millis(500),
-        redis_timeout: Duration::from_millis(500),
+        call_timeout: Duration::from_millis(500),
     };
 
     struct Harness {
@@ -512,7 +511,7 @@ mod tests {
         // With an hour-long command timeout the elector itself stays stuck in
         // the hung renewal; the watchdog alone must step down.
         let config = ElectionConfig {
-            redis_timeout: Duration::from_secs(3_600),
+            call_timeout: Duration::from_secs(3_600),
             ..CONFIG
         };
         let h = start(config);

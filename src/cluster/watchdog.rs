@@ -15,9 +15,9 @@ use crate::leader::Leadership;
 /// Steps the leader down when its serving deadline passes, whatever the
 /// elector is doing. Gives the lock up too if Redis still answers, so that a
 /// passive need not wait for the TTL.
-pub async fn run_watchdog<S: LockStore>(
+pub async fn run_watchdog(
     leadership: Arc<Leadership>,
-    store: Arc<S>,
+    store: Arc<dyn LockStore>,
     config: ElectionConfig,
     mut shutdown: watch::Receiver<bool>,
 ) {
@@ -28,7 +28,7 @@ pub async fn run_watchdog<S: LockStore>(
         if let Some(token) = leadership.step_down_if_expired() {
             let store = store.clone();
             tokio::spawn(async move {
-                let _ = timeout(config.redis_timeout, store.release(&token)).await;
+                let _ = timeout(config.call_timeout, store.release(&token)).await;
             });
             continue;
         }

@@ -105,6 +105,7 @@ pub enum Storage {
     Memory,
     Disk { dir: std::path::PathBuf },
     Redis,
+    Postgres,
 }
 
 impl AppState {

@@ -165,6 +165,7 @@ pub(super) fn storage_json(storage: &Storage, admin: bool) -> serde_json::Value 
     match storage {
         Storage::Memory => serde_json::json!({"mode": "memory"}),
         Storage::Redis => serde_json::json!({"mode": "redis"}),
+        Storage::Postgres => serde_json::json!({"mode": "postgres"}),
         Storage::Disk { dir } => {
             let mut disk = serde_json::json!({
                 "mode": "disk",

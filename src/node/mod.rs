@@ -70,6 +70,13 @@ pub enum StartError {
     )]
     ShardsNeedRedis(usize),
     #[error(
+        "--shards {0} with --postgres-url: a group on Postgres has one shard in this ssq (one leader \
+         at a time); run it without --shards, or shard on Redis"
+    )]
+    ShardsOnPostgres(usize),
+    #[error(transparent)]
+    Postgres(#[from] crate::store::postgres::PostgresError),
+    #[error(
         "--control-api with --credentials: the control API's requests are not signed, so anyone who reaches \
          ssq could reset it; use one or the other (the control API is for test instances)"
     )]
@@ -82,8 +89,8 @@ pub enum StartError {
     #[error("--clock virtual needs --control-api: POST /_ssq/clock is what moves it")]
     VirtualClockNeedsControlApi,
     #[error(
-        "--clock virtual with --redis-url: each instance of a group would keep a time of its own; \
-         run test instances memory-only or with --data-dir"
+        "--clock virtual with --redis-url or --postgres-url: each instance of a group would keep a time \
+         of its own; run test instances memory-only or with --data-dir"
     )]
     VirtualClockWithRedis,
     #[error(transparent)]
@@ -150,8 +157,8 @@ fn seed_from(
         path: path.to_path_buf(),
         source,
     })?;
-    // Without Redis there is one shard, so one service takes these.
-    let first = Arc::new(std::sync::Mutex::new(config.redis().is_none().then_some(first)));
+    // Alone there is one shard, so one service takes these.
+    let first = Arc::new(std::sync::Mutex::new((!config.in_group()).then_some(first)));
     let read = Arc::new(read);
     let placement = placement.clone();
     Ok(move |shard: usize| -> SeedSource {
@@ -235,11 +242,11 @@ impl Node {
         if config.control_api && config.shards > 1 {
             return Err(StartError::ControlApiWithShards(config.shards.into()));
         }
-        let virtual_clock = match (config.clock, config.control_api, &config.redis_url) {
+        let virtual_clock = match (config.clock, config.control_api, config.in_group()) {
             (ClockKind::System, _, _) => None,
             (ClockKind::Virtual, false, _) => return Err(StartError::VirtualClockNeedsControlApi),
-            (ClockKind::Virtual, true, Some(_)) => return Err(StartError::VirtualClockWithRedis),
-            (ClockKind::Virtual, true, None) => Some(Arc::new(VirtualClock::starting_now())),
+            (ClockKind::Virtual, true, true) => return Err(StartError::VirtualClockWithRedis),
+            (ClockKind::Virtual, true, false) => Some(Arc::new(VirtualClock::starting_now())),
         };
         let clock: Arc<dyn Clock> = match &virtual_clock {
             Some(clock) => clock.clone(),
@@ -281,11 +288,17 @@ impl Node {
                 _ => service.in_shard(placement.clone(), shard),
             }
         });
-        let (shards, group) = match config.redis() {
-            None if count > 1 => {
+        let (shards, group) = match (config.redis(), config.postgres()) {
+            (None, Some(_)) if count > 1 => return Err(StartError::ShardsOnPostgres(count)),
+            (None, Some(target)) => {
+                let service = services.next().expect("one shard");
+                let shard = Shard::in_postgres(service, target?, &config, &node_id, &metrics);
+                (vec![shard], None)
+            }
+            (None, None) if count > 1 => {
                 return Err(StartError::ShardsNeedRedis(count));
             }
-            None => {
+            (None, None) => {
                 // One shard: more need Redis (refused above).
                 let service = services.next().expect("one shard without Redis");
                 let shard = match &config.data_dir {
@@ -300,7 +313,7 @@ impl Node {
                 let shards = vec![shard];
                 (shards, None)
             }
-            Some(target) => {
+            (Some(target), _) => {
                 let (shards, group) =
                     in_redis(&config, &target, acks, services.collect(), &node_id, &metrics)?;
                 (shards, Some(group))
@@ -379,7 +392,7 @@ impl Node {
             None => None,
             Some(group) => group.start(&running, &placement, admit, stopped.clone()),
         };
-        log_started(&config, group.is_some(), placement.count(), address, &node_id);
+        log_started(&config, placement.count(), address, &node_id);
         let activity = Arc::new(ActivityHistory::default());
         tokio::spawn(activity.clone().run(
             running.iter().map(|r| r.service.clone()).collect(),
@@ -462,9 +475,16 @@ impl Node {
 }
 
 /// Logs how the node started, and warns that memory-only keeps nothing.
-fn log_started(config: &Config, with_redis: bool, shards: usize, address: SocketAddr, node_id: &str) {
+fn log_started(config: &Config, shards: usize, address: SocketAddr, node_id: &str) {
     let advertise = config.advertise_url();
-    match (with_redis, shards, &config.data_dir) {
+    if config.postgres_url.is_some() {
+        tracing::info!(
+            mode = "postgres", listen = %address, node_id = %node_id, advertise = %advertise,
+            "ssq started as a passive; it serves once it holds the leader lock"
+        );
+        return;
+    }
+    match (config.redis_url.is_some(), shards, &config.data_dir) {
         (false, _, Some(dir)) => tracing::info!(
             mode = "disk", listen = %address, node_id = %node_id, data_dir = %dir.display(), sync = ?config.data_sync,
             "ssq started; it serves once its state is loaded from disk"
@@ -531,10 +551,11 @@ fn app_state(config: &Config, node_id: &str, parts: FrontParts) -> Arc<AppState>
         request_timeout: config.request_timeout,
         every_shard_led: Default::default(),
         body_budget: BodyBudget::new(config.max_body_buffer as usize),
-        storage: match (&config.data_dir, &config.redis_url) {
-            (_, Some(_)) => Storage::Redis,
-            (Some(dir), None) => Storage::Disk { dir: dir.clone() },
-            (None, None) => Storage::Memory,
+        storage: match (&config.data_dir, &config.redis_url, &config.postgres_url) {
+            (_, Some(_), _) => Storage::Redis,
+            (_, _, Some(_)) => Storage::Postgres,
+            (Some(dir), None, None) => Storage::Disk { dir: dir.clone() },
+            (None, None, None) => Storage::Memory,
         },
         sqs: SqsApiState {
             forwarder: Forwarder::new(node_id),

@@ -132,7 +132,7 @@ impl RedisGroup {
         let mut channels: Vec<(String, Arc<Notify>)> = running
             .iter()
             .zip(&self.wakes)
-            .filter_map(|(shard, wake)| Some((shard.lock.as_ref()?.release_channel.clone(), wake.clone())))
+            .filter_map(|(shard, wake)| Some((shard.keys.as_ref()?.layout.release_channel(), wake.clone())))
             .collect();
         let mut catalog = None;
         if let Some(membership) = &self.membership {

@@ -1,7 +1,8 @@
 //! One shard of a node: a service and its leadership and what keeps its
 //! state: nothing (memory-only), the disk (its committer, which loads the
-//! state first), or Redis (its lock, loader and committer, and the elector
-//! and watchdog tasks that run while the node serves).
+//! state first), or a store shared by a group, Redis or Postgres (its
+//! lock, loader and committer, and the elector and watchdog tasks that run
+//! while the node serves).
 
 use std::sync::Arc;
 use std::time::Duration;
@@ -9,8 +10,8 @@ use std::time::Duration;
 use tokio::sync::{mpsc, watch};
 
 use crate::api::Api;
-use crate::cluster::election::{self, Claim, ElectionConfig};
-use crate::cluster::lock::{LockStore, RedisLock};
+use crate::cluster::election::{self, Claim, ElectionConfig, LoadState};
+use crate::cluster::lock::{LockStore, PostgresLock, RedisLock};
 use crate::cluster::watchdog;
 use crate::http::ShardFront;
 use crate::journal::Pending;
@@ -20,6 +21,8 @@ use crate::service::Service;
 use crate::service::shards::Catalog;
 use crate::store::disk::committer::{DiskCommitter, sync_every_second};
 use crate::store::disk::{DiskStore, SyncPolicy};
+use crate::store::load_id::LoadId;
+use crate::store::postgres::{self, PostgresStore};
 use crate::store::redis::Link;
 use crate::store::redis::committer::Committer;
 use crate::store::redis::loader::Loader;
@@ -41,6 +44,14 @@ pub(super) enum Backing {
     Memory,
     Disk(Arc<DiskStore>, mpsc::UnboundedReceiver<Pending>),
     Redis(Box<RedisShard>, RedisStore, mpsc::UnboundedReceiver<Pending>),
+    Postgres(Box<PostgresShard>, mpsc::UnboundedReceiver<Pending>),
+}
+
+/// What a Postgres-backed shard is made of.
+pub(super) struct PostgresShard {
+    pub(super) store: PostgresStore,
+    pub(super) advertise_url: String,
+    pub(super) election: ElectionConfig,
 }
 
 /// What a Redis-backed shard is made of.
@@ -59,7 +70,7 @@ pub(super) struct RedisShard {
 pub(super) struct RunningShard {
     pub(super) service: Arc<Service>,
     pub(super) leadership: Arc<Leadership>,
-    pub(super) lock: Option<Arc<RedisLock>>,
+    pub(super) lock: Option<Arc<dyn LockStore>>,
     pub(super) keys: Option<ShardKeys>,
 }
 
@@ -126,6 +137,58 @@ impl Shard {
         }
     }
 
+    /// Persisting to a store shared by a group, and passive until the
+    /// elector takes the lock: the service, its journal and its leadership.
+    fn passive(
+        index: usize,
+        service: Service,
+        election: &ElectionConfig,
+        node_id: &str,
+        metrics: &Arc<Metrics>,
+    ) -> (Arc<Service>, mpsc::UnboundedReceiver<Pending>, Arc<Leadership>) {
+        let (journal, journal_rx) = mpsc::unbounded_channel();
+        let service = Arc::new(service.persisting_to(journal));
+        let leadership = Arc::new(Leadership::new(
+            node_id.to_string(),
+            index,
+            Role::Passive,
+            election.step_down_after,
+            service.clone(),
+            metrics.clone(),
+        ));
+        (service, journal_rx, leadership)
+    }
+
+    /// Persisting to Postgres, and passive until the elector takes the lock.
+    pub(super) fn in_postgres(
+        service: Service,
+        target: postgres::Target,
+        config: &crate::config::Config,
+        node_id: &str,
+        metrics: &Arc<Metrics>,
+    ) -> Shard {
+        let election = config.election();
+        let (service, journal_rx, leadership) = Shard::passive(0, service, &election, node_id, metrics);
+        let store = PostgresStore {
+            target,
+            shard: 0,
+            memory: service.clone(),
+            leadership: leadership.clone(),
+            metrics: metrics.clone(),
+            load_id: Arc::new(LoadId::default()),
+        };
+        let shard = PostgresShard {
+            store,
+            advertise_url: config.advertise_url(),
+            election,
+        };
+        Shard {
+            service,
+            leadership,
+            backing: Backing::Postgres(Box::new(shard), journal_rx),
+        }
+    }
+
     /// Persisting to Redis, and passive until the elector takes the lock.
     pub(super) fn in_redis(
         index: usize,
@@ -134,16 +197,7 @@ impl Shard {
         node_id: &str,
         metrics: &Arc<Metrics>,
     ) -> Shard {
-        let (journal, journal_rx) = mpsc::unbounded_channel();
-        let service = Arc::new(service.persisting_to(journal));
-        let leadership = Arc::new(Leadership::new(
-            node_id.to_string(),
-            index,
-            Role::Passive,
-            redis.election.step_down_after,
-            service.clone(),
-            metrics.clone(),
-        ));
+        let (service, journal_rx, leadership) = Shard::passive(index, service, &redis.election, node_id, metrics);
         let store = RedisStore {
             link: redis.link.clone(),
             layout: redis.layout.clone(),
@@ -181,7 +235,7 @@ impl Shard {
             lock: None,
             keys: None,
         };
-        let (redis, store, journal_rx) = match backing {
+        let elected = match backing {
             Backing::Memory => {
                 match service.import_seed().await {
                     None => {}
@@ -215,35 +269,23 @@ impl Shard {
                 tokio::spawn(committer.run(first, journal_rx));
                 return Ok(alone(service, leadership));
             }
-            Backing::Redis(redis, store, journal_rx) => (redis, store, journal_rx),
+            Backing::Redis(redis, store, journal_rx) => start_redis(*redis, store, journal_rx, &leadership),
+            Backing::Postgres(shard, journal_rx) => start_postgres(*shard, journal_rx, &leadership),
         };
-        let election = redis.election;
-        let lock = Arc::new(
-            RedisLock::new(
-                redis.link.clone(),
-                &redis.layout,
-                leadership.node_id(),
-                &redis.advertise_url,
-                election.ttl,
-            )
-            .confirmed_by_replicas(redis.acks),
-        );
-        let loader = Arc::new(Loader::new(store.clone(), election.retry_every));
-        let committer = Committer::new(
-            store.clone(),
-            loader.clone(),
-            redis.commit_timeout,
-            election.retry_every * 4,
-        )
-        .confirmed_by_replicas(redis.acks);
-        tokio::spawn(committer.run(journal_rx));
+        let Elected {
+            lock,
+            load_state,
+            claim,
+            election,
+            keys,
+        } = elected;
         let elector = election::run_elector(
             leadership.clone(),
             lock.clone(),
             election,
-            store.metrics.clone(),
-            Arc::new(move |term| loader.spawn_restore(term)),
-            redis.claim,
+            service.metrics.clone(),
+            load_state,
+            claim,
             stopped.clone(),
         );
         tokio::spawn(async move {
@@ -261,17 +303,91 @@ impl Shard {
             service,
             leadership,
             lock: Some(lock),
-            keys: Some(ShardKeys {
-                layout: redis.layout,
-                link: redis.link,
-            }),
+            keys,
         })
+    }
+}
+
+/// What the elector and the watchdog of a shard in a group act with.
+struct Elected {
+    lock: Arc<dyn LockStore>,
+    /// Loads the state when a term begins.
+    load_state: LoadState,
+    claim: Claim,
+    election: ElectionConfig,
+    keys: Option<ShardKeys>,
+}
+
+/// Redis's lock, and its committer started.
+fn start_redis(
+    redis: RedisShard,
+    store: RedisStore,
+    journal_rx: mpsc::UnboundedReceiver<Pending>,
+    leadership: &Arc<Leadership>,
+) -> Elected {
+    let election = redis.election;
+    let lock = RedisLock::new(
+        redis.link.clone(),
+        &redis.layout,
+        leadership.node_id(),
+        &redis.advertise_url,
+        election.ttl,
+    )
+    .confirmed_by_replicas(redis.acks);
+    let loader = Arc::new(Loader::new(store.clone(), election.retry_every));
+    let committer = Committer::new(
+        store.clone(),
+        loader.clone(),
+        redis.commit_timeout,
+        election.retry_every * 4,
+    )
+    .confirmed_by_replicas(redis.acks);
+    tokio::spawn(committer.run(journal_rx));
+    Elected {
+        lock: Arc::new(lock),
+        load_state: Arc::new(move |term| loader.spawn_restore(term)),
+        claim: redis.claim,
+        election,
+        keys: Some(ShardKeys {
+            layout: redis.layout,
+            link: redis.link,
+        }),
+    }
+}
+
+/// Postgres's lock, and its committer started.
+fn start_postgres(
+    shard: PostgresShard,
+    journal_rx: mpsc::UnboundedReceiver<Pending>,
+    leadership: &Arc<Leadership>,
+) -> Elected {
+    let PostgresShard {
+        store,
+        advertise_url,
+        election,
+    } = shard;
+    let lock = PostgresLock::new(
+        store.target.clone(),
+        store.shard as usize,
+        leadership.node_id(),
+        &advertise_url,
+        election.ttl,
+    );
+    let loader = Arc::new(postgres::loader::Loader::new(store.clone(), election.retry_every));
+    let committer = postgres::committer::Committer::new(store, loader.clone(), election.retry_every * 4);
+    tokio::spawn(committer.run(journal_rx));
+    Elected {
+        lock: Arc::new(lock),
+        load_state: Arc::new(move |term| loader.spawn_restore(term)),
+        claim: Claim::always(Arc::default()),
+        election,
+        keys: None,
     }
 }
 
 /// Gives a shard's lock up at shutdown so that another instance takes over
 /// at once rather than after the TTL.
-pub(super) async fn release(lock: Arc<RedisLock>, token: String) {
+pub(super) async fn release(lock: Arc<dyn LockStore>, token: String) {
     match tokio::time::timeout(Duration::from_secs(2), lock.release(&token)).await {
         Ok(Ok(true)) => tracing::info!("released the leader lock"),
         Ok(Ok(false)) => tracing::warn!("the leader lock was no longer ours to release"),

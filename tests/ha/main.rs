@@ -14,6 +14,7 @@ mod disk;
 mod durability;
 mod failover;
 mod fencing;
+mod postgres;
 mod haproxy;
 mod redis_auth;
 mod redis_outages;

@@ -34,6 +34,8 @@ pub use error::{RedisError, SetupError};
 pub use layout::Layout;
 pub use routing::{Link, Redis};
 
+pub use super::load_id::LoadId;
+
 /// What the loader and the committer of one leadership unit share: the
 /// Redis connections that reach its keys, where its keys are, the memory they keep and the
 /// leadership whose token fences every write.
@@ -54,42 +56,4 @@ pub struct RedisStore {
 pub struct ShardKeys {
     pub layout: Layout,
     pub link: Link,
-}
-
-/// The id of the latest load and the memory generation it was installed
-/// as. Installing and reading both happen under its lock, so a commit
-/// never pairs writes of one generation with the load id of another.
-#[derive(Default)]
-pub struct LoadId(std::sync::Mutex<Option<(u64, Arc<str>)>>);
-
-impl LoadId {
-    fn lock(&self) -> std::sync::MutexGuard<'_, Option<(u64, Arc<str>)>> {
-        self.0.lock().unwrap_or_else(|poisoned| poisoned.into_inner())
-    }
-
-    /// Memory's current generation, and the id of the load it came from;
-    /// no id while memory is cleared or not yet installed.
-    pub fn current(&self, memory: &dyn Memory) -> (u64, Option<Arc<str>>) {
-        let installed = self.lock();
-        let generation = memory.generation();
-        let id = installed
-            .as_ref()
-            .filter(|(installed_as, _)| *installed_as == generation)
-            .map(|(_, id)| id.clone());
-        (generation, id)
-    }
-
-    /// Installs loaded state into `memory` as the load `id`, which Redis
-    /// already holds as its fence.
-    pub fn install(
-        &self,
-        id: Arc<str>,
-        memory: &dyn Memory,
-        queues: Vec<crate::queue::Queue>,
-        topics: crate::topic::Topics,
-    ) {
-        let mut installed = self.lock();
-        memory.install(queues, topics);
-        *installed = Some((memory.generation(), id));
-    }
 }

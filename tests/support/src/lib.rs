@@ -1,5 +1,5 @@
-//! Shared by the integration tests and the benches: real `ssq` and `redis-server` processes
-//! on free loopback ports ([`process`], [`redis`]), a relay that holds
+//! Shared by the integration tests and the benches: real `ssq`, `redis-server` and
+//! `postgres` processes on free loopback ports ([`process`], [`redis`], [`postgres`]), a relay that holds
 //! traffic back ([`hold`]), an ssq node inside the
 //! test process ([`node`]), and the official AWS SDKs to talk to them
 //! ([`sdk`], and [`sns`] for topics).
@@ -7,6 +7,7 @@
 pub mod cluster;
 pub mod hold;
 pub mod node;
+pub mod postgres;
 pub mod process;
 pub mod redis;
 pub mod sdk;
@@ -15,6 +16,7 @@ pub mod sns;
 pub use cluster::*;
 pub use hold::*;
 pub use node::*;
+pub use postgres::*;
 pub use process::*;
 pub use redis::*;
 pub use sdk::*;

@@ -5,6 +5,7 @@ use std::net::TcpListener;
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
+use super::postgres::PostgresServer;
 use super::redis::RedisServer;
 use super::sdk::client_for;
 
@@ -159,6 +160,15 @@ impl Server {
         let mut args = vec!["--redis-url", redis_url, "--node-id", node_id];
         args.extend_from_slice(FAST_LOCK);
         args.extend_from_slice(extra);
+        Server::start_with(&args)
+    }
+
+    /// Starts an instance of a Postgres-backed group with the test timings.
+    pub fn start_postgres_node(postgres: &PostgresServer, node_id: &str) -> Server {
+        let url = postgres.url();
+        let mut args = vec!["--postgres-url", &url, "--node-id", node_id];
+        args.extend_from_slice(FAST_LOCK);
+        args.extend_from_slice(&["--postgres-timeout", "500ms"]);
         Server::start_with(&args)
     }
 

@@ -133,6 +133,7 @@ function storageText(storage) {
   switch (storage.mode) {
     case "disk": return `on disk: ${storage.data_dir} (${mebibytes(storage.bytes)})`;
     case "redis": return "in Redis";
+    case "postgres": return "in Postgres";
     default: return "in memory only: lost on exit";
   }
 }

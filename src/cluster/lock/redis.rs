@@ -1,45 +1,15 @@
-//! The leader lock: the [`LockStore`] interface the elector and the
-//! watchdog act through, and [`RedisLock`], the lock in Redis that fences
-//! every write by its epoch.
-//!
-//! The elector's timing rules are tested against a lock in memory that can
-//! be made to hang or fail (`election.rs`'s tests); `RedisLock` is tested
-//! against a real Redis (`tests/ha/fencing.rs`).
+//! The leader lock in Redis: a key with a TTL holding the holder's token,
+//! and an epoch key that numbers the acquisitions; every commit script
+//! checks the token (`store/redis/lua/commit.lua`).
 
-use std::future::Future;
 use std::time::Duration;
 
 use fred::prelude::*;
 use fred::types::scripts::Script;
 
+use super::{Acquire, LockCall, LockError, LockStore};
 use crate::store::redis::replicas::ReplicaAcks;
-use crate::store::redis::{Layout, Link, RedisError};
-
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub enum Acquire {
-    Won(String),
-    Held(String),
-}
-
-/// Why a lock call gave no answer to act on. Either way the elector retries
-/// at its next turn; only the watchdog's deadline ends a leadership.
-#[derive(Debug, thiserror::Error)]
-pub enum LockError {
-    #[error("Redis: {0}")]
-    Redis(#[from] RedisError),
-    /// No answer within `--redis-timeout`: `what` says which call.
-    #[error("{0} timed out")]
-    TimedOut(&'static str),
-}
-
-/// The leader lock: acquire with a fresh token, renew, release.
-pub trait LockStore: Send + Sync + 'static {
-    fn acquire(&self) -> impl Future<Output = Result<Acquire, LockError>> + Send;
-    /// The holder's token, without taking the lock.
-    fn holder(&self) -> impl Future<Output = Result<Option<String>, LockError>> + Send;
-    fn renew(&self, token: &str) -> impl Future<Output = Result<bool, LockError>> + Send;
-    fn release(&self, token: &str) -> impl Future<Output = Result<bool, LockError>> + Send;
-}
+use crate::store::redis::{Layout, Link};
 
 /// The leader lock in Redis. All keys share the hash tag `{prefix}`, so the
 /// scripts touch one slot and stay valid behind Redis Cluster.
@@ -68,9 +38,9 @@ impl RedisLock {
             node_id: node_id.to_string(),
             advertise_url: advertise_url.to_string(),
             ttl_ms: ttl.as_millis() as u64,
-            acquire: Script::from_lua(include_str!("lua/lock_acquire.lua")),
-            renew: Script::from_lua(include_str!("lua/lock_renew.lua")),
-            release: Script::from_lua(include_str!("lua/lock_release.lua")),
+            acquire: Script::from_lua(include_str!("../lua/lock_acquire.lua")),
+            renew: Script::from_lua(include_str!("../lua/lock_renew.lua")),
+            release: Script::from_lua(include_str!("../lua/lock_release.lua")),
             acks: ReplicaAcks::NONE,
         }
     }
@@ -100,10 +70,8 @@ impl RedisLock {
             .await
             .map_err(|error| LockError::Redis(error.into()))
     }
-}
 
-impl LockStore for RedisLock {
-    async fn acquire(&self) -> Result<Acquire, LockError> {
+    async fn take(&self) -> Result<Acquire, LockError> {
         let nonce = format!("{:016x}", crate::queue::random::nonce());
         let args = vec![
             self.node_id.clone(),
@@ -129,7 +97,7 @@ impl LockStore for RedisLock {
         Ok(Acquire::Won(token))
     }
 
-    async fn holder(&self) -> Result<Option<String>, LockError> {
+    async fn read_holder(&self) -> Result<Option<String>, LockError> {
         self.link
             .commands()
             .get(self.lock_key.as_str())
@@ -137,7 +105,7 @@ impl LockStore for RedisLock {
             .map_err(|error| LockError::Redis(error.into()))
     }
 
-    async fn renew(&self, token: &str) -> Result<bool, LockError> {
+    async fn extend(&self, token: &str) -> Result<bool, LockError> {
         let args = vec![token.to_string(), self.ttl_ms.to_string()];
         let client = self.link.commands();
         let renewed = self
@@ -150,7 +118,7 @@ impl LockStore for RedisLock {
         Ok(renewed)
     }
 
-    async fn release(&self, token: &str) -> Result<bool, LockError> {
+    async fn give_up(&self, token: &str) -> Result<bool, LockError> {
         let args = vec![token.to_string(), self.release_channel.clone()];
         Ok(self
             .run::<i64>(
@@ -161,5 +129,23 @@ impl LockStore for RedisLock {
             )
             .await?
             == 1)
+    }
+}
+
+impl LockStore for RedisLock {
+    fn acquire(&self) -> LockCall<'_, Acquire> {
+        Box::pin(self.take())
+    }
+
+    fn holder(&self) -> LockCall<'_, Option<String>> {
+        Box::pin(self.read_holder())
+    }
+
+    fn renew<'a>(&'a self, token: &'a str) -> LockCall<'a, bool> {
+        Box::pin(self.extend(token))
+    }
+
+    fn release<'a>(&'a self, token: &'a str) -> LockCall<'a, bool> {
+        Box::pin(self.give_up(token))
     }
 }

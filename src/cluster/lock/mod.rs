@@ -1,0 +1,53 @@
+//! The leader lock: the [`LockStore`] interface the elector, the watchdog
+//! and the HTTP front act through, one file per backend: [`RedisLock`]
+//! (a key with a TTL, `redis.rs`) and [`PostgresLock`] (a session advisory
+//! lock and a lease row, `postgres.rs`). Each fences every write by the
+//! epoch its acquisition took.
+//!
+//! The elector's timing rules are tested against a lock in memory that can
+//! be made to hang or fail (`election.rs`'s tests); each backend is tested
+//! against a real server (`tests/ha/fencing.rs`, `tests/ha/postgres.rs`).
+
+mod postgres;
+mod redis;
+
+use std::future::Future;
+use std::pin::Pin;
+
+pub use self::postgres::PostgresLock;
+pub use self::redis::RedisLock;
+use crate::store::postgres::PostgresError;
+use crate::store::redis::RedisError;
+
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Acquire {
+    Won(String),
+    Held(String),
+}
+
+/// Why a lock call gave no answer to act on. Either way the elector retries
+/// at its next turn; only the watchdog's deadline ends a leadership.
+#[derive(Debug, thiserror::Error)]
+pub enum LockError {
+    #[error("Redis: {0}")]
+    Redis(#[from] RedisError),
+    #[error("Postgres: {0}")]
+    Postgres(#[from] PostgresError),
+    /// No answer within the store's timeout: `what` says which call.
+    #[error("{0} timed out")]
+    TimedOut(&'static str),
+}
+
+/// What a lock call returns: boxed, so that the lock can be shared as a
+/// `dyn LockStore` whatever its backend (a call a second costs nothing).
+pub type LockCall<'a, T> = Pin<Box<dyn Future<Output = Result<T, LockError>> + Send + 'a>>;
+
+/// The leader lock: acquire with a fresh token (`epoch|node|nonce|url`,
+/// see [`crate::leader::LeaderInfo`]), renew, release.
+pub trait LockStore: Send + Sync + 'static {
+    fn acquire(&self) -> LockCall<'_, Acquire>;
+    /// The holder's token, without taking the lock.
+    fn holder(&self) -> LockCall<'_, Option<String>>;
+    fn renew<'a>(&'a self, token: &'a str) -> LockCall<'a, bool>;
+    fn release<'a>(&'a self, token: &'a str) -> LockCall<'a, bool>;
+}

@@ -1,0 +1,305 @@
+//! The leader lock in Postgres: a session advisory lock, held on a
+//! connection of the lock's own, chooses who may take the lease, and the
+//! shard's row in `ssq_lease` is the lease: the holder's token, its epoch
+//! (the fencing token every commit checks, `ssq_commit`), when it was last
+//! renewed and for how long, all on the database's clock.
+//!
+//! The advisory lock alone would not do: a leader frozen by SIGSTOP keeps
+//! its session, and so its lock, for ever. So the lease decides:
+//! - a lease is taken only once its last holder released it or let it
+//!   expire (renewed_at + TTL, on the database's clock), so that no leader
+//!   takes over while the last one may still serve (invariant 3: the last
+//!   one stops at its deadline, sooner than the TTL);
+//! - a passive that finds the advisory lock held past the lease's expiry
+//!   ends the holding session (`pg_terminate_backend`), and takes the lock
+//!   at its next try;
+//! - a leader whose lock session broke renews on a new one as long as the
+//!   lease row still holds its token.
+//!
+//! Behind a connection pooler in transaction mode a session lock does not
+//! hold; taking the lock checks that the session holding it is the one
+//! that asked, and refuses to lead otherwise.
+
+use std::time::Duration;
+
+use tokio::sync::Mutex;
+use tokio_postgres::Client;
+
+use super::{Acquire, LockCall, LockError, LockStore};
+use crate::store::postgres::schema::{self, LOCK_CLASS};
+use crate::store::postgres::{PostgresError, Target};
+
+/// The lock's own session, and whether it holds the shard's advisory lock.
+struct Session {
+    client: Client,
+    holds_advisory_lock: bool,
+}
+
+pub struct PostgresLock {
+    target: Target,
+    shard: i32,
+    /// The second half of the shard's advisory lock (see `schema.rs`).
+    lock_id: i32,
+    node_id: String,
+    advertise_url: String,
+    ttl_ms: i64,
+    session: Mutex<Option<Session>>,
+}
+
+impl PostgresLock {
+    pub fn new(target: Target, shard: usize, node_id: &str, advertise_url: &str, ttl: Duration) -> PostgresLock {
+        PostgresLock {
+            target,
+            shard: shard as i32,
+            lock_id: 1 + shard as i32,
+            node_id: node_id.to_string(),
+            advertise_url: advertise_url.to_string(),
+            ttl_ms: ttl.as_millis() as i64,
+            session: Mutex::new(None),
+        }
+    }
+
+    /// Runs `call` on the lock's session, connecting first (and making or
+    /// upgrading the tables, once per session) when there is none. A
+    /// session that broke or timed out is dropped, which ends its advisory
+    /// lock on the server.
+    async fn on_session<T>(
+        &self,
+        call: impl AsyncFnOnce(&mut Session) -> Result<T, PostgresError>,
+    ) -> Result<T, LockError> {
+        let mut slot = self.session.lock().await;
+        if slot.is_none() {
+            let mut client = self.target.connect().await?;
+            self.target.bounded(schema::migrate(&mut client)).await?;
+            self.target.bounded(say_what_a_failover_can_lose(&client)).await?;
+            *slot = Some(Session {
+                client,
+                holds_advisory_lock: false,
+            });
+        }
+        let session = slot.as_mut().expect("connected above");
+        match self.target.bounded(call(session)).await {
+            Ok(answer) => Ok(answer),
+            Err(error) => {
+                if error.connection_lost() {
+                    *slot = None;
+                }
+                Err(error.into())
+            }
+        }
+    }
+
+    /// Takes the shard's advisory lock on the session if it does not hold
+    /// it yet; whether it holds it now. Checked to be held by this very
+    /// session: behind a transaction pooler, it may not be.
+    async fn take_advisory_lock(&self, session: &mut Session) -> Result<bool, PostgresError> {
+        if session.holds_advisory_lock {
+            return Ok(true);
+        }
+        let client = &session.client;
+        let taken: bool = client
+            .query_one("SELECT pg_try_advisory_lock($1, $2)", &[&LOCK_CLASS, &self.lock_id])
+            .await?
+            .get(0);
+        if !taken {
+            return Ok(false);
+        }
+        let ours: bool = client
+            .query_one(
+                "SELECT EXISTS (SELECT 1 FROM pg_locks WHERE locktype = 'advisory' AND granted \
+                 AND pid = pg_backend_pid() AND classid::integer = $1 AND objid::integer = $2)",
+                &[&LOCK_CLASS, &self.lock_id],
+            )
+            .await?
+            .get(0);
+        if !ours {
+            return Err(PostgresError::BehindPooler);
+        }
+        session.holds_advisory_lock = true;
+        Ok(true)
+    }
+
+    async fn let_go_of_advisory_lock(&self, session: &mut Session) -> Result<(), PostgresError> {
+        if session.holds_advisory_lock {
+            session
+                .client
+                .execute("SELECT pg_advisory_unlock($1, $2)", &[&LOCK_CLASS, &self.lock_id])
+                .await?;
+            session.holds_advisory_lock = false;
+        }
+        Ok(())
+    }
+
+    async fn take(&self) -> Result<Acquire, LockError> {
+        self.on_session(async |session| {
+            if !self.take_advisory_lock(session).await? {
+                return self.end_expired_holder(session).await.map(Acquire::Held);
+            }
+            let client = &mut session.client;
+            let nonce = format!("{:016x}", crate::queue::random::nonce());
+            let rest = format!("|{}|{nonce}|{}", self.node_id, self.advertise_url);
+            let mine = format!("|{}|", self.node_id);
+            let transaction = client.transaction().await?;
+            transaction
+                .execute(
+                    "INSERT INTO ssq_lease (shard) VALUES ($1) ON CONFLICT (shard) DO NOTHING",
+                    &[&self.shard],
+                )
+                .await?;
+            // Another's lease that has not expired: its holder may still
+            // serve (its session broke, it did not stop).
+            let live_other: Option<String> = transaction
+                .query_opt(
+                    "SELECT token FROM ssq_lease WHERE shard = $1 AND token IS NOT NULL \
+                     AND renewed_at + ttl_ms * interval '1 millisecond' > now() \
+                     AND strpos(token, $2) = 0 FOR UPDATE",
+                    &[&self.shard, &mine],
+                )
+                .await?
+                .map(|row| row.get(0));
+            if let Some(token) = live_other {
+                drop(transaction);
+                self.let_go_of_advisory_lock(session).await?;
+                return Ok(Acquire::Held(token));
+            }
+            let token: String = transaction
+                .query_one(
+                    "UPDATE ssq_lease SET epoch = epoch + 1, token = (epoch + 1)::text || $2, \
+                     backend = pg_backend_pid(), renewed_at = now(), ttl_ms = $3, load_id = NULL \
+                     WHERE shard = $1 RETURNING token",
+                    &[&self.shard, &rest, &self.ttl_ms],
+                )
+                .await?
+                .get(0);
+            transaction.commit().await?;
+            Ok(Acquire::Won(token))
+        })
+        .await
+    }
+
+    /// Another session holds the advisory lock: returns the lease's token,
+    /// and ends the holder's session if its lease has expired (a frozen or
+    /// cut-off leader), so that the lock is free at the next try.
+    async fn end_expired_holder(&self, session: &mut Session) -> Result<String, PostgresError> {
+        let row = session
+            .client
+            .query_opt(
+                "SELECT coalesce(token, ''), backend, \
+                 token IS NULL OR renewed_at + ttl_ms * interval '1 millisecond' <= now() \
+                 FROM ssq_lease WHERE shard = $1",
+                &[&self.shard],
+            )
+            .await?;
+        let Some(row) = row else { return Ok(String::new()) };
+        let (token, backend, expired): (String, Option<i32>, bool) = (row.get(0), row.get(1), row.get(2));
+        if expired {
+            let holder: Option<i32> = session
+                .client
+                .query_opt(
+                    "SELECT pid FROM pg_locks WHERE locktype = 'advisory' AND granted \
+                     AND classid::integer = $1 AND objid::integer = $2",
+                    &[&LOCK_CLASS, &self.lock_id],
+                )
+                .await?
+                .map(|row| row.get(0));
+            if let Some(pid) = holder.or(backend) {
+                tracing::warn!(pid, %token, "the shard's lease has expired but its lock session lives on: ending it");
+                session
+                    .client
+                    .execute("SELECT pg_terminate_backend($1)", &[&pid])
+                    .await?;
+            }
+        }
+        Ok(token)
+    }
+
+    async fn read_holder(&self) -> Result<Option<String>, LockError> {
+        self.on_session(async |session| {
+            Ok(session
+                .client
+                .query_opt(
+                    "SELECT token FROM ssq_lease WHERE shard = $1 AND token IS NOT NULL \
+                     AND renewed_at + ttl_ms * interval '1 millisecond' > now()",
+                    &[&self.shard],
+                )
+                .await?
+                .map(|row| row.get(0)))
+        })
+        .await
+    }
+
+    async fn extend(&self, token: &str) -> Result<bool, LockError> {
+        self.on_session(async |session| {
+            // A new session (the last one broke) takes the lock again, so
+            // that passives' tries keep failing; the lease decides either way.
+            self.take_advisory_lock(session).await?;
+            let renewed = session
+                .client
+                .execute(
+                    "UPDATE ssq_lease SET renewed_at = now(), backend = pg_backend_pid() \
+                     WHERE shard = $1 AND token = $2",
+                    &[&self.shard, &token],
+                )
+                .await?;
+            Ok(renewed == 1)
+        })
+        .await
+    }
+
+    async fn give_up(&self, token: &str) -> Result<bool, LockError> {
+        self.on_session(async |session| {
+            let released = session
+                .client
+                .execute(
+                    "UPDATE ssq_lease SET token = NULL, renewed_at = NULL, backend = NULL \
+                     WHERE shard = $1 AND token = $2",
+                    &[&self.shard, &token],
+                )
+                .await?;
+            self.let_go_of_advisory_lock(session).await?;
+            Ok(released == 1)
+        })
+        .await
+    }
+}
+
+/// Logs, at each new lock session, what a failover of Postgres could lose:
+/// without a synchronous standby (or with `synchronous_commit` below
+/// `on`), a commit is acknowledged once the primary alone has it.
+async fn say_what_a_failover_can_lose(client: &Client) -> Result<(), PostgresError> {
+    let row = client
+        .query_one(
+            "SELECT current_setting('synchronous_standby_names'), current_setting('synchronous_commit')",
+            &[],
+        )
+        .await?;
+    let (standbys, commit): (String, String) = (row.get(0), row.get(1));
+    if standbys.is_empty() || !matches!(commit.as_str(), "on" | "remote_write" | "remote_apply") {
+        tracing::warn!(
+            synchronous_standby_names = %standbys,
+            synchronous_commit = %commit,
+            "Postgres acknowledges a commit once its primary alone holds it: a failover to a standby can lose \
+             the last changes ssq acknowledged. Set synchronous_standby_names (and synchronous_commit = on) \
+             for none to be lost; docs/operations.md, \"Postgres\""
+        );
+    }
+    Ok(())
+}
+
+impl LockStore for PostgresLock {
+    fn acquire(&self) -> LockCall<'_, Acquire> {
+        Box::pin(self.take())
+    }
+
+    fn holder(&self) -> LockCall<'_, Option<String>> {
+        Box::pin(self.read_holder())
+    }
+
+    fn renew<'a>(&'a self, token: &'a str) -> LockCall<'a, bool> {
+        Box::pin(self.extend(token))
+    }
+
+    fn release<'a>(&'a self, token: &'a str) -> LockCall<'a, bool> {
+        Box::pin(self.give_up(token))
+    }
+}

@@ -1,0 +1,381 @@
+//! A group commit as one call of `ssq_commit` (`schema.rs`): the writes of
+//! every request in it, folded in order into the last change of each row
+//! (a message sent and deleted in the same commit is one removal; a queue
+//! purged and then sent to is wiped, then written), and sent as one array
+//! per column. One statement, however many writes: Postgres's cost per
+//! commit stays about that of one row per change.
+
+use std::collections::HashMap;
+
+use tokio_postgres::types::ToSql;
+
+use crate::journal::Write;
+use crate::queue::Change;
+use crate::store::codec;
+use crate::topic::SnsChange;
+
+/// The rows one queue's writes leave, as they stand after every write so far.
+#[derive(Default)]
+struct QueueRows {
+    /// Purged or deleted: every message, deduplication id and attempt
+    /// goes before anything below is written.
+    wiped: bool,
+    /// Deleted: its settings and sequence ceiling go too.
+    deleted: bool,
+    meta: Option<String>,
+    ceiling: Option<i64>,
+    /// A body put, or `None`: the message and its state removed.
+    bodies: HashMap<u64, Option<String>>,
+    states: HashMap<u64, String>,
+    dedup: HashMap<String, Option<String>>,
+    attempts: HashMap<String, Option<String>>,
+}
+
+impl QueueRows {
+    fn wipe(&mut self) {
+        self.wiped = true;
+        self.bodies.clear();
+        self.states.clear();
+        self.dedup.clear();
+        self.attempts.clear();
+    }
+
+    fn apply(&mut self, change: &Change) {
+        let state = |message| record(|out| codec::write_state(message, out));
+        match change {
+            Change::Meta(meta) => self.meta = Some(record(|out| codec::write_queue(meta, out))),
+            Change::Sent(message) => {
+                let body = record(|out| codec::write_body(message, out));
+                self.bodies.insert(message.seq, Some(body));
+                if !codec::state_implied_by_body(message) {
+                    self.states.insert(message.seq, state(message));
+                }
+            }
+            Change::State(message) => {
+                self.states.insert(message.seq, state(message));
+            }
+            Change::Removed(seq) => {
+                self.bodies.insert(*seq, None);
+                self.states.remove(seq);
+            }
+            Change::Purged => self.wipe(),
+            Change::Deduplicated(key, entry) => {
+                let entry = record(|out| codec::write_dedup(entry, out));
+                self.dedup.insert(key.clone(), Some(entry));
+            }
+            Change::DedupExpired(key) => {
+                self.dedup.insert(key.clone(), None);
+            }
+            Change::Attempt(id, attempt) => {
+                let attempt = record(|out| codec::write_attempt(attempt, out));
+                self.attempts.insert(id.clone(), Some(attempt));
+            }
+            Change::AttemptExpired(id) => {
+                self.attempts.insert(id.clone(), None);
+            }
+            Change::SequencesReserved(ceiling) => self.ceiling = Some(*ceiling as i64),
+        }
+    }
+}
+
+/// The writes of one group commit, folded.
+#[derive(Default)]
+pub struct Batch {
+    queues: HashMap<String, QueueRows>,
+    sns: HashMap<String, Option<String>>,
+    /// Bytes of records so far: a batch stops growing past a cap.
+    bytes: usize,
+}
+
+impl Batch {
+    pub fn push(&mut self, write: &Write) {
+        match write {
+            Write::Queue { name, changes } => {
+                let rows = self.queues.entry(name.clone()).or_default();
+                for change in changes {
+                    self.bytes += change_bytes(change);
+                    rows.apply(change);
+                }
+            }
+            Write::DeleteQueue { name } => {
+                let rows = self.queues.entry(name.clone()).or_default();
+                rows.wipe();
+                rows.deleted = true;
+                rows.meta = None;
+                rows.ceiling = None;
+            }
+            Write::Sns(changes) => {
+                for change in changes {
+                    match change {
+                        SnsChange::Put { key, record } => {
+                            self.bytes += record.len();
+                            self.sns.insert(key.clone(), Some(record.clone()));
+                        }
+                        SnsChange::Delete { key } => {
+                            self.sns.insert(key.clone(), None);
+                        }
+                    }
+                }
+            }
+            // Messages between shards: a sharded group is Redis's alone
+            // (the start refuses --shards with --postgres-url).
+            Write::Outbox(_) | Write::Delivered(_) | Write::TakenIn(_) => {}
+        }
+    }
+
+    pub fn bytes(&self) -> usize {
+        self.bytes
+    }
+
+    /// The arguments of `ssq_commit` after the shard, epoch and load id,
+    /// in its order.
+    pub fn into_arguments(self) -> Arguments {
+        let mut a = Arguments::default();
+        for (name, rows) in self.queues {
+            if rows.wiped {
+                a.wiped.push(name.clone());
+            }
+            if rows.deleted {
+                a.queues_gone.push(name.clone());
+            }
+            if let Some(meta) = rows.meta {
+                a.queue_names.push(name.clone());
+                a.queue_records.push(meta);
+            }
+            if let Some(ceiling) = rows.ceiling {
+                a.sequence_names.push(name.clone());
+                a.sequence_ceilings.push(ceiling);
+            }
+            for (seq, body) in rows.bodies {
+                match body {
+                    Some(body) => {
+                        a.body_queues.push(name.clone());
+                        a.body_seqs.push(seq as i64);
+                        a.body_records.push(body);
+                    }
+                    None => {
+                        a.removed_queues.push(name.clone());
+                        a.removed_seqs.push(seq as i64);
+                    }
+                }
+            }
+            for (seq, state) in rows.states {
+                a.state_queues.push(name.clone());
+                a.state_seqs.push(seq as i64);
+                a.state_records.push(state);
+            }
+            split(
+                rows.dedup,
+                &name,
+                (&mut a.dedup_gone_queues, &mut a.dedup_gone_keys),
+                (&mut a.dedup_queues, &mut a.dedup_keys, &mut a.dedup_records),
+            );
+            split(
+                rows.attempts,
+                &name,
+                (&mut a.attempts_gone_queues, &mut a.attempts_gone_ids),
+                (&mut a.attempt_queues, &mut a.attempt_ids, &mut a.attempt_records),
+            );
+        }
+        for (key, record) in self.sns {
+            match record {
+                Some(record) => {
+                    a.sns_keys.push(key);
+                    a.sns_records.push(record);
+                }
+                None => a.sns_gone.push(key),
+            }
+        }
+        a
+    }
+}
+
+/// Rows keyed by text, put or removed, into the arrays of each.
+fn split(
+    rows: HashMap<String, Option<String>>,
+    queue: &str,
+    gone: (&mut Vec<String>, &mut Vec<String>),
+    put: (&mut Vec<String>, &mut Vec<String>, &mut Vec<String>),
+) {
+    for (key, record) in rows {
+        match record {
+            Some(record) => {
+                put.0.push(queue.to_string());
+                put.1.push(key);
+                put.2.push(record);
+            }
+            None => {
+                gone.0.push(queue.to_string());
+                gone.1.push(key);
+            }
+        }
+    }
+}
+
+/// `ssq_commit`'s arrays, in its order.
+#[derive(Default, Debug)]
+pub struct Arguments {
+    pub wiped: Vec<String>,
+    pub queues_gone: Vec<String>,
+    pub queue_names: Vec<String>,
+    pub queue_records: Vec<String>,
+    pub sequence_names: Vec<String>,
+    pub sequence_ceilings: Vec<i64>,
+    pub removed_queues: Vec<String>,
+    pub removed_seqs: Vec<i64>,
+    pub body_queues: Vec<String>,
+    pub body_seqs: Vec<i64>,
+    pub body_records: Vec<String>,
+    pub state_queues: Vec<String>,
+    pub state_seqs: Vec<i64>,
+    pub state_records: Vec<String>,
+    pub dedup_gone_queues: Vec<String>,
+    pub dedup_gone_keys: Vec<String>,
+    pub dedup_queues: Vec<String>,
+    pub dedup_keys: Vec<String>,
+    pub dedup_records: Vec<String>,
+    pub attempts_gone_queues: Vec<String>,
+    pub attempts_gone_ids: Vec<String>,
+    pub attempt_queues: Vec<String>,
+    pub attempt_ids: Vec<String>,
+    pub attempt_records: Vec<String>,
+    pub sns_gone: Vec<String>,
+    pub sns_keys: Vec<String>,
+    pub sns_records: Vec<String>,
+}
+
+impl Arguments {
+    /// The arrays as statement parameters, in `ssq_commit`'s order.
+    pub fn parameters(&self) -> [&(dyn ToSql + Sync); 27] {
+        [
+            &self.wiped,
+            &self.queues_gone,
+            &self.queue_names,
+            &self.queue_records,
+            &self.sequence_names,
+            &self.sequence_ceilings,
+            &self.removed_queues,
+            &self.removed_seqs,
+            &self.body_queues,
+            &self.body_seqs,
+            &self.body_records,
+            &self.state_queues,
+            &self.state_seqs,
+            &self.state_records,
+            &self.dedup_gone_queues,
+            &self.dedup_gone_keys,
+            &self.dedup_queues,
+            &self.dedup_keys,
+            &self.dedup_records,
+            &self.attempts_gone_queues,
+            &self.attempts_gone_ids,
+            &self.attempt_queues,
+            &self.attempt_ids,
+            &self.attempt_records,
+            &self.sns_gone,
+            &self.sns_keys,
+            &self.sns_records,
+        ]
+    }
+}
+
+/// The call, with every parameter typed, so that the arrays are sent in
+/// binary without Postgres guessing their types.
+pub const CALL: &str = "SELECT ssq_commit($1::integer, $2::bigint, $3::text, \
+     $4::text[], $5::text[], $6::text[], $7::text[], $8::text[], $9::bigint[], \
+     $10::text[], $11::bigint[], $12::text[], $13::bigint[], $14::text[], \
+     $15::text[], $16::bigint[], $17::text[], $18::text[], $19::text[], \
+     $20::text[], $21::text[], $22::text[], $23::text[], $24::text[], \
+     $25::text[], $26::text[], $27::text[], $28::text[], $29::text[], $30::text[])";
+
+/// A rough size of a change's records, to cap a batch.
+fn change_bytes(change: &Change) -> usize {
+    match change {
+        Change::Sent(message) => message.body.len() + 256,
+        _ => 128,
+    }
+}
+
+/// A record as `codec.rs` writes it (JSON text).
+fn record(fill: impl FnOnce(&mut bytes::BytesMut)) -> String {
+    let mut out = bytes::BytesMut::new();
+    fill(&mut out);
+    String::from_utf8(Vec::from(out)).expect("records are JSON text")
+}
+
+#[cfg(test)]
+mod tests {
+    use std::collections::BTreeMap;
+
+    use super::*;
+    use crate::queue::{NewMessage, Queue, QueueAttributes};
+
+    const T0: u64 = 1_700_000_000_000;
+
+    fn queue() -> Queue {
+        let attributes = QueueAttributes::for_new_queue("jobs", &BTreeMap::new()).unwrap();
+        let mut queue = Queue::new("jobs".into(), attributes, BTreeMap::new(), T0);
+        queue.enable_journal();
+        queue.record_meta();
+        queue
+    }
+
+    fn write(queue: &mut Queue) -> Write {
+        Write::Queue {
+            name: queue.name.clone(),
+            changes: queue.take_changes(),
+        }
+    }
+
+    #[test]
+    fn a_message_sent_and_deleted_in_one_commit_is_one_removal() {
+        let mut queue = queue();
+        queue.send(NewMessage::plain("gone"), T0).unwrap();
+        queue.send(NewMessage::plain("kept"), T0).unwrap();
+        let mut batch = Batch::default();
+        batch.push(&write(&mut queue));
+        let received = queue.receive(1, None, None, None, T0 + 1);
+        assert!(queue.delete(received[0].receipt_handle, T0 + 2).unwrap());
+        batch.push(&write(&mut queue));
+        let a = batch.into_arguments();
+        assert_eq!(a.queue_names, ["jobs"]);
+        assert_eq!(a.body_seqs.len(), 1, "{a:?}");
+        assert!(a.body_records[0].contains("kept"), "{a:?}");
+        assert_eq!(a.removed_seqs.len(), 1);
+        assert!(a.state_seqs.is_empty(), "the removed message's state is not written: {a:?}");
+        assert!(a.wiped.is_empty() && a.queues_gone.is_empty());
+    }
+
+    #[test]
+    fn a_purge_drops_what_came_before_it_and_keeps_what_came_after() {
+        let mut queue = queue();
+        queue.send(NewMessage::plain("before"), T0).unwrap();
+        let mut batch = Batch::default();
+        batch.push(&write(&mut queue));
+        queue.purge(T0).unwrap();
+        queue.send(NewMessage::plain("after"), T0).unwrap();
+        batch.push(&write(&mut queue));
+        let a = batch.into_arguments();
+        assert_eq!(a.wiped, ["jobs"]);
+        assert_eq!(a.body_records.len(), 1);
+        assert!(a.body_records[0].contains("after"), "{a:?}");
+        assert!(a.queues_gone.is_empty());
+    }
+
+    #[test]
+    fn a_queue_deleted_then_made_again_is_gone_then_put() {
+        let mut queue = queue();
+        queue.send(NewMessage::plain("old"), T0).unwrap();
+        let mut batch = Batch::default();
+        batch.push(&write(&mut queue));
+        batch.push(&Write::DeleteQueue { name: "jobs".into() });
+        let mut again = self::queue();
+        batch.push(&write(&mut again));
+        let a = batch.into_arguments();
+        assert_eq!(a.wiped, ["jobs"]);
+        assert_eq!(a.queues_gone, ["jobs"]);
+        assert_eq!(a.queue_names, ["jobs"], "the new queue's settings, written after");
+        assert!(a.body_records.is_empty(), "{a:?}");
+        assert_eq!(a.parameters().len() + 3, CALL.matches('$').count());
+    }
+}

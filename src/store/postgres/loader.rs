@@ -1,0 +1,209 @@
+//! Reading the whole state back from Postgres, as a new leader does before
+//! it serves and a leader does after a failed write.
+//!
+//! Each load first sets a new load fence in the shard's lease row (its
+//! update waits for a commit in flight, which holds the row FOR SHARE),
+//! then reads every table in one REPEATABLE READ snapshot taken after it:
+//! what an earlier commit wrote is in the snapshot, and a commit made on
+//! earlier memory that reaches Postgres later is refused (`ssq_commit`).
+//! A load retries until it succeeds or the term ends.
+
+use std::collections::HashMap;
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use tokio_postgres::{Client, IsolationLevel};
+
+use super::{PostgresError, PostgresStore, epoch_of};
+use crate::queue::Queue;
+use crate::store::codec;
+
+pub struct Loader {
+    store: PostgresStore,
+    /// The longest wait between two attempts at loading.
+    retry_every: Duration,
+}
+
+/// Why a load did not happen; it is retried.
+#[derive(Debug, thiserror::Error)]
+pub enum LoadError {
+    #[error(transparent)]
+    Postgres(#[from] PostgresError),
+    #[error("the leadership term ended")]
+    TermEnded,
+}
+
+/// What a load found.
+pub struct Loaded {
+    pub queues: Vec<Queue>,
+    pub topics: crate::topic::Topics,
+    pub messages: usize,
+    /// Records that could not be read: logged and left out.
+    pub damaged: usize,
+}
+
+impl Loader {
+    pub fn new(store: PostgresStore, retry_every: Duration) -> Loader {
+        Loader { store, retry_every }
+    }
+
+    /// Loads the state for leadership term `term` in the background, then
+    /// lets the leader serve.
+    pub fn spawn_restore(self: &Arc<Self>, term: u64) {
+        self.spawn_restore_after(term, Duration::ZERO);
+    }
+
+    /// The same, starting after `delay` (reloads after failed writes back off).
+    pub fn spawn_restore_after(self: &Arc<Self>, term: u64, delay: Duration) {
+        let loader = self.clone();
+        tokio::spawn(async move {
+            tokio::time::sleep(delay).await;
+            loader.restore(term).await
+        });
+    }
+
+    async fn restore(&self, term: u64) {
+        let mut delay = Duration::from_millis(50).min(self.retry_every);
+        while self.store.leadership.holds_term(term) {
+            let started = Instant::now();
+            match self.fenced_load(term).await {
+                Ok((load_id, loaded)) => {
+                    let (queues, messages, damaged) = (loaded.queues.len(), loaded.messages, loaded.damaged);
+                    let memory = &self.store.memory;
+                    if self.store.leadership.restored_with(term, || {
+                        self.store
+                            .load_id
+                            .install(load_id, &**memory, loaded.queues, loaded.topics)
+                    }) {
+                        tracing::info!(
+                            queues,
+                            messages,
+                            damaged,
+                            millis = started.elapsed().as_millis() as u64,
+                            "state loaded from Postgres"
+                        );
+                        memory.create_configured_queues().await;
+                    }
+                    return;
+                }
+                Err(error) => {
+                    tracing::warn!(%error, "loading state from Postgres failed; retrying");
+                    tokio::time::sleep(delay).await;
+                    delay = (delay * 2).min(self.retry_every);
+                }
+            }
+        }
+    }
+
+    /// Sets a new load fence under this term's epoch, then loads.
+    async fn fenced_load(&self, term: u64) -> Result<(Arc<str>, Loaded), LoadError> {
+        let (current, token) = (self.store.leadership.current_term())
+            .filter(|(t, _)| *t == term)
+            .ok_or(LoadError::TermEnded)?;
+        let epoch = epoch_of(&token).ok_or(LoadError::TermEnded)?;
+        let load_id: Arc<str> = format!("{current}-{:032x}", crate::queue::random::uuid().as_u128()).into();
+        let target = &self.store.target;
+        let mut client = target.connect().await?;
+        let fenced = target
+            .bounded(client.execute(
+                "UPDATE ssq_lease SET load_id = $3 WHERE shard = $1 AND epoch = $2",
+                &[&self.store.shard, &epoch, &&*load_id],
+            ))
+            .await?;
+        if fenced != 1 {
+            return Err(LoadError::TermEnded);
+        }
+        let loaded = load(&mut client).await?;
+        Ok((load_id, loaded))
+    }
+}
+
+/// Reads every queue and topic in one snapshot.
+pub async fn load(client: &mut Client) -> Result<Loaded, PostgresError> {
+    let snapshot = client
+        .build_transaction()
+        .isolation_level(IsolationLevel::RepeatableRead)
+        .read_only(true)
+        .start()
+        .await?;
+    let sns: Vec<(String, String)> = snapshot
+        .query("SELECT key, record FROM ssq_sns", &[])
+        .await?
+        .iter()
+        .map(|row| (row.get(0), row.get(1)))
+        .collect();
+    let topics = crate::topic::Topics::restore(sns).unwrap_or_else(|error| {
+        tracing::error!(%error, "the stored SNS topics cannot be read; they are left out");
+        crate::topic::Topics::default()
+    });
+    let ceilings: HashMap<String, i64> = snapshot
+        .query("SELECT name, ceiling FROM ssq_sequences", &[])
+        .await?
+        .iter()
+        .map(|row| (row.get(0), row.get(1)))
+        .collect();
+    let records = snapshot
+        .query("SELECT name, record FROM ssq_queues ORDER BY name", &[])
+        .await?;
+    let mut loaded = Loaded {
+        queues: Vec::with_capacity(records.len()),
+        topics,
+        messages: 0,
+        damaged: 0,
+    };
+    for row in records {
+        let (name, record): (String, &str) = (row.get(0), row.get(1));
+        let meta = match codec::decode_queue(&name, record) {
+            Ok(meta) => meta,
+            Err(error) => {
+                tracing::error!(%error, "a stored queue cannot be read; it is left out");
+                loaded.damaged += 1;
+                continue;
+            }
+        };
+        let rows = snapshot
+            .query(
+                "SELECT b.seq, b.record, s.record FROM ssq_bodies b \
+                 LEFT JOIN ssq_states s ON s.queue = b.queue AND s.seq = b.seq \
+                 WHERE b.queue = $1 ORDER BY b.seq",
+                &[&name],
+            )
+            .await?;
+        let mut messages = Vec::with_capacity(rows.len());
+        for row in rows {
+            let seq = row.get::<_, i64>(0) as u64;
+            match codec::decode_message(seq, row.get(1), row.get(2)) {
+                Ok(message) => messages.push(message),
+                Err(error) => {
+                    tracing::error!(queue = %name, %error, "a stored message cannot be read; it is left out");
+                    loaded.damaged += 1;
+                }
+            }
+        }
+        loaded.messages += messages.len();
+        let dedup = records_of(&snapshot, "SELECT key, record FROM ssq_dedup WHERE queue = $1", &name, codec::decode_dedup).await?;
+        let attempts = records_of(&snapshot, "SELECT id, record FROM ssq_attempts WHERE queue = $1", &name, codec::decode_attempt).await?;
+        let next_seq = ceilings.get(&name).map_or(1, |&ceiling| ceiling as u64);
+        let mut queue = Queue::restore(meta, next_seq, messages, dedup);
+        queue.restore_attempts(attempts);
+        loaded.queues.push(queue);
+    }
+    snapshot.commit().await?;
+    Ok(loaded)
+}
+
+/// One queue's `(key, record)` rows, each decoded; one that cannot be read
+/// is left out.
+async fn records_of<T>(
+    snapshot: &tokio_postgres::Transaction<'_>,
+    query: &str,
+    queue: &str,
+    decode: fn(&str) -> Option<T>,
+) -> Result<Vec<(String, T)>, PostgresError> {
+    Ok(snapshot
+        .query(query, &[&queue])
+        .await?
+        .iter()
+        .filter_map(|row| Some((row.get(0), decode(row.get(1))?)))
+        .collect())
+}

@@ -1,0 +1,91 @@
+//! The Postgres backend (`--postgres-url`): instances sharing one database
+//! form a group as they do on Redis, with the same records (`codec.rs`)
+//! in tables.
+//!
+//! - `connect.rs`: the URL, the password, connections with timeouts.
+//! - `schema.rs`: the tables and the commit function, made or upgraded
+//!   once, under an advisory lock, by whichever instance comes first.
+//! - `batch.rs`: a group commit's writes folded into one row change per
+//!   key, sent as arrays to one call of the commit function.
+//! - `committer.rs`: the fenced group commit; `loader.rs`: the load on
+//!   takeover and after a failed write.
+//!
+//! The lock that elects the leader, and whose epoch fences every commit,
+//! is `cluster/lock/postgres.rs`.
+
+pub(crate) mod batch;
+pub(crate) mod committer;
+mod connect;
+pub(crate) mod loader;
+pub(crate) mod schema;
+
+use std::sync::Arc;
+use std::time::Duration;
+
+pub use self::connect::Target;
+use super::load_id::LoadId;
+use crate::journal::Memory;
+use crate::leader::Leadership;
+use crate::metrics::Metrics;
+
+/// Why a Postgres call did not do what was asked, or the URL cannot be
+/// used. Calls are retried; a URL error stops the start.
+#[derive(Debug, thiserror::Error)]
+pub enum PostgresError {
+    #[error(
+        "--postgres-url is not a valid Postgres URL ({0}); expected \
+         postgres://[user[:password]@]host[:port][,host[:port]...]/database[?target_session_attrs=read-write]"
+    )]
+    BadUrl(tokio_postgres::Error),
+    #[error(
+        "--postgres-url asks for TLS (sslmode={0}), which this ssq does not speak to Postgres yet: \
+         use sslmode=disable on a trusted network, or reach Postgres through a local TLS tunnel"
+    )]
+    TlsUnsupported(String),
+    #[error("{0}")]
+    Call(#[from] tokio_postgres::Error),
+    #[error("no answer from Postgres within {0:?}")]
+    TimedOut(Duration),
+    #[error(
+        "the database holds ssq's tables at schema version {found}, and this ssq knows versions up to \
+         {known}: run the newer ssq that made them"
+    )]
+    NewerSchema { found: i32, known: i32 },
+    #[error(
+        "ssq's session advisory lock is not held by the session that took it: is --postgres-url a \
+         connection pooler in transaction mode (PgBouncer's pool_mode = transaction)? Session locks do \
+         not hold there; point ssq at Postgres itself, or at a pool in session mode"
+    )]
+    BehindPooler,
+}
+
+impl PostgresError {
+    /// Whether the connection it came on is worth dropping: a broken or
+    /// timed-out one, rather than an error Postgres answered with.
+    pub fn connection_lost(&self) -> bool {
+        match self {
+            PostgresError::Call(error) => error.as_db_error().is_none(),
+            PostgresError::TimedOut(_) => true,
+            _ => false,
+        }
+    }
+}
+
+/// What the loader and the committer of one shard share: how to reach
+/// Postgres, which shard's lease fences them, the memory they keep and the
+/// leadership whose epoch fences every write.
+#[derive(Clone)]
+pub struct PostgresStore {
+    pub target: Target,
+    pub shard: i32,
+    pub memory: Arc<dyn Memory>,
+    pub leadership: Arc<Leadership>,
+    pub metrics: Arc<Metrics>,
+    /// The id of the load that memory came from, which every commit names.
+    pub load_id: Arc<LoadId>,
+}
+
+/// The epoch a token (`epoch|node|nonce|url`) was taken with.
+pub(crate) fn epoch_of(token: &str) -> Option<i64> {
+    token.split('|').next()?.parse().ok()
+}

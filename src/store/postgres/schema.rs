@@ -1,0 +1,209 @@
+//! ssq's tables in Postgres, and the function every group commit calls.
+//!
+//! The schema is versioned (`ssq_schema`): each instance, before it first
+//! touches the lock, runs the migrations the database lacks in one
+//! transaction under a transaction-level advisory lock, so that instances
+//! starting together make the tables once, and a database made by a newer
+//! ssq is refused rather than misread.
+//!
+//! The records are the ones Redis and the disk keep (`codec.rs`): a
+//! message's body and its state in two tables, so that a receive or a
+//! visibility change rewrites a small state row, never the body. Keys are
+//! compared bytewise (`COLLATE "C"`). The tables that every send and
+//! delete churn vacuum early (1 % of their rows dead, not 20 %), so that
+//! steady send-and-delete reuses space rather than grows.
+
+use tokio_postgres::Client;
+
+use super::PostgresError;
+
+/// The advisory lock class of ssq's locks: "SSQ1" as a 32-bit number. The
+/// second half names the lock: 0 for migrations, 1 + K for shard K.
+pub const LOCK_CLASS: i32 = 0x5353_5131;
+
+/// The second half of the migrations' advisory lock.
+const MIGRATIONS: i32 = 0;
+
+/// Each migration, in order: the schema's version is how many have run.
+const STEPS: &[&str] = &[FIRST];
+
+/// Makes or upgrades ssq's tables, once, whoever else starts now.
+pub async fn migrate(client: &mut Client) -> Result<(), PostgresError> {
+    let transaction = client.transaction().await?;
+    transaction
+        .execute("SELECT pg_advisory_xact_lock($1, $2)", &[&LOCK_CLASS, &MIGRATIONS])
+        .await?;
+    let exists: bool = transaction
+        .query_one("SELECT to_regclass('ssq_schema') IS NOT NULL", &[])
+        .await?
+        .get(0);
+    if !exists {
+        transaction
+            .batch_execute("CREATE TABLE ssq_schema (version integer NOT NULL)")
+            .await?;
+    }
+    let found: Option<i32> = transaction
+        .query_one("SELECT max(version) FROM ssq_schema", &[])
+        .await?
+        .get(0);
+    let found = found.unwrap_or(0);
+    let known = STEPS.len() as i32;
+    if found > known {
+        return Err(PostgresError::NewerSchema { found, known });
+    }
+    for step in &STEPS[found as usize..] {
+        transaction.batch_execute(step).await?;
+    }
+    if found < known {
+        transaction.execute("DELETE FROM ssq_schema", &[]).await?;
+        transaction
+            .execute("INSERT INTO ssq_schema VALUES ($1)", &[&known])
+            .await?;
+        tracing::info!(from = found, to = known, "ssq's tables in Postgres made or upgraded");
+    }
+    transaction.commit().await?;
+    Ok(())
+}
+
+/// Version 1: the lease, the records, and the commit function.
+const FIRST: &str = r#"
+-- One row per shard: who leads it (token = epoch|node|nonce|url), since
+-- when (renewed_at, the database's clock) for how long, which session holds
+-- its advisory lock (backend), and the load its leader's memory came from.
+CREATE TABLE ssq_lease (
+    shard integer PRIMARY KEY,
+    epoch bigint NOT NULL DEFAULT 0,
+    token text,
+    backend integer,
+    renewed_at timestamptz,
+    ttl_ms bigint,
+    load_id text
+);
+
+CREATE TABLE ssq_queues (name text COLLATE "C" PRIMARY KEY, record text NOT NULL);
+CREATE TABLE ssq_sequences (name text COLLATE "C" PRIMARY KEY, ceiling bigint NOT NULL);
+CREATE TABLE ssq_bodies (
+    queue text COLLATE "C",
+    seq bigint,
+    record text NOT NULL,
+    PRIMARY KEY (queue, seq)
+) WITH (autovacuum_vacuum_scale_factor = 0.01, autovacuum_vacuum_insert_scale_factor = 0.01);
+-- Rewritten on every receive: room on each page for the new version, so
+-- that the update stays on its page (a HOT update, no index entry).
+CREATE TABLE ssq_states (
+    queue text COLLATE "C",
+    seq bigint,
+    record text NOT NULL,
+    PRIMARY KEY (queue, seq)
+) WITH (fillfactor = 70, autovacuum_vacuum_scale_factor = 0.01, autovacuum_vacuum_insert_scale_factor = 0.01);
+CREATE TABLE ssq_dedup (
+    queue text COLLATE "C",
+    key text COLLATE "C",
+    record text NOT NULL,
+    PRIMARY KEY (queue, key)
+) WITH (autovacuum_vacuum_scale_factor = 0.01);
+CREATE TABLE ssq_attempts (
+    queue text COLLATE "C",
+    id text COLLATE "C",
+    record text NOT NULL,
+    PRIMARY KEY (queue, id)
+) WITH (autovacuum_vacuum_scale_factor = 0.01);
+-- SNS: topics, subscriptions and FIFO topics' deduplication ids.
+CREATE TABLE ssq_sns (key text COLLATE "C" PRIMARY KEY, record text NOT NULL);
+
+-- One group commit, whole or not at all: refused with SSQFN when the
+-- shard's lease has another epoch (another instance leads: this one steps
+-- down), with SSQST when memory was loaded again since the writes were
+-- made. The lease row is read FOR SHARE, so that a takeover (which updates
+-- it) waits for a commit in flight, and the new leader loads after it.
+-- Each key appears once per array (`batch.rs` folds the writes): wiped
+-- queues first, then removals, then the rows put.
+CREATE FUNCTION ssq_commit(
+    p_shard integer, p_epoch bigint, p_load text,
+    p_wiped text[],
+    p_queues_gone text[],
+    p_queue_names text[], p_queue_records text[],
+    p_sequence_names text[], p_sequence_ceilings bigint[],
+    p_removed_queues text[], p_removed_seqs bigint[],
+    p_body_queues text[], p_body_seqs bigint[], p_body_records text[],
+    p_state_queues text[], p_state_seqs bigint[], p_state_records text[],
+    p_dedup_gone_queues text[], p_dedup_gone_keys text[],
+    p_dedup_queues text[], p_dedup_keys text[], p_dedup_records text[],
+    p_attempts_gone_queues text[], p_attempts_gone_ids text[],
+    p_attempt_queues text[], p_attempt_ids text[], p_attempt_records text[],
+    p_sns_gone text[],
+    p_sns_keys text[], p_sns_records text[]
+) RETURNS void LANGUAGE plpgsql AS $$
+DECLARE
+    held_epoch bigint;
+    held_load text;
+BEGIN
+    SELECT epoch, load_id INTO held_epoch, held_load FROM ssq_lease WHERE shard = p_shard FOR SHARE;
+    IF held_epoch IS DISTINCT FROM p_epoch THEN
+        RAISE EXCEPTION 'FENCED: shard % is led at epoch %, not %', p_shard, held_epoch, p_epoch
+            USING ERRCODE = 'SSQFN';
+    END IF;
+    IF held_load IS DISTINCT FROM p_load THEN
+        RAISE EXCEPTION 'STALE: the state was loaded again since these writes were made'
+            USING ERRCODE = 'SSQST';
+    END IF;
+
+    IF cardinality(p_wiped) > 0 THEN
+        DELETE FROM ssq_bodies WHERE queue = ANY (p_wiped);
+        DELETE FROM ssq_states WHERE queue = ANY (p_wiped);
+        DELETE FROM ssq_dedup WHERE queue = ANY (p_wiped);
+        DELETE FROM ssq_attempts WHERE queue = ANY (p_wiped);
+    END IF;
+    IF cardinality(p_queues_gone) > 0 THEN
+        DELETE FROM ssq_queues WHERE name = ANY (p_queues_gone);
+        DELETE FROM ssq_sequences WHERE name = ANY (p_queues_gone);
+    END IF;
+    IF cardinality(p_removed_queues) > 0 THEN
+        DELETE FROM ssq_bodies AS t USING unnest(p_removed_queues, p_removed_seqs) AS g (queue, seq)
+            WHERE t.queue = g.queue AND t.seq = g.seq;
+        DELETE FROM ssq_states AS t USING unnest(p_removed_queues, p_removed_seqs) AS g (queue, seq)
+            WHERE t.queue = g.queue AND t.seq = g.seq;
+    END IF;
+    IF cardinality(p_dedup_gone_queues) > 0 THEN
+        DELETE FROM ssq_dedup AS t USING unnest(p_dedup_gone_queues, p_dedup_gone_keys) AS g (queue, key)
+            WHERE t.queue = g.queue AND t.key = g.key;
+    END IF;
+    IF cardinality(p_attempts_gone_queues) > 0 THEN
+        DELETE FROM ssq_attempts AS t USING unnest(p_attempts_gone_queues, p_attempts_gone_ids) AS g (queue, id)
+            WHERE t.queue = g.queue AND t.id = g.id;
+    END IF;
+    IF cardinality(p_sns_gone) > 0 THEN
+        DELETE FROM ssq_sns WHERE key = ANY (p_sns_gone);
+    END IF;
+
+    IF cardinality(p_queue_names) > 0 THEN
+        INSERT INTO ssq_queues SELECT * FROM unnest(p_queue_names, p_queue_records)
+            ON CONFLICT (name) DO UPDATE SET record = excluded.record;
+    END IF;
+    IF cardinality(p_sequence_names) > 0 THEN
+        INSERT INTO ssq_sequences SELECT * FROM unnest(p_sequence_names, p_sequence_ceilings)
+            ON CONFLICT (name) DO UPDATE SET ceiling = excluded.ceiling;
+    END IF;
+    IF cardinality(p_body_queues) > 0 THEN
+        INSERT INTO ssq_bodies SELECT * FROM unnest(p_body_queues, p_body_seqs, p_body_records)
+            ON CONFLICT (queue, seq) DO UPDATE SET record = excluded.record;
+    END IF;
+    IF cardinality(p_state_queues) > 0 THEN
+        INSERT INTO ssq_states SELECT * FROM unnest(p_state_queues, p_state_seqs, p_state_records)
+            ON CONFLICT (queue, seq) DO UPDATE SET record = excluded.record;
+    END IF;
+    IF cardinality(p_dedup_queues) > 0 THEN
+        INSERT INTO ssq_dedup SELECT * FROM unnest(p_dedup_queues, p_dedup_keys, p_dedup_records)
+            ON CONFLICT (queue, key) DO UPDATE SET record = excluded.record;
+    END IF;
+    IF cardinality(p_attempt_queues) > 0 THEN
+        INSERT INTO ssq_attempts SELECT * FROM unnest(p_attempt_queues, p_attempt_ids, p_attempt_records)
+            ON CONFLICT (queue, id) DO UPDATE SET record = excluded.record;
+    END IF;
+    IF cardinality(p_sns_keys) > 0 THEN
+        INSERT INTO ssq_sns SELECT * FROM unnest(p_sns_keys, p_sns_records)
+            ON CONFLICT (key) DO UPDATE SET record = excluded.record;
+    END IF;
+END
+$$;
+"#;
