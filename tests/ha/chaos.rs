@@ -10,6 +10,12 @@
 //!   (SIGSTOP) for seconds, its Redis traffic held back; Redis killed and
 //!   started again, or stalled with `DEBUG SLEEP`; Redis restarted while
 //!   the leader is frozen or held back.
+//! - Postgres: three ssq instances on one Postgres (synchronous_commit
+//!   on), each through a relay that can hold its traffic back; the leader
+//!   killed, stopped, frozen or held back; Postgres killed whole (the
+//!   postmaster and every backend) and started again, or frozen whole
+//!   (SIGSTOP) for seconds; Postgres killed while the leader is frozen or
+//!   held back.
 //! - Disk: one ssq on `--data-dir`, killed (SIGKILL) or stopped (SIGTERM)
 //!   and started again on the same directory, or frozen (SIGSTOP).
 //!
@@ -22,8 +28,8 @@
 //! stored twice; an acknowledged publication must reach both subscribed
 //! queues, once each, in order.
 //!
-//! `make chaos` runs both (they are `#[ignore]`d by `cargo test`): two to
-//! three minutes each. `CHAOS_SECONDS` sets how long faults go on (default
+//! `make chaos` runs all three (they are `#[ignore]`d by `cargo test`): two
+//! to three minutes each. `CHAOS_SECONDS` sets how long faults go on (default
 //! 45), `CHAOS_SEED` replays a run's faults (each run prints its seed).
 
 use std::collections::{BTreeMap, HashMap};
@@ -32,7 +38,8 @@ use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use crate::common::{
-    Endpoints, HoldingRelay, RedisServer, Server, redis_cli, sns_client_for, subscribe_queue,
+    Endpoints, HoldingRelay, PostgresServer, RedisServer, Server, redis_cli, sns_client_for,
+    subscribe_queue,
 };
 use crate::disk::DataDir;
 use aws_sdk_sqs::types::QueueAttributeName;
@@ -127,6 +134,11 @@ enum Backing {
         redis: Mutex<RedisServer>,
         relays: Vec<HoldingRelay>,
     },
+    /// One Postgres, each instance behind its own relay to it.
+    Postgres {
+        postgres: Mutex<PostgresServer>,
+        relays: Vec<HoldingRelay>,
+    },
     /// One instance on a data directory.
     Disk(DataDir),
 }
@@ -142,7 +154,7 @@ struct Group {
 impl Group {
     async fn start(backing: Backing) -> Group {
         let slots = match &backing {
-            Backing::Redis { relays, .. } => relays.len(),
+            Backing::Redis { relays, .. } | Backing::Postgres { relays, .. } => relays.len(),
             Backing::Disk(_) => 1,
         };
         let group = Group {
@@ -161,6 +173,9 @@ impl Group {
             Backing::Redis { relays, .. } => {
                 Server::start_node_with(&relays[slot].url(), &format!("chaos-{slot}"), &[])
             }
+            Backing::Postgres { relays, .. } => {
+                Server::start_postgres_node_at(relays[slot].port, &format!("chaos-{slot}"))
+            }
             Backing::Disk(dir) => Server::start_with(&["--data-dir", dir.path()]),
         });
         self.endpoints.set_at(slot, server.url.clone());
@@ -175,6 +190,16 @@ impl Group {
             }
             if !redis.lock().unwrap().is_running() {
                 tokio::task::block_in_place(|| redis.lock().unwrap().restart());
+            }
+        }
+        if let Backing::Postgres { postgres, relays } = &self.backing {
+            for relay in relays {
+                relay.release();
+            }
+            let mut postgres = postgres.lock().unwrap();
+            match postgres.is_running() {
+                true => postgres.signal("CONT"),
+                false => tokio::task::block_in_place(|| postgres.restart()),
             }
         }
         let slots = self.servers.lock().unwrap().len();
@@ -380,7 +405,78 @@ async fn consume(
 async fn fault(group: &Group, rng: &mut rand::rngs::StdRng) -> String {
     match &group.backing {
         Backing::Redis { redis, relays } => redis_fault(group, redis, relays, rng).await,
+        Backing::Postgres { postgres, relays } => postgres_fault(group, postgres, relays, rng).await,
         Backing::Disk(_) => disk_fault(group, rng).await,
+    }
+}
+
+/// One fault of a Postgres-backed group: the leader's (as on Redis), or
+/// Postgres's own, killed or frozen whole.
+async fn postgres_fault(
+    group: &Group,
+    postgres: &Mutex<PostgresServer>,
+    relays: &[HoldingRelay],
+    rng: &mut rand::rngs::StdRng,
+) -> String {
+    let leader = group.leader().await;
+    let choice = rng.gen_range(0..8);
+    match (choice, leader) {
+        (0, Some(slot)) => {
+            group.kill(slot, "KILL");
+            tokio::time::sleep(Duration::from_millis(rng.gen_range(200..1500))).await;
+            group.start_in(slot);
+            format!("SIGKILL of the leader (slot {slot}), started again")
+        }
+        (1, Some(slot)) => {
+            group.kill(slot, "TERM");
+            group.start_in(slot);
+            format!("SIGTERM of the leader (slot {slot}), started again")
+        }
+        (2, Some(slot)) => {
+            let frozen = Duration::from_millis(rng.gen_range(2_000..4_000));
+            group.signal(slot, "STOP");
+            tokio::time::sleep(frozen).await;
+            group.signal(slot, "CONT");
+            format!("SIGSTOP of the leader (slot {slot}) for {frozen:?}")
+        }
+        (3, Some(slot)) => {
+            let held = Duration::from_millis(rng.gen_range(2_500..4_000));
+            relays[slot].hold();
+            tokio::time::sleep(held).await;
+            relays[slot].release();
+            format!("the leader's (slot {slot}) Postgres traffic held back for {held:?}")
+        }
+        (4, Some(slot)) => {
+            let stop = rng.gen_bool(0.5);
+            match stop {
+                true => group.signal(slot, "STOP"),
+                false => relays[slot].hold(),
+            }
+            tokio::time::sleep(Duration::from_millis(rng.gen_range(300..1_500))).await;
+            tokio::task::block_in_place(|| postgres.lock().unwrap().kill());
+            tokio::time::sleep(Duration::from_millis(rng.gen_range(100..1_000))).await;
+            tokio::task::block_in_place(|| postgres.lock().unwrap().restart());
+            tokio::time::sleep(Duration::from_millis(rng.gen_range(300..2_000))).await;
+            match stop {
+                true => group.signal(slot, "CONT"),
+                false => relays[slot].release(),
+            }
+            let how = if stop { "frozen" } else { "held back" };
+            format!("Postgres SIGKILL and restart while the leader (slot {slot}) is {how}")
+        }
+        (5 | 6, _) => {
+            tokio::task::block_in_place(|| postgres.lock().unwrap().kill());
+            tokio::time::sleep(Duration::from_millis(rng.gen_range(100..1_500))).await;
+            tokio::task::block_in_place(|| postgres.lock().unwrap().restart());
+            "Postgres SIGKILL, started again".to_string()
+        }
+        _ => {
+            let frozen = Duration::from_millis(rng.gen_range(1_000..3_000));
+            postgres.lock().unwrap().signal("STOP");
+            tokio::time::sleep(frozen).await;
+            postgres.lock().unwrap().signal("CONT");
+            format!("Postgres frozen whole (SIGSTOP) for {frozen:?}")
+        }
     }
 }
 
@@ -613,6 +709,18 @@ async fn on_redis_no_fault_loses_resurrects_hastens_or_reorders_a_message() {
     }
     let redis = Mutex::new(redis);
     run(Group::start(Backing::Redis { redis, relays }).await).await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+#[ignore = "a two-minute fault run: make chaos"]
+async fn on_postgres_no_fault_loses_resurrects_hastens_or_reorders_a_message() {
+    let postgres = PostgresServer::start();
+    let mut relays = Vec::new();
+    for _ in 0..3 {
+        relays.push(HoldingRelay::start(postgres.port).await);
+    }
+    let postgres = Mutex::new(postgres);
+    run(Group::start(Backing::Postgres { postgres, relays }).await).await;
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]

@@ -99,6 +99,11 @@ async fn a_leader_killed_under_load_loses_nothing_it_acknowledged() {
         .iter()
         .filter(|body| received.binary_search(body).is_err())
         .collect();
+    eprintln!(
+        "leader killed: {} sends acknowledged, {} lost, the passive serving {took:?} after the kill",
+        acknowledged.len(),
+        lost.len()
+    );
     assert!(lost.is_empty(), "{} acknowledged sends lost: {lost:?}", lost.len());
     nodes[first].wait_exit(Duration::from_secs(5));
 }
@@ -214,4 +219,134 @@ async fn postgres_with_another_store_or_shards_is_refused_at_start() {
         let stderr = String::from_utf8_lossy(&output.stderr);
         assert!(stderr.contains(said), "{extra:?}: {stderr}");
     }
+}
+
+/// With a synchronous standby, a primary killed under load and the
+/// standby promoted lose nothing ssq acknowledged, and ssq finds the new
+/// primary by itself (its URL names both, `target_session_attrs=read-write`).
+#[tokio::test]
+async fn a_primary_killed_under_load_and_its_synchronous_standby_promoted_lose_nothing() {
+    let mut primary = PostgresServer::start();
+    let standby = primary.start_standby();
+    primary.psql("postgres", "ALTER SYSTEM SET synchronous_standby_names = '*'");
+    primary.psql("postgres", "SELECT pg_reload_conf()");
+    wait_for(Duration::from_secs(10), || async {
+        primary.psql("postgres", "SELECT count(*) FROM pg_stat_replication WHERE sync_state = 'sync'") == "1"
+    })
+    .await
+    .expect("the standby is synchronous");
+    let url = format!(
+        "postgres://ssq@127.0.0.1:{},127.0.0.1:{}/ssq?target_session_attrs=read-write",
+        primary.port, standby.port
+    );
+    let mut args = vec!["--postgres-url", url.as_str(), "--node-id", "s1"];
+    args.extend_from_slice(crate::common::FAST_LOCK);
+    args.extend_from_slice(&["--postgres-timeout", "500ms"]);
+    let node = Server::start_with(&args);
+    wait_for(Duration::from_secs(15), || node.is_ready())
+        .await
+        .expect("leads");
+    let sqs = node.client();
+    let url = create_queue_url(&sqs, "replicated", &[]).await;
+    let stop = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
+    let mut senders = tokio::task::JoinSet::new();
+    for sender in 0..8 {
+        let (sqs, url, stop) = (sqs.clone(), url.clone(), stop.clone());
+        senders.spawn(async move {
+            let mut acknowledged = Vec::new();
+            let mut n = 0;
+            while !stop.load(std::sync::atomic::Ordering::Relaxed) {
+                let body = format!("{sender}-{n}");
+                n += 1;
+                if send(&sqs, &url, &body).await {
+                    acknowledged.push(body);
+                }
+            }
+            acknowledged
+        });
+    }
+    tokio::time::sleep(Duration::from_millis(1_500)).await;
+    primary.kill();
+    let killed_at = Instant::now();
+    tokio::time::sleep(Duration::from_millis(300)).await;
+    standby.promote();
+    wait_for(Duration::from_secs(20), || async {
+        send(&sqs, &url, "after the failover").await
+    })
+    .await
+    .expect("ssq serves again on the promoted standby");
+    let took = killed_at.elapsed();
+    // Sending goes on a moment on the new primary.
+    tokio::time::sleep(Duration::from_millis(500)).await;
+    stop.store(true, std::sync::atomic::Ordering::Relaxed);
+    let acknowledged: Vec<String> = senders.join_all().await.into_iter().flatten().collect();
+    let mut received = drain(&sqs, &url).await;
+    received.sort();
+    let lost: Vec<&String> = acknowledged
+        .iter()
+        .filter(|body| received.binary_search(body).is_err())
+        .collect();
+    eprintln!(
+        "synchronous failover: {} sends acknowledged, {} lost, serving again {took:?} after the kill",
+        acknowledged.len(),
+        lost.len()
+    );
+    assert!(acknowledged.len() > 100, "only {} acknowledged", acknowledged.len());
+    assert!(lost.is_empty(), "{} acknowledged sends lost: {lost:?}", lost.len());
+    assert!(took < Duration::from_secs(10), "served again after {took:?}");
+}
+
+/// Six instances' locks asking at once: one wins; while its lease lives
+/// nobody else takes it, even once its lock session is gone (its holder may
+/// still serve); released, it goes to exactly one other, at a new epoch.
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn of_locks_racing_one_wins_and_a_live_lease_is_never_taken() {
+    use ssq::cluster::lock::{Acquire, LockStore, PostgresLock};
+    let postgres = PostgresServer::start();
+    let target = ssq::store::postgres::Target::parse(&postgres.url(), Duration::from_secs(5)).unwrap();
+    let lock = |n: usize| {
+        std::sync::Arc::new(PostgresLock::new(
+            target.clone(),
+            0,
+            &format!("racer{n}"),
+            "http://x",
+            Duration::from_secs(60),
+        ))
+    };
+    let mut locks: Vec<_> = (0..6).map(lock).collect();
+    let race = async |locks: &[std::sync::Arc<PostgresLock>]| {
+        let calls = locks.iter().map(|lock| {
+            let lock = lock.clone();
+            tokio::spawn(async move { lock.acquire().await.unwrap() })
+        });
+        let mut answers = Vec::new();
+        for call in calls.collect::<Vec<_>>() {
+            answers.push(call.await.unwrap());
+        }
+        answers
+    };
+    let won = |answers: &[Acquire]| -> Vec<(usize, String)> {
+        answers
+            .iter()
+            .enumerate()
+            .filter_map(|(i, a)| match a {
+                Acquire::Won(token) => Some((i, token.clone())),
+                Acquire::Held(_) => None,
+            })
+            .collect()
+    };
+    let first = won(&race(&locks).await);
+    assert_eq!(first.len(), 1, "{first:?}");
+    let (winner, token) = first[0].clone();
+    assert!(token.starts_with("1|"), "{token}");
+    // Its session gone (the process cut off), its lease still lives.
+    locks.remove(winner);
+    tokio::time::sleep(Duration::from_millis(200)).await;
+    assert!(won(&race(&locks).await).is_empty(), "a live lease was taken");
+    // Released by its holder (a new session of the same node), it goes once.
+    let holder = lock(winner);
+    assert!(holder.release(&token).await.unwrap());
+    let second = won(&race(&locks).await);
+    assert_eq!(second.len(), 1, "{second:?}");
+    assert!(second[0].1.starts_with("2|"), "{second:?}");
 }

@@ -545,3 +545,37 @@ async fn topics_and_subscriptions_are_exported_and_imported_with_the_queues() {
     assert_eq!(bodies, vec!["one", "two", "three"]);
     let _ = std::fs::remove_file(&file);
 }
+
+/// A snapshot imports into a Postgres-backed instance, which stores it
+/// before it serves: exported again it has every queue and message, and an
+/// instance started later without `--import` finds them in Postgres.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_snapshot_imports_into_postgres_and_exports_back_whole() {
+    let file = three_queues("postgres", 300, 100).await;
+    let postgres = crate::common::PostgresServer::start();
+    let mut importing = start_on_postgres(&postgres, &["--import", file.to_str().unwrap()]).await;
+    let exported = export(&importing).await;
+    let end: serde_json::Value = serde_json::from_str(exported.lines().last().unwrap()).unwrap();
+    assert_eq!(end["end"], serde_json::json!({"queues": 3, "messages": 900}));
+    importing.signal("KILL");
+    importing.wait_exit(Duration::from_secs(5));
+    drop(importing);
+    let later = start_on_postgres(&postgres, &[]).await;
+    let url = later.client().get_queue_url().queue_name("b").send().await.unwrap();
+    let (visible, _, _) = counts(&later.client(), url.queue_url().unwrap()).await;
+    assert_eq!(visible, "300");
+    let _ = std::fs::remove_file(&file);
+}
+
+/// An instance of a Postgres-backed group, once it leads.
+async fn start_on_postgres(postgres: &crate::common::PostgresServer, extra: &[&str]) -> Server {
+    let url = postgres.url();
+    let mut args = vec!["--postgres-url", url.as_str()];
+    args.extend_from_slice(crate::common::FAST_LOCK);
+    args.extend_from_slice(extra);
+    let server = Server::start_with(&args);
+    crate::common::wait_for(Duration::from_secs(20), || server.is_ready())
+        .await
+        .expect("leads on Postgres");
+    server
+}

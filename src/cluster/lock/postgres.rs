@@ -10,9 +10,10 @@
 //!   expire (renewed_at + TTL, on the database's clock), so that no leader
 //!   takes over while the last one may still serve (invariant 3: the last
 //!   one stops at its deadline, sooner than the TTL);
-//! - a passive that finds the advisory lock held past the lease's expiry
-//!   ends the holding session (`pg_terminate_backend`), and takes the lock
-//!   at its next try;
+//! - a passive that finds the advisory lock held while the lease has
+//!   expired, by a session idle for a whole TTL (a leader frozen past its
+//!   lease keeps its session), ends that session (`pg_terminate_backend`),
+//!   and takes the lock at its next try;
 //! - a leader whose lock session broke renews on a new one as long as the
 //!   lease row still holds its token.
 //!
@@ -165,7 +166,7 @@ impl PostgresLock {
             let token: String = transaction
                 .query_one(
                     "UPDATE ssq_lease SET epoch = epoch + 1, token = (epoch + 1)::text || $2, \
-                     backend = pg_backend_pid(), renewed_at = now(), ttl_ms = $3, load_id = NULL \
+                     renewed_at = now(), ttl_ms = $3, load_id = NULL \
                      WHERE shard = $1 RETURNING token",
                     &[&self.shard, &rest, &self.ttl_ms],
                 )
@@ -178,37 +179,45 @@ impl PostgresLock {
     }
 
     /// Another session holds the advisory lock: returns the lease's token,
-    /// and ends the holder's session if its lease has expired (a frozen or
-    /// cut-off leader), so that the lock is free at the next try.
+    /// and ends the holder's session if the lease is not live (expired or
+    /// released) and that session has done nothing for a whole TTL: a
+    /// leader frozen or cut off past its lease, or an instance frozen while
+    /// it held the lock to look at the lease. A session that just took the
+    /// lock to write its lease is busy, and is left alone.
     async fn end_expired_holder(&self, session: &mut Session) -> Result<String, PostgresError> {
         let row = session
             .client
             .query_opt(
-                "SELECT coalesce(token, ''), backend, \
+                "SELECT coalesce(token, ''), \
                  token IS NULL OR renewed_at + ttl_ms * interval '1 millisecond' <= now() \
                  FROM ssq_lease WHERE shard = $1",
                 &[&self.shard],
             )
             .await?;
-        let Some(row) = row else { return Ok(String::new()) };
-        let (token, backend, expired): (String, Option<i32>, bool) = (row.get(0), row.get(1), row.get(2));
-        if expired {
-            let holder: Option<i32> = session
+        let (token, live) = match row {
+            Some(row) => (row.get::<_, String>(0), !row.get::<_, bool>(1)),
+            None => (String::new(), false),
+        };
+        if live {
+            return Ok(token);
+        }
+        let idle_holder: Option<i32> = session
+            .client
+            .query_opt(
+                "SELECT l.pid FROM pg_locks l JOIN pg_stat_activity a ON a.pid = l.pid \
+                 WHERE l.locktype = 'advisory' AND l.granted \
+                 AND l.classid::integer = $1 AND l.objid::integer = $2 \
+                 AND a.state_change <= now() - $3::bigint * interval '1 millisecond'",
+                &[&LOCK_CLASS, &self.lock_id, &self.ttl_ms],
+            )
+            .await?
+            .map(|row| row.get(0));
+        if let Some(pid) = idle_holder {
+            tracing::warn!(pid, %token, "the shard's lease is not held, yet a session idle for a whole lease holds its lock: ending that session");
+            session
                 .client
-                .query_opt(
-                    "SELECT pid FROM pg_locks WHERE locktype = 'advisory' AND granted \
-                     AND classid::integer = $1 AND objid::integer = $2",
-                    &[&LOCK_CLASS, &self.lock_id],
-                )
-                .await?
-                .map(|row| row.get(0));
-            if let Some(pid) = holder.or(backend) {
-                tracing::warn!(pid, %token, "the shard's lease has expired but its lock session lives on: ending it");
-                session
-                    .client
-                    .execute("SELECT pg_terminate_backend($1)", &[&pid])
-                    .await?;
-            }
+                .execute("SELECT pg_terminate_backend($1)", &[&pid])
+                .await?;
         }
         Ok(token)
     }
@@ -236,7 +245,7 @@ impl PostgresLock {
             let renewed = session
                 .client
                 .execute(
-                    "UPDATE ssq_lease SET renewed_at = now(), backend = pg_backend_pid() \
+                    "UPDATE ssq_lease SET renewed_at = now() \
                      WHERE shard = $1 AND token = $2",
                     &[&self.shard, &token],
                 )
@@ -251,7 +260,7 @@ impl PostgresLock {
             let released = session
                 .client
                 .execute(
-                    "UPDATE ssq_lease SET token = NULL, renewed_at = NULL, backend = NULL \
+                    "UPDATE ssq_lease SET token = NULL, renewed_at = NULL \
                      WHERE shard = $1 AND token = $2",
                     &[&self.shard, &token],
                 )

@@ -68,13 +68,12 @@ pub async fn migrate(client: &mut Client) -> Result<(), PostgresError> {
 /// Version 1: the lease, the records, and the commit function.
 const FIRST: &str = r#"
 -- One row per shard: who leads it (token = epoch|node|nonce|url), since
--- when (renewed_at, the database's clock) for how long, which session holds
--- its advisory lock (backend), and the load its leader's memory came from.
+-- when (renewed_at, the database's clock) for how long, and the load its
+-- leader's memory came from.
 CREATE TABLE ssq_lease (
     shard integer PRIMARY KEY,
     epoch bigint NOT NULL DEFAULT 0,
     token text,
-    backend integer,
     renewed_at timestamptz,
     ttl_ms bigint,
     load_id text
@@ -117,7 +116,11 @@ CREATE TABLE ssq_sns (key text COLLATE "C" PRIMARY KEY, record text NOT NULL);
 -- made. The lease row is read FOR SHARE, so that a takeover (which updates
 -- it) waits for a commit in flight, and the new leader loads after it.
 -- Each key appears once per array (`batch.rs` folds the writes): wiped
--- queues first, then removals, then the rows put.
+-- queues first, then removals, then the rows put. Every statement finds its
+-- rows by primary key, one probe per array element: the planner cannot
+-- know an array's length, and left alone it joined a removal's array to a
+-- whole scan of the table (measured: 1,512 scans of 12 million rows in
+-- five seconds of round trips), so the function plans without them.
 CREATE FUNCTION ssq_commit(
     p_shard integer, p_epoch bigint, p_load text,
     p_wiped text[],
@@ -133,7 +136,9 @@ CREATE FUNCTION ssq_commit(
     p_attempt_queues text[], p_attempt_ids text[], p_attempt_records text[],
     p_sns_gone text[],
     p_sns_keys text[], p_sns_records text[]
-) RETURNS void LANGUAGE plpgsql AS $$
+) RETURNS void LANGUAGE plpgsql
+SET enable_seqscan = off SET enable_hashjoin = off SET enable_mergejoin = off
+AS $$
 DECLARE
     held_epoch bigint;
     held_load text;

@@ -104,6 +104,40 @@ impl PostgresServer {
         server
     }
 
+    /// A streaming standby of this server, made with `pg_basebackup`, on
+    /// a free port; it follows the primary until [`PostgresServer::promote`].
+    pub fn start_standby(&self) -> PostgresServer {
+        let port = free_port();
+        let dir = std::env::temp_dir().join(format!("ssq-test-pg-{}-{port}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&dir);
+        std::fs::create_dir_all(&dir).unwrap();
+        hand_over(&dir);
+        let output = command("pg_basebackup")
+            .args(["-h", "127.0.0.1", "-p", &self.port.to_string(), "-U", "ssq"])
+            .args(["--write-recovery-conf", "--wal-method=stream", "--checkpoint=fast", "-D"])
+            .arg(dir.join("data"))
+            .output()
+            .expect("pg_basebackup is installed with postgresql");
+        assert!(
+            output.status.success(),
+            "pg_basebackup failed: {}",
+            String::from_utf8_lossy(&output.stderr)
+        );
+        let mut standby = PostgresServer {
+            child: None,
+            port,
+            dir,
+            extra: self.extra.clone(),
+        };
+        standby.restart();
+        standby
+    }
+
+    /// Makes a standby the primary.
+    pub fn promote(&self) {
+        self.psql("postgres", "SELECT pg_promote()");
+    }
+
     /// The URL ssq reaches the database `ssq` with.
     pub fn url(&self) -> String {
         format!("postgres://ssq@127.0.0.1:{}/ssq", self.port)
@@ -154,6 +188,10 @@ impl PostgresServer {
             .status()
             .unwrap();
         assert!(status.success() || signal != "STOP", "kill -{signal} {pids:?} failed");
+    }
+
+    pub fn is_running(&self) -> bool {
+        self.child.is_some()
     }
 
     /// Kills the whole server at once, as a crash would (its data stays).

@@ -165,7 +165,12 @@ impl Server {
 
     /// Starts an instance of a Postgres-backed group with the test timings.
     pub fn start_postgres_node(postgres: &PostgresServer, node_id: &str) -> Server {
-        let url = postgres.url();
+        Server::start_postgres_node_at(postgres.port, node_id)
+    }
+
+    /// The same through another port (a relay's) to the database `ssq`.
+    pub fn start_postgres_node_at(port: u16, node_id: &str) -> Server {
+        let url = format!("postgres://ssq@127.0.0.1:{port}/ssq");
         let mut args = vec!["--postgres-url", &url, "--node-id", node_id];
         args.extend_from_slice(FAST_LOCK);
         args.extend_from_slice(&["--postgres-timeout", "500ms"]);

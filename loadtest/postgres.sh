@@ -1,0 +1,95 @@
+#!/usr/bin/env bash
+# Postgres-backed ssq beside Redis-backed and memory-only, side by side in
+# one run on the same load (ssq-bench, 64 clients unless CONCURRENCY says):
+# a round trip (send, receive, delete) and sends alone, rounds interleaved
+# so that the machine's noise hits all alike. For each: requests/s, and CPU
+# per request of ssq and its store together (redis-server; the postmaster
+# and every Postgres process, sampled after ssq connected), and the writes
+# per group commit (ssq_commit_writes). Postgres runs as installed
+# (synchronous_commit on: a commit is flushed before ssq answers), Redis as
+# `make bench` runs it (AOF, everysec).
+#   bash loadtest/postgres.sh [SSQ_BINARY]   (BENCH_DURATION=5, ROUNDS=3, CONCURRENCY=64)
+set -euo pipefail
+cd "$(dirname "$0")/.."
+SSQ=${1:-target/release/ssq}
+DURATION=${BENCH_DURATION:-5}
+ROUNDS=${ROUNDS:-3}
+CONCURRENCY=${CONCURRENCY:-64}
+cargo build --release -q -p ssq -p ssq-bench
+BENCH=target/release/ssq-bench
+source loadtest/lib.sh
+
+PG_BIN=${SSQ_TEST_PG_BIN:-$(ls -d /usr/lib/postgresql/*/bin 2>/dev/null | sort -V | tail -1)}
+[ -x "$PG_BIN/initdb" ] || { echo "Postgres's initdb is needed: apt-get install postgresql" >&2; exit 1; }
+as_postgres=(); [ "$(id -u)" -eq 0 ] && as_postgres=(runuser -u postgres --)
+
+start_redis
+PG_PORT=$(free_port)
+PG_DIR=$(mktemp -d); TEMP_DIRS+=("$PG_DIR")
+[ "$(id -u)" -eq 0 ] && chown postgres "$PG_DIR"
+"${as_postgres[@]}" "$PG_BIN/initdb" --auth=trust --username=ssq --no-sync -D "$PG_DIR/data" >/dev/null
+$SRV "${as_postgres[@]}" "$PG_BIN/postgres" -D "$PG_DIR/data" -p "$PG_PORT" -c listen_addresses=127.0.0.1 \
+  -c unix_socket_directories="$PG_DIR" ${PG_SETTINGS:-} >"$PG_DIR/log" 2>&1 & PIDS+=($!)
+wait_port "$PG_PORT"
+for _ in $(seq 100); do psql -h 127.0.0.1 -p "$PG_PORT" -U ssq -d postgres -Xqc 'CREATE DATABASE ssq' 2>/dev/null && break; sleep 0.1; done
+POSTMASTER=$(head -1 "$PG_DIR/data/postmaster.pid")
+
+MEMORY=$(free_port); REDIS_BACKED=$(free_port); PG_BACKED=$(free_port)
+RUST_LOG=warn $SRV "$SSQ" --listen 127.0.0.1:$MEMORY 2>/dev/null & MEMORY_PID=$!; PIDS+=($!)
+RUST_LOG=warn $SRV "$SSQ" --listen 127.0.0.1:$REDIS_BACKED --redis-url redis://127.0.0.1:$REDIS 2>/dev/null & REDIS_SSQ=$!; PIDS+=($!)
+RUST_LOG=warn $SRV "$SSQ" --listen 127.0.0.1:$PG_BACKED --postgres-url "postgres://ssq@127.0.0.1:$PG_PORT/ssq" 2>/dev/null & PG_SSQ=$!; PIDS+=($!)
+for port in $MEMORY $REDIS_BACKED $PG_BACKED; do wait_port $port; done
+for port in $REDIS_BACKED $PG_BACKED; do
+  for _ in $(seq 100); do curl -sf "http://127.0.0.1:$port/ready" >/dev/null && break; sleep 0.1; done
+done
+
+WORK=$(mktemp -d); TEMP_DIRS+=("$WORK")
+declare -A URL=([memory]=$MEMORY [redis]=$REDIS_BACKED [postgres]=$PG_BACKED)
+pids_of() { # target: ssq and its store's processes
+  case $1 in
+    memory) echo "$MEMORY_PID" ;;
+    redis) echo "$REDIS_SSQ $REDIS_PID" ;;
+    postgres) echo "$PG_SSQ $POSTMASTER $(pgrep -P "$POSTMASTER" | tr '\n' ' ')" ;;
+  esac
+}
+commit_writes() { curl -s "http://127.0.0.1:$1/metrics" | awk '/^ssq_commit_writes_(sum|count)/ {printf "%s ", $2}'; }
+
+rotation=(memory redis postgres)
+for round in $(seq "$ROUNDS"); do
+  for scenario in roundtrip send; do
+    for target in "${rotation[@]}"; do
+      echo ">> round $round: $target $scenario c=$CONCURRENCY" >&2
+      pids=(); for pid in $(pids_of $target); do pids+=(--server-pid "$pid"); done
+      before=$(commit_writes "${URL[$target]}")
+      $GEN $BENCH --endpoint "http://127.0.0.1:${URL[$target]}" --scenario $scenario --concurrency "$CONCURRENCY" \
+        --duration "$DURATION" --quiet --label $target --json "$WORK/$target-$scenario-$round.json" "${pids[@]}" >/dev/null
+      echo "$before|$(commit_writes "${URL[$target]}")" >"$WORK/$target-$scenario-$round.commits"
+    done
+    rotation=("${rotation[@]:1}" "${rotation[0]}")
+  done
+done
+
+python3 - "$WORK" "$ROUNDS" "$CONCURRENCY" <<'PY'
+import json, statistics, sys
+work, rounds, c = sys.argv[1], int(sys.argv[2]), sys.argv[3]
+def figures(target, scenario):
+    rps, cpu, per_commit = [], [], []
+    for r in range(1, rounds + 1):
+        d = json.load(open(f"{work}/{target}-{scenario}-{r}.json"))
+        rps.append(sum(s["requests_per_second"] for s in d["series"].values()))
+        cpu.append(d["server_cpu_us_per_request"] or 0.0)
+        before, after = open(f"{work}/{target}-{scenario}-{r}.commits").read().strip().split("|")
+        if before.strip() and after.strip():
+            (s0, c0), (s1, c1) = (map(float, x.split()) for x in (before, after))
+            if c1 > c0:
+                per_commit.append((s1 - s0) / (c1 - c0))
+    return statistics.median(rps), statistics.median(cpu), (statistics.median(per_commit) if per_commit else None)
+print(f"c={c}, median of {rounds} rounds; CPU is ssq's and its store's together")
+print(f"{'scenario':<10} {'target':<9} {'req/s':>9} {'µs CPU/req':>11} {'writes/commit':>14} {'req/s vs Redis':>15} {'CPU vs Redis':>13}")
+for scenario in ("roundtrip", "send"):
+    redis = figures("redis", scenario)
+    for target in ("memory", "redis", "postgres"):
+        rps, cpu, per_commit = figures(target, scenario)
+        commits = f"{per_commit:.1f}" if per_commit else "-"
+        print(f"{scenario:<10} {target:<9} {rps:>9.0f} {cpu:>11.1f} {commits:>14} {rps / redis[0]:>14.2f}x {cpu / redis[1]:>12.2f}x")
+PY
