@@ -3,7 +3,7 @@
 VENV := .venv
 PYTHON_DEPS := $(VENV)/.installed
 
-.PHONY: build run bench-compare bench-fair bench-sns rules test test-deps test-quick test-rust test-python test-packages wheel image npm chaos screenshots fuzz bench cluster cluster-stop fmt lint clean
+.PHONY: build run bench-compare bench-fair bench-postgres bench-sns rules test test-deps test-quick test-rust test-python test-packages wheel image npm chaos screenshots fuzz bench cluster cluster-stop fmt lint clean
 
 build:
 	cargo build --release
@@ -105,6 +105,11 @@ bench-compare: build
 # SNS: a Publish's server CPU beside a SendMessage's (to 1 and 10 queues), and LocalStack's publishes.
 bench-sns:
 	bash loadtest/sns.sh
+
+# Postgres-backed beside Redis-backed and memory-only (64 clients), and a takeover of a million messages on Postgres.
+bench-postgres:
+	bash loadtest/postgres.sh
+	bash loadtest/postgres-takeover.sh
 
 # Fair queues: quiet tenants' dwell time with and without group ids, side by side.
 bench-fair:

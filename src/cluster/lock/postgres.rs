@@ -27,7 +27,7 @@ use tokio::sync::Mutex;
 use tokio_postgres::Client;
 
 use super::{Acquire, LockCall, LockError, LockStore};
-use crate::store::postgres::schema::{self, LOCK_CLASS};
+use crate::store::postgres::schema::{self, FENCE_CLASS, LOCK_CLASS};
 use crate::store::postgres::{PostgresError, Target};
 
 /// The lock's own session, and whether it holds the shard's advisory lock.
@@ -141,6 +141,10 @@ impl PostgresLock {
             let rest = format!("|{}|{nonce}|{}", self.node_id, self.advertise_url);
             let mine = format!("|{}|", self.node_id);
             let transaction = client.transaction().await?;
+            // A commit in flight finishes under the old epoch first.
+            transaction
+                .execute("SELECT pg_advisory_xact_lock($1, $2)", &[&FENCE_CLASS, &self.shard])
+                .await?;
             transaction
                 .execute(
                     "INSERT INTO ssq_lease (shard) VALUES ($1) ON CONFLICT (shard) DO NOTHING",

@@ -128,56 +128,58 @@ impl Batch {
     }
 
     /// The arguments of `ssq_commit` after the shard, epoch and load id,
-    /// in its order.
-    pub fn into_arguments(self) -> Arguments {
+    /// in its order: the records moved out, the queues' names borrowed
+    /// (one per row, and most rows of a commit are of a few queues).
+    pub fn arguments(&mut self) -> Arguments<'_> {
         let mut a = Arguments::default();
-        for (name, rows) in self.queues {
+        for (name, rows) in &mut self.queues {
+            let name = name.as_str();
             if rows.wiped {
-                a.wiped.push(name.clone());
+                a.wiped.push(name);
             }
             if rows.deleted {
-                a.queues_gone.push(name.clone());
+                a.queues_gone.push(name);
             }
-            if let Some(meta) = rows.meta {
-                a.queue_names.push(name.clone());
+            if let Some(meta) = rows.meta.take() {
+                a.queue_names.push(name);
                 a.queue_records.push(meta);
             }
             if let Some(ceiling) = rows.ceiling {
-                a.sequence_names.push(name.clone());
+                a.sequence_names.push(name);
                 a.sequence_ceilings.push(ceiling);
             }
-            for (seq, body) in rows.bodies {
+            for (seq, body) in rows.bodies.drain() {
                 match body {
                     Some(body) => {
-                        a.body_queues.push(name.clone());
+                        a.body_queues.push(name);
                         a.body_seqs.push(seq as i64);
                         a.body_records.push(body);
                     }
                     None => {
-                        a.removed_queues.push(name.clone());
+                        a.removed_queues.push(name);
                         a.removed_seqs.push(seq as i64);
                     }
                 }
             }
-            for (seq, state) in rows.states {
-                a.state_queues.push(name.clone());
+            for (seq, state) in rows.states.drain() {
+                a.state_queues.push(name);
                 a.state_seqs.push(seq as i64);
                 a.state_records.push(state);
             }
             split(
-                rows.dedup,
-                &name,
+                &mut rows.dedup,
+                name,
                 (&mut a.dedup_gone_queues, &mut a.dedup_gone_keys),
                 (&mut a.dedup_queues, &mut a.dedup_keys, &mut a.dedup_records),
             );
             split(
-                rows.attempts,
-                &name,
+                &mut rows.attempts,
+                name,
                 (&mut a.attempts_gone_queues, &mut a.attempts_gone_ids),
                 (&mut a.attempt_queues, &mut a.attempt_ids, &mut a.attempt_records),
             );
         }
-        for (key, record) in self.sns {
+        for (key, record) in self.sns.drain() {
             match record {
                 Some(record) => {
                     a.sns_keys.push(key);
@@ -191,21 +193,21 @@ impl Batch {
 }
 
 /// Rows keyed by text, put or removed, into the arrays of each.
-fn split(
-    rows: HashMap<String, Option<String>>,
-    queue: &str,
-    gone: (&mut Vec<String>, &mut Vec<String>),
-    put: (&mut Vec<String>, &mut Vec<String>, &mut Vec<String>),
+fn split<'a>(
+    rows: &mut HashMap<String, Option<String>>,
+    queue: &'a str,
+    gone: (&mut Vec<&'a str>, &mut Vec<String>),
+    put: (&mut Vec<&'a str>, &mut Vec<String>, &mut Vec<String>),
 ) {
-    for (key, record) in rows {
+    for (key, record) in rows.drain() {
         match record {
             Some(record) => {
-                put.0.push(queue.to_string());
+                put.0.push(queue);
                 put.1.push(key);
                 put.2.push(record);
             }
             None => {
-                gone.0.push(queue.to_string());
+                gone.0.push(queue);
                 gone.1.push(key);
             }
         }
@@ -214,29 +216,29 @@ fn split(
 
 /// `ssq_commit`'s arrays, in its order.
 #[derive(Default, Debug)]
-pub struct Arguments {
-    pub wiped: Vec<String>,
-    pub queues_gone: Vec<String>,
-    pub queue_names: Vec<String>,
+pub struct Arguments<'a> {
+    pub wiped: Vec<&'a str>,
+    pub queues_gone: Vec<&'a str>,
+    pub queue_names: Vec<&'a str>,
     pub queue_records: Vec<String>,
-    pub sequence_names: Vec<String>,
+    pub sequence_names: Vec<&'a str>,
     pub sequence_ceilings: Vec<i64>,
-    pub removed_queues: Vec<String>,
+    pub removed_queues: Vec<&'a str>,
     pub removed_seqs: Vec<i64>,
-    pub body_queues: Vec<String>,
+    pub body_queues: Vec<&'a str>,
     pub body_seqs: Vec<i64>,
     pub body_records: Vec<String>,
-    pub state_queues: Vec<String>,
+    pub state_queues: Vec<&'a str>,
     pub state_seqs: Vec<i64>,
     pub state_records: Vec<String>,
-    pub dedup_gone_queues: Vec<String>,
+    pub dedup_gone_queues: Vec<&'a str>,
     pub dedup_gone_keys: Vec<String>,
-    pub dedup_queues: Vec<String>,
+    pub dedup_queues: Vec<&'a str>,
     pub dedup_keys: Vec<String>,
     pub dedup_records: Vec<String>,
-    pub attempts_gone_queues: Vec<String>,
+    pub attempts_gone_queues: Vec<&'a str>,
     pub attempts_gone_ids: Vec<String>,
-    pub attempt_queues: Vec<String>,
+    pub attempt_queues: Vec<&'a str>,
     pub attempt_ids: Vec<String>,
     pub attempt_records: Vec<String>,
     pub sns_gone: Vec<String>,
@@ -244,7 +246,7 @@ pub struct Arguments {
     pub sns_records: Vec<String>,
 }
 
-impl Arguments {
+impl Arguments<'_> {
     /// The arrays as statement parameters, in `ssq_commit`'s order.
     pub fn parameters(&self) -> [&(dyn ToSql + Sync); 27] {
         [
@@ -337,7 +339,7 @@ mod tests {
         let received = queue.receive(1, None, None, None, T0 + 1);
         assert!(queue.delete(received[0].receipt_handle, T0 + 2).unwrap());
         batch.push(&write(&mut queue));
-        let a = batch.into_arguments();
+        let a = batch.arguments();
         assert_eq!(a.queue_names, ["jobs"]);
         assert_eq!(a.body_seqs.len(), 1, "{a:?}");
         assert!(a.body_records[0].contains("kept"), "{a:?}");
@@ -355,7 +357,7 @@ mod tests {
         queue.purge(T0).unwrap();
         queue.send(NewMessage::plain("after"), T0).unwrap();
         batch.push(&write(&mut queue));
-        let a = batch.into_arguments();
+        let a = batch.arguments();
         assert_eq!(a.wiped, ["jobs"]);
         assert_eq!(a.body_records.len(), 1);
         assert!(a.body_records[0].contains("after"), "{a:?}");
@@ -371,7 +373,7 @@ mod tests {
         batch.push(&Write::DeleteQueue { name: "jobs".into() });
         let mut again = self::queue();
         batch.push(&write(&mut again));
-        let a = batch.into_arguments();
+        let a = batch.arguments();
         assert_eq!(a.wiped, ["jobs"]);
         assert_eq!(a.queues_gone, ["jobs"]);
         assert_eq!(a.queue_names, ["jobs"], "the new queue's settings, written after");

@@ -139,7 +139,7 @@ impl Committer {
         }
     }
 
-    async fn call(&self, epoch: i64, load_id: &str, batch: Batch) -> Result<(), CommitError> {
+    async fn call(&self, epoch: i64, load_id: &str, mut batch: Batch) -> Result<(), CommitError> {
         let target = &self.store.target;
         let mut connection = self.connection.lock().await;
         // A connection that broke while idle (Postgres restarted) is made
@@ -153,7 +153,7 @@ impl Committer {
             *connection = Some((client, statement));
         }
         let (client, statement) = connection.as_ref().expect("connected above");
-        let arguments = batch.into_arguments();
+        let arguments = batch.arguments();
         let mut parameters: Vec<&(dyn tokio_postgres::types::ToSql + Sync)> =
             vec![&self.store.shard, &epoch, &load_id];
         parameters.extend(arguments.parameters());

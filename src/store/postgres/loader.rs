@@ -2,7 +2,7 @@
 //! it serves and a leader does after a failed write.
 //!
 //! Each load first sets a new load fence in the shard's lease row (its
-//! update waits for a commit in flight, which holds the row FOR SHARE),
+//! update waits for a commit in flight, which holds the shard's fence),
 //! then reads every table in one REPEATABLE READ snapshot taken after it:
 //! what an earlier commit wrote is in the snapshot, and a commit made on
 //! earlier memory that reaches Postgres later is refused (`ssq_commit`).
@@ -14,6 +14,7 @@ use std::time::{Duration, Instant};
 
 use tokio_postgres::{Client, IsolationLevel};
 
+use super::schema::FENCE_CLASS;
 use super::{PostgresError, PostgresStore, epoch_of};
 use crate::queue::Queue;
 use crate::store::codec;
@@ -104,18 +105,30 @@ impl Loader {
         let load_id: Arc<str> = format!("{current}-{:032x}", crate::queue::random::uuid().as_u128()).into();
         let target = &self.store.target;
         let mut client = target.connect().await?;
-        let fenced = target
-            .bounded(client.execute(
-                "UPDATE ssq_lease SET load_id = $3 WHERE shard = $1 AND epoch = $2",
-                &[&self.store.shard, &epoch, &&*load_id],
-            ))
-            .await?;
-        if fenced != 1 {
+        let fenced = target.bounded(fence(&mut client, self.store.shard, epoch, &load_id)).await?;
+        if !fenced {
             return Err(LoadError::TermEnded);
         }
         let loaded = load(&mut client).await?;
         Ok((load_id, loaded))
     }
+}
+
+/// Sets `load_id` as the shard's load fence if `epoch` still leads it,
+/// once every commit in flight has finished (`FENCE_CLASS`).
+async fn fence(client: &mut Client, shard: i32, epoch: i64, load_id: &str) -> Result<bool, PostgresError> {
+    let transaction = client.transaction().await?;
+    transaction
+        .execute("SELECT pg_advisory_xact_lock($1, $2)", &[&FENCE_CLASS, &shard])
+        .await?;
+    let fenced = transaction
+        .execute(
+            "UPDATE ssq_lease SET load_id = $3 WHERE shard = $1 AND epoch = $2",
+            &[&shard, &epoch, &load_id],
+        )
+        .await?;
+    transaction.commit().await?;
+    Ok(fenced == 1)
 }
 
 /// Reads every queue and topic in one snapshot.

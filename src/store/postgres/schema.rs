@@ -21,6 +21,14 @@ use super::PostgresError;
 /// second half names the lock: 0 for migrations, 1 + K for shard K.
 pub const LOCK_CLASS: i32 = 0x5353_5131;
 
+/// The advisory lock class ("SSQ2") of the fence between a shard's
+/// commits and what changes its lease's epoch or load id: each commit holds
+/// it shared for its transaction, a takeover and a load's fence exclusive,
+/// so that they wait for a commit in flight and a commit that follows them
+/// reads what they wrote. The second half is the shard. (A lock in
+/// memory: unlike a row lock, taking it writes nothing.)
+pub const FENCE_CLASS: i32 = 0x5353_5132;
+
 /// The second half of the migrations' advisory lock.
 const MIGRATIONS: i32 = 0;
 
@@ -113,8 +121,10 @@ CREATE TABLE ssq_sns (key text COLLATE "C" PRIMARY KEY, record text NOT NULL);
 -- One group commit, whole or not at all: refused with SSQFN when the
 -- shard's lease has another epoch (another instance leads: this one steps
 -- down), with SSQST when memory was loaded again since the writes were
--- made. The lease row is read FOR SHARE, so that a takeover (which updates
--- it) waits for a commit in flight, and the new leader loads after it.
+-- made. The shard's fence (advisory lock class 1397969202, FENCE_CLASS) is
+-- held shared, so that a takeover or a load's fence (which hold it
+-- exclusive) waits for a commit in flight, and the new leader loads after
+-- it; the lease is read after the lock is granted, in a snapshot of its own.
 -- Each key appears once per array (`batch.rs` folds the writes): wiped
 -- queues first, then removals, then the rows put. Every statement finds its
 -- rows by primary key, one probe per array element: the planner cannot
@@ -143,7 +153,8 @@ DECLARE
     held_epoch bigint;
     held_load text;
 BEGIN
-    SELECT epoch, load_id INTO held_epoch, held_load FROM ssq_lease WHERE shard = p_shard FOR SHARE;
+    PERFORM pg_advisory_xact_lock_shared(1397969202, p_shard);
+    SELECT epoch, load_id INTO held_epoch, held_load FROM ssq_lease WHERE shard = p_shard;
     IF held_epoch IS DISTINCT FROM p_epoch THEN
         RAISE EXCEPTION 'FENCED: shard % is led at epoch %, not %', p_shard, held_epoch, p_epoch
             USING ERRCODE = 'SSQFN';
@@ -212,3 +223,14 @@ BEGIN
 END
 $$;
 "#;
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_commit_function_takes_the_fence_this_crate_names() {
+        let shared = format!("pg_advisory_xact_lock_shared({FENCE_CLASS}, p_shard)");
+        assert!(FIRST.contains(&shared), "{shared}");
+    }
+}

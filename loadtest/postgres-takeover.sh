@@ -1,0 +1,44 @@
+#!/usr/bin/env bash
+# A takeover on Postgres with a large backlog: one ssq leads and is filled
+# with MESSAGES messages (default 1,000,000 of 256 B, in batches of 10),
+# a second waits as a passive; the leader is killed (SIGKILL) and the time
+# until the passive serves is measured, with the load's own figure from its
+# log (`state loaded from Postgres ... millis`). The lock timings are the
+# defaults (TTL 5 s): the takeover is the TTL plus the load.
+#   bash loadtest/postgres-takeover.sh [SSQ_BINARY]   (MESSAGES=1000000)
+set -euo pipefail
+cd "$(dirname "$0")/.."
+SSQ=${1:-target/release/ssq}
+MESSAGES=${MESSAGES:-1000000}
+cargo build --release -q -p ssq -p ssq-bench
+BENCH=target/release/ssq-bench
+source loadtest/lib.sh
+
+PG_BIN=${SSQ_TEST_PG_BIN:-$(ls -d /usr/lib/postgresql/*/bin 2>/dev/null | sort -V | tail -1)}
+[ -x "$PG_BIN/initdb" ] || { echo "Postgres's initdb is needed: apt-get install postgresql" >&2; exit 1; }
+as_postgres=(); [ "$(id -u)" -eq 0 ] && as_postgres=(runuser -u postgres --)
+PG_PORT=$(free_port)
+PG_DIR=$(mktemp -d); TEMP_DIRS+=("$PG_DIR")
+[ "$(id -u)" -eq 0 ] && chown postgres "$PG_DIR"
+"${as_postgres[@]}" "$PG_BIN/initdb" --auth=trust --username=ssq --no-sync -D "$PG_DIR/data" >/dev/null
+"${as_postgres[@]}" "$PG_BIN/postgres" -D "$PG_DIR/data" -p "$PG_PORT" -c listen_addresses=127.0.0.1 \
+  -c unix_socket_directories="$PG_DIR" -c max_wal_size=4GB >"$PG_DIR/log" 2>&1 & PIDS+=($!)
+wait_port "$PG_PORT"
+for _ in $(seq 100); do psql -h 127.0.0.1 -p "$PG_PORT" -U ssq -d postgres -Xqc 'CREATE DATABASE ssq' 2>/dev/null && break; sleep 0.1; done
+URL="postgres://ssq@127.0.0.1:$PG_PORT/ssq"
+
+LEADER=$(free_port); PASSIVE=$(free_port)
+WORK=$(mktemp -d); TEMP_DIRS+=("$WORK")
+RUST_LOG=warn "$SSQ" --listen 127.0.0.1:$LEADER --postgres-url "$URL" --node-id leader 2>"$WORK/leader.log" & LEADER_PID=$!; PIDS+=($!)
+wait_port $LEADER
+for _ in $(seq 100); do curl -sf "http://127.0.0.1:$LEADER/ready" >/dev/null && break; sleep 0.1; done
+RUST_LOG=info "$SSQ" --listen 127.0.0.1:$PASSIVE --postgres-url "$URL" --node-id passive 2>"$WORK/passive.log" & PIDS+=($!)
+wait_port $PASSIVE
+$BENCH --endpoint "http://127.0.0.1:$LEADER" --scenario fill --prefill "$MESSAGES" --batch 10 --concurrency 32 --keep-queues --quiet
+kill -9 $LEADER_PID
+killed=$(date +%s.%N)
+until curl -sf "http://127.0.0.1:$PASSIVE/ready" >/dev/null; do sleep 0.02; done
+served=$(date +%s.%N)
+loaded=$(grep -o 'state loaded from Postgres.*' "$WORK/passive.log" | tail -1)
+python3 -c "import sys; print(f'{int(sys.argv[3])} messages: the passive served {float(sys.argv[2]) - float(sys.argv[1]):.2f} s after the kill (lock TTL 5 s)')" "$killed" "$served" "$MESSAGES"
+echo "its log: $loaded"
