@@ -3,7 +3,7 @@
 # with MESSAGES messages (default 1,000,000 of 256 B, in batches of 10),
 # a second waits as a passive; the leader is killed (SIGKILL) and the time
 # until the passive serves is measured, with the load's own figure from its
-# log (`state loaded from Postgres ... millis`). The lock timings are the
+# log (`state loaded store="Postgres" ... millis`). The lock timings are the
 # defaults (TTL 5 s): the takeover is the TTL plus the load.
 #   bash loadtest/postgres-takeover.sh [SSQ_BINARY]   (MESSAGES=1000000)
 set -euo pipefail
@@ -39,6 +39,6 @@ kill -9 $LEADER_PID
 killed=$(date +%s.%N)
 until curl -sf "http://127.0.0.1:$PASSIVE/ready" >/dev/null; do sleep 0.02; done
 served=$(date +%s.%N)
-loaded=$(grep -o 'state loaded from Postgres.*' "$WORK/passive.log" | tail -1)
+loaded=$(grep -o 'state loaded store="Postgres".*' "$WORK/passive.log" | tail -1)
 python3 -c "import sys; print(f'{int(sys.argv[3])} messages: the passive served {float(sys.argv[2]) - float(sys.argv[1]):.2f} s after the kill (lock TTL 5 s)')" "$killed" "$served" "$MESSAGES"
 echo "its log: $loaded"

@@ -429,7 +429,9 @@ impl Config {
     }
 
     /// The Postgres to use, if any.
-    pub fn postgres(&self) -> Option<Result<crate::store::postgres::Target, crate::store::postgres::PostgresError>> {
+    pub fn postgres(
+        &self,
+    ) -> Option<Result<crate::store::postgres::Target, crate::store::postgres::PostgresError>> {
         let url = self.postgres_url.as_deref()?;
         Some(crate::store::postgres::Target::parse(url, self.postgres_timeout))
     }

@@ -28,6 +28,7 @@ use crate::store::redis::committer::Committer;
 use crate::store::redis::loader::Loader;
 use crate::store::redis::replicas::ReplicaAcks;
 use crate::store::redis::{Layout, RedisStore, ShardKeys};
+use crate::store::reload;
 
 use super::{Admission, StartError, admitted};
 
@@ -197,7 +198,8 @@ impl Shard {
         node_id: &str,
         metrics: &Arc<Metrics>,
     ) -> Shard {
-        let (service, journal_rx, leadership) = Shard::passive(index, service, &redis.election, node_id, metrics);
+        let (service, journal_rx, leadership) =
+            Shard::passive(index, service, &redis.election, node_id, metrics);
         let store = RedisStore {
             link: redis.link.clone(),
             layout: redis.layout.clone(),
@@ -345,7 +347,7 @@ fn start_redis(
     tokio::spawn(committer.run(journal_rx));
     Elected {
         lock: Arc::new(lock),
-        load_state: Arc::new(move |term| loader.spawn_restore(term)),
+        load_state: Arc::new(move |term| reload::spawn_restore(&loader, term, Duration::ZERO)),
         claim: redis.claim,
         election,
         keys: Some(ShardKeys {
@@ -378,7 +380,7 @@ fn start_postgres(
     tokio::spawn(committer.run(journal_rx));
     Elected {
         lock: Arc::new(lock),
-        load_state: Arc::new(move |term| loader.spawn_restore(term)),
+        load_state: Arc::new(move |term| reload::spawn_restore(&loader, term, Duration::ZERO)),
         claim: Claim::always(Arc::default()),
         election,
         keys: None,

@@ -1,14 +1,18 @@
-//! What both committers, Redis's and the disk's, do with the writes that
-//! wait for them: take what is waiting as one group commit, refuse writes
-//! made on memory that has since been dropped, answer every waiter alike,
-//! and space the reloads that follow failed writes.
+//! What every committer, Redis's, Postgres's and the disk's, does with the
+//! writes that wait for it: take what is waiting as one group commit,
+//! refuse writes made on memory that has since been dropped, answer every
+//! waiter alike, and space the reloads that follow failed writes; and what
+//! a group-backed one does with a commit's outcome ([`Settling`]).
 
+use std::sync::atomic::{AtomicU32, Ordering};
 use std::time::Duration;
 
 use tokio::sync::mpsc;
 
 use crate::error::{ErrorCode, SqsError};
 use crate::journal::Pending;
+use crate::leader::{Leadership, StepDown};
+use crate::metrics::Metrics;
 
 /// Waits for a write, then takes whatever else waits, up to `max`: one
 /// group commit. `None` once the service's side has closed.
@@ -67,6 +71,113 @@ pub(crate) fn unavailable(why: impl std::fmt::Display) -> SqsError {
 pub(crate) fn answer(pendings: Vec<Pending>, result: Result<(), SqsError>) {
     for pending in pendings {
         let _ = pending.done.send(result.clone());
+    }
+}
+
+/// A group commit a group-backed committer may send: its writes, made on
+/// the memory of load `load_id`, in leadership term `term` (whose lock
+/// holds `token`).
+pub(crate) struct Admitted {
+    pub pendings: Vec<Pending>,
+    pub load_id: std::sync::Arc<str>,
+    pub term: u64,
+    pub token: String,
+}
+
+/// The writes of `batch` that may be committed now, or none: those made
+/// on memory since dropped, all of them while memory is being loaded again
+/// or this instance does not lead, are answered with a 503 here.
+pub(crate) fn admit(
+    batch: Vec<Pending>,
+    load_id: &crate::store::load_id::LoadId,
+    memory: &dyn crate::journal::Memory,
+    leadership: &Leadership,
+) -> Option<Admitted> {
+    let (generation, load_id) = load_id.current(memory);
+    let current = keep_current(
+        batch,
+        generation,
+        "the state it changed was dropped by a change of leadership",
+    );
+    let Some(load_id) = load_id else {
+        answer(current, Err(unavailable("the state is being loaded again")));
+        return None;
+    };
+    let Some((term, token)) = leadership.current_term() else {
+        answer(current, Err(unavailable("this instance is not the leader")));
+        return None;
+    };
+    Some(Admitted {
+        pendings: current,
+        load_id,
+        term,
+        token,
+    })
+}
+
+/// How a group commit to a store shared by a group went.
+pub(crate) enum Outcome<E> {
+    Applied,
+    /// The store found another leader's epoch: this instance steps down.
+    Fenced,
+    /// It may or may not have applied: memory is loaded again.
+    Failed(E),
+}
+
+/// The 503 of a commit another leader fenced out.
+const FENCED: &str = "another instance has taken over as leader";
+
+/// A group-backed committer's handling of its commits' outcomes: every
+/// waiter answered alike; fenced, the instance steps down; failed, it stops
+/// serving and loads memory again, the later the more writes failed in a
+/// row (see [`reload_delay`]).
+pub(crate) struct Settling {
+    consecutive_failures: AtomicU32,
+    /// The longest wait before a reload.
+    max_reload_delay: Duration,
+}
+
+impl Settling {
+    pub(crate) fn new(max_reload_delay: Duration) -> Settling {
+        Settling {
+            consecutive_failures: AtomicU32::new(0),
+            max_reload_delay,
+        }
+    }
+
+    /// Answers `chunk`, committed in leadership term `term`, by `outcome`;
+    /// `reload(term, delay)` starts a reload. Returns whether it applied.
+    pub(crate) fn settle<E: std::fmt::Display>(
+        &self,
+        outcome: Outcome<E>,
+        chunk: Vec<Pending>,
+        term: u64,
+        leadership: &Leadership,
+        metrics: &Metrics,
+        reload: impl FnOnce(u64, Duration),
+    ) -> bool {
+        match outcome {
+            Outcome::Applied => {
+                self.consecutive_failures.store(0, Ordering::Relaxed);
+                answer(chunk, Ok(()));
+                true
+            }
+            Outcome::Fenced => {
+                answer(chunk, Err(unavailable(FENCED)));
+                leadership.step_down(Some(term), StepDown::Fenced);
+                false
+            }
+            Outcome::Failed(why) => {
+                tracing::warn!(error = %why, writes = chunk.len(), "a write to the store failed: reloading state before serving again");
+                answer(chunk, Err(unavailable(&why)));
+                metrics.commit_failures.inc();
+                if leadership.begin_resync(term) {
+                    let failures = self.consecutive_failures.fetch_add(1, Ordering::Relaxed) + 1;
+                    reload(term, reload_delay(failures, self.max_reload_delay));
+                }
+                false
+            }
+        }
     }
 }
 

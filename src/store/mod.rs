@@ -12,4 +12,5 @@ pub(crate) mod group_commit;
 pub(crate) mod load_id;
 pub mod postgres;
 pub mod redis;
+pub(crate) mod reload;
 pub mod snapshot;

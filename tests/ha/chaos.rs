@@ -38,8 +38,7 @@ use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use crate::common::{
-    Endpoints, HoldingRelay, PostgresServer, RedisServer, Server, redis_cli, sns_client_for,
-    subscribe_queue,
+    Endpoints, HoldingRelay, PostgresServer, RedisServer, Server, redis_cli, sns_client_for, subscribe_queue,
 };
 use crate::disk::DataDir;
 use aws_sdk_sqs::types::QueueAttributeName;
@@ -420,49 +419,19 @@ async fn postgres_fault(
 ) -> String {
     let leader = group.leader().await;
     let choice = rng.gen_range(0..8);
+    let restart = || {
+        tokio::task::block_in_place(|| {
+            let mut postgres = postgres.lock().unwrap();
+            postgres.kill();
+            std::thread::sleep(Duration::from_millis(300));
+            postgres.restart();
+        })
+    };
     match (choice, leader) {
-        (0, Some(slot)) => {
-            group.kill(slot, "KILL");
-            tokio::time::sleep(Duration::from_millis(rng.gen_range(200..1500))).await;
-            group.start_in(slot);
-            format!("SIGKILL of the leader (slot {slot}), started again")
-        }
-        (1, Some(slot)) => {
-            group.kill(slot, "TERM");
-            group.start_in(slot);
-            format!("SIGTERM of the leader (slot {slot}), started again")
-        }
-        (2, Some(slot)) => {
-            let frozen = Duration::from_millis(rng.gen_range(2_000..4_000));
-            group.signal(slot, "STOP");
-            tokio::time::sleep(frozen).await;
-            group.signal(slot, "CONT");
-            format!("SIGSTOP of the leader (slot {slot}) for {frozen:?}")
-        }
-        (3, Some(slot)) => {
-            let held = Duration::from_millis(rng.gen_range(2_500..4_000));
-            relays[slot].hold();
-            tokio::time::sleep(held).await;
-            relays[slot].release();
-            format!("the leader's (slot {slot}) Postgres traffic held back for {held:?}")
-        }
+        (0..=3, Some(slot)) => leader_fault(group, relays, slot, choice, rng, "Postgres").await,
         (4, Some(slot)) => {
             let stop = rng.gen_bool(0.5);
-            match stop {
-                true => group.signal(slot, "STOP"),
-                false => relays[slot].hold(),
-            }
-            tokio::time::sleep(Duration::from_millis(rng.gen_range(300..1_500))).await;
-            tokio::task::block_in_place(|| postgres.lock().unwrap().kill());
-            tokio::time::sleep(Duration::from_millis(rng.gen_range(100..1_000))).await;
-            tokio::task::block_in_place(|| postgres.lock().unwrap().restart());
-            tokio::time::sleep(Duration::from_millis(rng.gen_range(300..2_000))).await;
-            match stop {
-                true => group.signal(slot, "CONT"),
-                false => relays[slot].release(),
-            }
-            let how = if stop { "frozen" } else { "held back" };
-            format!("Postgres SIGKILL and restart while the leader (slot {slot}) is {how}")
+            restart_while_leader_away(group, relays, slot, stop, rng, "Postgres", restart).await
         }
         (5 | 6, _) => {
             tokio::task::block_in_place(|| postgres.lock().unwrap().kill());
@@ -514,52 +483,21 @@ async fn redis_fault(
 ) -> String {
     let leader = group.leader().await;
     let choice = rng.gen_range(0..9);
+    let restart = || {
+        tokio::task::block_in_place(|| {
+            let mut redis = redis.lock().unwrap();
+            redis.kill();
+            std::thread::sleep(Duration::from_millis(300));
+            redis.restart();
+        })
+    };
     match (choice, leader) {
+        // Redis killed and started again while the leader is frozen or its
+        // traffic held back: the mix that failed in issue 27.
         (7 | 8, Some(slot)) => {
-            // Redis killed and started again while the leader is frozen or
-            // its traffic held back: the mix that failed in issue 27.
-            let stop = choice == 7;
-            match stop {
-                true => group.signal(slot, "STOP"),
-                false => relays[slot].hold(),
-            }
-            tokio::time::sleep(Duration::from_millis(rng.gen_range(300..1_500))).await;
-            redis.lock().unwrap().kill();
-            tokio::time::sleep(Duration::from_millis(rng.gen_range(100..1_000))).await;
-            tokio::task::block_in_place(|| redis.lock().unwrap().restart());
-            tokio::time::sleep(Duration::from_millis(rng.gen_range(300..2_000))).await;
-            match stop {
-                true => group.signal(slot, "CONT"),
-                false => relays[slot].release(),
-            }
-            let how = if stop { "frozen" } else { "held back" };
-            format!("Redis SIGKILL and restart while the leader (slot {slot}) is {how}")
+            restart_while_leader_away(group, relays, slot, choice == 7, rng, "Redis", restart).await
         }
-        (0, Some(slot)) => {
-            group.kill(slot, "KILL");
-            tokio::time::sleep(Duration::from_millis(rng.gen_range(200..1500))).await;
-            group.start_in(slot);
-            format!("SIGKILL of the leader (slot {slot}), started again")
-        }
-        (1, Some(slot)) => {
-            group.kill(slot, "TERM");
-            group.start_in(slot);
-            format!("SIGTERM of the leader (slot {slot}), started again")
-        }
-        (2, Some(slot)) => {
-            let frozen = Duration::from_millis(rng.gen_range(2_000..4_000));
-            group.signal(slot, "STOP");
-            tokio::time::sleep(frozen).await;
-            group.signal(slot, "CONT");
-            format!("SIGSTOP of the leader (slot {slot}) for {frozen:?}")
-        }
-        (3, Some(slot)) => {
-            let held = Duration::from_millis(rng.gen_range(2_500..4_000));
-            relays[slot].hold();
-            tokio::time::sleep(held).await;
-            relays[slot].release();
-            format!("the leader's (slot {slot}) Redis traffic held back for {held:?}")
-        }
+        (0..=3, Some(slot)) => leader_fault(group, relays, slot, choice, rng, "Redis").await,
         (4 | 5, _) => {
             redis.lock().unwrap().kill();
             tokio::time::sleep(Duration::from_millis(rng.gen_range(100..1_500))).await;
@@ -574,6 +512,71 @@ async fn redis_fault(
             format!("Redis DEBUG SLEEP {seconds}")
         }
     }
+}
+
+/// A fault of the leader in `slot` (`which`, 0 to 3): SIGKILL or SIGTERM and
+/// started again, frozen (SIGSTOP), or its traffic to the store held back.
+async fn leader_fault(
+    group: &Group,
+    relays: &[HoldingRelay],
+    slot: usize,
+    which: u32,
+    rng: &mut rand::rngs::StdRng,
+    store: &str,
+) -> String {
+    match which {
+        0 => {
+            group.kill(slot, "KILL");
+            tokio::time::sleep(Duration::from_millis(rng.gen_range(200..1500))).await;
+            group.start_in(slot);
+            format!("SIGKILL of the leader (slot {slot}), started again")
+        }
+        1 => {
+            group.kill(slot, "TERM");
+            group.start_in(slot);
+            format!("SIGTERM of the leader (slot {slot}), started again")
+        }
+        2 => {
+            let frozen = Duration::from_millis(rng.gen_range(2_000..4_000));
+            group.signal(slot, "STOP");
+            tokio::time::sleep(frozen).await;
+            group.signal(slot, "CONT");
+            format!("SIGSTOP of the leader (slot {slot}) for {frozen:?}")
+        }
+        _ => {
+            let held = Duration::from_millis(rng.gen_range(2_500..4_000));
+            relays[slot].hold();
+            tokio::time::sleep(held).await;
+            relays[slot].release();
+            format!("the leader's (slot {slot}) {store} traffic held back for {held:?}")
+        }
+    }
+}
+
+/// The store killed and started again (`restart`) while the leader in
+/// `slot` is frozen (`stop`) or its traffic held back.
+async fn restart_while_leader_away(
+    group: &Group,
+    relays: &[HoldingRelay],
+    slot: usize,
+    stop: bool,
+    rng: &mut rand::rngs::StdRng,
+    store: &str,
+    restart: impl FnOnce(),
+) -> String {
+    match stop {
+        true => group.signal(slot, "STOP"),
+        false => relays[slot].hold(),
+    }
+    tokio::time::sleep(Duration::from_millis(rng.gen_range(300..1_500))).await;
+    restart();
+    tokio::time::sleep(Duration::from_millis(rng.gen_range(300..2_000))).await;
+    match stop {
+        true => group.signal(slot, "CONT"),
+        false => relays[slot].release(),
+    }
+    let how = if stop { "frozen" } else { "held back" };
+    format!("{store} SIGKILL and restart while the leader (slot {slot}) is {how}")
 }
 
 /// Acknowledged sends not delivered yet, by the queue (kind) each should

@@ -85,7 +85,11 @@ async fn a_leader_killed_under_load_loses_nothing_it_acknowledged() {
     nodes[first].signal("KILL");
     let killed_at = Instant::now();
     let acknowledged: Vec<String> = senders.join_all().await.into_iter().flatten().collect();
-    assert!(acknowledged.len() > 100, "only {} sends before the kill", acknowledged.len());
+    assert!(
+        acknowledged.len() > 100,
+        "only {} sends before the kill",
+        acknowledged.len()
+    );
     let second = 1 - first;
     wait_for(Duration::from_secs(15), || nodes[second].is_ready())
         .await
@@ -104,7 +108,11 @@ async fn a_leader_killed_under_load_loses_nothing_it_acknowledged() {
         acknowledged.len(),
         lost.len()
     );
-    assert!(lost.is_empty(), "{} acknowledged sends lost: {lost:?}", lost.len());
+    assert!(
+        lost.is_empty(),
+        "{} acknowledged sends lost: {lost:?}",
+        lost.len()
+    );
     nodes[first].wait_exit(Duration::from_secs(5));
 }
 
@@ -144,7 +152,16 @@ async fn a_frozen_leader_is_replaced_and_its_epoch_no_longer_commits() {
     let arrays = ["'{}'"; 27].join(", ");
     let stale = format!("SELECT ssq_commit(0, {old_epoch}::bigint, '{load}', {arrays})");
     let refused = std::process::Command::new("psql")
-        .args(["-h", "127.0.0.1", "-p", &postgres.port.to_string(), "-U", "ssq", "-d", "ssq"])
+        .args([
+            "-h",
+            "127.0.0.1",
+            "-p",
+            &postgres.port.to_string(),
+            "-U",
+            "ssq",
+            "-d",
+            "ssq",
+        ])
         .args(["-X", "-v", "ON_ERROR_STOP=1", "-c", &stale])
         .output()
         .unwrap();
@@ -182,7 +199,11 @@ async fn postgres_killed_restarted_and_stalled_the_leader_serves_again_with_ever
     wait_for(Duration::from_secs(15), || node.is_ready())
         .await
         .expect("leads again once Postgres is back");
-    assert!(restarted.elapsed() < Duration::from_secs(6), "after {:?}", restarted.elapsed());
+    assert!(
+        restarted.elapsed() < Duration::from_secs(6),
+        "after {:?}",
+        restarted.elapsed()
+    );
     assert!(send(&sqs, &url, "two").await);
 
     // Stalled past the step-down deadline: stops serving, then serves again.
@@ -195,7 +216,11 @@ async fn postgres_killed_restarted_and_stalled_the_leader_serves_again_with_ever
     wait_for(Duration::from_secs(15), || node.is_ready())
         .await
         .expect("leads again once Postgres answers");
-    assert!(resumed.elapsed() < Duration::from_secs(6), "after {:?}", resumed.elapsed());
+    assert!(
+        resumed.elapsed() < Duration::from_secs(6),
+        "after {:?}",
+        resumed.elapsed()
+    );
     assert!(send(&sqs, &url, "three").await);
     let mut bodies = drain(&sqs, &url).await;
     bodies.sort();
@@ -211,7 +236,12 @@ async fn postgres_with_another_store_or_shards_is_refused_at_start() {
     ];
     for (extra, said) in cases {
         let output = std::process::Command::new(ssq_binary())
-            .args(["--listen", "127.0.0.1:0", "--postgres-url", "postgres://ssq@127.0.0.1:1/ssq"])
+            .args([
+                "--listen",
+                "127.0.0.1:0",
+                "--postgres-url",
+                "postgres://ssq@127.0.0.1:1/ssq",
+            ])
             .args(extra)
             .output()
             .unwrap();
@@ -231,7 +261,10 @@ async fn a_primary_killed_under_load_and_its_synchronous_standby_promoted_lose_n
     primary.psql("postgres", "ALTER SYSTEM SET synchronous_standby_names = '*'");
     primary.psql("postgres", "SELECT pg_reload_conf()");
     wait_for(Duration::from_secs(10), || async {
-        primary.psql("postgres", "SELECT count(*) FROM pg_stat_replication WHERE sync_state = 'sync'") == "1"
+        primary.psql(
+            "postgres",
+            "SELECT count(*) FROM pg_stat_replication WHERE sync_state = 'sync'",
+        ) == "1"
     })
     .await
     .expect("the standby is synchronous");
@@ -291,8 +324,16 @@ async fn a_primary_killed_under_load_and_its_synchronous_standby_promoted_lose_n
         acknowledged.len(),
         lost.len()
     );
-    assert!(acknowledged.len() > 100, "only {} acknowledged", acknowledged.len());
-    assert!(lost.is_empty(), "{} acknowledged sends lost: {lost:?}", lost.len());
+    assert!(
+        acknowledged.len() > 100,
+        "only {} acknowledged",
+        acknowledged.len()
+    );
+    assert!(
+        lost.is_empty(),
+        "{} acknowledged sends lost: {lost:?}",
+        lost.len()
+    );
     assert!(took < Duration::from_secs(10), "served again after {took:?}");
 }
 

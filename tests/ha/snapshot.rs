@@ -561,7 +561,13 @@ async fn a_snapshot_imports_into_postgres_and_exports_back_whole() {
     importing.wait_exit(Duration::from_secs(5));
     drop(importing);
     let later = start_on_postgres(&postgres, &[]).await;
-    let url = later.client().get_queue_url().queue_name("b").send().await.unwrap();
+    let url = later
+        .client()
+        .get_queue_url()
+        .queue_name("b")
+        .send()
+        .await
+        .unwrap();
     let (visible, _, _) = counts(&later.client(), url.queue_url().unwrap()).await;
     assert_eq!(visible, "300");
     let _ = std::fs::remove_file(&file);

@@ -48,7 +48,13 @@ pub struct PostgresLock {
 }
 
 impl PostgresLock {
-    pub fn new(target: Target, shard: usize, node_id: &str, advertise_url: &str, ttl: Duration) -> PostgresLock {
+    pub fn new(
+        target: Target,
+        shard: usize,
+        node_id: &str,
+        advertise_url: &str,
+        ttl: Duration,
+    ) -> PostgresLock {
         PostgresLock {
             target,
             shard: shard as i32,
@@ -99,7 +105,10 @@ impl PostgresLock {
         }
         let client = &session.client;
         let taken: bool = client
-            .query_one("SELECT pg_try_advisory_lock($1, $2)", &[&LOCK_CLASS, &self.lock_id])
+            .query_one(
+                "SELECT pg_try_advisory_lock($1, $2)",
+                &[&LOCK_CLASS, &self.lock_id],
+            )
             .await?
             .get(0);
         if !taken {
@@ -143,7 +152,10 @@ impl PostgresLock {
             let transaction = client.transaction().await?;
             // A commit in flight finishes under the old epoch first.
             transaction
-                .execute("SELECT pg_advisory_xact_lock($1, $2)", &[&FENCE_CLASS, &self.shard])
+                .execute(
+                    "SELECT pg_advisory_xact_lock($1, $2)",
+                    &[&FENCE_CLASS, &self.shard],
+                )
                 .await?;
             transaction
                 .execute(

@@ -344,7 +344,10 @@ mod tests {
         assert_eq!(a.body_seqs.len(), 1, "{a:?}");
         assert!(a.body_records[0].contains("kept"), "{a:?}");
         assert_eq!(a.removed_seqs.len(), 1);
-        assert!(a.state_seqs.is_empty(), "the removed message's state is not written: {a:?}");
+        assert!(
+            a.state_seqs.is_empty(),
+            "the removed message's state is not written: {a:?}"
+        );
         assert!(a.wiped.is_empty() && a.queues_gone.is_empty());
     }
 

@@ -12,7 +12,6 @@
 //!   the truth either way; a lost connection is made again first.
 
 use std::sync::Arc;
-use std::sync::atomic::{AtomicU32, Ordering};
 use std::time::{Duration, Instant};
 
 use tokio::sync::{Mutex, mpsc};
@@ -22,8 +21,8 @@ use super::batch::{Batch, CALL};
 use super::loader::Loader;
 use super::{PostgresError, PostgresStore, epoch_of};
 use crate::journal::Pending;
-use crate::leader::StepDown;
-use crate::store::group_commit::{answer, keep_current, next_batch, reload_delay, unavailable};
+use crate::store::group_commit::{Admitted, Outcome, Settling, admit, answer, next_batch, unavailable};
+use crate::store::reload;
 
 /// A batch stops growing at this many bytes of records (one more write
 /// may cross it).
@@ -38,18 +37,13 @@ pub struct Committer {
     loader: Arc<Loader>,
     /// The connection commits go on, and the call prepared on it.
     connection: Mutex<Option<(Client, Statement)>>,
-    consecutive_failures: AtomicU32,
-    max_reload_delay: Duration,
+    settling: Settling,
 }
 
 /// Why a group commit did not count.
 #[derive(Debug, thiserror::Error)]
-enum CommitError {
-    #[error("another instance has taken over as leader")]
-    Fenced,
-    #[error("the write to Postgres failed ({0})")]
-    Postgres(#[from] PostgresError),
-}
+#[error("the write to Postgres failed ({0})")]
+struct CommitError(#[from] PostgresError);
 
 impl Committer {
     pub fn new(store: PostgresStore, loader: Arc<Loader>, max_reload_delay: Duration) -> Committer {
@@ -57,8 +51,7 @@ impl Committer {
             store,
             loader,
             connection: Mutex::new(None),
-            consecutive_failures: AtomicU32::new(0),
-            max_reload_delay,
+            settling: Settling::new(max_reload_delay),
         }
     }
 
@@ -69,18 +62,14 @@ impl Committer {
     }
 
     async fn commit(&self, batch: Vec<Pending>) {
-        let (generation, load_id) = self.store.load_id.current(&*self.store.memory);
-        let current = keep_current(
-            batch,
-            generation,
-            "the state it changed was dropped by a change of leadership",
-        );
-        let Some(load_id) = load_id else {
-            answer(current, Err(unavailable("the state is being loaded again")));
-            return;
-        };
-        let Some((term, token)) = self.store.leadership.current_term() else {
-            answer(current, Err(unavailable("this instance is not the leader")));
+        let store = &self.store;
+        let Some(Admitted {
+            pendings: current,
+            load_id,
+            term,
+            token,
+        }) = admit(batch, &store.load_id, &*store.memory, &store.leadership)
+        else {
             return;
         };
         let Some(epoch) = epoch_of(&token) else {
@@ -109,37 +98,33 @@ impl Committer {
     async fn send(&self, term: u64, epoch: i64, load_id: &str, batch: Batch, chunk: Vec<Pending>) -> bool {
         let started = Instant::now();
         self.store.metrics.commit_writes.observe(chunk.len() as f64);
-        let result = self.call(epoch, load_id, batch).await;
+        let outcome = self.call(epoch, load_id, batch).await;
         self.store
             .metrics
             .commit_seconds
             .observe(started.elapsed().as_secs_f64());
-        match result {
-            Ok(()) => {
-                self.consecutive_failures.store(0, Ordering::Relaxed);
-                answer(chunk, Ok(()));
-                true
+        let store = &self.store;
+        self.settling.settle(
+            outcome,
+            chunk,
+            term,
+            &store.leadership,
+            &store.metrics,
+            |term, delay| reload::spawn_restore(&self.loader, term, delay),
+        )
+    }
+
+    async fn call(&self, epoch: i64, load_id: &str, batch: Batch) -> Outcome<CommitError> {
+        match self.try_call(epoch, load_id, batch).await {
+            Ok(()) => Outcome::Applied,
+            Err(PostgresError::Call(error)) if error.code().is_some_and(|code| code.code() == FENCED) => {
+                Outcome::Fenced
             }
-            Err(CommitError::Fenced) => {
-                answer(chunk, Err(unavailable(CommitError::Fenced)));
-                self.store.leadership.step_down(Some(term), StepDown::Fenced);
-                false
-            }
-            Err(why) => {
-                tracing::warn!(error = %why, writes = chunk.len(), "a write to Postgres failed: reloading state before serving again");
-                answer(chunk, Err(unavailable(&why)));
-                self.store.metrics.commit_failures.inc();
-                if self.store.leadership.begin_resync(term) {
-                    let failures = self.consecutive_failures.fetch_add(1, Ordering::Relaxed) + 1;
-                    self.loader
-                        .spawn_restore_after(term, reload_delay(failures, self.max_reload_delay));
-                }
-                false
-            }
+            Err(error) => Outcome::Failed(error.into()),
         }
     }
 
-    async fn call(&self, epoch: i64, load_id: &str, mut batch: Batch) -> Result<(), CommitError> {
+    async fn try_call(&self, epoch: i64, load_id: &str, mut batch: Batch) -> Result<(), PostgresError> {
         let target = &self.store.target;
         let mut connection = self.connection.lock().await;
         // A connection that broke while idle (Postgres restarted) is made
@@ -158,19 +143,9 @@ impl Committer {
             vec![&self.store.shard, &epoch, &load_id];
         parameters.extend(arguments.parameters());
         let result = target.bounded(client.execute(statement, &parameters)).await;
-        match result {
-            Ok(_) => Ok(()),
-            Err(PostgresError::Call(error))
-                if error.code().is_some_and(|code| code.code() == FENCED) =>
-            {
-                Err(CommitError::Fenced)
-            }
-            Err(error) => {
-                if error.connection_lost() {
-                    *connection = None;
-                }
-                Err(error.into())
-            }
+        if result.as_ref().is_err_and(PostgresError::connection_lost) {
+            *connection = None;
         }
+        result.map(drop)
     }
 }

@@ -10,7 +10,7 @@
 
 use std::collections::HashMap;
 use std::sync::Arc;
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use tokio_postgres::{Client, IsolationLevel};
 
@@ -18,6 +18,7 @@ use super::schema::FENCE_CLASS;
 use super::{PostgresError, PostgresStore, epoch_of};
 use crate::queue::Queue;
 use crate::store::codec;
+use crate::store::reload::{FencedLoad, Installing, Loaded};
 
 pub struct Loader {
     store: PostgresStore,
@@ -34,70 +35,13 @@ pub enum LoadError {
     TermEnded,
 }
 
-/// What a load found.
-pub struct Loaded {
-    pub queues: Vec<Queue>,
-    pub topics: crate::topic::Topics,
-    pub messages: usize,
-    /// Records that could not be read: logged and left out.
-    pub damaged: usize,
-}
-
 impl Loader {
     pub fn new(store: PostgresStore, retry_every: Duration) -> Loader {
         Loader { store, retry_every }
     }
 
-    /// Loads the state for leadership term `term` in the background, then
-    /// lets the leader serve.
-    pub fn spawn_restore(self: &Arc<Self>, term: u64) {
-        self.spawn_restore_after(term, Duration::ZERO);
-    }
-
-    /// The same, starting after `delay` (reloads after failed writes back off).
-    pub fn spawn_restore_after(self: &Arc<Self>, term: u64, delay: Duration) {
-        let loader = self.clone();
-        tokio::spawn(async move {
-            tokio::time::sleep(delay).await;
-            loader.restore(term).await
-        });
-    }
-
-    async fn restore(&self, term: u64) {
-        let mut delay = Duration::from_millis(50).min(self.retry_every);
-        while self.store.leadership.holds_term(term) {
-            let started = Instant::now();
-            match self.fenced_load(term).await {
-                Ok((load_id, loaded)) => {
-                    let (queues, messages, damaged) = (loaded.queues.len(), loaded.messages, loaded.damaged);
-                    let memory = &self.store.memory;
-                    if self.store.leadership.restored_with(term, || {
-                        self.store
-                            .load_id
-                            .install(load_id, &**memory, loaded.queues, loaded.topics)
-                    }) {
-                        tracing::info!(
-                            queues,
-                            messages,
-                            damaged,
-                            millis = started.elapsed().as_millis() as u64,
-                            "state loaded from Postgres"
-                        );
-                        memory.create_configured_queues().await;
-                    }
-                    return;
-                }
-                Err(error) => {
-                    tracing::warn!(%error, "loading state from Postgres failed; retrying");
-                    tokio::time::sleep(delay).await;
-                    delay = (delay * 2).min(self.retry_every);
-                }
-            }
-        }
-    }
-
     /// Sets a new load fence under this term's epoch, then loads.
-    async fn fenced_load(&self, term: u64) -> Result<(Arc<str>, Loaded), LoadError> {
+    async fn load_fenced(&self, term: u64) -> Result<(Arc<str>, Loaded), LoadError> {
         let (current, token) = (self.store.leadership.current_term())
             .filter(|(t, _)| *t == term)
             .ok_or(LoadError::TermEnded)?;
@@ -105,12 +49,32 @@ impl Loader {
         let load_id: Arc<str> = format!("{current}-{:032x}", crate::queue::random::uuid().as_u128()).into();
         let target = &self.store.target;
         let mut client = target.connect().await?;
-        let fenced = target.bounded(fence(&mut client, self.store.shard, epoch, &load_id)).await?;
+        let fenced = target
+            .bounded(fence(&mut client, self.store.shard, epoch, &load_id))
+            .await?;
         if !fenced {
             return Err(LoadError::TermEnded);
         }
         let loaded = load(&mut client).await?;
         Ok((load_id, loaded))
+    }
+}
+
+impl FencedLoad for Loader {
+    type Error = LoadError;
+
+    fn installing(&self) -> Installing<'_> {
+        Installing {
+            leadership: &self.store.leadership,
+            memory: &self.store.memory,
+            load_id: &self.store.load_id,
+            retry_every: self.retry_every,
+            store: "Postgres",
+        }
+    }
+
+    fn fenced_load(&self, term: u64) -> impl Future<Output = Result<(Arc<str>, Loaded), LoadError>> + Send {
+        self.load_fenced(term)
     }
 }
 
@@ -194,8 +158,20 @@ pub async fn load(client: &mut Client) -> Result<Loaded, PostgresError> {
             }
         }
         loaded.messages += messages.len();
-        let dedup = records_of(&snapshot, "SELECT key, record FROM ssq_dedup WHERE queue = $1", &name, codec::decode_dedup).await?;
-        let attempts = records_of(&snapshot, "SELECT id, record FROM ssq_attempts WHERE queue = $1", &name, codec::decode_attempt).await?;
+        let dedup = records_of(
+            &snapshot,
+            "SELECT key, record FROM ssq_dedup WHERE queue = $1",
+            &name,
+            codec::decode_dedup,
+        )
+        .await?;
+        let attempts = records_of(
+            &snapshot,
+            "SELECT id, record FROM ssq_attempts WHERE queue = $1",
+            &name,
+            codec::decode_attempt,
+        )
+        .await?;
         let next_seq = ceilings.get(&name).map_or(1, |&ceiling| ceiling as u64);
         let mut queue = Queue::restore(meta, next_seq, messages, dedup);
         queue.restore_attempts(attempts);

@@ -39,7 +39,10 @@ const STEPS: &[&str] = &[FIRST];
 pub async fn migrate(client: &mut Client) -> Result<(), PostgresError> {
     let transaction = client.transaction().await?;
     transaction
-        .execute("SELECT pg_advisory_xact_lock($1, $2)", &[&LOCK_CLASS, &MIGRATIONS])
+        .execute(
+            "SELECT pg_advisory_xact_lock($1, $2)",
+            &[&LOCK_CLASS, &MIGRATIONS],
+        )
         .await?;
     let exists: bool = transaction
         .query_one("SELECT to_regclass('ssq_schema') IS NOT NULL", &[])
@@ -67,7 +70,11 @@ pub async fn migrate(client: &mut Client) -> Result<(), PostgresError> {
         transaction
             .execute("INSERT INTO ssq_schema VALUES ($1)", &[&known])
             .await?;
-        tracing::info!(from = found, to = known, "ssq's tables in Postgres made or upgraded");
+        tracing::info!(
+            from = found,
+            to = known,
+            "ssq's tables in Postgres made or upgraded"
+        );
     }
     transaction.commit().await?;
     Ok(())

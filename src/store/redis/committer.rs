@@ -24,7 +24,6 @@
 //!   behind the failed batch belong to the old memory and fail too.
 
 use std::sync::Arc;
-use std::sync::atomic::{AtomicU32, Ordering};
 use std::time::{Duration, Instant};
 
 use fred::prelude::*;
@@ -37,8 +36,8 @@ use super::batch::{Batch, Call};
 use super::loader::Loader;
 use super::replicas::ReplicaAcks;
 use crate::journal::Pending;
-use crate::leader::StepDown;
-use crate::store::group_commit::{answer, keep_current, next_batch, reload_delay, unavailable};
+use crate::store::group_commit::{Admitted, Outcome, Settling, admit, answer, next_batch, unavailable};
+use crate::store::reload;
 
 /// A batch stops growing at this many bytes of arguments (one more write
 /// may cross it): large messages then commit in several round trips rather
@@ -53,11 +52,7 @@ pub struct Committer {
     script: Script,
     /// How long one script call may take before it counts as failed.
     timeout: Duration,
-    /// Writes that failed in a row, each followed by a reload: the next
-    /// reload waits the longer (see [`reload_delay`]).
-    consecutive_failures: AtomicU32,
-    /// The longest wait before a reload.
-    max_reload_delay: Duration,
+    settling: Settling,
 }
 
 impl Committer {
@@ -76,8 +71,7 @@ impl Committer {
             loader,
             script: Script::from_lua(include_str!("lua/commit.lua")),
             timeout,
-            consecutive_failures: AtomicU32::new(0),
-            max_reload_delay,
+            settling: Settling::new(max_reload_delay),
         }
     }
 
@@ -95,18 +89,14 @@ impl Committer {
     }
 
     async fn commit(&self, batch: Vec<Pending>) {
-        let (generation, load_id) = self.store.load_id.current(&*self.store.memory);
-        let current = keep_current(
-            batch,
-            generation,
-            "the state it changed was dropped by a change of leadership",
-        );
-        let Some(load_id) = load_id else {
-            answer(current, Err(unavailable("the state is being loaded again")));
-            return;
-        };
-        let Some((term, token)) = self.store.leadership.current_term() else {
-            answer(current, Err(unavailable("this instance is not the leader")));
+        let store = &self.store;
+        let Some(Admitted {
+            pendings: current,
+            load_id,
+            term,
+            token,
+        }) = admit(batch, &store.load_id, &*store.memory, &store.leadership)
+        else {
             return;
         };
         // Split by size, keeping order.
@@ -151,41 +141,28 @@ impl Committer {
         self.store.metrics.commit_writes.observe(chunk.len() as f64);
         // `WAIT` counts the writes of the connection it is sent on.
         let client = self.store.link.commits();
-        let result = match tokio::time::timeout(self.timeout, self.eval(&client, &call)).await {
-            Err(_) => Err(CommitError::TimedOut(self.timeout)),
-            Ok(Err(error)) if error.details().starts_with("FENCED") => Err(CommitError::Fenced),
-            Ok(Err(error)) => Err(CommitError::Redis(error.into())),
-            Ok(Ok(_)) => {
-                (self.acks.confirm(&client, &self.store.layout.lock()).await).map_err(CommitError::Redis)
-            }
+        let outcome = match tokio::time::timeout(self.timeout, self.eval(&client, &call)).await {
+            Err(_) => Outcome::Failed(CommitError::TimedOut(self.timeout)),
+            Ok(Err(error)) if error.details().starts_with("FENCED") => Outcome::Fenced,
+            Ok(Err(error)) => Outcome::Failed(CommitError::Redis(error.into())),
+            Ok(Ok(_)) => match self.acks.confirm(&client, &self.store.layout.lock()).await {
+                Ok(()) => Outcome::Applied,
+                Err(error) => Outcome::Failed(CommitError::Redis(error)),
+            },
         };
         self.store
             .metrics
             .commit_seconds
             .observe(started.elapsed().as_secs_f64());
-        match result {
-            Ok(()) => {
-                self.consecutive_failures.store(0, Ordering::Relaxed);
-                answer(chunk, Ok(()));
-                true
-            }
-            Err(CommitError::Fenced) => {
-                answer(chunk, Err(unavailable(CommitError::Fenced)));
-                self.store.leadership.step_down(Some(term), StepDown::Fenced);
-                false
-            }
-            Err(why) => {
-                tracing::warn!(error = %why, writes = chunk.len(), "a write to Redis failed: reloading state before serving again");
-                answer(chunk, Err(unavailable(&why)));
-                self.store.metrics.commit_failures.inc();
-                if self.store.leadership.begin_resync(term) {
-                    let failures = self.consecutive_failures.fetch_add(1, Ordering::Relaxed) + 1;
-                    self.loader
-                        .spawn_restore_after(term, reload_delay(failures, self.max_reload_delay));
-                }
-                false
-            }
-        }
+        let store = &self.store;
+        self.settling.settle(
+            outcome,
+            chunk,
+            term,
+            &store.leadership,
+            &store.metrics,
+            |term, delay| reload::spawn_restore(&self.loader, term, delay),
+        )
     }
 }
 
@@ -193,9 +170,6 @@ impl Committer {
 /// says which.
 #[derive(Debug, thiserror::Error)]
 enum CommitError {
-    /// The script found another leader's epoch: this instance steps down.
-    #[error("another instance has taken over as leader")]
-    Fenced,
     #[error("the write to Redis failed ({0})")]
     Redis(RedisError),
     #[error("the write to Redis failed (no answer within {0:?})")]

@@ -7,7 +7,7 @@
 
 use std::collections::HashMap;
 use std::sync::Arc;
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use fred::prelude::*;
 use fred::types::scripts::Script;
@@ -16,6 +16,7 @@ use fred::types::{ClusterHash, CustomCommand};
 use super::RedisStore;
 use crate::queue::Queue;
 use crate::store::codec;
+use crate::store::reload::{FencedLoad, Installing, Loaded};
 
 /// HSCAN pages aim at about this many bytes: many small messages per round
 /// trip, yet no giant reply when messages are large.
@@ -44,15 +45,6 @@ impl LoadError {
     }
 }
 
-/// What a load found.
-pub struct Loaded {
-    pub queues: Vec<Queue>,
-    pub topics: crate::topic::Topics,
-    pub messages: usize,
-    /// Records that could not be read: logged and left out.
-    pub damaged: usize,
-}
-
 impl Loader {
     /// A loader that retries at most `retry_every` apart.
     pub fn new(store: RedisStore, retry_every: Duration) -> Loader {
@@ -63,60 +55,10 @@ impl Loader {
         }
     }
 
-    /// Loads the state for leadership term `term` in the background, then
-    /// lets the leader serve.
-    pub fn spawn_restore(self: &Arc<Self>, term: u64) {
-        self.spawn_restore_after(term, Duration::ZERO);
-    }
-
-    /// The same, starting after `delay`: reloads after failed writes back
-    /// off, so that a Redis that answers reads but refuses writes is not
-    /// read whole many times a second.
-    pub fn spawn_restore_after(self: &Arc<Self>, term: u64, delay: Duration) {
-        let loader = self.clone();
-        tokio::spawn(async move {
-            tokio::time::sleep(delay).await;
-            loader.restore(term).await
-        });
-    }
-
-    async fn restore(&self, term: u64) {
-        let mut delay = Duration::from_millis(50).min(self.retry_every);
-        while self.store.leadership.holds_term(term) {
-            let started = Instant::now();
-            match self.fenced_load(term).await {
-                Ok((load_id, loaded)) => {
-                    let (queues, messages, damaged) = (loaded.queues.len(), loaded.messages, loaded.damaged);
-                    let memory = &self.store.memory;
-                    if self.store.leadership.restored_with(term, || {
-                        self.store
-                            .load_id
-                            .install(load_id, &**memory, loaded.queues, loaded.topics)
-                    }) {
-                        tracing::info!(
-                            queues,
-                            messages,
-                            damaged,
-                            millis = started.elapsed().as_millis() as u64,
-                            "state loaded from Redis"
-                        );
-                        memory.create_configured_queues().await;
-                    }
-                    return;
-                }
-                Err(error) => {
-                    tracing::warn!(%error, "loading state from Redis failed; retrying");
-                    tokio::time::sleep(delay).await;
-                    delay = (delay * 2).min(self.retry_every);
-                }
-            }
-        }
-    }
-
     /// Sets a new load fence, then loads: a commit made on the memory of an
     /// earlier load can no longer change what this one reads, however late
     /// it reaches Redis (commit.lua refuses it).
-    async fn fenced_load(&self, term: u64) -> Result<(Arc<str>, Loaded), LoadError> {
+    async fn load_fenced(&self, term: u64) -> Result<(Arc<str>, Loaded), LoadError> {
         let fence = self.store.layout.load_fence();
         let Some((current, token)) = self.store.leadership.current_term().filter(|(t, _)| *t == term) else {
             return Err(LoadError::new(
@@ -286,5 +228,23 @@ impl Loader {
             }
             cursor = next;
         }
+    }
+}
+
+impl FencedLoad for Loader {
+    type Error = LoadError;
+
+    fn installing(&self) -> Installing<'_> {
+        Installing {
+            leadership: &self.store.leadership,
+            memory: &self.store.memory,
+            load_id: &self.store.load_id,
+            retry_every: self.retry_every,
+            store: "Redis",
+        }
+    }
+
+    fn fenced_load(&self, term: u64) -> impl Future<Output = Result<(Arc<str>, Loaded), LoadError>> + Send {
+        self.load_fenced(term)
     }
 }

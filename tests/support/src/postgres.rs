@@ -83,7 +83,13 @@ impl PostgresServer {
         std::fs::create_dir_all(&dir).unwrap();
         hand_over(&dir);
         let output = command("initdb")
-            .args(["--auth=trust", "--username=ssq", "--no-sync", "--encoding=UTF8", "--locale=C"])
+            .args([
+                "--auth=trust",
+                "--username=ssq",
+                "--no-sync",
+                "--encoding=UTF8",
+                "--locale=C",
+            ])
             .arg("-D")
             .arg(dir.join("data"))
             .output()
@@ -114,7 +120,12 @@ impl PostgresServer {
         hand_over(&dir);
         let output = command("pg_basebackup")
             .args(["-h", "127.0.0.1", "-p", &self.port.to_string(), "-U", "ssq"])
-            .args(["--write-recovery-conf", "--wal-method=stream", "--checkpoint=fast", "-D"])
+            .args([
+                "--write-recovery-conf",
+                "--wal-method=stream",
+                "--checkpoint=fast",
+                "-D",
+            ])
             .arg(dir.join("data"))
             .output()
             .expect("pg_basebackup is installed with postgresql");
@@ -187,7 +198,10 @@ impl PostgresServer {
             .stderr(Stdio::null())
             .status()
             .unwrap();
-        assert!(status.success() || signal != "STOP", "kill -{signal} {pids:?} failed");
+        assert!(
+            status.success() || signal != "STOP",
+            "kill -{signal} {pids:?} failed"
+        );
     }
 
     pub fn is_running(&self) -> bool {
@@ -214,7 +228,16 @@ impl PostgresServer {
 
     fn try_psql(&self, database: &str, sql: &str) -> Option<String> {
         let output = Command::new("psql")
-            .args(["-h", "127.0.0.1", "-p", &self.port.to_string(), "-U", "ssq", "-d", database])
+            .args([
+                "-h",
+                "127.0.0.1",
+                "-p",
+                &self.port.to_string(),
+                "-U",
+                "ssq",
+                "-d",
+                database,
+            ])
             .args(["-X", "-q", "-t", "-A", "-v", "ON_ERROR_STOP=1", "-c", sql])
             .stderr(Stdio::null())
             .output()
@@ -228,7 +251,9 @@ impl PostgresServer {
 
 /// The processes whose parent is `parent` (from /proc).
 fn children_of(parent: u32) -> Vec<u32> {
-    let Ok(entries) = std::fs::read_dir("/proc") else { return Vec::new() };
+    let Ok(entries) = std::fs::read_dir("/proc") else {
+        return Vec::new();
+    };
     entries
         .flatten()
         .filter_map(|entry| {
