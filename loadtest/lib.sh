@@ -45,3 +45,25 @@ start_redis() {
   REDIS_PID=$!; PIDS+=($!)
   wait_port "$REDIS"
 }
+
+# Starts a Postgres as the benchmarks run it (its defaults: synchronous_commit
+# on, fsync on), initdb in a directory of its own, as the postgres user when
+# run as root (Postgres refuses root), on the servers' CPUs, with a database
+# `ssq`. Extra server settings in PG_SETTINGS ("-c name=value ..."). Sets
+# PG_PORT, PG_URL and POSTMASTER (its pid).
+start_postgres() {
+  local bin; bin=${SSQ_TEST_PG_BIN:-$(ls -d /usr/lib/postgresql/*/bin 2>/dev/null | sort -V | tail -1)}
+  [ -x "$bin/initdb" ] || { echo "Postgres's initdb is needed: apt-get install postgresql" >&2; exit 1; }
+  local as=(); [ "$(id -u)" -eq 0 ] && as=(runuser -u postgres --)
+  PG_PORT=$(free_port)
+  local dir; dir=$(mktemp -d); TEMP_DIRS+=("$dir")
+  [ "$(id -u)" -eq 0 ] && chown postgres "$dir"
+  "${as[@]}" "$bin/initdb" --auth=trust --username=ssq --no-sync -D "$dir/data" >/dev/null
+  # shellcheck disable=SC2086 # PG_SETTINGS is words on purpose
+  $SRV "${as[@]}" "$bin/postgres" -D "$dir/data" -p "$PG_PORT" -c listen_addresses=127.0.0.1 \
+    -c unix_socket_directories="$dir" ${PG_SETTINGS:-} >"$dir/log" 2>&1 & PIDS+=($!)
+  wait_port "$PG_PORT"
+  for _ in $(seq 100); do psql -h 127.0.0.1 -p "$PG_PORT" -U ssq -d postgres -Xqc 'CREATE DATABASE ssq' 2>/dev/null && break; sleep 0.1; done
+  POSTMASTER=$(head -1 "$dir/data/postmaster.pid")
+  PG_URL="postgres://ssq@127.0.0.1:$PG_PORT/ssq"
+}

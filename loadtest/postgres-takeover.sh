@@ -14,18 +14,8 @@ cargo build --release -q -p ssq -p ssq-bench
 BENCH=target/release/ssq-bench
 source loadtest/lib.sh
 
-PG_BIN=${SSQ_TEST_PG_BIN:-$(ls -d /usr/lib/postgresql/*/bin 2>/dev/null | sort -V | tail -1)}
-[ -x "$PG_BIN/initdb" ] || { echo "Postgres's initdb is needed: apt-get install postgresql" >&2; exit 1; }
-as_postgres=(); [ "$(id -u)" -eq 0 ] && as_postgres=(runuser -u postgres --)
-PG_PORT=$(free_port)
-PG_DIR=$(mktemp -d); TEMP_DIRS+=("$PG_DIR")
-[ "$(id -u)" -eq 0 ] && chown postgres "$PG_DIR"
-"${as_postgres[@]}" "$PG_BIN/initdb" --auth=trust --username=ssq --no-sync -D "$PG_DIR/data" >/dev/null
-"${as_postgres[@]}" "$PG_BIN/postgres" -D "$PG_DIR/data" -p "$PG_PORT" -c listen_addresses=127.0.0.1 \
-  -c unix_socket_directories="$PG_DIR" -c max_wal_size=4GB >"$PG_DIR/log" 2>&1 & PIDS+=($!)
-wait_port "$PG_PORT"
-for _ in $(seq 100); do psql -h 127.0.0.1 -p "$PG_PORT" -U ssq -d postgres -Xqc 'CREATE DATABASE ssq' 2>/dev/null && break; sleep 0.1; done
-URL="postgres://ssq@127.0.0.1:$PG_PORT/ssq"
+PG_SETTINGS="-c max_wal_size=4GB" start_postgres
+URL=$PG_URL
 
 LEADER=$(free_port); PASSIVE=$(free_port)
 WORK=$(mktemp -d); TEMP_DIRS+=("$WORK")

@@ -19,25 +19,13 @@ cargo build --release -q -p ssq -p ssq-bench
 BENCH=target/release/ssq-bench
 source loadtest/lib.sh
 
-PG_BIN=${SSQ_TEST_PG_BIN:-$(ls -d /usr/lib/postgresql/*/bin 2>/dev/null | sort -V | tail -1)}
-[ -x "$PG_BIN/initdb" ] || { echo "Postgres's initdb is needed: apt-get install postgresql" >&2; exit 1; }
-as_postgres=(); [ "$(id -u)" -eq 0 ] && as_postgres=(runuser -u postgres --)
-
 start_redis
-PG_PORT=$(free_port)
-PG_DIR=$(mktemp -d); TEMP_DIRS+=("$PG_DIR")
-[ "$(id -u)" -eq 0 ] && chown postgres "$PG_DIR"
-"${as_postgres[@]}" "$PG_BIN/initdb" --auth=trust --username=ssq --no-sync -D "$PG_DIR/data" >/dev/null
-$SRV "${as_postgres[@]}" "$PG_BIN/postgres" -D "$PG_DIR/data" -p "$PG_PORT" -c listen_addresses=127.0.0.1 \
-  -c unix_socket_directories="$PG_DIR" ${PG_SETTINGS:-} >"$PG_DIR/log" 2>&1 & PIDS+=($!)
-wait_port "$PG_PORT"
-for _ in $(seq 100); do psql -h 127.0.0.1 -p "$PG_PORT" -U ssq -d postgres -Xqc 'CREATE DATABASE ssq' 2>/dev/null && break; sleep 0.1; done
-POSTMASTER=$(head -1 "$PG_DIR/data/postmaster.pid")
+start_postgres
 
 MEMORY=$(free_port); REDIS_BACKED=$(free_port); PG_BACKED=$(free_port)
 RUST_LOG=warn $SRV "$SSQ" --listen 127.0.0.1:$MEMORY 2>/dev/null & MEMORY_PID=$!; PIDS+=($!)
 RUST_LOG=warn $SRV "$SSQ" --listen 127.0.0.1:$REDIS_BACKED --redis-url redis://127.0.0.1:$REDIS 2>/dev/null & REDIS_SSQ=$!; PIDS+=($!)
-RUST_LOG=warn $SRV "$SSQ" --listen 127.0.0.1:$PG_BACKED --postgres-url "postgres://ssq@127.0.0.1:$PG_PORT/ssq" 2>/dev/null & PG_SSQ=$!; PIDS+=($!)
+RUST_LOG=warn $SRV "$SSQ" --listen 127.0.0.1:$PG_BACKED --postgres-url "$PG_URL" 2>/dev/null & PG_SSQ=$!; PIDS+=($!)
 for port in $MEMORY $REDIS_BACKED $PG_BACKED; do wait_port $port; done
 for port in $REDIS_BACKED $PG_BACKED; do
   for _ in $(seq 100); do curl -sf "http://127.0.0.1:$port/ready" >/dev/null && break; sleep 0.1; done

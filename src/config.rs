@@ -58,6 +58,11 @@ pub struct Config {
     #[arg(long, env = "SSQ_POSTGRES_URL", conflicts_with_all = ["data_dir", "redis_url"])]
     pub postgres_url: Option<String>,
 
+    /// PEM file of the CA that signed Postgres's certificate: TLS is then
+    /// required [default: the system's roots, with sslmode=require].
+    #[arg(long, env = "SSQ_POSTGRES_CA_FILE")]
+    pub postgres_ca_file: Option<PathBuf>,
+
     /// Time limit of every Postgres call but a load: the lock's, and a
     /// group commit's.
     #[arg(long, env = "SSQ_POSTGRES_TIMEOUT", default_value = "1s", value_parser = parse_duration)]
@@ -433,7 +438,11 @@ impl Config {
         &self,
     ) -> Option<Result<crate::store::postgres::Target, crate::store::postgres::PostgresError>> {
         let url = self.postgres_url.as_deref()?;
-        Some(crate::store::postgres::Target::parse(url, self.postgres_timeout))
+        Some(crate::store::postgres::Target::parse(
+            url,
+            self.postgres_ca_file.as_deref(),
+            self.postgres_timeout,
+        ))
     }
 
     /// Whether instances share a store and elect a leader (Redis or

@@ -344,7 +344,7 @@ async fn a_primary_killed_under_load_and_its_synchronous_standby_promoted_lose_n
 async fn of_locks_racing_one_wins_and_a_live_lease_is_never_taken() {
     use ssq::cluster::lock::{Acquire, LockStore, PostgresLock};
     let postgres = PostgresServer::start();
-    let target = ssq::store::postgres::Target::parse(&postgres.url(), Duration::from_secs(5)).unwrap();
+    let target = ssq::store::postgres::Target::parse(&postgres.url(), None, Duration::from_secs(5)).unwrap();
     let lock = |n: usize| {
         std::sync::Arc::new(PostgresLock::new(
             target.clone(),
@@ -390,4 +390,40 @@ async fn of_locks_racing_one_wins_and_a_live_lease_is_never_taken() {
     let second = won(&race(&locks).await);
     assert_eq!(second.len(), 1, "{second:?}");
     assert!(second[0].1.starts_with("2|"), "{second:?}");
+}
+
+/// `sslmode=require`: ssq leads only over TLS with a certificate it trusts
+/// (`--postgres-ca-file`), and every one of its sessions is encrypted.
+#[tokio::test]
+async fn over_tls_ssq_trusts_only_the_ca_it_is_given_and_every_session_is_encrypted() {
+    let (postgres, ca) = PostgresServer::start_tls();
+    let url = format!("{}?sslmode=require", postgres.url());
+    let start = |extra: &[&str]| {
+        let mut args = vec!["--postgres-url", url.as_str()];
+        args.extend_from_slice(crate::common::FAST_LOCK);
+        args.extend_from_slice(&["--postgres-timeout", "500ms"]);
+        args.extend_from_slice(extra);
+        Server::start_with(&args)
+    };
+    // The system's roots do not hold the test CA: no session, no leading.
+    let untrusting = start(&[]);
+    tokio::time::sleep(Duration::from_secs(2)).await;
+    assert!(!untrusting.is_ready().await, "led without a trusted certificate");
+    drop(untrusting);
+    let node = start(&["--postgres-ca-file", ca.to_str().unwrap()]);
+    wait_for(Duration::from_secs(15), || node.is_ready())
+        .await
+        .expect("leads over TLS");
+    let sqs = node.client();
+    let url = create_queue_url(&sqs, "secret", &[]).await;
+    assert!(send(&sqs, &url, "over TLS").await);
+    assert_eq!(drain(&sqs, &url).await, ["over TLS"]);
+    let sessions = postgres.psql(
+        "postgres",
+        "SELECT count(*) FILTER (WHERE ssl), count(*) FILTER (WHERE NOT ssl) \
+         FROM pg_stat_ssl JOIN pg_stat_activity USING (pid) WHERE application_name = 'ssq'",
+    );
+    let (encrypted, plain) = sessions.split_once('|').unwrap();
+    assert!(encrypted.parse::<u32>().unwrap() >= 2, "{sessions}");
+    assert_eq!(plain, "0", "{sessions}");
 }

@@ -1,14 +1,18 @@
 //! How to reach Postgres: the URL as libpq reads it (several hosts, and
 //! `target_session_attrs=read-write` to find the primary among them), the
-//! password from the URL or `PGPASSWORD`, and connections whose making and
+//! password from the URL or `PGPASSWORD`, TLS as `sslmode` asks (`require`:
+//! the server's certificate checked against `--postgres-ca-file` or the
+//! system's roots, and its host name), and connections whose making and
 //! calls are bounded in time, with TCP keepalives short enough that a
 //! vanished server is noticed within seconds rather than hours.
 
+use std::path::Path;
 use std::str::FromStr;
 use std::time::Duration;
 
 use tokio_postgres::config::SslMode;
 use tokio_postgres::{Client, NoTls};
+use tokio_postgres_rustls::MakeRustlsConnect;
 
 use super::PostgresError;
 
@@ -16,6 +20,8 @@ use super::PostgresError;
 #[derive(Clone)]
 pub struct Target {
     config: tokio_postgres::Config,
+    /// With `sslmode=require` (or `prefer`, which then requires it).
+    tls: Option<MakeRustlsConnect>,
     pub timeout: Duration,
 }
 
@@ -32,15 +38,28 @@ impl std::fmt::Debug for Target {
 
 impl Target {
     /// Reads `url`; a password missing from it comes from `PGPASSWORD`,
-    /// as libpq's tools take it.
-    pub fn parse(url: &str, timeout: Duration) -> Result<Target, PostgresError> {
+    /// as libpq's tools take it. TLS as `sslmode` asks, the server's
+    /// certificate always checked (against `ca_file`, or the system's
+    /// roots): `require` (or a CA file) needs it, an explicit `prefer`
+    /// falls back to plain text only with a server that offers no TLS;
+    /// without `sslmode`, plain text (libpq would try TLS without checking
+    /// the certificate, which ssq does not do).
+    pub fn parse(url: &str, ca_file: Option<&Path>, timeout: Duration) -> Result<Target, PostgresError> {
         let mut config = tokio_postgres::Config::from_str(url).map_err(PostgresError::BadUrl)?;
-        match config.get_ssl_mode() {
-            SslMode::Disable | SslMode::Prefer => {
+        let explicit = url.contains("sslmode=");
+        let tls = match (config.get_ssl_mode(), explicit, ca_file) {
+            (SslMode::Disable, _, None) | (SslMode::Prefer, false, None) => {
                 config.ssl_mode(SslMode::Disable);
+                None
             }
-            other => return Err(PostgresError::TlsUnsupported(format!("{other:?}").to_lowercase())),
-        }
+            (SslMode::Disable, _, Some(_)) => return Err(PostgresError::CaFileWithoutTls),
+            (mode, explicit, _) => {
+                if mode != SslMode::Prefer || !explicit {
+                    config.ssl_mode(SslMode::Require);
+                }
+                Some(MakeRustlsConnect::new(crate::store::tls::client_config(ca_file)?))
+            }
+        };
         if config.get_password().is_none()
             && let Ok(password) = std::env::var("PGPASSWORD")
         {
@@ -57,20 +76,30 @@ impl Target {
             .connect_timeout(timeout)
             .keepalives_idle(Duration::from_secs(5))
             .tcp_user_timeout(timeout.max(Duration::from_secs(5)));
-        Ok(Target { config, timeout })
+        Ok(Target { config, tls, timeout })
     }
 
     /// A new connection, its messages driven by a task of its own that
     /// ends when the client is dropped or the connection breaks.
     pub async fn connect(&self) -> Result<Client, PostgresError> {
-        let (client, connection) = tokio::time::timeout(self.timeout, self.config.connect(NoTls))
-            .await
-            .map_err(|_| PostgresError::TimedOut(self.timeout))??;
-        tokio::spawn(async move {
-            if let Err(error) = connection.await {
-                tracing::debug!(%error, "a connection to Postgres ended");
+        let timed_out = |_| PostgresError::TimedOut(self.timeout);
+        let client = match &self.tls {
+            None => {
+                let (client, connection) = tokio::time::timeout(self.timeout, self.config.connect(NoTls))
+                    .await
+                    .map_err(timed_out)??;
+                tokio::spawn(drive(connection));
+                client
             }
-        });
+            Some(tls) => {
+                let (client, connection) =
+                    tokio::time::timeout(self.timeout, self.config.connect(tls.clone()))
+                        .await
+                        .map_err(timed_out)??;
+                tokio::spawn(drive(connection));
+                client
+            }
+        };
         Ok(client)
     }
 
@@ -83,5 +112,17 @@ impl Target {
             .await
             .map_err(|_| PostgresError::TimedOut(self.timeout))?
             .map_err(Into::into)
+    }
+}
+
+/// Drives a connection's messages until the client is dropped or the
+/// connection breaks.
+async fn drive<S, T>(connection: tokio_postgres::Connection<S, T>)
+where
+    S: tokio::io::AsyncRead + tokio::io::AsyncWrite + Unpin,
+    T: tokio::io::AsyncRead + tokio::io::AsyncWrite + Unpin,
+{
+    if let Err(error) = connection.await {
+        tracing::debug!(%error, "a connection to Postgres ended");
     }
 }

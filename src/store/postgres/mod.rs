@@ -37,11 +37,10 @@ pub enum PostgresError {
          postgres://[user[:password]@]host[:port][,host[:port]...]/database[?target_session_attrs=read-write]"
     )]
     BadUrl(tokio_postgres::Error),
-    #[error(
-        "--postgres-url asks for TLS (sslmode={0}), which this ssq does not speak to Postgres yet: \
-         use sslmode=disable on a trusted network, or reach Postgres through a local TLS tunnel"
-    )]
-    TlsUnsupported(String),
+    #[error("--postgres-ca-file with sslmode=disable in --postgres-url: drop one or the other")]
+    CaFileWithoutTls,
+    #[error("--postgres-ca-file: {0}")]
+    Tls(#[from] crate::store::tls::TlsError),
     #[error("{0}")]
     Call(#[from] tokio_postgres::Error),
     #[error("no answer from Postgres within {0:?}")]

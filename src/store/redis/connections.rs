@@ -51,28 +51,7 @@ pub(super) fn client_with(config: Config, target: &Target) -> Result<Client, Set
 
 /// TLS that trusts the CA in `path`.
 fn tls_trusting(path: &std::path::Path) -> Result<fred::types::config::TlsConfig, SetupError> {
-    use rustls::pki_types::CertificateDer;
-    use rustls::pki_types::pem::PemObject;
-
-    let unreadable = |source| SetupError::CaFileUnreadable {
-        path: path.to_path_buf(),
-        source,
-    };
-    let mut roots = rustls::RootCertStore::empty();
-    for certificate in CertificateDer::pem_file_iter(path).map_err(unreadable)? {
-        roots
-            .add(certificate.map_err(unreadable)?)
-            .map_err(|source| SetupError::BadCertificate {
-                path: path.to_path_buf(),
-                source,
-            })?;
-    }
-    let provider = std::sync::Arc::new(rustls::crypto::ring::default_provider());
-    let config = rustls::ClientConfig::builder_with_provider(provider)
-        .with_safe_default_protocol_versions()
-        .map_err(SetupError::Tls)?
-        .with_root_certificates(roots)
-        .with_no_client_auth();
+    let config = crate::store::tls::client_config(Some(path))?;
     Ok(fred::types::config::TlsConnector::from(config).into())
 }
 

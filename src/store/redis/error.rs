@@ -4,7 +4,6 @@
 //! Callers match on the cause: a setup error stops the process with a
 //! message naming the flag to change, a command error is retried.
 
-use std::path::PathBuf;
 use std::time::Duration;
 
 /// Why the Redis clients could not be built; each names the flag to change.
@@ -20,15 +19,8 @@ pub enum SetupError {
     NoClusterNode,
     #[error("--redis-ca-file needs a rediss:// URL")]
     CaFileWithoutTls,
-    #[error("cannot read the Redis CA file {}: {source}", path.display())]
-    CaFileUnreadable {
-        path: PathBuf,
-        source: rustls::pki_types::pem::Error,
-    },
-    #[error("the Redis CA file {} holds a bad certificate: {source}", path.display())]
-    BadCertificate { path: PathBuf, source: rustls::Error },
-    #[error("TLS to Redis cannot be set up: {0}")]
-    Tls(rustls::Error),
+    #[error("--redis-ca-file: {0}")]
+    Tls(#[from] crate::store::tls::TlsError),
     #[error("cannot build a Redis client: {0}")]
     Client(fred::error::Error),
 }

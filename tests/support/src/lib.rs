@@ -4,6 +4,7 @@
 //! test process ([`node`]), and the official AWS SDKs to talk to them
 //! ([`sdk`], and [`sns`] for topics).
 
+pub mod certificates;
 pub mod cluster;
 pub mod hold;
 pub mod node;

@@ -110,6 +110,28 @@ impl PostgresServer {
         server
     }
 
+    /// Starts Postgres serving TLS (and plain text too, as Postgres does),
+    /// with a certificate for 127.0.0.1 (`certificates.rs`). Returns it and
+    /// the CA's PEM file.
+    pub fn start_tls() -> (PostgresServer, PathBuf) {
+        let certificates_dir = std::env::temp_dir().join(format!("ssq-test-pg-tls-{}-{}", std::process::id(), free_port()));
+        std::fs::create_dir_all(&certificates_dir).unwrap();
+        let certificates = super::certificates::for_loopback(&certificates_dir);
+        // Postgres reads its key only if no one else may.
+        for file in [&certificates.server, &certificates.key] {
+            std::fs::set_permissions(file, std::os::unix::fs::PermissionsExt::from_mode(0o600)).unwrap();
+            hand_over(file);
+        }
+        hand_over(&certificates_dir);
+        let settings = [
+            "ssl=on".to_string(),
+            format!("ssl_cert_file={}", certificates.server.display()),
+            format!("ssl_key_file={}", certificates.key.display()),
+        ];
+        let settings: Vec<&str> = settings.iter().map(String::as_str).collect();
+        (PostgresServer::start_with(&settings), certificates.ca)
+    }
+
     /// A streaming standby of this server, made with `pg_basebackup`, on
     /// a free port; it follows the primary until [`PostgresServer::promote`].
     pub fn start_standby(&self) -> PostgresServer {

@@ -52,68 +52,13 @@ impl RedisServer {
     }
 
     /// Starts Redis serving TLS only, with a fresh CA and a certificate for
-    /// 127.0.0.1 made by openssl. Returns it and the CA's PEM file.
+    /// 127.0.0.1 (`certificates.rs`). Returns it and the CA's PEM file.
     pub fn start_tls() -> (RedisServer, std::path::PathBuf) {
         let port = free_port();
         let dir = std::env::temp_dir().join(format!("ssq-test-redis-tls-{}-{port}", std::process::id()));
         std::fs::create_dir_all(&dir).unwrap();
-        let file = |name: &str| dir.join(name).to_str().unwrap().to_string();
-        std::fs::write(dir.join("san.ext"), "subjectAltName=IP:127.0.0.1\n").unwrap();
-        let steps: [&[&str]; 3] = [
-            &[
-                "req",
-                "-x509",
-                "-newkey",
-                "rsa:2048",
-                "-nodes",
-                "-days",
-                "1",
-                "-subj",
-                "/CN=ssq-test-ca",
-                "-keyout",
-                &file("ca.key"),
-                "-out",
-                &file("ca.pem"),
-            ],
-            &[
-                "req",
-                "-newkey",
-                "rsa:2048",
-                "-nodes",
-                "-subj",
-                "/CN=127.0.0.1",
-                "-keyout",
-                &file("server.key"),
-                "-out",
-                &file("server.csr"),
-            ],
-            &[
-                "x509",
-                "-req",
-                "-in",
-                &file("server.csr"),
-                "-CA",
-                &file("ca.pem"),
-                "-CAkey",
-                &file("ca.key"),
-                "-CAcreateserial",
-                "-days",
-                "1",
-                "-extfile",
-                &file("san.ext"),
-                "-out",
-                &file("server.pem"),
-            ],
-        ];
-        for step in steps {
-            let status = Command::new("openssl")
-                .args(step)
-                .stdout(Stdio::null())
-                .stderr(Stdio::null())
-                .status()
-                .expect("openssl is installed");
-            assert!(status.success(), "openssl {step:?} failed");
-        }
+        let certificates = super::certificates::for_loopback(&dir);
+        let file = |path: &std::path::Path| path.to_str().unwrap().to_string();
         let extra = [
             "--appendonly",
             "no",
@@ -122,11 +67,11 @@ impl RedisServer {
             "--tls-port",
             &port.to_string(),
             "--tls-cert-file",
-            &file("server.pem"),
+            &file(&certificates.server),
             "--tls-key-file",
-            &file("server.key"),
+            &file(&certificates.key),
             "--tls-ca-cert-file",
-            &file("ca.pem"),
+            &file(&certificates.ca),
             "--tls-auth-clients",
             "no",
         ];
@@ -137,7 +82,7 @@ impl RedisServer {
             extra: extra.iter().map(|s| s.to_string()).collect(),
         };
         redis.restart();
-        (redis, dir.join("ca.pem"))
+        (redis, certificates.ca)
     }
 
     pub fn url(&self) -> String {

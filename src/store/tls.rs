@@ -1,0 +1,55 @@
+//! TLS to a store (Redis, Postgres): a rustls client that trusts the
+//! certificates of a CA file the operator names, or the system's roots.
+
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+
+use rustls::pki_types::CertificateDer;
+use rustls::pki_types::pem::PemObject;
+
+/// Why TLS to a store cannot be set up; each names the file to fix.
+#[derive(Debug, thiserror::Error)]
+pub enum TlsError {
+    #[error("cannot read the CA file {}: {source}", path.display())]
+    CaFileUnreadable {
+        path: PathBuf,
+        source: rustls::pki_types::pem::Error,
+    },
+    #[error("the CA file {} holds a bad certificate: {source}", path.display())]
+    BadCertificate { path: PathBuf, source: rustls::Error },
+    #[error("TLS cannot be set up: {0}")]
+    Setup(rustls::Error),
+}
+
+/// A client configuration trusting the CA in `ca_file`, or the system's
+/// roots without one; certificates and host names are checked.
+pub fn client_config(ca_file: Option<&Path>) -> Result<rustls::ClientConfig, TlsError> {
+    let mut roots = rustls::RootCertStore::empty();
+    match ca_file {
+        Some(path) => {
+            let unreadable = |source| TlsError::CaFileUnreadable {
+                path: path.to_path_buf(),
+                source,
+            };
+            for certificate in CertificateDer::pem_file_iter(path).map_err(unreadable)? {
+                roots
+                    .add(certificate.map_err(unreadable)?)
+                    .map_err(|source| TlsError::BadCertificate {
+                        path: path.to_path_buf(),
+                        source,
+                    })?;
+            }
+        }
+        None => {
+            // Certificates the system holds that rustls cannot read are
+            // left out, as every other client does.
+            let _ = roots.add_parsable_certificates(rustls_native_certs::load_native_certs().certs);
+        }
+    }
+    let provider = Arc::new(rustls::crypto::ring::default_provider());
+    Ok(rustls::ClientConfig::builder_with_provider(provider)
+        .with_safe_default_protocol_versions()
+        .map_err(TlsError::Setup)?
+        .with_root_certificates(roots)
+        .with_no_client_auth())
+}
