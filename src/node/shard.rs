@@ -368,12 +368,14 @@ fn start_postgres(
         advertise_url,
         election,
     } = shard;
+    let released = Arc::new(tokio::sync::Notify::new());
     let lock = PostgresLock::new(
         store.target.clone(),
         store.shard as usize,
         leadership.node_id(),
         &advertise_url,
         election.ttl,
+        released.clone(),
     );
     let loader = Arc::new(postgres::loader::Loader::new(store.clone(), election.retry_every));
     let committer = postgres::committer::Committer::new(store, loader.clone(), election.retry_every * 4);
@@ -381,7 +383,7 @@ fn start_postgres(
     Elected {
         lock: Arc::new(lock),
         load_state: Arc::new(move |term| reload::spawn_restore(&loader, term, Duration::ZERO)),
-        claim: Claim::always(Arc::default()),
+        claim: Claim::always(released),
         election,
         keys: None,
     }

@@ -352,6 +352,7 @@ async fn of_locks_racing_one_wins_and_a_live_lease_is_never_taken() {
             &format!("racer{n}"),
             "http://x",
             Duration::from_secs(60),
+            std::sync::Arc::default(),
         ))
     };
     let mut locks: Vec<_> = (0..6).map(lock).collect();
@@ -426,4 +427,39 @@ async fn over_tls_ssq_trusts_only_the_ca_it_is_given_and_every_session_is_encryp
     let (encrypted, plain) = sessions.split_once('|').unwrap();
     assert!(encrypted.parse::<u32>().unwrap() >= 2, "{sessions}");
     assert_eq!(plain, "0", "{sessions}");
+}
+
+/// A leader stopped with SIGTERM lets go and announces it: the passive
+/// takes over at once, not at its next try (5 s apart here).
+#[tokio::test]
+async fn a_leader_that_lets_go_is_replaced_at_once() {
+    let postgres = PostgresServer::start();
+    let url = postgres.url();
+    let start = |id: &str| {
+        Server::start_with(&[
+            "--postgres-url",
+            url.as_str(),
+            "--node-id",
+            id,
+            "--lock-ttl",
+            "10s",
+            "--lock-renew",
+            "250ms",
+            "--lock-step-down",
+            "1200ms",
+            "--lock-retry",
+            "5s",
+            "--postgres-timeout",
+            "500ms",
+        ])
+    };
+    let nodes = [start("t1"), start("t2")];
+    let first = leader_of(&nodes).await;
+    let second = 1 - first;
+    nodes[first].signal("TERM");
+    let took = wait_for(Duration::from_secs(8), || nodes[second].is_ready())
+        .await
+        .expect("the passive takes over");
+    eprintln!("SIGTERM of the leader: the passive serving {took:?} after");
+    assert!(took < Duration::from_secs(2), "took over after {took:?}, not at once");
 }

@@ -17,13 +17,19 @@
 //! - a leader whose lock session broke renews on a new one as long as the
 //!   lease row still holds its token.
 //!
+//! A leader that lets go (shutting down, handing off) says so with a
+//! `NOTIFY` that every instance's lock session listens for, so that a
+//! passive takes over at once rather than at its next try.
+//!
 //! Behind a connection pooler in transaction mode a session lock does not
 //! hold; taking the lock checks that the session holding it is the one
 //! that asked, and refuses to lead otherwise.
 
 use std::time::Duration;
 
-use tokio::sync::Mutex;
+use std::sync::Arc;
+
+use tokio::sync::{Mutex, Notify};
 use tokio_postgres::Client;
 
 use super::{Acquire, LockCall, LockError, LockStore};
@@ -45,17 +51,24 @@ pub struct PostgresLock {
     advertise_url: String,
     ttl_ms: i64,
     session: Mutex<Option<Session>>,
+    /// The channel a release is announced on, and what it wakes here.
+    released_channel: String,
+    released: Arc<Notify>,
 }
 
 impl PostgresLock {
+    /// `released` is woken when a holder announces it let go.
     pub fn new(
         target: Target,
         shard: usize,
         node_id: &str,
         advertise_url: &str,
         ttl: Duration,
+        released: Arc<Notify>,
     ) -> PostgresLock {
         PostgresLock {
+            released_channel: format!("ssq_released_{shard}"),
+            released,
             target,
             shard: shard as i32,
             lock_id: 1 + shard as i32,
@@ -76,8 +89,10 @@ impl PostgresLock {
     ) -> Result<T, LockError> {
         let mut slot = self.session.lock().await;
         if slot.is_none() {
-            let mut client = self.target.connect().await?;
+            let mut client = self.target.connect_notifying(Some(self.released.clone())).await?;
             self.target.bounded(schema::migrate(&mut client)).await?;
+            let listen = format!("LISTEN {}", self.released_channel);
+            self.target.bounded(client.batch_execute(&listen)).await?;
             self.target.bounded(say_what_a_failover_can_lose(&client)).await?;
             *slot = Some(Session {
                 client,
@@ -282,6 +297,12 @@ impl PostgresLock {
                 )
                 .await?;
             self.let_go_of_advisory_lock(session).await?;
+            if released == 1 {
+                session
+                    .client
+                    .execute("SELECT pg_notify($1, '')", &[&self.released_channel])
+                    .await?;
+            }
             Ok(released == 1)
         })
         .await

@@ -8,10 +8,13 @@
 
 use std::path::Path;
 use std::str::FromStr;
+use std::sync::Arc;
 use std::time::Duration;
 
+use tokio::sync::Notify;
+
 use tokio_postgres::config::SslMode;
-use tokio_postgres::{Client, NoTls};
+use tokio_postgres::{AsyncMessage, Client, NoTls};
 use tokio_postgres_rustls::MakeRustlsConnect;
 
 use super::PostgresError;
@@ -82,13 +85,19 @@ impl Target {
     /// A new connection, its messages driven by a task of its own that
     /// ends when the client is dropped or the connection breaks.
     pub async fn connect(&self) -> Result<Client, PostgresError> {
+        self.connect_notifying(None).await
+    }
+
+    /// The same; each notification the connection receives (after a
+    /// `LISTEN` on it) wakes `notices`.
+    pub async fn connect_notifying(&self, notices: Option<Arc<Notify>>) -> Result<Client, PostgresError> {
         let timed_out = |_| PostgresError::TimedOut(self.timeout);
         let client = match &self.tls {
             None => {
                 let (client, connection) = tokio::time::timeout(self.timeout, self.config.connect(NoTls))
                     .await
                     .map_err(timed_out)??;
-                tokio::spawn(drive(connection));
+                tokio::spawn(drive(connection, notices));
                 client
             }
             Some(tls) => {
@@ -96,7 +105,7 @@ impl Target {
                     tokio::time::timeout(self.timeout, self.config.connect(tls.clone()))
                         .await
                         .map_err(timed_out)??;
-                tokio::spawn(drive(connection));
+                tokio::spawn(drive(connection, notices));
                 client
             }
         };
@@ -116,13 +125,25 @@ impl Target {
 }
 
 /// Drives a connection's messages until the client is dropped or the
-/// connection breaks.
-async fn drive<S, T>(connection: tokio_postgres::Connection<S, T>)
+/// connection breaks; a notification wakes `notices`.
+async fn drive<S, T>(mut connection: tokio_postgres::Connection<S, T>, notices: Option<Arc<Notify>>)
 where
     S: tokio::io::AsyncRead + tokio::io::AsyncWrite + Unpin,
     T: tokio::io::AsyncRead + tokio::io::AsyncWrite + Unpin,
 {
-    if let Err(error) = connection.await {
-        tracing::debug!(%error, "a connection to Postgres ended");
+    loop {
+        match std::future::poll_fn(|cx| connection.poll_message(cx)).await {
+            Some(Ok(AsyncMessage::Notification(_))) => {
+                if let Some(notices) = &notices {
+                    notices.notify_one();
+                }
+            }
+            Some(Ok(_)) => {}
+            Some(Err(error)) => {
+                tracing::debug!(%error, "a connection to Postgres ended");
+                return;
+            }
+            None => return,
+        }
     }
 }
