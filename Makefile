@@ -94,9 +94,11 @@ fuzz:
 	  rm -rf $$scratch; \
 	done
 
-# Side-by-side figures (HTTP floor, memory-only, Redis-backed, moto) into docs/benchmarks.md.
+# Side-by-side figures (HTTP floor, memory-only, Redis-backed, moto) into docs/benchmarks.md, then
+# Postgres-backed beside Redis-backed and memory-only (its table in target/bench-results/postgres.txt).
 bench:
 	bash loadtest/run.sh
+	bash loadtest/postgres.sh | tee target/bench-results/postgres.txt
 
 # Another build against this one, side by side: make bench-compare OLD=/path/to/old/ssq
 bench-compare: build

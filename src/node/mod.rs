@@ -8,9 +8,11 @@
 //! (loader and committer) and the elector and watchdog tasks that keep the
 //! lock. An unsharded node has one shard holding every queue; with
 //! `--shards K` it has K, each elected on its own, and what they share
-//! (`redis_group.rs`: the connections, the notices, the membership) tells
-//! each elector whether this instance should lead its shard.
+//! (`redis_group.rs`, `postgres_group.rs`: the connections, the notices,
+//! the membership) tells each elector whether this instance should lead
+//! its shard.
 
+mod postgres_group;
 mod redis_group;
 mod shard;
 
@@ -23,6 +25,7 @@ use std::time::Duration;
 use tokio::net::TcpListener;
 use tokio::sync::{oneshot, watch};
 
+use self::postgres_group::{PostgresGroup, in_postgres};
 use self::redis_group::{RedisGroup, in_redis};
 use self::shard::{RunningShard, Shard, release};
 use crate::cluster::election::TimingError;
@@ -65,15 +68,10 @@ pub enum StartError {
     #[error(transparent)]
     AuditLog(#[from] AuditLogError),
     #[error(
-        "--shards {0} needs Redis (--redis-url): shards are spread over the instances of a group \
-         sharing one Redis; memory-only mode is one instance"
+        "--shards {0} needs Redis (--redis-url) or Postgres (--postgres-url): shards are spread over \
+         the instances of a group sharing one store; memory-only mode is one instance"
     )]
     ShardsNeedRedis(usize),
-    #[error(
-        "--shards {0} with --postgres-url: a group on Postgres has one shard in this ssq (one leader \
-         at a time); run it without --shards, or shard on Redis"
-    )]
-    ShardsOnPostgres(usize),
     #[error(transparent)]
     Postgres(#[from] crate::store::postgres::PostgresError),
     #[error(
@@ -224,8 +222,8 @@ pub struct Node {
     audit: Option<Arc<AuditLog>>,
     placement: Placement,
     shards: Vec<Shard>,
-    /// With Redis: what the shards share.
-    group: Option<RedisGroup>,
+    /// With Redis or Postgres: what the shards share.
+    group: Option<Group>,
     /// `--clock virtual`: the clock the control API moves.
     virtual_clock: Option<Arc<VirtualClock>>,
 }
@@ -289,11 +287,16 @@ impl Node {
             }
         });
         let (shards, group) = match (config.redis(), config.postgres()) {
-            (None, Some(_)) if count > 1 => return Err(StartError::ShardsOnPostgres(count)),
             (None, Some(target)) => {
-                let service = services.next().expect("one shard");
-                let shard = Shard::in_postgres(service, target?, &config, &node_id, &metrics);
-                (vec![shard], None)
+                let (shards, group) = in_postgres(
+                    &config,
+                    target?,
+                    &placement,
+                    services.collect(),
+                    &node_id,
+                    &metrics,
+                );
+                (shards, Some(Group::Postgres(group)))
             }
             (None, None) if count > 1 => {
                 return Err(StartError::ShardsNeedRedis(count));
@@ -316,7 +319,7 @@ impl Node {
             (Some(target), _) => {
                 let (shards, group) =
                     in_redis(&config, &target, acks, services.collect(), &node_id, &metrics)?;
-                (shards, Some(group))
+                (shards, Some(Group::Redis(group)))
             }
         };
         if let Some(credentials) = &credentials {
@@ -400,7 +403,7 @@ impl Node {
         ));
         let admin_apart = listeners.admin.is_some();
         let fronts = running.iter().map(|r| r.front(catalog.as_ref())).collect();
-        let membership = group.as_ref().and_then(|g| g.membership.clone());
+        let membership = group.as_ref().and_then(Group::membership);
         let webhooks = crate::webhooks::Sender::start(
             crate::webhooks::Settings {
                 destinations: config.sns_endpoints.clone(),
@@ -474,14 +477,61 @@ impl Node {
     }
 }
 
+/// What the shards of a node in a group share, on Redis or on Postgres.
+enum Group {
+    Redis(RedisGroup),
+    Postgres(PostgresGroup),
+}
+
+impl Group {
+    /// Checks the shard count, then lets the electors run; see each
+    /// store's `start`. A sharded group's catalog of every shard's queues.
+    fn start(
+        &self,
+        running: &[RunningShard],
+        placement: &Placement,
+        admit: watch::Sender<Admission>,
+        stopped: watch::Receiver<bool>,
+    ) -> Option<Arc<dyn crate::service::shards::Catalog>> {
+        match self {
+            Group::Redis(group) => group.start(running, placement, admit, stopped),
+            Group::Postgres(group) => group.start(running, placement, admit, stopped),
+        }
+    }
+
+    fn membership(&self) -> Option<Arc<Membership>> {
+        match self {
+            Group::Redis(group) => group.membership.clone(),
+            Group::Postgres(group) => group.membership.clone(),
+        }
+    }
+
+    /// Leaves the group's members, if it is sharded.
+    async fn leave(&self) {
+        let (roster, election) = match self {
+            Group::Redis(group) => (&group.roster, group.election),
+            Group::Postgres(group) => (&group.roster, group.election),
+        };
+        if let Some(membership) = self.membership() {
+            crate::cluster::group::leave(&membership, &**roster, election.ttl).await;
+        }
+    }
+}
+
 /// Logs how the node started, and warns that memory-only keeps nothing.
 fn log_started(config: &Config, shards: usize, address: SocketAddr, node_id: &str) {
     let advertise = config.advertise_url();
     if config.postgres_url.is_some() {
-        tracing::info!(
-            mode = "postgres", listen = %address, node_id = %node_id, advertise = %advertise,
-            "ssq started as a passive; it serves once it holds the leader lock"
-        );
+        match shards {
+            1 => tracing::info!(
+                mode = "postgres", listen = %address, node_id = %node_id, advertise = %advertise,
+                "ssq started as a passive; it serves once it holds the leader lock"
+            ),
+            _ => tracing::info!(
+                mode = "postgres", shards, listen = %address, node_id = %node_id, advertise = %advertise,
+                "ssq started in a sharded group; it leads the shards the group's map gives it and forwards the others"
+            ),
+        }
         return;
     }
     match (config.redis_url.is_some(), shards, &config.data_dir) {
@@ -677,15 +727,12 @@ async fn serve_http(
 /// After serving: leaves the group, and gives up the locks this instance
 /// held when shutdown began, so that passives need not wait for their TTL.
 async fn hand_over(
-    group: Option<&RedisGroup>,
+    group: Option<&Group>,
     running: &[RunningShard],
     tokens: oneshot::Receiver<Vec<Option<String>>>,
 ) {
-    if let Some(group) = group
-        && let Some(membership) = &group.membership
-    {
-        let client = group.link.commands();
-        crate::cluster::group::leave(membership, &client, &group.layout, group.election.ttl).await;
+    if let Some(group) = group {
+        group.leave().await;
     }
     if let Ok(tokens) = tokens.await {
         let mut releases = tokio::task::JoinSet::new();
@@ -698,14 +745,22 @@ async fn hand_over(
     }
 }
 
-/// Whether this instance may act on the data in Redis: only once the
-/// group's shard count is known to match its own.
+/// Whether this instance may act on the data in the group's store: only
+/// once the group's shard count is known to match its own.
 #[derive(Debug, Clone, PartialEq, Eq)]
 enum Admission {
     Checking,
     Cleared,
-    /// Redis holds data for another shard count.
+    /// The store holds data for another shard count.
     Refused(WrongShardCount),
+}
+
+/// The admission a shard-count check gives.
+fn admission_of(checked: Result<(), WrongShardCount>) -> Admission {
+    match checked {
+        Ok(()) => Admission::Cleared,
+        Err(wrong) => Admission::Refused(wrong),
+    }
 }
 
 /// Waits until the shard count is checked; false if this instance may not

@@ -10,21 +10,21 @@ use fred::clients::SubscriberClient;
 use fred::prelude::ClientLike;
 use tokio::sync::{Notify, watch};
 
-use crate::cluster::election::{Claim, ElectionConfig};
-use crate::cluster::group::Membership;
+use crate::cluster::election::ElectionConfig;
+use crate::cluster::group::{self, Membership, RedisRoster, Roster};
 use crate::cluster::notices;
-use crate::cluster::transfers::Transfers;
+use crate::cluster::transfers::{RedisMailboxes, Transfers};
 use crate::config::Config;
 use crate::metrics::Metrics;
 use crate::service::Service;
 use crate::service::shards::{Catalog, Placement};
+use crate::store::redis::Redis;
 use crate::store::redis::catalog::RedisCatalog;
 use crate::store::redis::replicas::ReplicaAcks;
 use crate::store::redis::{Layout, ShardKeys};
-use crate::store::redis::{Link, Redis};
 
 use super::shard::{RedisShard, RunningShard, Shard};
-use super::{Admission, StartError};
+use super::{Admission, StartError, admission_of};
 
 /// What the shards of a Redis-backed node share: the connections, the
 /// group's own keys and, in a sharded group, the membership.
@@ -33,8 +33,8 @@ pub(super) struct RedisGroup {
     pub(super) acks: ReplicaAcks,
     pub(super) subscriber: SubscriberClient,
     pub(super) layout: Layout,
-    /// What reaches the group's own keys (the shard count, the members).
-    pub(super) link: Link,
+    /// The group's own keys (the shard count, the members).
+    pub(super) roster: Arc<dyn Roster>,
     pub(super) election: ElectionConfig,
     pub(super) membership: Option<Arc<Membership>>,
     /// One per shard: wakes its elector (a release notice, members changed).
@@ -62,27 +62,13 @@ pub(super) fn in_redis(
     let subscriber = crate::store::redis::subscriber(target)?;
     let wakes: Vec<Arc<Notify>> = (0..count).map(|_| Arc::new(Notify::new())).collect();
     let membership = (count > 1).then(|| Arc::new(Membership::new(node_id, wakes.clone())));
-    let one_at_a_time = Arc::new(tokio::sync::Mutex::new(()));
+    let claims = group::claims(membership.as_ref(), &wakes);
     let layout_of = |shard: usize| match count {
         1 => Layout::new(&config.redis_prefix),
         _ => Layout::shard(&config.redis_prefix, shard, count),
     };
-    let shards: Vec<Shard> = services
-        .into_iter()
-        .enumerate()
-        .map(|(index, service)| {
-            let claim = match &membership {
-                None => Claim::always(wakes[index].clone()),
-                Some(membership) => {
-                    let membership = membership.clone();
-                    Claim {
-                        wake: wakes[index].clone(),
-                        wish: Arc::new(move || membership.wish(index)),
-                        one_at_a_time: one_at_a_time.clone(),
-                        may_hand_off: true,
-                    }
-                }
-            };
+    let shards: Vec<Shard> = (services.into_iter().zip(claims).enumerate())
+        .map(|(index, (service, claim))| {
             let layout = layout_of(index);
             let redis = RedisShard {
                 link: connections.link(&layout.lock()),
@@ -101,7 +87,10 @@ pub(super) fn in_redis(
     }
     let layout = Layout::new(&config.redis_prefix);
     let group = RedisGroup {
-        link: connections.link(&layout.members()),
+        roster: Arc::new(RedisRoster::new(
+            connections.link(&layout.members()),
+            layout.clone(),
+        )),
         redis: connections,
         acks,
         subscriber,
@@ -140,11 +129,11 @@ impl RedisGroup {
             let shards: Vec<ShardKeys> = running.iter().filter_map(|r| r.keys.clone()).collect();
             for ((shard, keys), wake) in running.iter().zip(&shards).zip(&self.inbox_wakes) {
                 channels.push((keys.layout.inbox_channel(), wake.clone()));
+                let index = shard.leadership.shard();
                 let transfers = Transfers {
-                    acks: self.acks,
+                    mailboxes: Arc::new(RedisMailboxes::new(self.acks, shards.clone(), index)),
                     placement: placement.clone(),
-                    shards: shards.clone(),
-                    shard: shard.leadership.shard(),
+                    shard: index,
                     service: shard.service.clone(),
                     leadership: shard.leadership.clone(),
                     inbox_arrived: wake.clone(),
@@ -162,32 +151,17 @@ impl RedisGroup {
             channels,
             self.election.retry_every,
         ));
-        let (link, layout, election) = (self.link.clone(), self.layout.clone(), self.election);
-        let membership = self.membership.clone();
-        let shards = running.len();
-        tokio::spawn(async move {
-            match crate::cluster::group::check_shard_count(&link, &layout, shards, election.retry_every).await
-            {
-                // Reported by `serve`, which returns it after shutting down.
-                Err(wrong) => {
-                    let _ = admit.send(Admission::Refused(wrong));
-                }
-                Ok(()) => {
-                    let _ = admit.send(Admission::Cleared);
-                    if let Some(membership) = membership {
-                        crate::cluster::group::run_heartbeats(
-                            membership,
-                            link,
-                            layout,
-                            election.ttl,
-                            election.retry_every,
-                            stopped,
-                        )
-                        .await;
-                    }
-                }
-            }
-        });
+        tokio::spawn(group::join(
+            self.roster.clone(),
+            self.membership.clone(),
+            running.len(),
+            self.election.ttl,
+            self.election.retry_every,
+            move |checked| {
+                let _ = admit.send(admission_of(checked));
+            },
+            stopped,
+        ));
         catalog
     }
 }

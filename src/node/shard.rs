@@ -18,7 +18,7 @@ use crate::journal::Pending;
 use crate::leader::{Leadership, Role};
 use crate::metrics::Metrics;
 use crate::service::Service;
-use crate::service::shards::Catalog;
+use crate::service::shards::{Catalog, Placement};
 use crate::store::disk::committer::{DiskCommitter, sync_every_second};
 use crate::store::disk::{DiskStore, SyncPolicy};
 use crate::store::load_id::LoadId;
@@ -53,6 +53,8 @@ pub(super) struct PostgresShard {
     pub(super) store: PostgresStore,
     pub(super) advertise_url: String,
     pub(super) election: ElectionConfig,
+    /// Whether the group's map wants this instance to lead the shard.
+    pub(super) claim: Claim,
 }
 
 /// What a Redis-backed shard is made of.
@@ -160,8 +162,10 @@ impl Shard {
         (service, journal_rx, leadership)
     }
 
-    /// Persisting to Postgres, and passive until the elector takes the lock.
+    /// Persisting to Postgres, and passive until the elector takes the
+    /// lock: shard `index` of `placement`, led as `claim` wishes.
     pub(super) fn in_postgres(
+        (index, placement, claim): (usize, Placement, Claim),
         service: Service,
         target: postgres::Target,
         config: &crate::config::Config,
@@ -169,10 +173,11 @@ impl Shard {
         metrics: &Arc<Metrics>,
     ) -> Shard {
         let election = config.election();
-        let (service, journal_rx, leadership) = Shard::passive(0, service, &election, node_id, metrics);
+        let (service, journal_rx, leadership) = Shard::passive(index, service, &election, node_id, metrics);
         let store = PostgresStore {
             target,
-            shard: 0,
+            shard: index as i32,
+            placement,
             memory: service.clone(),
             leadership: leadership.clone(),
             metrics: metrics.clone(),
@@ -182,6 +187,7 @@ impl Shard {
             store,
             advertise_url: config.advertise_url(),
             election,
+            claim,
         };
         Shard {
             service,
@@ -367,15 +373,15 @@ fn start_postgres(
         store,
         advertise_url,
         election,
+        claim,
     } = shard;
-    let released = Arc::new(tokio::sync::Notify::new());
     let lock = PostgresLock::new(
         store.target.clone(),
         store.shard as usize,
         leadership.node_id(),
         &advertise_url,
         election.ttl,
-        released.clone(),
+        claim.wake.clone(),
     );
     let loader = Arc::new(postgres::loader::Loader::new(store.clone(), election.retry_every));
     let committer = postgres::committer::Committer::new(store, loader.clone(), election.retry_every * 4);
@@ -383,7 +389,7 @@ fn start_postgres(
     Elected {
         lock: Arc::new(lock),
         load_state: Arc::new(move |term| reload::spawn_restore(&loader, term, Duration::ZERO)),
-        claim: Claim::always(released),
+        claim,
         election,
         keys: None,
     }

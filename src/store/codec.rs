@@ -333,6 +333,14 @@ pub fn write_transfer(transfer: &Transfer, out: &mut BytesMut) -> Vec<(&'static 
     fields
 }
 
+/// A queue record of another shard, as a catalog reads it; one that
+/// cannot be read is left out, as the loader leaves it out of memory.
+pub fn queue_of_another_shard(key: &str, record: &str) -> Option<QueueMeta> {
+    decode_queue(key, record)
+        .inspect_err(|error| tracing::warn!(%error, "a queue record of another shard cannot be read"))
+        .ok()
+}
+
 /// Reads a transfer back from its stream entry's fields.
 pub fn decode_transfer(fields: &HashMap<String, String>) -> Result<Transfer, DecodeError> {
     let field = |name: &'static str| {

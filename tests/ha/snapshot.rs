@@ -573,6 +573,42 @@ async fn a_snapshot_imports_into_postgres_and_exports_back_whole() {
     let _ = std::fs::remove_file(&file);
 }
 
+/// An import is one commit, however large: it gets a second more than
+/// `--postgres-timeout` for each 4 MiB it writes. Here about 30 MB, which
+/// takes Postgres most of a second to write, imports whole under a time
+/// limit of 300 ms.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_large_snapshot_imports_into_postgres_beyond_the_time_limit_of_a_call() {
+    let file = three_queues("postgres-large", 4_000, 2_000).await;
+    let postgres = crate::common::PostgresServer::start();
+    let url = postgres.url();
+    let import = file.to_str().unwrap();
+    let args = [
+        "--postgres-url",
+        &url,
+        "--postgres-timeout",
+        "300ms",
+        "--import",
+        import,
+    ];
+    let server = Server::start_with(&args);
+    crate::common::wait_for(Duration::from_secs(60), || server.is_ready())
+        .await
+        .expect("imports, then leads");
+    let url = server
+        .client()
+        .get_queue_url()
+        .queue_name("c")
+        .send()
+        .await
+        .unwrap();
+    let (visible, _, _) = counts(&server.client(), url.queue_url().unwrap()).await;
+    assert_eq!(visible, "4000");
+    let stored = postgres.psql("ssq", "SELECT count(*) FROM ssq_bodies");
+    assert_eq!(stored, "12000");
+    let _ = std::fs::remove_file(&file);
+}
+
 /// An instance of a Postgres-backed group, once it leads.
 async fn start_on_postgres(postgres: &crate::common::PostgresServer, extra: &[&str]) -> Server {
     let url = postgres.url();

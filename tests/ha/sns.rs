@@ -9,51 +9,10 @@ use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use crate::common::{
-    RedisServer, Server, create_fifo_topic, create_queue_url, create_topic, message_of, sns_client_for,
-    subscribe_queue, wait_for,
+    RedisServer, Server, create_fifo_topic, create_queue_url, create_topic, drain, message_of,
+    sns_client_for, subscribe_queue, wait_for,
 };
 use crate::disk::{DataDir, kill_9, start_on};
-
-/// Every body in the queue at `url`, received and deleted until it answers
-/// empty (retrying calls that fail while a leader takes over).
-async fn drain(sqs: &aws_sdk_sqs::Client, url: &str) -> Vec<String> {
-    let mut bodies = Vec::new();
-    let deadline = std::time::Instant::now() + Duration::from_secs(60);
-    loop {
-        assert!(
-            std::time::Instant::now() < deadline,
-            "{url} did not drain within 60 s"
-        );
-        let Ok(out) = sqs
-            .receive_message()
-            .queue_url(url)
-            .max_number_of_messages(10)
-            .send()
-            .await
-        else {
-            tokio::time::sleep(Duration::from_millis(100)).await;
-            continue;
-        };
-        let messages = out.messages.unwrap_or_default();
-        if messages.is_empty() {
-            return bodies;
-        }
-        for message in messages {
-            bodies.push(message.body.clone().unwrap_or_default());
-            let handle = message.receipt_handle.unwrap_or_default();
-            while sqs
-                .delete_message()
-                .queue_url(url)
-                .receipt_handle(&handle)
-                .send()
-                .await
-                .is_err()
-            {
-                tokio::time::sleep(Duration::from_millis(100)).await;
-            }
-        }
-    }
-}
 
 /// The `Message` of every envelope in the queue at `url`, drained.
 async fn notes(sqs: &aws_sdk_sqs::Client, url: &str) -> Vec<String> {

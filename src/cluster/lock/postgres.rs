@@ -88,8 +88,14 @@ impl PostgresLock {
         call: impl AsyncFnOnce(&mut Session) -> Result<T, PostgresError>,
     ) -> Result<T, LockError> {
         let mut slot = self.session.lock().await;
+        // A session Postgres ended while it was idle (a restart, or
+        // `pg_terminate_backend`) is made again rather than failing a call.
+        if slot.as_ref().is_some_and(|session| session.client.is_closed()) {
+            *slot = None;
+        }
         if slot.is_none() {
-            let mut client = self.target.connect_notifying(Some(self.released.clone())).await?;
+            let channels = Arc::new([(self.released_channel.clone(), self.released.clone())]);
+            let mut client = self.target.connect_notifying(channels).await?;
             self.target.bounded(schema::migrate(&mut client)).await?;
             let listen = format!("LISTEN {}", self.released_channel);
             self.target.bounded(client.batch_execute(&listen)).await?;
@@ -309,9 +315,11 @@ impl PostgresLock {
     }
 }
 
-/// Logs, at each new lock session, what a failover of Postgres could lose:
-/// without a synchronous standby (or with `synchronous_commit` below
-/// `on`), a commit is acknowledged once the primary alone has it.
+/// Logs what a failover of Postgres could lose: without a synchronous
+/// standby (or with `synchronous_commit` below `on`), a commit is
+/// acknowledged once the primary alone has it. Checked at each new lock
+/// session (the settings can change), said once per process for each
+/// setting found (each shard has its own session).
 async fn say_what_a_failover_can_lose(client: &Client) -> Result<(), PostgresError> {
     let row = client
         .query_one(
@@ -319,7 +327,14 @@ async fn say_what_a_failover_can_lose(client: &Client) -> Result<(), PostgresErr
             &[],
         )
         .await?;
+    static SAID: std::sync::Mutex<Option<(String, String)>> = std::sync::Mutex::new(None);
     let (standbys, commit): (String, String) = (row.get(0), row.get(1));
+    let settings = Some((standbys.clone(), commit.clone()));
+    let mut said = SAID.lock().unwrap_or_else(|poisoned| poisoned.into_inner());
+    if *said == settings {
+        return Ok(());
+    }
+    *said = settings;
     if standbys.is_empty() || !matches!(commit.as_str(), "on" | "remote_write" | "remote_apply") {
         tracing::warn!(
             synchronous_standby_names = %standbys,

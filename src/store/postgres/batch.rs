@@ -9,7 +9,7 @@ use std::collections::HashMap;
 
 use tokio_postgres::types::ToSql;
 
-use crate::journal::Write;
+use crate::journal::{Transfer, Write};
 use crate::queue::Change;
 use crate::store::codec;
 use crate::topic::SnsChange;
@@ -83,6 +83,11 @@ impl QueueRows {
 pub struct Batch {
     queues: HashMap<String, QueueRows>,
     sns: HashMap<String, Option<String>>,
+    /// Messages leaving for another shard, in order: `ssq_transfers` rows.
+    outbox: Vec<Transfer>,
+    /// Transfers settled: delivered from the outbox, taken in from the inbox.
+    delivered: Vec<i64>,
+    taken_in: Vec<i64>,
     /// Bytes of records so far: a batch stops growing past a cap.
     bytes: usize,
 }
@@ -117,9 +122,15 @@ impl Batch {
                     }
                 }
             }
-            // Messages between shards: a sharded group is Redis's alone
-            // (the start refuses --shards with --postgres-url).
-            Write::Outbox(_) | Write::Delivered(_) | Write::TakenIn(_) => {}
+            Write::Outbox(transfers) => {
+                self.bytes += transfers
+                    .iter()
+                    .map(|t| t.message.body.len() + 256)
+                    .sum::<usize>();
+                self.outbox.extend(transfers.iter().cloned());
+            }
+            Write::Delivered(ids) => self.delivered.extend(ids.iter().filter_map(|id| transfer_id(id))),
+            Write::TakenIn(ids) => self.taken_in.extend(ids.iter().filter_map(|id| transfer_id(id))),
         }
     }
 
@@ -188,6 +199,18 @@ impl Batch {
                 None => a.sns_gone.push(key),
             }
         }
+        for transfer in &self.outbox {
+            a.outbox_to.push(&transfer.to);
+            a.outbox_from.push(&transfer.from);
+            a.outbox_seqs.push(transfer.message.seq as i64);
+            a.outbox_bodies
+                .push(record(|out| codec::write_body(&transfer.message, out)));
+            a.outbox_states
+                .push(record(|out| codec::write_state(&transfer.message, out)));
+            a.outbox_sources.push(transfer.dead_letter_source.as_deref());
+        }
+        a.delivered = std::mem::take(&mut self.delivered);
+        a.taken_in = std::mem::take(&mut self.taken_in);
         a
     }
 }
@@ -244,11 +267,19 @@ pub struct Arguments<'a> {
     pub sns_gone: Vec<String>,
     pub sns_keys: Vec<String>,
     pub sns_records: Vec<String>,
+    pub outbox_to: Vec<&'a str>,
+    pub outbox_from: Vec<&'a str>,
+    pub outbox_seqs: Vec<i64>,
+    pub outbox_bodies: Vec<String>,
+    pub outbox_states: Vec<String>,
+    pub outbox_sources: Vec<Option<&'a str>>,
+    pub delivered: Vec<i64>,
+    pub taken_in: Vec<i64>,
 }
 
 impl Arguments<'_> {
     /// The arrays as statement parameters, in `ssq_commit`'s order.
-    pub fn parameters(&self) -> [&(dyn ToSql + Sync); 27] {
+    pub fn parameters(&self) -> [&(dyn ToSql + Sync); 35] {
         [
             &self.wiped,
             &self.queues_gone,
@@ -277,6 +308,14 @@ impl Arguments<'_> {
             &self.sns_gone,
             &self.sns_keys,
             &self.sns_records,
+            &self.outbox_to,
+            &self.outbox_from,
+            &self.outbox_seqs,
+            &self.outbox_bodies,
+            &self.outbox_states,
+            &self.outbox_sources,
+            &self.delivered,
+            &self.taken_in,
         ]
     }
 }
@@ -288,7 +327,9 @@ pub const CALL: &str = "SELECT ssq_commit($1::integer, $2::bigint, $3::text, \
      $10::text[], $11::bigint[], $12::text[], $13::bigint[], $14::text[], \
      $15::text[], $16::bigint[], $17::text[], $18::text[], $19::text[], \
      $20::text[], $21::text[], $22::text[], $23::text[], $24::text[], \
-     $25::text[], $26::text[], $27::text[], $28::text[], $29::text[], $30::text[])";
+     $25::text[], $26::text[], $27::text[], $28::text[], $29::text[], $30::text[], \
+     $31::text[], $32::text[], $33::bigint[], $34::text[], $35::text[], $36::text[], \
+     $37::bigint[], $38::bigint[])";
 
 /// A rough size of a change's records, to cap a batch.
 fn change_bytes(change: &Change) -> usize {
@@ -296,6 +337,14 @@ fn change_bytes(change: &Change) -> usize {
         Change::Sent(message) => message.body.len() + 256,
         _ => 128,
     }
+}
+
+/// A transfer's row id, as the transfers task names it (see
+/// `store/postgres/mailboxes.rs`).
+fn transfer_id(id: &str) -> Option<i64> {
+    id.parse()
+        .inspect_err(|_| tracing::error!(id, "a transfer id that is not a row id is not settled"))
+        .ok()
 }
 
 /// A record as `codec.rs` writes it (JSON text).

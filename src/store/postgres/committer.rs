@@ -19,7 +19,7 @@ use tokio_postgres::{Client, Statement};
 
 use super::batch::{Batch, CALL};
 use super::loader::Loader;
-use super::{PostgresError, PostgresStore, epoch_of};
+use super::{PostgresError, PostgresStore};
 use crate::journal::Pending;
 use crate::store::group_commit::{Admitted, Outcome, Settling, admit, answer, next_batch, unavailable};
 use crate::store::reload;
@@ -72,7 +72,7 @@ impl Committer {
         else {
             return;
         };
-        let Some(epoch) = epoch_of(&token) else {
+        let Some(epoch) = crate::leader::LeaderInfo::parse(&token).map(|info| info.epoch as i64) else {
             answer(current, Err(unavailable("the lease's token has no epoch")));
             return;
         };
@@ -138,11 +138,12 @@ impl Committer {
             *connection = Some((client, statement));
         }
         let (client, statement) = connection.as_ref().expect("connected above");
+        let bytes = batch.bytes();
         let arguments = batch.arguments();
         let mut parameters: Vec<&(dyn tokio_postgres::types::ToSql + Sync)> =
             vec![&self.store.shard, &epoch, &load_id];
         parameters.extend(arguments.parameters());
-        let result = target.bounded(client.execute(statement, &parameters)).await;
+        let result = (target.bounded_for(bytes, client.execute(statement, &parameters))).await;
         if result.as_ref().is_err_and(PostgresError::connection_lost) {
             *connection = None;
         }

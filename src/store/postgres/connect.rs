@@ -19,6 +19,12 @@ use tokio_postgres_rustls::MakeRustlsConnect;
 
 use super::PostgresError;
 
+/// How many bytes of records a commit may carry for each second it is
+/// given beyond `--postgres-timeout`: a tenth of what this project's 2-core
+/// machine writes (90 MB of a 200,000-message snapshot in 2.6 s), so that
+/// only a stalled server runs out of time.
+pub const BYTES_PER_SECOND: usize = 4 * 1024 * 1024;
+
 /// How to reach Postgres, and the time limit of a call.
 #[derive(Clone)]
 pub struct Target {
@@ -85,19 +91,19 @@ impl Target {
     /// A new connection, its messages driven by a task of its own that
     /// ends when the client is dropped or the connection breaks.
     pub async fn connect(&self) -> Result<Client, PostgresError> {
-        self.connect_notifying(None).await
+        self.connect_notifying(Arc::new([])).await
     }
 
-    /// The same; each notification the connection receives (after a
-    /// `LISTEN` on it) wakes `notices`.
-    pub async fn connect_notifying(&self, notices: Option<Arc<Notify>>) -> Result<Client, PostgresError> {
+    /// The same; a notification the connection receives (after a `LISTEN`
+    /// on it) on one of `channels` wakes what the channel is paired with.
+    pub async fn connect_notifying(&self, channels: Channels) -> Result<Client, PostgresError> {
         let timed_out = |_| PostgresError::TimedOut(self.timeout);
         let client = match &self.tls {
             None => {
                 let (client, connection) = tokio::time::timeout(self.timeout, self.config.connect(NoTls))
                     .await
                     .map_err(timed_out)??;
-                tokio::spawn(drive(connection, notices));
+                tokio::spawn(drive(connection, channels.clone()));
                 client
             }
             Some(tls) => {
@@ -105,7 +111,7 @@ impl Target {
                     tokio::time::timeout(self.timeout, self.config.connect(tls.clone()))
                         .await
                         .map_err(timed_out)??;
-                tokio::spawn(drive(connection, notices));
+                tokio::spawn(drive(connection, channels.clone()));
                 client
             }
         };
@@ -117,25 +123,96 @@ impl Target {
         &self,
         call: impl Future<Output = Result<T, E>>,
     ) -> Result<T, PostgresError> {
-        tokio::time::timeout(self.timeout, call)
+        self.bounded_by(self.timeout, call).await
+    }
+
+    /// `call`, carrying `bytes` to Postgres, bounded by the time limit and
+    /// a second more for each [`BYTES_PER_SECOND`] it carries: a snapshot's
+    /// import is one commit, however large, and its time to write grows
+    /// with it.
+    pub async fn bounded_for<T, E: Into<PostgresError>>(
+        &self,
+        bytes: usize,
+        call: impl Future<Output = Result<T, E>>,
+    ) -> Result<T, PostgresError> {
+        let allowance = Duration::from_secs_f64(bytes as f64 / BYTES_PER_SECOND as f64);
+        self.bounded_by(self.timeout + allowance, call).await
+    }
+
+    async fn bounded_by<T, E: Into<PostgresError>>(
+        &self,
+        limit: Duration,
+        call: impl Future<Output = Result<T, E>>,
+    ) -> Result<T, PostgresError> {
+        tokio::time::timeout(limit, call)
             .await
-            .map_err(|_| PostgresError::TimedOut(self.timeout))?
+            .map_err(|_| PostgresError::TimedOut(limit))?
             .map_err(Into::into)
     }
 }
 
+/// Channels listened on, each paired with what its notifications wake.
+pub type Channels = Arc<[(String, Arc<Notify>)]>;
+
+/// One connection for a task's calls, made again when it broke or a call
+/// on it went unanswered (its answer might still come, out of turn).
+pub struct Reconnecting {
+    target: Target,
+    client: tokio::sync::Mutex<Option<Arc<Client>>>,
+}
+
+impl Reconnecting {
+    pub fn new(target: Target) -> Reconnecting {
+        Reconnecting {
+            target,
+            client: tokio::sync::Mutex::new(None),
+        }
+    }
+
+    pub fn target(&self) -> &Target {
+        &self.target
+    }
+
+    /// Runs `call` on the connection (made first if there is none), bounded
+    /// by the time limit; a lost connection is dropped, to be made again.
+    pub async fn call<T, F>(&self, call: impl FnOnce(Arc<Client>) -> F) -> Result<T, PostgresError>
+    where
+        F: Future<Output = Result<T, tokio_postgres::Error>>,
+    {
+        let client = {
+            let mut slot = self.client.lock().await;
+            match slot.as_ref().filter(|client| !client.is_closed()) {
+                Some(client) => client.clone(),
+                None => {
+                    let client = Arc::new(self.target.connect().await?);
+                    *slot = Some(client.clone());
+                    client
+                }
+            }
+        };
+        let result = self.target.bounded(call(client.clone())).await;
+        if result.as_ref().is_err_and(PostgresError::connection_lost) {
+            let mut slot = self.client.lock().await;
+            if slot.as_ref().is_some_and(|held| Arc::ptr_eq(held, &client)) {
+                *slot = None;
+            }
+        }
+        result
+    }
+}
+
 /// Drives a connection's messages until the client is dropped or the
-/// connection breaks; a notification wakes `notices`.
-async fn drive<S, T>(mut connection: tokio_postgres::Connection<S, T>, notices: Option<Arc<Notify>>)
+/// connection breaks; a notification wakes its channel's waiter.
+async fn drive<S, T>(mut connection: tokio_postgres::Connection<S, T>, channels: Channels)
 where
     S: tokio::io::AsyncRead + tokio::io::AsyncWrite + Unpin,
     T: tokio::io::AsyncRead + tokio::io::AsyncWrite + Unpin,
 {
     loop {
         match std::future::poll_fn(|cx| connection.poll_message(cx)).await {
-            Some(Ok(AsyncMessage::Notification(_))) => {
-                if let Some(notices) = &notices {
-                    notices.notify_one();
+            Some(Ok(AsyncMessage::Notification(notification))) => {
+                if let Some((_, wake)) = channels.iter().find(|(name, _)| name == notification.channel()) {
+                    wake.notify_one();
                 }
             }
             Some(Ok(_)) => {}

@@ -15,8 +15,9 @@ use std::time::Duration;
 use tokio_postgres::{Client, IsolationLevel};
 
 use super::schema::FENCE_CLASS;
-use super::{PostgresError, PostgresStore, epoch_of};
+use super::{PostgresError, PostgresStore, current_epoch};
 use crate::queue::Queue;
+use crate::service::shards::Placement;
 use crate::store::codec;
 use crate::store::reload::{FencedLoad, Installing, Loaded};
 
@@ -42,10 +43,9 @@ impl Loader {
 
     /// Sets a new load fence under this term's epoch, then loads.
     async fn load_fenced(&self, term: u64) -> Result<(Arc<str>, Loaded), LoadError> {
-        let (current, token) = (self.store.leadership.current_term())
+        let (current, epoch) = current_epoch(&self.store.leadership)
             .filter(|(t, _)| *t == term)
             .ok_or(LoadError::TermEnded)?;
-        let epoch = epoch_of(&token).ok_or(LoadError::TermEnded)?;
         let load_id: Arc<str> = format!("{current}-{:032x}", crate::queue::random::uuid().as_u128()).into();
         let target = &self.store.target;
         let mut client = target.connect().await?;
@@ -55,7 +55,8 @@ impl Loader {
         if !fenced {
             return Err(LoadError::TermEnded);
         }
-        let loaded = load(&mut client).await?;
+        let shard = self.store.shard as usize;
+        let loaded = load(&mut client, &self.store.placement, shard).await?;
         Ok((load_id, loaded))
     }
 }
@@ -95,20 +96,25 @@ async fn fence(client: &mut Client, shard: i32, epoch: i64, load_id: &str) -> Re
     Ok(fenced == 1)
 }
 
-/// Reads every queue and topic in one snapshot.
-pub async fn load(client: &mut Client) -> Result<Loaded, PostgresError> {
+/// Reads shard `shard`'s queues (every queue, unsharded) and, on the first
+/// shard, the topics, in one snapshot.
+pub async fn load(client: &mut Client, placement: &Placement, shard: usize) -> Result<Loaded, PostgresError> {
     let snapshot = client
         .build_transaction()
         .isolation_level(IsolationLevel::RepeatableRead)
         .read_only(true)
         .start()
         .await?;
-    let sns: Vec<(String, String)> = snapshot
-        .query("SELECT key, record FROM ssq_sns", &[])
-        .await?
-        .iter()
-        .map(|row| (row.get(0), row.get(1)))
-        .collect();
+    // The first shard holds the topics.
+    let sns: Vec<(String, String)> = match shard {
+        0 => snapshot
+            .query("SELECT key, record FROM ssq_sns", &[])
+            .await?
+            .iter()
+            .map(|row| (row.get(0), row.get(1)))
+            .collect(),
+        _ => Vec::new(),
+    };
     let topics = crate::topic::Topics::restore(sns).unwrap_or_else(|error| {
         tracing::error!(%error, "the stored SNS topics cannot be read; they are left out");
         crate::topic::Topics::default()
@@ -130,6 +136,9 @@ pub async fn load(client: &mut Client) -> Result<Loaded, PostgresError> {
     };
     for row in records {
         let (name, record): (String, &str) = (row.get(0), row.get(1));
+        if placement.shard_of(&name) != shard {
+            continue;
+        }
         let meta = match codec::decode_queue(&name, record) {
             Ok(meta) => meta,
             Err(error) => {

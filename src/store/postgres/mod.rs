@@ -8,12 +8,17 @@
 //! - `batch.rs`: a group commit's writes folded into one row change per
 //!   key, sent as arrays to one call of the commit function.
 //! - `committer.rs`: the fenced group commit; `loader.rs`: the load on
-//!   takeover and after a failed write.
+//!   takeover and after a failed write (a shard's queues only).
+//! - `catalog.rs`: every shard's queues, for a sharded group's calls.
+//!
+//! A sharded group's roster and mailboxes are `cluster/group/postgres.rs`
+//! and `cluster/transfers/postgres.rs`.
 //!
 //! The lock that elects the leader, and whose epoch fences every commit,
 //! is `cluster/lock/postgres.rs`.
 
 pub(crate) mod batch;
+pub(crate) mod catalog;
 pub(crate) mod committer;
 mod connect;
 pub(crate) mod loader;
@@ -22,11 +27,12 @@ pub(crate) mod schema;
 use std::sync::Arc;
 use std::time::Duration;
 
-pub use self::connect::Target;
+pub use self::connect::{Channels, Reconnecting, Target};
 use super::load_id::LoadId;
 use crate::journal::Memory;
 use crate::leader::Leadership;
 use crate::metrics::Metrics;
+use crate::service::shards::Placement;
 
 /// Why a Postgres call did not do what was asked, or the URL cannot be
 /// used. Calls are retried; a URL error stops the start.
@@ -71,12 +77,14 @@ impl PostgresError {
 }
 
 /// What the loader and the committer of one shard share: how to reach
-/// Postgres, which shard's lease fences them, the memory they keep and the
-/// leadership whose epoch fences every write.
+/// Postgres, which shard's lease fences them (and, in a sharded group,
+/// which queues are theirs), the memory they keep and the leadership whose
+/// epoch fences every write.
 #[derive(Clone)]
 pub struct PostgresStore {
     pub target: Target,
     pub shard: i32,
+    pub placement: Placement,
     pub memory: Arc<dyn Memory>,
     pub leadership: Arc<Leadership>,
     pub metrics: Arc<Metrics>,
@@ -84,7 +92,10 @@ pub struct PostgresStore {
     pub load_id: Arc<LoadId>,
 }
 
-/// The epoch a token (`epoch|node|nonce|url`) was taken with.
-pub(crate) fn epoch_of(token: &str) -> Option<i64> {
-    token.split('|').next()?.parse().ok()
+/// The epoch of the lease this instance holds for its current term, and
+/// the term: what fences its writes.
+pub(crate) fn current_epoch(leadership: &Leadership) -> Option<(u64, i64)> {
+    let (term, token) = leadership.current_term()?;
+    let epoch = crate::leader::LeaderInfo::parse(&token)?.epoch;
+    Some((term, epoch as i64))
 }

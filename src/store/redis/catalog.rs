@@ -48,7 +48,7 @@ impl Catalog for RedisCatalog {
                 .hget(shard.layout.queues(), key)
                 .await
                 .map_err(unanswered)?;
-            Ok(record.and_then(|record| decoded(key, &record)))
+            Ok(record.and_then(|record| codec::queue_of_another_shard(key, &record)))
         })
     }
 
@@ -61,7 +61,11 @@ impl Catalog for RedisCatalog {
                     .hgetall(layout.queues())
                     .await
                     .map_err(unanswered)?;
-                queues.extend(records.iter().filter_map(|(key, record)| decoded(key, record)));
+                queues.extend(
+                    records
+                        .iter()
+                        .filter_map(|(key, record)| codec::queue_of_another_shard(key, record)),
+                );
             }
             queues.sort_by(|a, b| a.name.cmp(&b.name));
             Ok(queues)
@@ -74,12 +78,4 @@ fn unanswered(error: fred::error::Error) -> SqsError {
         ErrorCode::ServiceUnavailable,
         format!("Cannot read the queues of every shard: Redis did not answer ({error}). Retry."),
     )
-}
-
-/// A stored queue record; one that cannot be read is left out, as the
-/// loader leaves it out of memory.
-fn decoded(key: &str, record: &str) -> Option<QueueMeta> {
-    codec::decode_queue(key, record)
-        .inspect_err(|error| tracing::warn!(%error, "a queue record of another shard cannot be read"))
-        .ok()
 }

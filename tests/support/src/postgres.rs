@@ -114,7 +114,8 @@ impl PostgresServer {
     /// with a certificate for 127.0.0.1 (`certificates.rs`). Returns it and
     /// the CA's PEM file.
     pub fn start_tls() -> (PostgresServer, PathBuf) {
-        let certificates_dir = std::env::temp_dir().join(format!("ssq-test-pg-tls-{}-{}", std::process::id(), free_port()));
+        let certificates_dir =
+            std::env::temp_dir().join(format!("ssq-test-pg-tls-{}-{}", std::process::id(), free_port()));
         std::fs::create_dir_all(&certificates_dir).unwrap();
         let certificates = super::certificates::for_loopback(&certificates_dir);
         // Postgres reads its key only if no one else may.

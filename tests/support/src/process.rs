@@ -171,9 +171,16 @@ impl Server {
     /// The same through another port (a relay's) to the database `ssq`.
     pub fn start_postgres_node_at(port: u16, node_id: &str) -> Server {
         let url = format!("postgres://ssq@127.0.0.1:{port}/ssq");
-        let mut args = vec!["--postgres-url", &url, "--node-id", node_id];
+        Server::start_postgres_node_with(&url, node_id, &[])
+    }
+
+    /// An instance of a Postgres-backed group on `url`, with the test
+    /// timings and `extra` flags.
+    pub fn start_postgres_node_with(url: &str, node_id: &str, extra: &[&str]) -> Server {
+        let mut args = vec!["--postgres-url", url, "--node-id", node_id];
         args.extend_from_slice(FAST_LOCK);
         args.extend_from_slice(&["--postgres-timeout", "500ms"]);
+        args.extend_from_slice(extra);
         Server::start_with(&args)
     }
 

@@ -301,3 +301,44 @@ pub async fn json_call(endpoint: &str, target: Option<&str>, body: impl Into<req
         body,
     }
 }
+
+/// Every body in the queue at `url`, received and deleted until it answers
+/// empty (retrying calls that fail while a leader takes over).
+pub async fn drain(sqs: &aws_sdk_sqs::Client, url: &str) -> Vec<String> {
+    let mut bodies = Vec::new();
+    let deadline = std::time::Instant::now() + Duration::from_secs(60);
+    loop {
+        assert!(
+            std::time::Instant::now() < deadline,
+            "{url} did not drain within 60 s"
+        );
+        let Ok(out) = sqs
+            .receive_message()
+            .queue_url(url)
+            .max_number_of_messages(10)
+            .send()
+            .await
+        else {
+            tokio::time::sleep(Duration::from_millis(100)).await;
+            continue;
+        };
+        let messages = out.messages.unwrap_or_default();
+        if messages.is_empty() {
+            return bodies;
+        }
+        for message in messages {
+            bodies.push(message.body.clone().unwrap_or_default());
+            let handle = message.receipt_handle.unwrap_or_default();
+            while sqs
+                .delete_message()
+                .queue_url(url)
+                .receipt_handle(&handle)
+                .send()
+                .await
+                .is_err()
+            {
+                tokio::time::sleep(Duration::from_millis(100)).await;
+            }
+        }
+    }
+}

@@ -1,29 +1,64 @@
-//! The group of instances sharing one Redis: the shard count its data is
-//! for, and (with `--shards` above 1) its live members and the shares they
-//! follow.
+//! The group of instances sharing one store (Redis or Postgres): the
+//! shard count its data is for, and (with `--shards` above 1) its live
+//! members and the shares they follow.
 //!
-//! The shard count is recorded in Redis by the first instance; one started
-//! with another count refuses to start, since it would look for queues in
-//! the wrong shards. Members beat every `--lock-retry` into a sorted set
-//! whose scores are expiry times on Redis's clock, so a member that stops
-//! beating drops out one lock TTL later, and a change of members is
-//! announced on a channel so that the others recount at once. From the
-//! number of members each instance knows its share (`shards::share`) and
-//! tells each shard's elector whether to try for it or to hand it off (see
+//! The shard count is recorded in the store by the first instance; one
+//! started with another count refuses to start, since it would look for
+//! queues in the wrong shards. Members beat every `--lock-retry` into the
+//! store's roster, with expiry times on the store's clock, so a member that
+//! stops beating drops out one lock TTL later, and a change of members is
+//! announced so that the others recount at once. From the number of
+//! members each instance knows its share (`shards::share`) and tells each
+//! shard's elector whether to try for it or to hand it off (see
 //! `election::Wish`); the shard locks keep at most one leader per shard
 //! whatever the members believe.
+//!
+//! The roster is one file per store, as the lock is: `redis.rs`,
+//! `postgres.rs`.
 
+mod postgres;
+mod redis;
+
+use std::future::Future;
+use std::pin::Pin;
 use std::sync::{Arc, Mutex, OnceLock};
 use std::time::Duration;
 
-use fred::prelude::*;
-use fred::types::scripts::Script;
 use tokio::sync::{Notify, watch};
 use tokio::time::sleep;
 
-use crate::cluster::election::Wish;
+pub use self::postgres::{MEMBERS_CHANNEL, PostgresRoster};
+pub use self::redis::RedisRoster;
+use crate::cluster::election::{Claim, Wish};
 use crate::leader::Leadership;
-use crate::store::redis::{Layout, Link};
+
+/// Why a roster call failed; it is retried.
+#[derive(Debug, thiserror::Error)]
+pub enum RosterError {
+    #[error("Redis: {0}")]
+    Redis(#[from] fred::error::Error),
+    #[error("Postgres: {0}")]
+    Postgres(#[from] crate::store::postgres::PostgresError),
+}
+
+/// A roster call in flight.
+pub type RosterCall<'a, T> = Pin<Box<dyn Future<Output = Result<T, RosterError>> + Send + 'a>>;
+
+/// Where a group keeps its shard count and its live members.
+pub trait Roster: Send + Sync + 'static {
+    /// The store's name, for messages.
+    fn store(&self) -> &'static str;
+
+    /// Adds or renews `node_id` until `ttl` from now on the store's clock
+    /// (or, `leaving`, removes it), drops the members whose time ran out,
+    /// announces a change to the others, and answers the live members.
+    fn beat<'a>(&'a self, node_id: &'a str, ttl: Duration, leaving: bool) -> RosterCall<'a, Vec<String>>;
+
+    /// Records `shards` as the group's shard count, unless one is recorded
+    /// or the store already holds an unsharded group's data (then 1), and
+    /// answers the count the data is for.
+    fn shard_count(&self, shards: usize) -> RosterCall<'_, usize>;
+}
 
 /// This instance's view of the group.
 pub struct Membership {
@@ -38,8 +73,6 @@ pub struct Membership {
     wakes: Vec<Arc<Notify>>,
     /// Asks the heartbeat task to beat now (a member joined or left).
     pub beat_now: Arc<Notify>,
-    /// `members.lua`: a heartbeat, or leaving.
-    beat_script: Script,
 }
 
 impl Membership {
@@ -51,7 +84,6 @@ impl Membership {
             leaderships: OnceLock::new(),
             wakes,
             beat_now: Arc::new(Notify::new()),
-            beat_script: Script::from_lua(include_str!("lua/members.lua")),
         }
     }
 
@@ -107,7 +139,7 @@ impl Membership {
         }
     }
 
-    /// Takes the members Redis answered; wakes the electors if they changed.
+    /// Takes the members the store answered; wakes the electors if they changed.
     fn update(&self, mut members: Vec<String>) {
         // Redis answers in order of expiry, which each heartbeat changes.
         members.sort_unstable();
@@ -124,42 +156,40 @@ impl Membership {
             wake.notify_one();
         }
     }
-
-    /// Runs `members.lua` (`what`: "beat" or "leave"); the live members.
-    async fn beat(
-        &self,
-        client: &Client,
-        layout: &Layout,
-        ttl: Duration,
-        what: &str,
-    ) -> Result<Vec<String>, Error> {
-        self.beat_script
-            .evalsha_with_reload(
-                client,
-                vec![layout.members()],
-                vec![
-                    self.node_id.clone(),
-                    ttl.as_millis().to_string(),
-                    what.to_string(),
-                    layout.members_channel(),
-                ],
-            )
-            .await
-    }
 }
 
-/// Beats into the members set every `every` (and at once when a member
-/// joined or left) until `stopped`, keeping `membership` up to date.
+/// Each shard's claim, woken by its `wakes`: alone, always lead it; in a
+/// sharded group (`membership`), as the membership wishes, one acquisition
+/// at a time.
+pub fn claims(membership: Option<&Arc<Membership>>, wakes: &[Arc<Notify>]) -> Vec<Claim> {
+    let one_at_a_time = Arc::new(tokio::sync::Mutex::new(()));
+    (wakes.iter().enumerate())
+        .map(|(index, wake)| match membership {
+            None => Claim::always(wake.clone()),
+            Some(membership) => {
+                let membership = membership.clone();
+                Claim {
+                    wake: wake.clone(),
+                    wish: Arc::new(move || membership.wish(index)),
+                    one_at_a_time: one_at_a_time.clone(),
+                    may_hand_off: true,
+                }
+            }
+        })
+        .collect()
+}
+
+/// Beats into the roster every `every` (and at once when a member joined
+/// or left) until `stopped`, keeping `membership` up to date.
 pub async fn run_heartbeats(
     membership: Arc<Membership>,
-    link: Link,
-    layout: Layout,
+    roster: Arc<dyn Roster>,
     ttl: Duration,
     every: Duration,
     mut stopped: watch::Receiver<bool>,
 ) {
     while !*stopped.borrow() {
-        match membership.beat(&link.commands(), &layout, ttl, "beat").await {
+        match roster.beat(&membership.node_id, ttl, false).await {
             Ok(members) => membership.update(members),
             Err(error) => tracing::debug!(%error, "heartbeat failed; retrying"),
         }
@@ -171,10 +201,10 @@ pub async fn run_heartbeats(
     }
 }
 
-/// Leaves the members set, so that the others take this instance's shards
-/// as soon as it lets go of them rather than a TTL later.
-pub async fn leave(membership: &Membership, client: &Client, layout: &Layout, ttl: Duration) {
-    if let Err(error) = membership.beat(client, layout, ttl, "leave").await {
+/// Leaves the roster, so that the others take this instance's shards as
+/// soon as it lets go of them rather than a TTL later.
+pub async fn leave(membership: &Membership, roster: &dyn Roster, ttl: Duration) {
+    if let Err(error) = roster.beat(&membership.node_id, ttl, true).await {
         tracing::warn!(%error, "could not leave the group's members; the others drop this instance after the lock TTL");
     }
 }
@@ -182,48 +212,65 @@ pub async fn leave(membership: &Membership, client: &Client, layout: &Layout, tt
 /// Why the group's shard count keeps this instance from starting.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 #[error(
-    "Redis holds data for --shards {stored}, and this instance runs with --shards {ours}: it would look for \
+    "{store} holds data for --shards {stored}, and this instance runs with --shards {ours}: it would look for \
      queues in the wrong shards. Start it with --shards {stored} (or SSQ_SHARDS), or move the queues to a \
      group of the new size as docs/operations.md (\"Resizing a sharded group\") describes."
 )]
 pub struct WrongShardCount {
-    pub stored: String,
+    pub store: &'static str,
+    pub stored: usize,
     pub ours: usize,
 }
 
 /// Records `shards` as the group's shard count, or checks it against the
-/// one recorded; retries every `retry_every` while Redis does not answer.
+/// one recorded; retries every `retry_every` while the store does not answer.
 pub async fn check_shard_count(
-    link: &Link,
-    layout: &Layout,
+    roster: &dyn Roster,
     shards: usize,
     retry_every: Duration,
 ) -> Result<(), WrongShardCount> {
-    let script = Script::from_lua(include_str!("lua/shard_count.lua"));
-    // Said once per distinct error: a Redis that answers but refuses (an
-    // ACL user without a command the scripts run) otherwise keeps the
-    // instance passive without a word above debug.
+    // Said once per distinct error: a store that answers but refuses (an
+    // ACL user without a command the scripts run, a role without a grant)
+    // otherwise keeps the instance passive without a word above debug.
     let mut last_error = None;
     loop {
-        let answer: Result<String, _> = script
-            .evalsha_with_reload(
-                &link.commands(),
-                vec![layout.shard_count(), layout.queues(), layout.epoch()],
-                vec![shards.to_string()],
-            )
-            .await;
-        match answer {
-            Ok(stored) if stored == shards.to_string() => return Ok(()),
-            Ok(stored) => return Err(WrongShardCount { stored, ours: shards }),
+        match roster.shard_count(shards).await {
+            Ok(stored) if stored == shards => return Ok(()),
+            Ok(stored) => {
+                return Err(WrongShardCount {
+                    store: roster.store(),
+                    stored,
+                    ours: shards,
+                });
+            }
             Err(error) => {
                 let text = error.to_string();
                 if last_error.as_ref() != Some(&text) {
-                    tracing::warn!(error = %text, "cannot read the group's shard count: not leading until Redis answers; retrying");
+                    tracing::warn!(error = %text, "cannot read the group's shard count: not leading until the store answers; retrying");
                     last_error = Some(text);
                 }
                 sleep(retry_every).await;
             }
         }
+    }
+}
+
+/// Checks the shard count, then clears (or refuses) this instance through
+/// `admit` and, in a sharded group, beats until `stopped`.
+pub async fn join(
+    roster: Arc<dyn Roster>,
+    membership: Option<Arc<Membership>>,
+    shards: usize,
+    ttl: Duration,
+    retry_every: Duration,
+    admit: impl FnOnce(Result<(), WrongShardCount>),
+    stopped: watch::Receiver<bool>,
+) {
+    let checked = check_shard_count(&*roster, shards, retry_every).await;
+    let cleared = checked.is_ok();
+    admit(checked);
+    if let (true, Some(membership)) = (cleared, membership) {
+        run_heartbeats(membership, roster, ttl, retry_every, stopped).await;
     }
 }
 

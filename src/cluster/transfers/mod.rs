@@ -1,37 +1,44 @@
 //! Messages between shards: dead letters and moved messages whose queue is
 //! in another shard than the one they leave, delivered exactly once.
 //!
-//! No Lua script can touch two shards (on Redis Cluster they are on
-//! different nodes), so a message crosses in three steps, each of them
-//! atomic and each safe to repeat:
+//! A message crosses in three steps, each of them atomic and each safe to
+//! repeat:
 //!
 //! 1. The source shard's leader removes the message from its queue and
-//!    appends it to its shard's **outbox** stream, in one fenced commit
-//!    (`Write::Outbox`): from then on the message is durable in Redis, and
-//!    in exactly one place.
+//!    appends it to its shard's **outbox**, in one fenced commit
+//!    (`Write::Outbox`): from then on the message is durable in the store,
+//!    and in exactly one place.
 //! 2. The [`Transfers`] task of the source shard reads the outbox in order
-//!    and runs `deliver.lua` on the target shard's slot: it appends each
-//!    message to that shard's **inbox** stream and sets its arrival marker
-//!    (`Transfer::marker`: queue left, place there, message id), unless the
-//!    marker is already there. Then it removes the entries from the outbox
-//!    (`Write::Delivered`, fenced). A delivery repeated after a crash
-//!    between the two finds the markers and adds nothing.
+//!    and delivers each message into the target shard's **inbox**, unless
+//!    its queue does not exist; then it removes the entries from the outbox
+//!    (`Write::Delivered`, fenced). How a delivery is made once is the
+//!    store's ([`Mailboxes`]): `redis.rs` appends to the target's stream
+//!    with an arrival marker that a repeated delivery finds (no Lua script
+//!    can touch two shards of a Redis Cluster); `postgres.rs` moves the row
+//!    from outbox to inbox in one transaction, so there is nothing to
+//!    repeat, and the removal finds no outbox row left.
 //! 3. The target shard's task reads its inbox in order, takes the messages
 //!    into their queues and removes the entries, in one fenced commit per
 //!    queue (`Write::TakenIn`).
 //!
-//! A target queue that does not exist answers step 2 with -1: the message
-//! goes back into the queue it left, in its old place (`Queue::put_back`).
-//! Markers are kept for [`MARKER_TTL`], far longer than the source shard
-//! can take to finish step 2 (a failover of its leader).
+//! A target queue that does not exist leaves the message undelivered in
+//! step 2: it goes back into the queue it left, in its old place
+//! (`Queue::put_back`).
+
+mod postgres;
+mod redis;
 
 use std::collections::{BTreeMap, HashMap};
 use std::sync::Arc;
 use std::time::Duration;
 
-use fred::prelude::*;
-use fred::types::scripts::Script;
+use std::future::Future;
+use std::pin::Pin;
+
 use tokio::sync::{Notify, watch};
+
+pub use self::postgres::{PostgresMailboxes, inbox_channel};
+pub use self::redis::RedisMailboxes;
 
 use crate::error::SqsError;
 use crate::journal::{Transfer, Write};
@@ -39,32 +46,58 @@ use crate::leader::Leadership;
 use crate::service::Service;
 use crate::service::shards::Placement;
 use crate::store::codec;
-use crate::store::redis::replicas::ReplicaAcks;
-use crate::store::redis::{RedisError, ShardKeys};
+use crate::store::postgres::PostgresError;
+use crate::store::redis::RedisError;
 
-/// Stream entries read at a time.
-const BATCH: u64 = 100;
+/// Entries read at a time.
+const BATCH: usize = 100;
 
-/// How long a shard remembers that a message arrived.
-const MARKER_TTL: Duration = Duration::from_secs(3600);
+/// A shard's two mailboxes.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Mailbox {
+    Outbox,
+    Inbox,
+}
+
+/// An entry read back: its id and its fields as stored (`codec::write_transfer`).
+pub type Stored = (String, HashMap<String, String>);
+
+/// A mailbox call in flight.
+pub type MailboxCall<'a, T> = Pin<Box<dyn Future<Output = Result<T, MailboxError>> + Send + 'a>>;
+
+/// Where one shard's outbox and inbox are kept, and how a delivery
+/// between shards is made once.
+pub trait Mailboxes: Send + Sync + 'static {
+    /// The oldest entries (at most [`BATCH`]) of this shard's `mailbox`, in order.
+    fn read(&self, mailbox: Mailbox) -> MailboxCall<'_, Vec<Stored>>;
+
+    /// Delivers `entries` of this shard's outbox into shard `target`'s
+    /// inbox; for each, whether it was (false: its queue does not exist).
+    fn deliver<'a>(&'a self, target: usize, entries: &'a [Entry]) -> MailboxCall<'a, Vec<bool>>;
+}
+
+/// Why a mailbox call failed.
+#[derive(Debug, thiserror::Error)]
+pub enum MailboxError {
+    #[error("Redis: {0}")]
+    Redis(#[from] fred::error::Error),
+    #[error(transparent)]
+    Replicas(#[from] RedisError),
+    #[error("Postgres: {0}")]
+    Postgres(#[from] PostgresError),
+    #[error("this instance no longer leads the shard")]
+    NotLeading,
+}
 
 /// Why moving messages between shards paused; it resumes at the next turn,
 /// and nothing is lost: an entry leaves a stream only once it is held
 /// where it goes.
 #[derive(Debug, thiserror::Error)]
 enum TransferError {
-    #[error("reading {stream} failed: {source}")]
-    Read {
-        stream: String,
-        source: fred::error::Error,
-    },
+    #[error("reading the {mailbox:?} failed: {source}")]
+    Read { mailbox: Mailbox, source: MailboxError },
     #[error("delivering to shard {target} failed: {source}")]
-    Deliver {
-        target: usize,
-        source: fred::error::Error,
-    },
-    #[error(transparent)]
-    Replicas(#[from] RedisError),
+    Deliver { target: usize, source: MailboxError },
     /// This shard's own commit refused the change (say, it is no longer leader).
     #[error("{}", .0.message)]
     Commit(#[from] SqsError),
@@ -72,37 +105,32 @@ enum TransferError {
 
 /// The outbox and inbox of one shard, worked while this instance leads it.
 pub struct Transfers {
-    pub acks: ReplicaAcks,
+    pub mailboxes: Arc<dyn Mailboxes>,
     pub placement: Placement,
-    /// Every shard's keys, in shard order: deliveries go to the target
-    /// shard's primary, on its connection for commits (`WAIT` confirms
-    /// them there).
-    pub shards: Vec<ShardKeys>,
     pub shard: usize,
     pub service: Arc<Service>,
     pub leadership: Arc<Leadership>,
     /// Woken by the inbox's arrival notices.
     pub inbox_arrived: Arc<Notify>,
-    /// How often the streams are looked at with no notice (one may be lost
-    /// while the subscriber reconnects).
+    /// How often the mailboxes are looked at with no notice (one may be
+    /// lost while the subscriber reconnects).
     pub poll_every: Duration,
 }
 
-/// A stream entry read back: its id, the transfer it holds, and its fields
-/// as stored (delivered on as they are).
-struct Entry {
-    id: String,
-    transfer: Transfer,
-    fields: HashMap<String, String>,
+/// An entry read back: its id, the transfer it holds, and its fields as
+/// stored (delivered on as they are).
+pub struct Entry {
+    pub id: String,
+    pub transfer: Transfer,
+    pub fields: HashMap<String, String>,
 }
 
 impl Transfers {
     /// Runs the outbox and the inbox until `stopped` turns true.
     pub async fn run(self, stopped: watch::Receiver<bool>) {
-        let deliver = Script::from_lua(include_str!("lua/deliver.lua"));
         tokio::join!(
             self.work(&self.service.outbox_ready, stopped.clone(), || self
-                .deliver_outbox(&deliver)),
+                .deliver_outbox()),
             self.work(&self.inbox_arrived, stopped, || self.take_in_inbox()),
         );
     }
@@ -137,17 +165,18 @@ impl Transfers {
     }
 
     /// Delivers the oldest outbox entries; returns how many it handled.
-    async fn deliver_outbox(&self, deliver: &Script) -> Result<usize, TransferError> {
-        let entries = self.read(&self.shards[self.shard].layout.outbox()).await?;
+    async fn deliver_outbox(&self) -> Result<usize, TransferError> {
+        let entries = self.read(Mailbox::Outbox).await?;
         let count = entries.len();
         let (by_shard, unreadable) = self.decode(entries);
         let (mut done, mut returned) = (unreadable, Vec::new());
         for (target, entries) in by_shard {
-            let results = self.deliver_to(target, deliver, &entries).await?;
-            for (entry, result) in entries.into_iter().zip(results) {
-                match result {
-                    -1 => returned.push((entry.id, entry.transfer)),
-                    _ => done.push(entry.id),
+            let delivered = (self.mailboxes.deliver(target, &entries).await)
+                .map_err(|source| TransferError::Deliver { target, source })?;
+            for (entry, delivered) in entries.into_iter().zip(delivered) {
+                match delivered {
+                    false => returned.push((entry.id, entry.transfer)),
+                    true => done.push(entry.id),
                 }
             }
         }
@@ -173,42 +202,9 @@ impl Transfers {
         Ok(count)
     }
 
-    /// Runs `deliver.lua` on shard `target`'s slot for these entries.
-    async fn deliver_to(
-        &self,
-        target: usize,
-        deliver: &Script,
-        entries: &[Entry],
-    ) -> Result<Vec<i64>, TransferError> {
-        let ShardKeys { layout, link } = &self.shards[target];
-        let mut keys = vec![layout.queues(), layout.inbox()];
-        let mut args: Vec<Value> = vec![
-            (MARKER_TTL.as_millis() as i64).into(),
-            layout.inbox_channel().into(),
-        ];
-        for Entry { transfer, fields, .. } in entries {
-            keys.push(layout.arrived(&transfer.marker()));
-            args.push(transfer.to.clone().into());
-            args.push((fields.len() as i64).into());
-            for (name, value) in fields {
-                args.push(name.clone().into());
-                args.push(value.clone().into());
-            }
-        }
-        let inbox = layout.inbox();
-        let client = link.commits();
-        let results: Vec<i64> = deliver
-            .evalsha_with_reload(&client, keys, args)
-            .await
-            .map_err(|source| TransferError::Deliver { target, source })?;
-        // The outbox entries go only once the inbox holds them for good.
-        self.acks.confirm(&client, &inbox).await?;
-        Ok(results)
-    }
-
     /// Takes the oldest inbox entries into their queues.
     async fn take_in_inbox(&self) -> Result<usize, TransferError> {
-        let entries = self.read(&self.shards[self.shard].layout.inbox()).await?;
+        let entries = self.read(Mailbox::Inbox).await?;
         let count = entries.len();
         let (by_shard, unreadable) = self.decode(entries);
         let arrivals: Vec<(String, Transfer)> = by_shard
@@ -229,26 +225,15 @@ impl Transfers {
         Ok(count)
     }
 
-    /// The oldest entries of `stream`, in order.
-    async fn read(&self, stream: &str) -> Result<Vec<(String, HashMap<String, String>)>, TransferError> {
-        self.shards[self.shard]
-            .link
-            .commands()
-            .xrange_values(stream, "-", "+", Some(BATCH))
-            .await
-            .map_err(|source| TransferError::Read {
-                stream: stream.to_string(),
-                source,
-            })
+    /// The oldest entries of `mailbox`, in order.
+    async fn read(&self, mailbox: Mailbox) -> Result<Vec<Stored>, TransferError> {
+        (self.mailboxes.read(mailbox).await).map_err(|source| TransferError::Read { mailbox, source })
     }
 
     /// Entries by the shard of their target queue, in stream order; and the
     /// ids of entries that cannot be read (logged, and removed: they could
     /// never be delivered).
-    fn decode(
-        &self,
-        entries: Vec<(String, HashMap<String, String>)>,
-    ) -> (BTreeMap<usize, Vec<Entry>>, Vec<String>) {
+    fn decode(&self, entries: Vec<Stored>) -> (BTreeMap<usize, Vec<Entry>>, Vec<String>) {
         let mut by_shard: BTreeMap<usize, Vec<Entry>> = BTreeMap::new();
         let mut unreadable = Vec::new();
         for (id, fields) in entries {
