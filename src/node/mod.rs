@@ -71,7 +71,7 @@ pub enum StartError {
         "--shards {0} needs Redis (--redis-url) or Postgres (--postgres-url): shards are spread over \
          the instances of a group sharing one store; memory-only mode is one instance"
     )]
-    ShardsNeedRedis(usize),
+    ShardsNeedASharedStore(usize),
     #[error(transparent)]
     Postgres(#[from] crate::store::postgres::PostgresError),
     #[error(
@@ -299,11 +299,11 @@ impl Node {
                 (shards, Some(Group::Postgres(group)))
             }
             (None, None) if count > 1 => {
-                return Err(StartError::ShardsNeedRedis(count));
+                return Err(StartError::ShardsNeedASharedStore(count));
             }
             (None, None) => {
-                // One shard: more need Redis (refused above).
-                let service = services.next().expect("one shard without Redis");
+                // One shard: more need a shared store (refused above).
+                let service = services.next().expect("one shard without a shared store");
                 let shard = match &config.data_dir {
                     None => Shard::memory_only(service, &node_id, &metrics),
                     Some(dir) => Shard::on_disk(

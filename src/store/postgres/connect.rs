@@ -14,7 +14,8 @@ use std::time::Duration;
 use tokio::sync::Notify;
 
 use tokio_postgres::config::SslMode;
-use tokio_postgres::{AsyncMessage, Client, NoTls};
+use tokio_postgres::tls::MakeTlsConnect;
+use tokio_postgres::{AsyncMessage, Client, NoTls, Socket};
 use tokio_postgres_rustls::MakeRustlsConnect;
 
 use super::PostgresError;
@@ -97,24 +98,23 @@ impl Target {
     /// The same; a notification the connection receives (after a `LISTEN`
     /// on it) on one of `channels` wakes what the channel is paired with.
     pub async fn connect_notifying(&self, channels: Channels) -> Result<Client, PostgresError> {
-        let timed_out = |_| PostgresError::TimedOut(self.timeout);
-        let client = match &self.tls {
-            None => {
-                let (client, connection) = tokio::time::timeout(self.timeout, self.config.connect(NoTls))
-                    .await
-                    .map_err(timed_out)??;
-                tokio::spawn(drive(connection, channels.clone()));
-                client
-            }
-            Some(tls) => {
-                let (client, connection) =
-                    tokio::time::timeout(self.timeout, self.config.connect(tls.clone()))
-                        .await
-                        .map_err(timed_out)??;
-                tokio::spawn(drive(connection, channels.clone()));
-                client
-            }
-        };
+        match &self.tls {
+            None => self.open(NoTls, channels).await,
+            Some(tls) => self.open(tls.clone(), channels).await,
+        }
+    }
+
+    /// Connects through `tls` (or without it) within the time limit, and
+    /// spawns the task that drives the connection.
+    async fn open<T>(&self, tls: T, channels: Channels) -> Result<Client, PostgresError>
+    where
+        T: MakeTlsConnect<Socket>,
+        T::Stream: Send + 'static,
+    {
+        let (client, connection) = tokio::time::timeout(self.timeout, self.config.connect(tls))
+            .await
+            .map_err(|_| PostgresError::TimedOut(self.timeout))??;
+        tokio::spawn(drive(connection, channels));
         Ok(client)
     }
 
