@@ -32,6 +32,13 @@ async fn counts(sqs: &aws_sdk_sqs::Client, url: &str) -> (String, String, String
     )
 }
 
+/// How many messages of the queue named `name` are visible.
+async fn visible_in(server: &Server, name: &str) -> String {
+    let sqs = server.client();
+    let url = sqs.get_queue_url().queue_name(name).send().await.unwrap();
+    counts(&sqs, url.queue_url().unwrap()).await.0
+}
+
 /// The snapshot an instance exports, checked to be whole.
 async fn export(server: &Server) -> String {
     // Not `Server::get`, whose half a second is for probes: a snapshot of
@@ -561,14 +568,7 @@ async fn a_snapshot_imports_into_postgres_and_exports_back_whole() {
     importing.wait_exit(Duration::from_secs(5));
     drop(importing);
     let later = start_on_postgres(&postgres, &[]).await;
-    let url = later
-        .client()
-        .get_queue_url()
-        .queue_name("b")
-        .send()
-        .await
-        .unwrap();
-    let (visible, _, _) = counts(&later.client(), url.queue_url().unwrap()).await;
+    let visible = visible_in(&later, "b").await;
     assert_eq!(visible, "300");
     let _ = std::fs::remove_file(&file);
 }
@@ -595,14 +595,7 @@ async fn a_large_snapshot_imports_into_postgres_beyond_the_time_limit_of_a_call(
     crate::common::wait_for(Duration::from_secs(60), || server.is_ready())
         .await
         .expect("imports, then leads");
-    let url = server
-        .client()
-        .get_queue_url()
-        .queue_name("c")
-        .send()
-        .await
-        .unwrap();
-    let (visible, _, _) = counts(&server.client(), url.queue_url().unwrap()).await;
+    let visible = visible_in(&server, "c").await;
     assert_eq!(visible, "4000");
     let stored = postgres.psql("ssq", "SELECT count(*) FROM ssq_bodies");
     assert_eq!(stored, "12000");
