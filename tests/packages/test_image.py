@@ -15,6 +15,7 @@ import os
 import re
 import socket
 import subprocess
+import tempfile
 import threading
 import time
 import urllib.request
@@ -273,5 +274,122 @@ def test_the_compose_files_start_and_answer(containers, tmp_path, file):
             assert kept == {"composed"} and count(client, queue) == 1
         else:
             assert kept == set()
+    finally:
+        subprocess.run([*base, "down", "-v"], capture_output=True, env=env, timeout=120)
+
+
+@pytest.fixture
+def postgres():
+    """A Postgres of the test's own: Debian's postgresql (`make test`
+    installs it), `initdb` in a temporary directory, on a free port. Run as
+    the `postgres` user when the tests run as root, as Postgres asks (the
+    directory is made in /tmp itself, which that user can reach)."""
+    binaries = sorted(Path("/usr/lib/postgresql").glob("*/bin"))
+    if not binaries:
+        pytest.fail("no Postgres under /usr/lib/postgresql: run `make test-deps` (Debian's postgresql)")
+    bin_dir = binaries[-1]
+    with tempfile.TemporaryDirectory(prefix="ssq-test-pg-") as directory:
+        yield from run_postgres(bin_dir, Path(directory))
+
+
+def run_postgres(bin_dir, directory):
+    data = directory / "data"
+    as_postgres = {}
+    if os.geteuid() == 0:
+        import pwd
+
+        user = pwd.getpwnam("postgres")
+        os.chown(directory, user.pw_uid, user.pw_gid)
+        as_postgres = {"user": user.pw_uid, "group": user.pw_gid}
+    initdb = subprocess.run(
+        [bin_dir / "initdb", "--auth=trust", "--username=ssq", "--no-sync", "-D", data],
+        capture_output=True, text=True, **as_postgres,
+    )
+    assert initdb.returncode == 0, f"initdb failed: {initdb.stderr}"
+    port = free_port()
+    server = subprocess.Popen(
+        [bin_dir / "postgres", "-D", data, "-p", str(port), "-c", "listen_addresses=127.0.0.1",
+         "-c", f"unix_socket_directories={directory}"],
+        stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, **as_postgres,
+    )
+    try:
+        deadline = time.monotonic() + 30
+        while subprocess.run(
+            ["psql", "-h", "127.0.0.1", "-p", str(port), "-U", "ssq", "-d", "postgres", "-c", "CREATE DATABASE ssq"],
+            capture_output=True,
+        ).returncode != 0:
+            assert time.monotonic() < deadline, "postgres did not accept a query within 30 s"
+            time.sleep(0.1)
+        yield f"postgres://ssq@127.0.0.1:{port}/ssq"
+    finally:
+        server.terminate()
+        server.wait(timeout=30)
+
+
+def test_the_postgres_compose_files_instances_lead_one_at_a_time_and_keep_messages(containers, postgres, tmp_path):
+    """compose.postgres.yaml's ssq services as users run them, but for the
+    network: on the host's, each on a free port, and against the test's own
+    Postgres in place of the postgres service (these machines pull no
+    image). One instance leads; killed, another takes over with every
+    message."""
+    compose = compose_command()
+    if compose is None:
+        pytest.skip("neither docker compose nor docker-compose is installed (Debian: apt-get install docker-compose)")
+    definition = yaml.safe_load((ROOT / "docker" / "compose.postgres.yaml").read_text())
+    services = definition["services"]
+    assert {services.pop("postgres")["image"], services.pop("haproxy")["image"]} == {"postgres:16", "haproxy:2.8"}
+    definition.pop("volumes")
+    endpoints = {}
+    for name, service in services.items():
+        assert service.pop("depends_on") == {"postgres": {"condition": "service_healthy"}}
+        port = free_port()
+        endpoints[name] = f"http://127.0.0.1:{port}"
+        service["network_mode"] = "host"
+        assert service["environment"]["SSQ_POSTGRES_URL"] == "postgres://ssq@postgres:5432/ssq"
+        service["environment"].update(
+            SSQ_POSTGRES_URL=postgres,
+            SSQ_LISTEN=f"127.0.0.1:{port}",
+            SSQ_ADVERTISE_URL=endpoints[name],
+            SSQ_PUBLIC_URL="http://localhost:9324",
+        )
+    assert sorted(endpoints) == ["ssq1", "ssq2", "ssq3"]
+    (tmp_path / "compose.yaml").write_text(yaml.safe_dump(definition))
+    project = f"ssqtest{uuid.uuid4().hex[:8]}"
+    base = [*compose, "-p", project, "-f", str(tmp_path / "compose.yaml")]
+    env = {**os.environ, "SSQ_IMAGE": IMAGE, "POSTGRES_PASSWORD": "unused-with-trust"}
+
+    def run(*args):
+        result = subprocess.run([*base, *args], capture_output=True, text=True, env=env, timeout=120)
+        assert result.returncode == 0, f"{' '.join(args)}: {result.stderr}"
+
+    def leaders(within):
+        """The instances answering /ready, once one does."""
+        deadline = time.monotonic() + within
+        while not (ready := [name for name, endpoint in endpoints.items() if get(f"{endpoint}/ready") == 200]):
+            assert time.monotonic() < deadline, f"no instance answered /ready within {within} s"
+            time.sleep(0.05)
+        return ready
+
+    try:
+        run("up", "-d")
+        [leader] = leaders(within=30)
+        client = sqs(endpoints[leader])
+        queue = client.create_queue(QueueName="composed")["QueueUrl"]
+        assert queue == "http://localhost:9324/000000000000/composed"
+        for n in range(3):
+            client.send_message(QueueUrl=queue, MessageBody=f"kept {n}")
+        time.sleep(0.5)  # the passives have had time to answer /ready, were they wrong to
+        assert leaders(within=0) == [leader]
+
+        run("kill", leader)  # SIGKILL: the lock goes with its session
+        endpoints.pop(leader)
+        started = time.monotonic()
+        [successor] = leaders(within=30)
+        print(f"{successor} led {time.monotonic() - started:.2f} s after {leader} was killed")
+        client = sqs(endpoints[successor])
+        bodies = set()
+        while messages := client.receive_message(QueueUrl=queue, MaxNumberOfMessages=10).get("Messages"):
+            bodies |= {m["Body"] for m in messages}
+        assert bodies == {"kept 0", "kept 1", "kept 2"}
     finally:
         subprocess.run([*base, "down", "-v"], capture_output=True, env=env, timeout=120)
