@@ -108,10 +108,12 @@ bench-compare: build
 bench-sns:
 	bash loadtest/sns.sh
 
-# Postgres-backed beside Redis-backed and memory-only (64 clients), and a takeover of a million messages on Postgres.
+# Postgres-backed beside Redis-backed and memory-only (64 clients), a takeover of a million messages on Postgres,
+# and the client crate's choice (tokio-postgres beside sqlx); loadtest/postgres.md records them.
 bench-postgres:
 	bash loadtest/postgres.sh
 	bash loadtest/postgres-takeover.sh
+	bash loadtest/postgres-clients.sh
 
 # Fair queues: quiet tenants' dwell time with and without group ids, side by side.
 bench-fair:

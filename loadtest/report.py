@@ -357,6 +357,8 @@ lines += ["", (Path(__file__).parent / "profile.md").read_text().rstrip(), "",
           (Path(__file__).parent / "engines" / "results.md").read_text().rstrip(), "",
           # Fair queues, measured apart (make bench-fair): written by hand.
           (Path(__file__).parent / "fair.md").read_text().rstrip(), "",
+          # Postgres-backed beside Redis-backed, measured apart (make bench-postgres): written by hand.
+          (Path(__file__).parent / "postgres.md").read_text().rstrip(), "",
           "![Requests per second against concurrency](benchmarks.svg)", ""]
 markdown_path.write_text("\n".join(lines))
 
