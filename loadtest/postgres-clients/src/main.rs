@@ -65,42 +65,61 @@ struct Run {
     cpu: Duration,
 }
 
+/// When a run started, by the clock and by this process's CPU time.
+struct Clock {
+    started: Instant,
+    cpu: Duration,
+}
+
+impl Clock {
+    fn start() -> Clock {
+        Clock {
+            started: Instant::now(),
+            cpu: cpu(),
+        }
+    }
+
+    fn stop(self, operations: u64) -> Run {
+        Run {
+            operations,
+            wall: self.started.elapsed(),
+            cpu: cpu() - self.cpu,
+        }
+    }
+}
+
+/// Calls `commit` for `seconds` with each new batch and the one before it
+/// (whose rows it deletes).
+async fn commit_for(seconds: u64, mut commit: impl AsyncFnMut(&Batch, &Batch)) -> Run {
+    let (clock, until) = (Clock::start(), Instant::now() + Duration::from_secs(seconds));
+    let mut previous = batch(-1);
+    let mut operations = 0;
+    while Instant::now() < until {
+        let next = batch(operations as i64);
+        commit(&next, &previous).await;
+        previous = next;
+        operations += 1;
+    }
+    clock.stop(operations)
+}
+
 async fn commits_tokio_postgres(url: &str, seconds: u64) -> Run {
     let (client, connection) = tokio_postgres::connect(url, tokio_postgres::NoTls).await.unwrap();
     tokio::spawn(connection);
     client.batch_execute("TRUNCATE bench_messages").await.unwrap();
     let statement = client.prepare(COMMIT).await.unwrap();
-    let (started, cpu_before, until) = (
-        Instant::now(),
-        cpu(),
-        Instant::now() + Duration::from_secs(seconds),
-    );
-    let mut previous = batch(-1);
-    let mut operations = 0;
-    while Instant::now() < until {
-        let next = batch(operations as i64);
-        client
-            .execute(
-                &statement,
-                &[
-                    &next.queues,
-                    &next.seqs,
-                    &next.bodies,
-                    &next.states,
-                    &previous.queues,
-                    &previous.seqs,
-                ],
-            )
-            .await
-            .unwrap();
-        previous = next;
-        operations += 1;
-    }
-    Run {
-        operations,
-        wall: started.elapsed(),
-        cpu: cpu() - cpu_before,
-    }
+    commit_for(seconds, async |next, previous| {
+        let parameters: [&(dyn tokio_postgres::types::ToSql + Sync); 6] = [
+            &next.queues,
+            &next.seqs,
+            &next.bodies,
+            &next.states,
+            &previous.queues,
+            &previous.seqs,
+        ];
+        client.execute(&statement, &parameters).await.unwrap();
+    })
+    .await
 }
 
 async fn commits_sqlx(url: &str, seconds: u64) -> Run {
@@ -109,15 +128,7 @@ async fn commits_sqlx(url: &str, seconds: u64) -> Run {
         .execute(&mut connection)
         .await
         .unwrap();
-    let (started, cpu_before, until) = (
-        Instant::now(),
-        cpu(),
-        Instant::now() + Duration::from_secs(seconds),
-    );
-    let mut previous = batch(-1);
-    let mut operations = 0;
-    while Instant::now() < until {
-        let next = batch(operations as i64);
+    commit_for(seconds, async |next, previous| {
         sqlx::query(COMMIT)
             .bind(&next.queues)
             .bind(&next.seqs)
@@ -128,21 +139,15 @@ async fn commits_sqlx(url: &str, seconds: u64) -> Run {
             .execute(&mut connection)
             .await
             .unwrap();
-        previous = next;
-        operations += 1;
-    }
-    Run {
-        operations,
-        wall: started.elapsed(),
-        cpu: cpu() - cpu_before,
-    }
+    })
+    .await
 }
 
 async fn load_tokio_postgres(url: &str) -> Run {
     let (client, connection) = tokio_postgres::connect(url, tokio_postgres::NoTls).await.unwrap();
     tokio::spawn(connection);
     let statement = client.prepare(LOAD).await.unwrap();
-    let (started, cpu_before) = (Instant::now(), cpu());
+    let clock = Clock::start();
     let rows = client
         .query_raw(&statement, std::iter::empty::<i64>())
         .await
@@ -154,27 +159,19 @@ async fn load_tokio_postgres(url: &str) -> Run {
         std::hint::black_box(row);
         operations += 1;
     }
-    Run {
-        operations,
-        wall: started.elapsed(),
-        cpu: cpu() - cpu_before,
-    }
+    clock.stop(operations)
 }
 
 async fn load_sqlx(url: &str) -> Run {
     let mut connection = sqlx::PgConnection::connect(url).await.unwrap();
-    let (started, cpu_before) = (Instant::now(), cpu());
+    let clock = Clock::start();
     let mut rows = sqlx::query_as::<_, (String, i64, Vec<u8>, Vec<u8>)>(LOAD).fetch(&mut connection);
     let mut operations = 0;
     while let Some(row) = rows.try_next().await.unwrap() {
         std::hint::black_box(row);
         operations += 1;
     }
-    Run {
-        operations,
-        wall: started.elapsed(),
-        cpu: cpu() - cpu_before,
-    }
+    clock.stop(operations)
 }
 
 fn median(mut values: Vec<f64>) -> f64 {
