@@ -323,9 +323,24 @@ macro_rules! actions {
                 match self { $(Action::$name => stringify!($name)),* }
             }
 
-            /// The action as policies name it: `sqs:SendMessage`.
+            /// The permission that governs the action, as policies name it
+            /// (`sqs:SendMessage`). A batch action has none of its own: its
+            /// single action's governs it (SQS Developer Guide, "Amazon SQS
+            /// batch actions"), so a policy's Allow, Deny and AddPermission's
+            /// grant of SendMessage bind SendMessageBatch alike.
             pub fn policy_name(self) -> &'static str {
-                match self { $(Action::$name => concat!("sqs:", stringify!($name))),* }
+                match self.governed_by() { $(Action::$name => concat!("sqs:", stringify!($name))),* }
+            }
+
+            /// The single action whose permission a call of this one needs:
+            /// itself, but for the three batch actions.
+            pub fn governed_by(self) -> Action {
+                match self {
+                    Action::SendMessageBatch => Action::SendMessage,
+                    Action::DeleteMessageBatch => Action::DeleteMessage,
+                    Action::ChangeMessageVisibilityBatch => Action::ChangeMessageVisibility,
+                    single => single,
+                }
             }
 
             /// Whether a request may be sent to a queue URL: the actions that
@@ -605,7 +620,8 @@ mod tests {
         let policy = r#"{"Version": "2012-10-17", "Statement": [
             {"Effect": "Allow", "Principal": {"AWS": "arn:aws:iam::111111111111:root"}, "Action": "SQS:SendMessage", "Resource": "arn:aws:sqs:us-east-1:222222222222:shared"},
             {"Effect": "Allow", "Principal": {"AWS": ["arn:aws:iam::333333333333:user/AKIDC"]}, "Action": "sqs:*"},
-            {"Effect": "Deny", "Principal": "*", "Action": "sqs:PurgeQueue"}]}"#;
+            {"Effect": "Deny", "Principal": "*", "Action": "sqs:PurgeQueue"},
+            {"Effect": "Deny", "Principal": "*", "Action": "sqs:DeleteMessage"}]}"#;
         let attributes = BTreeMap::from([("Policy".to_string(), policy.to_string())]);
         let shared = "222222222222/us-east-1/shared";
         service
@@ -625,6 +641,14 @@ mod tests {
         let reached =
             |ctx: &RequestContext, action, key: &str| ctx.authorize_queue(&api, action, key).is_ok();
         assert!(reached(&a, Action::SendMessage, shared), "granted to A's account");
+        assert!(
+            reached(&a, Action::SendMessageBatch, shared),
+            "SendMessage's grant governs its batch"
+        );
+        assert!(
+            !reached(&c, Action::DeleteMessageBatch, shared),
+            "a Deny of DeleteMessage binds its batch"
+        );
         assert!(!reached(&a, Action::ReceiveMessage, shared), "only SendMessage");
         assert!(reached(&c, Action::ReceiveMessage, shared), "granted to C's user");
         assert!(!reached(&c, Action::PurgeQueue, shared), "an explicit deny");
@@ -667,7 +691,8 @@ mod tests {
         assert_eq!(Action::ALL.len(), 23);
         for action in Action::ALL {
             assert_eq!(Action::from_name(action.name()), Some(*action));
-            assert_eq!(action.policy_name(), format!("sqs:{}", action.name()));
+            let single = action.name().strip_suffix("Batch").unwrap_or(action.name());
+            assert_eq!(action.policy_name(), format!("sqs:{single}"));
         }
         assert_eq!(Action::from_name("Nope"), None);
     }

@@ -3,7 +3,7 @@
 
 use super::model::*;
 use super::params::{Page, in_range, required};
-use super::{Api, RequestContext};
+use super::{Action, Api, RequestContext};
 use crate::error::{ErrorCode, Result, SqsError};
 use crate::queue::move_task::MoveStatus;
 use crate::queue::{QueueArn, key};
@@ -112,19 +112,40 @@ pub(super) async fn list_dead_letter_source_queues(
     })
 }
 
-/// The key of the queue an ARN of the caller's account names.
-pub(super) fn queue_of_arn(ctx: &RequestContext, arn: &str, parameter: &str) -> Result<String> {
-    match QueueArn::parse(arn) {
-        Some(parsed) if parsed.account == ctx.account_id && key::is_region(&parsed.region) => {
-            Ok(key::of(&ctx.home, &parsed.account, &parsed.region, &parsed.name))
-        }
-        _ => Err(no_such_resource(parameter)),
-    }
+/// The key of the queue a queue ARN names, of whichever account; `None`
+/// for a text that is not one.
+pub(super) fn key_of_arn(ctx: &RequestContext, arn: &str) -> Option<String> {
+    QueueArn::parse(arn)
+        .filter(|parsed| key::is_account(&parsed.account) && key::is_region(&parsed.region))
+        .map(|parsed| key::of(&ctx.home, &parsed.account, &parsed.region, &parsed.name))
+}
+
+/// The key of the queue a move task's ARN `parameter` names, once the
+/// caller may take `action` on it: as every call on a queue, one of another
+/// account is refused (AccessDenied, whether it exists or not) unless its
+/// policy grants the call, and a Deny in the queue's policy binds its own
+/// account too.
+fn queue_of_arn(
+    api: &Api,
+    ctx: &RequestContext,
+    arn: &str,
+    parameter: &str,
+    action: Action,
+) -> Result<String> {
+    let name = key_of_arn(ctx, arn).ok_or_else(|| no_such_resource(parameter))?;
+    ctx.authorize_queue(api, action, &name)?;
+    Ok(name)
 }
 
 /// The queue a move task's ARN parameter names, if it exists.
-fn existing_queue_of_arn(api: &Api, ctx: &RequestContext, arn: &str, parameter: &str) -> Result<String> {
-    let name = queue_of_arn(ctx, arn, parameter)?;
+fn existing_queue_of_arn(
+    api: &Api,
+    ctx: &RequestContext,
+    arn: &str,
+    parameter: &str,
+    action: Action,
+) -> Result<String> {
+    let name = queue_of_arn(api, ctx, arn, parameter, action)?;
     match api.service.queue_exists(&name) {
         true => Ok(name),
         false => Err(no_such_resource(parameter)),
@@ -145,7 +166,7 @@ pub(super) async fn start_message_move_task(
     input: StartMessageMoveTaskInput,
 ) -> Result<TaskHandleOutput> {
     let source_arn = required(input.source_arn, "SourceArn")?;
-    let source = existing_queue_of_arn(api, ctx, &source_arn, "SourceArn")?;
+    let source = existing_queue_of_arn(api, ctx, &source_arn, "SourceArn", Action::StartMessageMoveTask)?;
     let to_move = api
         .service
         .with_queue(&source, |q, now| q.counts(now).visible)
@@ -158,7 +179,14 @@ pub(super) async fn start_message_move_task(
     }
     let destination = match input.destination_arn {
         Some(arn) => {
-            let name = queue_of_arn(ctx, &arn, "DestinationArn")?;
+            let name = queue_of_arn(api, ctx, &arn, "DestinationArn", Action::StartMessageMoveTask)?;
+            // What a queue sends on stays in its own account.
+            if ctx.account_of(&name) != ctx.account_of(&source) {
+                return Err(SqsError::new(
+                    ErrorCode::AccessDenied,
+                    format!("Access to the resource {} is denied.", ctx.queue_url(&name)),
+                ));
+            }
             if settings_of(api, &name).await?.is_none() {
                 return Err(no_such_resource("DestinationArn"));
             }
@@ -195,7 +223,7 @@ pub(super) async fn cancel_message_move_task(
     // AWS's words: a handle that is not one, then its source queue's.
     let source_arn = crate::service::move_tasks::source_arn_of(&handle)
         .ok_or_else(|| SqsError::invalid_parameter("Value for parameter TaskHandle is invalid."))?;
-    let source = existing_queue_of_arn(api, ctx, &source_arn, "SourceArn")?;
+    let source = existing_queue_of_arn(api, ctx, &source_arn, "SourceArn", Action::CancelMessageMoveTask)?;
     let task = api
         .move_tasks
         .cancel(&source, &handle)
@@ -215,7 +243,7 @@ pub(super) async fn list_message_move_tasks(
     input: ListMessageMoveTasksInput,
 ) -> Result<ListMessageMoveTasksOutput> {
     let source_arn = required(input.source_arn, "SourceArn")?;
-    let source = existing_queue_of_arn(api, ctx, &source_arn, "SourceArn")?;
+    let source = existing_queue_of_arn(api, ctx, &source_arn, "SourceArn", Action::ListMessageMoveTasks)?;
     let max = input
         .max_results
         .map(|n| in_range(n, "MaxResults", 1, 10))

@@ -62,13 +62,13 @@ pub fn route(ctx: &RequestContext, action: Action, input: &Input) -> Route {
             .queue_name
             .filter(|name| !name.is_empty() && !name.contains('/'))
             .map(|name| ctx.owned_queue_key(names.queue_owner.as_deref(), &name)),
-        Action::StartMessageMoveTask | Action::ListMessageMoveTasks => names
-            .source_arn
-            .and_then(|arn| redrive::queue_of_arn(ctx, &arn, "SourceArn").ok()),
+        Action::StartMessageMoveTask | Action::ListMessageMoveTasks => {
+            names.source_arn.and_then(|arn| redrive::key_of_arn(ctx, &arn))
+        }
         Action::CancelMessageMoveTask => names
             .task_handle
             .and_then(|handle| crate::service::move_tasks::source_arn_of(&handle))
-            .and_then(|arn| redrive::queue_of_arn(ctx, &arn, "SourceArn").ok()),
+            .and_then(|arn| redrive::key_of_arn(ctx, &arn)),
         _ => names.queue_url.and_then(|url| ctx.queue_name(Some(&url)).ok()),
     };
     key.map_or(Route::Here, Route::Queue)

@@ -50,6 +50,10 @@ struct Line {
     /// The SQS or SNS action when the request named one, else the method
     /// and path.
     action: String,
+    /// The permission that governed the call, as policies name it: the
+    /// single action's for a batch (`sqs:SendMessage` for SendMessageBatch).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    permission: Option<&'static str>,
     /// The path the request was sent to: a queue URL's, `/` for calls that
     /// name their queue in the body, an admin API's.
     resource: String,
@@ -68,6 +72,8 @@ struct Line {
 #[derive(Debug, Clone)]
 pub struct Answered {
     pub action: Option<&'static str>,
+    /// The permission the action needs (`Action::policy_name`).
+    pub permission: Option<&'static str>,
     pub code: &'static str,
 }
 
@@ -174,6 +180,7 @@ pub(super) async fn audited(State(state): State<Arc<AppState>>, request: Request
         account: account_of(&state, key_id.as_deref()),
         key_id,
         action,
+        permission: answered.and_then(|a| a.permission),
         resource: resource.to_string(),
         source: peer.map(|address| address.to_string()),
         outcome: match status {
@@ -217,6 +224,7 @@ mod tests {
             key_id: Some("AKID".into()),
             account: "000000000000".into(),
             action: action.into(),
+            permission: None,
             resource: "/".into(),
             source: Some("127.0.0.1:5000".into()),
             outcome: "refused",

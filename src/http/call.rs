@@ -117,8 +117,10 @@ pub(crate) fn error_response(
     // For the audit trail: the error's code, and the action when the label
     // names one (not a refusal's placeholder).
     if state.audit.is_some() {
+        let action = Action::from_name(label);
         response.extensions_mut().insert(Answered {
-            action: Action::from_name(label).map(Action::name),
+            action: action.map(Action::name),
+            permission: action.map(Action::policy_name),
             code: error.code.code(),
         });
     }

@@ -169,3 +169,194 @@ async fn a_key_may_do_only_what_its_policy_allows() {
     assert_eq!(left.queue_urls().len(), 3);
     std::fs::remove_dir_all(&dir).unwrap();
 }
+
+/// A batch call needs its single action's permission, as in AWS (there is
+/// no `sqs:SendMessageBatch`): a Deny of SendMessage in a key's policy or
+/// in the queue's binds SendMessageBatch, and an Allow of it (a key's, or
+/// another account's grant through AddPermission) lets it through; the
+/// refusal and the audit trail name the single action. Over AWS JSON and
+/// the Query protocol.
+#[tokio::test]
+async fn a_batch_call_is_governed_by_its_single_action() {
+    use crate::sigv4::{Wire, signed_call};
+    let dir = std::env::temp_dir().join(format!("ssq-batch-policies-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let path = dir.join("credentials.toml");
+    std::fs::write(
+        &path,
+        r#"[[keys]]
+id = "AKIDADMIN"
+secret = "admin"
+
+[[keys]]
+id = "AKIDNOSEND"
+secret = "nosend"
+policy = '{"Statement": [{"Effect": "Allow", "Action": "sqs:*", "Resource": "*"}, {"Effect": "Deny", "Action": ["sqs:SendMessage", "sqs:ChangeMessageVisibility"], "Resource": "*"}]}'
+
+[[keys]]
+id = "AKIDSENDER"
+secret = "sender"
+policy = '{"Statement": {"Effect": "Allow", "Action": "sqs:SendMessage", "Resource": "*"}}'
+
+[[keys]]
+id = "AKIDOTHER"
+secret = "other"
+account = "111111111111"
+"#,
+    )
+    .unwrap();
+    let log = dir.join("audit.log");
+    let server = Server::start_with(&[
+        "--credentials",
+        path.to_str().unwrap(),
+        "--audit-log",
+        log.to_str().unwrap(),
+    ]);
+    let admin = client_signing_with(&server.url, "AKIDADMIN", "admin");
+    let deny_deletes = r#"{"Statement": [{"Effect": "Deny", "Principal": "*", "Action": "sqs:DeleteMessage", "Resource": "*"}]}"#;
+    let url = create_queue_url(&admin, "batched", &[("Policy", deny_deletes)]).await;
+    admin
+        .add_permission()
+        .queue_url(&url)
+        .label("other-sends")
+        .aws_account_ids("111111111111")
+        .actions("SendMessage")
+        .send()
+        .await
+        .unwrap();
+    admin
+        .send_message()
+        .queue_url(&url)
+        .message_body("first")
+        .send()
+        .await
+        .unwrap();
+    let received = admin
+        .receive_message()
+        .queue_url(&url)
+        .visibility_timeout(60)
+        .send()
+        .await
+        .unwrap();
+    let receipt = received.messages()[0].receipt_handle().unwrap().to_string();
+
+    // A batch of one entry of `action` with `members` beside its Id: the
+    // action, its JSON body and its Query parameters.
+    let batch = |action: &str, entry_kind: &str, members: &[(&str, &str)]| {
+        let mut entry = serde_json::json!({"Id": "e1"});
+        let mut query = vec![
+            ("QueueUrl".to_string(), url.clone()),
+            (format!("{entry_kind}.1.Id"), "e1".to_string()),
+        ];
+        for (member, value) in members {
+            entry[*member] = match *member {
+                "VisibilityTimeout" => serde_json::json!(value.parse::<i64>().unwrap()),
+                _ => serde_json::json!(value),
+            };
+            query.push((format!("{entry_kind}.1.{member}"), value.to_string()));
+        }
+        let json = serde_json::json!({"QueueUrl": url, "Entries": [entry]});
+        (action.to_string(), json, query)
+    };
+    let call = |key: (&'static str, &'static str),
+                wire: Wire,
+                (action, json, query): (String, serde_json::Value, Vec<(String, String)>)| {
+        let server = &server;
+        async move {
+            let query: Vec<(&str, String)> = query.iter().map(|(k, v)| (k.as_str(), v.clone())).collect();
+            signed_call(server, key, "sqs", wire, &action, &json, &query).await
+        }
+    };
+    for wire in [Wire::Json, Wire::Query] {
+        let sends = |body: &str| {
+            batch(
+                "SendMessageBatch",
+                "SendMessageBatchRequestEntry",
+                &[("MessageBody", body)],
+            )
+        };
+        let (status, body) = call(("AKIDNOSEND", "nosend"), wire, sends("refused")).await;
+        assert_eq!(
+            status, 403,
+            "{wire:?}: a Deny of SendMessage binds SendMessageBatch: {body}"
+        );
+        assert!(
+            body.contains("AccessDenied")
+                && body.contains("not authorized to perform: sqs:SendMessage on resource")
+                && body.contains("with an explicit deny"),
+            "{wire:?}: the refusal names the single action: {body}"
+        );
+        let changes = batch(
+            "ChangeMessageVisibilityBatch",
+            "ChangeMessageVisibilityBatchRequestEntry",
+            &[("ReceiptHandle", &receipt), ("VisibilityTimeout", "5")],
+        );
+        let (status, body) = call(("AKIDNOSEND", "nosend"), wire, changes).await;
+        assert_eq!(status, 403, "{wire:?}: {body}");
+        assert!(
+            body.contains("sqs:ChangeMessageVisibility on resource"),
+            "{wire:?}: {body}"
+        );
+
+        let (status, body) = call(("AKIDSENDER", "sender"), wire, sends(&format!("sender-{wire:?}"))).await;
+        assert_eq!(
+            status, 200,
+            "{wire:?}: an Allow of SendMessage lets its batch through: {body}"
+        );
+        assert!(!body.contains("SenderFault"), "{wire:?}: no entry failed: {body}");
+
+        let (status, body) = call(("AKIDOTHER", "other"), wire, sends(&format!("other-{wire:?}"))).await;
+        assert_eq!(
+            status, 200,
+            "{wire:?}: AddPermission's SendMessage grants its batch: {body}"
+        );
+
+        let deletes = batch(
+            "DeleteMessageBatch",
+            "DeleteMessageBatchRequestEntry",
+            &[("ReceiptHandle", &receipt)],
+        );
+        let (status, body) = call(("AKIDADMIN", "admin"), wire, deletes).await;
+        assert_eq!(
+            status, 403,
+            "{wire:?}: the queue's Deny of DeleteMessage binds its batch: {body}"
+        );
+        assert!(body.contains("AccessDenied"), "{wire:?}: {body}");
+    }
+
+    // What went through is there, and what was refused is not.
+    let mut bodies = Vec::new();
+    for _ in 0..5 {
+        let got = admin
+            .receive_message()
+            .queue_url(&url)
+            .max_number_of_messages(10)
+            .send()
+            .await
+            .unwrap();
+        bodies.extend(got.messages().iter().filter_map(|m| m.body().map(str::to_string)));
+    }
+    bodies.sort();
+    assert_eq!(
+        bodies,
+        ["other-Json", "other-Query", "sender-Json", "sender-Query"]
+    );
+
+    // The trail names the permission the batch needed.
+    let read = || -> Vec<serde_json::Value> {
+        let text = std::fs::read_to_string(&log).unwrap_or_default();
+        text.lines()
+            .map(|line| serde_json::from_str(line).unwrap())
+            .collect()
+    };
+    crate::common::wait_for(std::time::Duration::from_secs(5), || async { read().len() >= 6 })
+        .await
+        .expect("six refusals in the audit trail");
+    let lines = read();
+    let refused_send = lines
+        .iter()
+        .find(|line| line["action"] == "SendMessageBatch")
+        .expect("the refused SendMessageBatch");
+    assert_eq!(refused_send["permission"], "sqs:SendMessage", "{refused_send}");
+    std::fs::remove_dir_all(&dir).unwrap();
+}

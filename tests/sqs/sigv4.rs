@@ -193,6 +193,56 @@ pub(crate) fn sign_query_post(
     (url, headers)
 }
 
+/// The two wire formats an SQS client may speak.
+#[derive(Debug, Clone, Copy)]
+pub(crate) enum Wire {
+    Json,
+    Query,
+}
+
+/// A call signed with `key`: an SQS call in `wire` (its JSON body, or its
+/// Query parameters), or an SNS call (`service` "sns", Query); the status
+/// and body of the answer.
+pub(crate) async fn signed_call(
+    server: &Server,
+    key: (&'static str, &'static str),
+    service: &'static str,
+    wire: Wire,
+    action: &str,
+    json: &serde_json::Value,
+    query: &[(&str, String)],
+) -> (u16, String) {
+    let (body, how) = match wire {
+        Wire::Json => (
+            json.to_string(),
+            Signing {
+                key,
+                service,
+                content_type: "application/x-amz-json-1.0",
+                target: Some(format!("AmazonSQS.{action}")),
+                ..Signing::default()
+            },
+        ),
+        Wire::Query => {
+            let mut pairs = vec![("Action", action.to_string())];
+            if service == "sqs" {
+                pairs.push(("Version", "2012-11-05".to_string()));
+            }
+            pairs.extend(query.iter().cloned());
+            (
+                serde_urlencoded::to_string(&pairs).unwrap(),
+                Signing {
+                    key,
+                    service,
+                    ..Signing::default()
+                },
+            )
+        }
+    };
+    let (url, headers) = sign_query_post(server, "/", &body, how);
+    send_raw(&url, &headers, &body).await
+}
+
 pub(crate) async fn send_raw(url: &str, headers: &[(String, String)], body: &str) -> (u16, String) {
     let mut request = reqwest::Client::new().post(url).body(body.to_string());
     for (name, value) in headers {

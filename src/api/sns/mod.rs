@@ -126,6 +126,16 @@ impl Action {
         ACTIONS.iter().copied().find(|action| action.name() == name)
     }
 
+    /// The permission that governs the action, as policies name it
+    /// (`sns:Publish`): PublishBatch has none of its own, Publish's governs
+    /// it, as SQS's batch actions are their single actions'.
+    pub fn policy_name(self) -> String {
+        match self {
+            Action::PublishBatch => "sns:Publish".to_string(),
+            action => format!("sns:{}", action.name()),
+        }
+    }
+
     /// Whether a Query request naming `action` is for SNS. Two names are
     /// SQS's too: AddPermission and RemovePermission are SNS's when they
     /// name a topic.

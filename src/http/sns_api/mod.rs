@@ -146,7 +146,10 @@ pub(crate) fn authorize(
         })
         .unwrap_or_else(|| "*".to_string());
     let source = source_of(&parts.extensions);
-    let action = format!("sns:{action}");
+    let action = match Action::from_name(action) {
+        Some(known) => known.policy_name(),
+        None => format!("sns:{action}"),
+    };
     caller.refuse_other_account(&action, &resource)?;
     Ok(caller.authorize(state, source, &action, &resource)?)
 }
