@@ -185,8 +185,11 @@ pub(super) async fn change_message_visibility_batch(
     name: &str,
     input: BatchInput<ChangeMessageVisibilityBatchEntry>,
 ) -> Result<BatchOutput<ChangeMessageVisibilityBatchResultEntry>> {
-    // AWS's model requires an entry's Id and ReceiptHandle only: an entry
-    // without VisibilityTimeout (the Go SDK v2 leaves a zero out) means 0.
+    // AWS's model requires an entry's Id and ReceiptHandle only, and an
+    // entry without them fails the call. One without VisibilityTimeout
+    // fails alone: AWS answers it in Failed as MissingParameter (its answer
+    // is quoted in aws/aws-sdk-go-v2#2250, whose SDK has since sent the
+    // member always, #2767).
     let entries = check_batch(
         input.entries,
         |e| e.id.as_ref(),
@@ -198,12 +201,19 @@ pub(super) async fn change_message_visibility_batch(
         .with_queue(name, |queue, now| {
             entries
                 .into_iter()
-                .map(|(id, entry)| {
-                    // Present: check_batch refused entries without one.
+                .enumerate()
+                .map(|(at, (id, entry))| {
                     let result = (|| {
+                        let Some(timeout) = entry.visibility_timeout else {
+                            return Err(SqsError::missing_parameter(&format!(
+                                "ChangeMessageVisibilityBatchRequestEntry.{}.VisibilityTimeout",
+                                at + 1
+                            )));
+                        };
+                        // Present: check_batch refused entries without one.
                         let handle = ReceiptHandle::decode(&entry.receipt_handle.unwrap_or_default())?;
                         let timeout = in_range(
-                            entry.visibility_timeout.unwrap_or_default(),
+                            timeout,
                             "VisibilityTimeout",
                             0,
                             MAX_VISIBILITY_TIMEOUT_SECONDS.into(),

@@ -863,22 +863,34 @@ async fn entries_and_names_are_named_as_aws_names_them_over_query() {
     entries_and_names_are_named_as_aws_names_them(Wire::Query).await;
 }
 
-/// AWS's model requires only an entry's Id and ReceiptHandle: an entry of
-/// ChangeMessageVisibilityBatch without VisibilityTimeout (as the Go SDK v2
-/// sends a zero over the Query protocol) makes its message visible at once.
-async fn a_visibility_entry_without_a_timeout_means_zero(wire: Wire) {
+/// AWS's model requires only an entry's Id and ReceiptHandle, but AWS
+/// answers an entry of ChangeMessageVisibilityBatch without
+/// VisibilityTimeout in Failed, as MissingParameter (quoted in
+/// aws/aws-sdk-go-v2#2250), while the batch's other entries go through: its
+/// message stays in flight, and one given 0 is visible at once.
+async fn a_visibility_entry_without_a_timeout_fails_alone(wire: Wire) {
     let server = Server::start();
     let sqs = Sqs::on(&server, wire);
     let url = text(&sqs.ok("CreateQueue", json!({"QueueName": "again"})).await["QueueUrl"]);
-    sqs.ok("SendMessage", json!({"QueueUrl": url, "MessageBody": "back"}))
-        .await;
-    let receive = json!({"QueueUrl": url, "VisibilityTimeout": 600});
+    for body in ["kept", "back"] {
+        sqs.ok("SendMessage", json!({"QueueUrl": url, "MessageBody": body}))
+            .await;
+    }
+    let receive = json!({"QueueUrl": url, "VisibilityTimeout": 600, "MaxNumberOfMessages": 10});
     let received = sqs.ok("ReceiveMessage", receive.clone()).await;
-    let handle = text(&received["Messages"][0]["ReceiptHandle"]);
+    let handle_of = |body: &str| {
+        let messages = received["Messages"].as_array().unwrap();
+        let message = messages.iter().find(|m| m["Body"] == body).unwrap();
+        text(&message["ReceiptHandle"])
+    };
+    let entries = json!([
+        {"Id": "missing", "ReceiptHandle": handle_of("kept")},
+        {"Id": "zero", "ReceiptHandle": handle_of("back"), "VisibilityTimeout": 0}
+    ]);
     let changed = sqs
         .ok(
             "ChangeMessageVisibilityBatch",
-            json!({"QueueUrl": url, "Entries": [{"Id": "zero", "ReceiptHandle": handle}]}),
+            json!({"QueueUrl": url, "Entries": entries}),
         )
         .await;
     assert_eq!(
@@ -886,16 +898,38 @@ async fn a_visibility_entry_without_a_timeout_means_zero(wire: Wire) {
         "zero",
         "{wire:?}: {changed}"
     );
+    let failed = &changed["Failed"][0];
+    assert_eq!(text(&failed["Id"]), "missing", "{wire:?}: {changed}");
+    assert_eq!(text(&failed["Code"]), "MissingParameter", "{wire:?}: {changed}");
+    // (This file's XML reader takes a Message element for a list's.)
+    let message = failed.get("Message").unwrap_or(&failed["Messages"][0]);
+    assert_eq!(
+        text(message),
+        "The request must contain the parameter ChangeMessageVisibilityBatchRequestEntry.1.VisibilityTimeout.",
+        "{wire:?}: {changed}"
+    );
+    assert!(
+        failed["SenderFault"] == json!(true) || failed["SenderFault"] == json!("true"),
+        "{wire:?}: {changed}"
+    );
     let again = sqs.ok("ReceiveMessage", receive).await;
-    assert_eq!(text(&again["Messages"][0]["Body"]), "back", "{wire:?}: {again}");
+    let bodies: Vec<String> = again["Messages"]
+        .as_array()
+        .map(|messages| messages.iter().map(|m| text(&m["Body"])).collect())
+        .unwrap_or_default();
+    assert_eq!(
+        bodies,
+        ["back"],
+        "{wire:?}: the entry without a timeout changed nothing: {again}"
+    );
 }
 
 #[tokio::test]
-async fn a_visibility_entry_without_a_timeout_means_zero_over_json() {
-    a_visibility_entry_without_a_timeout_means_zero(Wire::Json).await;
+async fn a_visibility_entry_without_a_timeout_fails_alone_over_json() {
+    a_visibility_entry_without_a_timeout_fails_alone(Wire::Json).await;
 }
 
 #[tokio::test]
-async fn a_visibility_entry_without_a_timeout_means_zero_over_query() {
-    a_visibility_entry_without_a_timeout_means_zero(Wire::Query).await;
+async fn a_visibility_entry_without_a_timeout_fails_alone_over_query() {
+    a_visibility_entry_without_a_timeout_fails_alone(Wire::Query).await;
 }
