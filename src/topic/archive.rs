@@ -23,7 +23,7 @@ use time::OffsetDateTime;
 use time::format_description::well_known::Rfc3339;
 
 use super::error::{Result, SnsError};
-use super::publish::{AttributeInput, Publication, PublishInput};
+use super::publish::{AttributeInput, Publication, PublishInput, Rules};
 use crate::queue::AttributeValue;
 
 /// AWS's bounds on MessageRetentionPeriod, in days.
@@ -149,7 +149,7 @@ impl Archived {
             group_id: self.group_id.clone(),
             dedup_id: self.dedup_id.clone(),
         };
-        Publication::check(input, true, false, "")
+        Publication::check(input, Rules::archived(), "")
     }
 
     /// What it counts for in `--max-bytes`: its message and attributes.
@@ -370,8 +370,7 @@ mod tests {
                 dedup_id: Some("d".into()),
                 ..PublishInput::default()
             },
-            true,
-            false,
+            Rules::archived(),
             "",
         )
         .unwrap();

@@ -8,6 +8,8 @@ use serde_json::{Value, json};
 
 use super::arn::TopicArn;
 use super::error::{Result, SnsError};
+use super::publish::{DEFAULT_MAX_MESSAGE_BYTES, LARGEST_MAX_MESSAGE_BYTES, SMALLEST_MAX_MESSAGE_BYTES};
+use super::subscription::Protocol;
 
 /// The attributes a client may set on a topic, at creation or later.
 /// (`FifoTopic` only at creation.)
@@ -31,6 +33,7 @@ const SETTABLE: &[&str] = &[
     "LambdaFailureFeedbackRoleArn",
     "LambdaSuccessFeedbackRoleArn",
     "LambdaSuccessFeedbackSampleRate",
+    "MaximumMessageSize",
     "Policy",
     "SQSFailureFeedbackRoleArn",
     "SQSSuccessFeedbackRoleArn",
@@ -77,8 +80,63 @@ pub fn check(name: &str, value: &str, fifo: bool, creating: bool) -> Result<()> 
             "ArchivePolicy Reason: The archive policy can only be set for FIFO topics",
         )),
         "ArchivePolicy" if !value.is_empty() => super::archive::retention(value).map(|_| ()),
+        "MaximumMessageSize" if !value.is_empty() && max_message_bytes_of(value).is_none() => {
+            Err(invalid(&format!(
+                "Invalid value [{value}]. Must be an integer from {SMALLEST_MAX_MESSAGE_BYTES} to {LARGEST_MAX_MESSAGE_BYTES}."
+            )))
+        }
+        "FifoThroughputScope" if !fifo => Err(SnsError::parameter(
+            "FifoThroughputScope Reason: The FIFO throughput scope can only be set for FIFO topics",
+        )),
+        "FifoThroughputScope" if !matches!(value, "Topic" | "MessageGroup") => Err(invalid(&format!(
+            "Invalid value [{value}]. Must be Topic or MessageGroup."
+        ))),
         _ => Ok(()),
     }
+}
+
+/// A MaximumMessageSize's bytes, if the text is one AWS takes.
+fn max_message_bytes_of(value: &str) -> Option<usize> {
+    value
+        .parse::<usize>()
+        .ok()
+        .filter(|bytes| (SMALLEST_MAX_MESSAGE_BYTES..=LARGEST_MAX_MESSAGE_BYTES).contains(bytes))
+}
+
+/// The most bytes a topic with `attributes` takes in a publication
+/// (its MaximumMessageSize; 256 KiB unless it sets one).
+pub fn max_message_bytes(attributes: &BTreeMap<String, String>) -> usize {
+    attributes
+        .get("MaximumMessageSize")
+        .and_then(|value| max_message_bytes_of(value))
+        .unwrap_or(DEFAULT_MAX_MESSAGE_BYTES)
+}
+
+/// The most subscriptions a topic that takes messages above 256 KiB may
+/// have; and they must be SQS queues (AWS also allows Lambda and Firehose,
+/// which ssq does not serve): "Publishing large messages with Amazon SNS".
+pub const MAX_LARGE_MESSAGE_SUBSCRIPTIONS: usize = 100;
+
+/// Refuses a subscription of `protocol` beside `held` others to a topic
+/// whose MaximumMessageSize is `max_bytes`, where AWS refuses it.
+pub fn check_large_message_room(max_bytes: usize, held: usize, protocol: Protocol) -> Result<()> {
+    if max_bytes <= DEFAULT_MAX_MESSAGE_BYTES {
+        return Ok(());
+    }
+    if protocol != Protocol::Sqs {
+        return Err(SnsError::parameter(format!(
+            "Protocol Reason: a topic whose MaximumMessageSize is above {DEFAULT_MAX_MESSAGE_BYTES} takes sqs, lambda and \
+             firehose subscriptions only, not {}",
+            protocol.as_str()
+        )));
+    }
+    if held >= MAX_LARGE_MESSAGE_SUBSCRIPTIONS {
+        return Err(SnsError::parameter(format!(
+            "Topic Reason: a topic whose MaximumMessageSize is above {DEFAULT_MAX_MESSAGE_BYTES} has at most \
+             {MAX_LARGE_MESSAGE_SUBSCRIPTIONS} subscriptions"
+        )));
+    }
+    Ok(())
 }
 
 /// The default policy AWS gives a new topic: its account may do everything.

@@ -115,6 +115,29 @@ impl Topic {
             .is_some_and(|v| v == "true")
     }
 
+    /// What its publications are checked against: kind and size.
+    pub fn publish_rules(&self) -> publish::Rules {
+        publish::Rules {
+            fifo: self.is_fifo(),
+            content_dedup: self.content_dedup(),
+            max_bytes: attributes::max_message_bytes(&self.attributes),
+        }
+    }
+
+    /// The key a publication's deduplication id is remembered under: the
+    /// id, or with `FifoThroughputScope` MessageGroup, its group's and the
+    /// id (neither holds a space).
+    fn dedup_key(&self, publication: &Publication) -> String {
+        let id = publication.dedup_id.as_deref().unwrap_or_default();
+        match (
+            self.attributes.get("FifoThroughputScope").map(String::as_str),
+            &publication.group_id,
+        ) {
+            (Some("MessageGroup"), Some(group)) => format!("{group} {id}"),
+            _ => id.to_string(),
+        }
+    }
+
     /// Whether its publications are archived (an ArchivePolicy).
     pub fn archives(&self) -> bool {
         self.archive.is_some()
@@ -364,6 +387,18 @@ impl Topics {
     pub fn set_topic_attribute(&mut self, arn: &TopicArn, name: &str, value: &str) -> Result<()> {
         let topic = self.topic_mut(arn)?;
         attributes::check(name, value, topic.is_fifo(), false)?;
+        if name == "MaximumMessageSize" {
+            let max = attributes::max_message_bytes(&BTreeMap::from([(name.to_string(), value.to_string())]));
+            let subscriptions = topic.subscriptions.clone();
+            for (held, sub) in subscriptions
+                .iter()
+                .filter_map(|arn| self.subscriptions.get(arn))
+                .enumerate()
+            {
+                attributes::check_large_message_room(max, held, sub.protocol)?;
+            }
+        }
+        let topic = self.topic_mut(arn)?;
         match (name, value.is_empty()) {
             ("Policy", true) => {
                 topic
@@ -457,6 +492,11 @@ impl Topics {
                 "Subscription limit exceeded",
             ));
         }
+        attributes::check_large_message_room(
+            topic.publish_rules().max_bytes,
+            topic.subscriptions.len(),
+            protocol,
+        )?;
         let fifo = topic.is_fifo();
         let pending_token = protocol.needs_confirmation().then(confirmation_token);
         let sub = Subscription {
@@ -507,11 +547,16 @@ impl Topics {
     /// of its region, and confirming again answers the same.
     pub fn confirm(&mut self, topic: &str, token: &str) -> Result<String> {
         let topic = TopicArn::parse("Topic", topic).map_err(|_| SnsError::parameter("Topic"))?;
-        let arn = self
-            .tokens
-            .get(token)
-            .cloned()
-            .ok_or_else(|| SnsError::parameter("Token"))?;
+        // AWS tells a token that cannot be one (its tokens are hex) from
+        // one that is not known (recorded in LocalStack's
+        // test_sns_confirm_subscription_wrong_token).
+        let arn = match self.tokens.get(token) {
+            Some(arn) => arn.clone(),
+            None if !token.is_empty() && token.bytes().all(|b| b.is_ascii_hexdigit()) => {
+                return Err(SnsError::parameter("Token"));
+            }
+            None => return Err(SnsError::new("InvalidParameter", 400, "Invalid token")),
+        };
         let sub = self
             .subscriptions
             .get_mut(&arn)
@@ -725,7 +770,7 @@ impl Topics {
         let mut sequence_number = None;
         if topic.is_fifo() {
             let forgotten = topic.dedup.forget_before(now);
-            let dedup = publication.dedup_id.clone().unwrap_or_default();
+            let dedup = topic.dedup_key(publication);
             if let Some((id, sequence)) = topic.dedup.seen.get(&dedup) {
                 return Ok(Published {
                     message_id: id.clone(),

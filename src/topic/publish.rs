@@ -13,8 +13,12 @@ use super::filter::matching::Subject;
 use super::subscription::{Protocol, Subscription};
 use crate::queue::{AttributeValue, MessageAttribute, MessageAttributes};
 
-/// At most 256 KiB of message and attributes together.
-pub const MAX_MESSAGE_BYTES: usize = 262_144;
+/// A topic's MaximumMessageSize unless it sets one: 256 KiB of message and
+/// attributes together.
+pub const DEFAULT_MAX_MESSAGE_BYTES: usize = 262_144;
+/// The largest MaximumMessageSize a topic may set, and the smallest.
+pub const LARGEST_MAX_MESSAGE_BYTES: usize = 1_048_576;
+pub const SMALLEST_MAX_MESSAGE_BYTES: usize = 1_024;
 const MAX_SUBJECT_CHARS: usize = 100;
 const MAX_ATTRIBUTE_NAME_BYTES: usize = 256;
 
@@ -37,6 +41,29 @@ pub struct PublishInput {
     pub dedup_id: Option<String>,
 }
 
+/// What a publication is checked against: its topic's kind and size.
+#[derive(Debug, Clone, Copy)]
+pub struct Rules {
+    pub fifo: bool,
+    /// FIFO topics: deduplication ids made from the message when none is
+    /// given (ContentBasedDeduplication).
+    pub content_dedup: bool,
+    /// The topic's MaximumMessageSize.
+    pub max_bytes: usize,
+}
+
+impl Rules {
+    /// What an archived publication was checked against once: it is
+    /// taken again as it was kept, up to the largest size a topic allows.
+    pub fn archived() -> Rules {
+        Rules {
+            fifo: true,
+            content_dedup: false,
+            max_bytes: LARGEST_MAX_MESSAGE_BYTES,
+        }
+    }
+}
+
 /// A checked publication.
 #[derive(Debug, Clone)]
 pub struct Publication {
@@ -56,11 +83,15 @@ pub struct Publication {
 }
 
 impl Publication {
-    /// Checks a publication for a topic (`fifo`, with content-based
-    /// deduplication or not); `member` names the entry's parameters in
+    /// Checks a publication against its topic's `rules`; `member` names the entry's parameters in
     /// errors (empty for Publish, `publishBatchRequestEntries.N.member.`
     /// for a batch).
-    pub fn check(input: PublishInput, fifo: bool, content_dedup: bool, member: &str) -> Result<Publication> {
+    pub fn check(input: PublishInput, rules: Rules, member: &str) -> Result<Publication> {
+        let Rules {
+            fifo,
+            content_dedup,
+            max_bytes,
+        } = rules;
         let attributes = check_attributes(input.attributes, member)?;
         let message = input
             .message
@@ -70,7 +101,7 @@ impl Publication {
         }
         // SNS counts attributes as SQS does: name, data type and value.
         let size = message.len() + crate::queue::message::attributes_size(&attributes);
-        if size > MAX_MESSAGE_BYTES {
+        if size > max_bytes {
             return Err(SnsError::parameter("Message too long"));
         }
         if let Some(subject) = &input.subject {
@@ -281,6 +312,14 @@ mod tests {
         }
     }
 
+    fn rules(fifo: bool, content_dedup: bool) -> Rules {
+        Rules {
+            fifo,
+            content_dedup,
+            max_bytes: DEFAULT_MAX_MESSAGE_BYTES,
+        }
+    }
+
     fn text_attribute(kind: &str, value: &str) -> AttributeInput {
         AttributeInput {
             data_type: Some(kind.into()),
@@ -291,10 +330,14 @@ mod tests {
 
     #[test]
     fn messages_subjects_and_structures_are_checked_as_aws_does() {
-        let error = |input, fifo| Publication::check(input, fifo, false, "").unwrap_err().message;
+        let error = |input, fifo| {
+            Publication::check(input, rules(fifo, false), "")
+                .unwrap_err()
+                .message
+        };
         assert_eq!(error(message(""), false), "Invalid parameter: Empty message");
         assert_eq!(
-            error(message(&"x".repeat(MAX_MESSAGE_BYTES + 1)), false),
+            error(message(&"x".repeat(DEFAULT_MAX_MESSAGE_BYTES + 1)), false),
             "Invalid parameter: Message too long"
         );
         let mut subject = message("m");
@@ -305,19 +348,23 @@ mod tests {
         assert!(error(structure, false).contains("No default entry"));
         let mut structure = message(r#"{"default": "d", "sqs": "q"}"#);
         structure.message_structure = Some("json".into());
-        let publication = Publication::check(structure, false, false, "").unwrap();
+        let publication = Publication::check(structure, rules(false, false), "").unwrap();
         assert_eq!(publication.message_for(Protocol::Sqs), "q");
         assert_eq!(publication.message_for(Protocol::Http), "d");
     }
 
     #[test]
     fn fifo_topics_need_a_group_and_a_deduplication_id_or_content_deduplication() {
-        let error = |input, fifo, content| Publication::check(input, fifo, content, "").unwrap_err().message;
+        let error = |input, fifo, content| {
+            Publication::check(input, rules(fifo, content), "")
+                .unwrap_err()
+                .message
+        };
         assert!(error(message("m"), true, false).contains("MessageGroupId parameter is required"));
         let mut grouped = message("m");
         grouped.group_id = Some("g".into());
         assert!(error(grouped.clone(), true, false).contains("ContentBasedDeduplication"));
-        let publication = Publication::check(grouped.clone(), true, true, "").unwrap();
+        let publication = Publication::check(grouped.clone(), rules(true, true), "").unwrap();
         assert_eq!(publication.dedup_id.unwrap().len(), 64);
         grouped.dedup_id = Some("d".into());
         assert!(error(grouped, false, false).contains("not valid for this topic type"));

@@ -158,6 +158,11 @@ impl Topics {
                 "Subscription limit exceeded",
             ));
         }
+        super::attributes::check_large_message_room(
+            held.publish_rules().max_bytes,
+            held.subscriptions.len(),
+            snapshot.protocol,
+        )?;
         snapshot.protocol.check_endpoint(&snapshot.endpoint)?;
         let pending = snapshot.pending && snapshot.protocol.needs_confirmation();
         let sub = Subscription {

@@ -173,6 +173,7 @@ impl Subscription {
                 return Ok(());
             }
             "FilterPolicy" => {
+                super::filter::check_size(value, &format!("{prefix}FilterPolicy"))?;
                 let policy = FilterPolicy::compile(value, self.scope(), &format!("{prefix}FilterPolicy"))?;
                 self.filter = Some(policy);
                 self.attributes

@@ -19,7 +19,12 @@ fn publication(message: &str, fifo: bool) -> Publication {
         group_id: fifo.then(|| "g".to_string()),
         ..PublishInput::default()
     };
-    Publication::check(input, fifo, fifo, "").unwrap()
+    let rules = publish::Rules {
+        fifo,
+        content_dedup: fifo,
+        max_bytes: publish::DEFAULT_MAX_MESSAGE_BYTES,
+    };
+    Publication::check(input, rules, "").unwrap()
 }
 
 #[test]
@@ -108,8 +113,17 @@ fn subscriptions_are_counted_listed_confirmed_and_removed_with_their_topic() {
         ("1", "1")
     );
     let topic = arn("t").to_string();
+    // AWS's words, as recorded: a token that cannot be one, and one of
+    // the right form that is not known.
     assert_eq!(
-        topics.confirm(&topic, "wrong").unwrap_err().message,
+        topics.confirm(&topic, "randomtoken").unwrap_err().message,
+        "Invalid token"
+    );
+    assert_eq!(
+        topics
+            .confirm(&topic, &"51b2ff3e".repeat(36))
+            .unwrap_err()
+            .message,
         "Invalid parameter: Token"
     );
     assert_eq!(
@@ -536,4 +550,62 @@ fn archive_and_replay_policies_are_for_fifo_topics() {
         .unwrap();
     let error = topics.check_replay(&fifo, &replay_policy(0)).unwrap_err();
     assert!(error.message.contains("no ArchivePolicy"), "{}", error.message);
+}
+
+/// A filter policy of `bytes` bytes that AWS's other limits allow: one key
+/// with one long value.
+fn filter_policy_of(bytes: usize) -> String {
+    let frame = r#"{"k":[""]}"#.len();
+    format!(r#"{{"k":["{}"]}}"#, "v".repeat(bytes - frame))
+}
+
+#[test]
+fn filter_policies_are_at_most_256_kb_in_both_scopes() {
+    let mut topics = Topics::default();
+    topics.create(arn("filtered"), attrs(&[]), vec![]).unwrap();
+    let queue = |name: &str| format!("arn:aws:sqs:us-east-1:000000000000:{name}");
+    let largest = filter_policy_of(filter::MAX_BYTES);
+    let over = filter_policy_of(filter::MAX_BYTES + 1);
+    assert_eq!(largest.len(), 256 * 1024);
+    for scope in ["MessageAttributes", "MessageBody"] {
+        let given = |policy: &str| attrs(&[("FilterPolicyScope", scope), ("FilterPolicy", policy)]);
+        let kept = topics
+            .subscribe(
+                &arn("filtered"),
+                Protocol::Sqs,
+                &queue(&format!("at-{scope}")),
+                &given(&largest),
+                "000000000000",
+            )
+            .unwrap();
+        let refused = topics
+            .subscribe(
+                &arn("filtered"),
+                Protocol::Sqs,
+                &queue(&format!("over-{scope}")),
+                &given(&over),
+                "000000000000",
+            )
+            .unwrap_err();
+        assert!(
+            refused
+                .message
+                .contains("FilterPolicy: Filter policy is too large"),
+            "{scope}: {}",
+            refused.message
+        );
+        let set = topics
+            .set_subscription_attribute(&kept.arn, "FilterPolicy", &over)
+            .unwrap_err();
+        assert!(
+            set.message.contains("Filter policy is too large"),
+            "{scope}: {}",
+            set.message
+        );
+        assert_eq!(
+            topics.subscription(&kept.arn).unwrap().attributes["FilterPolicy"],
+            largest,
+            "{scope}: the refused policy changed nothing"
+        );
+    }
 }

@@ -303,3 +303,91 @@ def test_a_publish_with_no_room_for_every_copy_is_refused_whole():
         assert all(drain(sqs, queue_url) == [] for queue_url in urls), "nothing of it is stored"
     finally:
         stop(proc)
+
+
+def test_maximum_message_size_is_the_topic_s_as_aws_has_it(clients):
+    """MaximumMessageSize (SNS Developer Guide, "Publishing large messages"):
+    1,024 to 1,048,576 bytes, 262,144 unless set; a publication's message
+    and attributes are counted against it; above 256 KiB a topic takes at
+    most 100 subscriptions, of SQS queues only."""
+    sns, sqs = clients
+    large = sns.create_topic(Name="large", Attributes={"MaximumMessageSize": "1048576"})["TopicArn"]
+    attributes = sns.get_topic_attributes(TopicArn=large)["Attributes"]
+    assert attributes["MaximumMessageSize"] == "1048576"
+    plain = sns.create_topic(Name="plain")["TopicArn"]
+    assert "MaximumMessageSize" not in sns.get_topic_attributes(TopicArn=plain)["Attributes"]
+    for wrong in ["1023", "1048577", "big"]:
+        with pytest.raises(sns.exceptions.InvalidParameterException):
+            sns.create_topic(Name="wrong-size", Attributes={"MaximumMessageSize": wrong})
+        with pytest.raises(sns.exceptions.InvalidParameterException):
+            sns.set_topic_attributes(TopicArn=plain, AttributeName="MaximumMessageSize", AttributeValue=wrong)
+
+    url, arn = queue(sqs, "large-copies", MaximumMessageSize="1048576")
+    sns.subscribe(TopicArn=large, Protocol="sqs", Endpoint=arn, Attributes={"RawMessageDelivery": "true"})
+    body = "b" * 1_000_000
+    attributes = {"kind": {"DataType": "String", "StringValue": "k" * 40_000}}
+    sns.publish(TopicArn=large, Message=body, MessageAttributes=attributes)
+    copies = drain(sqs, url)
+    assert [len(copy["Body"]) for copy in copies] == [1_000_000]
+    with pytest.raises(sns.exceptions.InvalidParameterException, match="too long"):
+        sns.publish(TopicArn=large, Message="b" * 1_048_577)
+    with pytest.raises(sns.exceptions.InvalidParameterException, match="too long"):
+        sns.publish(TopicArn=plain, Message="b" * 262_145)
+    sns.set_topic_attributes(TopicArn=plain, AttributeName="MaximumMessageSize", AttributeValue="2048")
+    with pytest.raises(sns.exceptions.InvalidParameterException, match="too long"):
+        sns.publish(TopicArn=plain, Message="b" * 2_049)
+
+    # Above 256 KiB: SQS only, at most 100.
+    with pytest.raises(sns.exceptions.InvalidParameterException, match="Protocol"):
+        sns.subscribe(TopicArn=large, Protocol="http", Endpoint="http://127.0.0.1:1/hook")
+    for n in range(99):
+        sns.subscribe(TopicArn=large, Protocol="sqs", Endpoint=f"arn:aws:sqs:us-east-1:000000000000:many-{n}")
+    with pytest.raises(sns.exceptions.InvalidParameterException, match="at most 100"):
+        sns.subscribe(TopicArn=large, Protocol="sqs", Endpoint="arn:aws:sqs:us-east-1:000000000000:one-too-many")
+    hooked = sns.create_topic(Name="hooked")["TopicArn"]
+    sns.subscribe(TopicArn=hooked, Protocol="http", Endpoint="http://127.0.0.1:1/hook")
+    with pytest.raises(sns.exceptions.InvalidParameterException, match="Protocol"):
+        sns.set_topic_attributes(TopicArn=hooked, AttributeName="MaximumMessageSize", AttributeValue="262145")
+
+
+def test_fifo_throughput_scope_is_for_fifo_topics_and_scopes_deduplication(clients):
+    """FifoThroughputScope (API SetTopicAttributes): Topic (deduplication
+    across the topic) or MessageGroup (within each group), FIFO topics only."""
+    sns, sqs = clients
+    standard = sns.create_topic(Name="scoped-standard")["TopicArn"]
+    with pytest.raises(sns.exceptions.InvalidParameterException, match="FIFO"):
+        sns.set_topic_attributes(TopicArn=standard, AttributeName="FifoThroughputScope", AttributeValue="Topic")
+    topic = sns.create_topic(Name="scoped.fifo", Attributes={"FifoTopic": "true"})["TopicArn"]
+    with pytest.raises(sns.exceptions.InvalidParameterException):
+        sns.set_topic_attributes(TopicArn=topic, AttributeName="FifoThroughputScope", AttributeValue="Queue")
+    # The queue deduplicates the copies (they carry the id) within each group too.
+    url, arn = queue(
+        sqs, "scoped.fifo", FifoQueue="true", DeduplicationScope="messageGroup", FifoThroughputLimit="perMessageGroupId"
+    )
+    sns.subscribe(TopicArn=topic, Protocol="sqs", Endpoint=arn, Attributes={"RawMessageDelivery": "true"})
+
+    def publish(group, body):
+        return sns.publish(TopicArn=topic, Message=body, MessageGroupId=group, MessageDeduplicationId="same")
+
+    # Topic (the default): one id across the topic.
+    first = publish("a", "a-1")
+    assert publish("b", "b-1")["MessageId"] == first["MessageId"]
+    sns.set_topic_attributes(TopicArn=topic, AttributeName="FifoThroughputScope", AttributeValue="MessageGroup")
+    assert sns.get_topic_attributes(TopicArn=topic)["Attributes"]["FifoThroughputScope"] == "MessageGroup"
+    # MessageGroup: the same id in another group is another publication.
+    in_c = publish("c", "c-1")["MessageId"]
+    assert publish("d", "d-1")["MessageId"] != in_c
+    assert publish("c", "c-2")["MessageId"] == in_c, "within a group the id still deduplicates"
+    assert sorted(m["Body"] for m in drain(sqs, url)) == ["a-1", "c-1", "d-1"]
+
+
+def test_a_wrong_confirmation_token_is_answered_in_aws_s_words(clients):
+    """As recorded against AWS (LocalStack's test_sns_confirm_subscription_wrong_token):
+    a token that cannot be one is "Invalid token", a well-formed unknown one
+    "Invalid parameter: Token"."""
+    sns, _ = clients
+    topic = sns.create_topic(Name="confirming")["TopicArn"]
+    with pytest.raises(sns.exceptions.InvalidParameterException, match="^.*Invalid token$"):
+        sns.confirm_subscription(TopicArn=topic, Token="randomtoken")
+    with pytest.raises(sns.exceptions.InvalidParameterException, match="Invalid parameter: Token$"):
+        sns.confirm_subscription(TopicArn=topic, Token="51b2ff3e" * 36)

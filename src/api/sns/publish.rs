@@ -8,7 +8,7 @@ use base64::Engine as _;
 
 use super::{Call, Webhooks};
 use crate::protocol::sns::{Answer, Form};
-use crate::topic::publish::MAX_MESSAGE_BYTES;
+use crate::topic::publish::Rules;
 use crate::topic::{
     AttributeInput, Outbound, OutboundKind, Publication, PublishInput, Result, SnsError, TopicArn,
 };
@@ -21,8 +21,8 @@ const MAX_ENTRY_ID_CHARS: usize = 80;
 pub(super) async fn publish(call: &Call<'_>, form: &Form) -> Result<(Option<Answer>, Webhooks)> {
     let arn = target(call, form)?;
     let input = read_input(form)?;
-    let (fifo, content_dedup) = topic_kind(call, &arn)?;
-    let publication = Publication::check(input, fifo, content_dedup, "")?;
+    let rules = publish_rules(call, &arn)?;
+    let publication = Publication::check(input, rules, "")?;
     let (message_id, sequence, work) = run(call, &arn, &publication).await?;
     let mut fields = vec![("MessageId", Answer::Text(message_id))];
     if let Some(sequence) = sequence {
@@ -79,7 +79,7 @@ pub(super) async fn publish_batch(call: &Call<'_>, form: &Form) -> Result<(Optio
             ));
         }
     }
-    let (fifo, content_dedup) = topic_kind(call, &arn)?;
+    let rules = publish_rules(call, &arn)?;
     let mut publications = Vec::with_capacity(entries.len());
     let mut total = 0;
     for (index, entry) in entries.into_iter().enumerate() {
@@ -87,11 +87,12 @@ pub(super) async fn publish_batch(call: &Call<'_>, form: &Form) -> Result<(Optio
         let entry_form = Form::from_fields(entry);
         let member = format!("publishBatchRequestEntries.{}.member.", index + 1);
         let input = read_input(&entry_form)?;
-        let publication = Publication::check(input, fifo, content_dedup, &member)?;
+        let publication = Publication::check(input, rules, &member)?;
         total += publication.size;
         publications.push((id, publication));
     }
-    if total > MAX_MESSAGE_BYTES {
+    // The batch's messages together, within the topic's MaximumMessageSize.
+    if total > rules.max_bytes {
         return Err(SnsError::new(
             "BatchRequestTooLong",
             400,
@@ -141,10 +142,8 @@ fn target(call: &Call<'_>, form: &Form) -> Result<TopicArn> {
     ))
 }
 
-fn topic_kind(call: &Call<'_>, arn: &TopicArn) -> Result<(bool, bool)> {
-    let topics = call.api.service.topics();
-    let topic = topics.topic(arn)?;
-    Ok((topic.is_fifo(), topic.content_dedup()))
+fn publish_rules(call: &Call<'_>, arn: &TopicArn) -> Result<Rules> {
+    Ok(call.api.service.topics().topic(arn)?.publish_rules())
 }
 
 fn read_input(form: &Form) -> Result<PublishInput> {

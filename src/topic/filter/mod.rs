@@ -48,6 +48,9 @@ impl Scope {
 /// summed over `$or` branches).
 const MAX_KEYS: usize = 5;
 const MAX_COMBINATIONS: usize = 150;
+/// AWS's bound on a filter policy's text: 256 KB ("Filter policy
+/// constraints in Amazon SNS").
+pub const MAX_BYTES: usize = 256 * 1024;
 /// How deep policies may nest (objects and `$or`): the JSON a client sends
 /// is already bounded by the attribute's size, this bounds the walk.
 const MAX_DEPTH: usize = 16;
@@ -99,6 +102,18 @@ enum Comparison {
     Equal,
     GreaterOrEqual,
     Greater,
+}
+
+/// Refuses a filter policy longer than AWS allows, before it is read.
+/// (Set by a client or an import, not at a load: what a store holds was
+/// accepted once and is loaded as it is.)
+pub fn check_size(text: &str, member: &str) -> Result<()> {
+    match text.len() {
+        0..=MAX_BYTES => Ok(()),
+        length => Err(SnsError::parameter(format!(
+            "{member}: Filter policy is too large: {length} bytes, the most is {MAX_BYTES} (256 KB)"
+        ))),
+    }
 }
 
 impl FilterPolicy {
