@@ -156,11 +156,19 @@ impl Service {
             if let Some(n) = fresh.len().checked_sub(1) {
                 self.check_queue_room(map.len() + n).map_err(no_room)?;
             }
-            self.check_room(messages, bytes).map_err(no_room)?;
+            // Archived publications count as messages do.
+            let (archived, archived_bytes) = topics
+                .iter()
+                .flat_map(|topic| &topic.archived)
+                .fold((0u64, 0u64), |(n, b), archived| (n + 1, b + archived.size()));
+            self.check_room(messages + archived, bytes.saturating_add(archived_bytes))
+                .map_err(no_room)?;
             let arns: Vec<TopicArn> = topics.iter().map(|topic| topic.arn.clone()).collect();
+            let archived_before = held_topics.archived();
             let skipped_topics = held_topics
                 .import(topics)
                 .map_err(|error| ImportError::Topics(error.message))?;
+            self.hold(archived_before, held_topics.archived());
             let new_topics: Vec<TopicArn> = arns
                 .into_iter()
                 .filter(|arn| !skipped_topics.contains(&arn.to_string()))
@@ -213,9 +221,11 @@ impl Service {
     fn withdraw(&self, withdrawn: Withdrawn) {
         let mut topics = self.topics();
         if topics.generation() == withdrawn.generation {
+            let archived = topics.archived();
             for arn in &withdrawn.topics {
                 topics.delete(arn);
             }
+            self.hold(archived, topics.archived());
             // Never stored, so nothing to take out of the store.
             topics.take_changes();
         }
@@ -271,7 +281,9 @@ mod tests {
             attributes: BTreeMap::new(),
             tags: BTreeMap::new(),
             sequence: 0,
+            archive_since: None,
             subscriptions,
+            archived: Vec::new(),
         }
     }
 

@@ -3,9 +3,13 @@
 //! describes the format for the people who write or read one.
 //!
 //! A snapshot is JSON Lines: a header naming the format's version, then
-//! each queue followed by its messages, then each SNS topic with its
-//! subscriptions, then an end line that counts them, so that a file cut short (an export interrupted) is refused
-//! rather than imported in part. Fields are named for people, not for
+//! each queue followed by its messages, then each SNS topic followed by
+//! its subscriptions and archived publications, then an end line that
+//! counts them, so that a file cut short (an export interrupted) is
+//! refused rather than imported in part. Every line is bounded by the
+//! largest object it carries (a message, a subscription with a 256 KB
+//! filter policy), never by how many a queue or topic has: whatever ssq
+//! exports, it imports. Fields are named for people, not for
 //! Redis (`codec.rs` keeps the store's own compact records, free to
 //! change), and everything but a queue's name and a message's body has a
 //! default, so that a test fixture can be written by hand.
@@ -14,10 +18,14 @@
 //! their state (delay, visibility deadline, receive count, the key of
 //! their receipt handles, so that a handle received before an export
 //! still deletes after the import), and topics with their attributes,
-//! tags and subscriptions (see `topic/snapshot.rs`). What is not: FIFO
-//! deduplication ids and receive attempt ids, of queues and of topics,
-//! which live five minutes, and message move tasks, which belong to the
-//! instance that runs them.
+//! tags, subscriptions and archived publications (see `topic/snapshot.rs`).
+//! What is not: FIFO deduplication ids and receive attempt ids, of queues
+//! and of topics, which live five minutes, and message move tasks and
+//! replays, which belong to the instance that runs them.
+//!
+//! Version 1 wrote a topic's subscriptions inside its line, which a topic
+//! with many large filter policies could push past any bound: it is still
+//! read.
 
 use std::borrow::Cow;
 use std::collections::{BTreeMap, HashSet};
@@ -34,15 +42,18 @@ use crate::queue::message::{self, MessageState};
 use crate::queue::{
     AttributeValue, Message, MessageAttribute, MessageAttributes, Queue, QueueAttributes, QueueMeta, key,
 };
+use crate::topic::archive::{Archived, ArchivedAttribute};
 use crate::topic::{Protocol, SubscriptionSnapshot, TopicArn, TopicSnapshot};
 
-/// The version this ssq writes and reads. A later version of the format
-/// is refused by name rather than misread.
-pub const VERSION: u32 = 1;
+/// The version this ssq writes. It reads it and the versions before it
+/// (from [`OLDEST`]); a later one is refused by name rather than misread.
+pub const VERSION: u32 = 2;
+const OLDEST: u32 = 1;
 
-/// The longest line read: a message of 1 MiB, every character escaped,
-/// with its attributes, fits several times over. A longer line is not
-/// read into memory.
+/// The longest line read: the largest line ssq writes (a message or an
+/// archived publication of 1 MiB with every character escaped, twice its
+/// size; a subscription with a 256 KB filter policy) fits several times
+/// over. A longer line is not read into memory.
 const MAX_LINE_BYTES: usize = 8 * 1024 * 1024;
 
 #[derive(Serialize, Deserialize)]
@@ -53,6 +64,8 @@ enum Line<'a> {
     #[serde(borrow)]
     Message(MessageLine<'a>),
     Topic(TopicLine),
+    Subscription(SubscriptionLine),
+    Archived(ArchivedLine),
     End(EndLine),
 }
 
@@ -171,8 +184,96 @@ struct TopicLine {
     /// A FIFO topic's sequence numbers continue from here.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     next_sequence_number: Option<u64>,
+    /// With an ArchivePolicy: since when it archives (wall-clock
+    /// milliseconds); the import's time when absent.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    archive_since: Option<u64>,
+    /// Version 1 only: its subscriptions (version 2 writes each on a line
+    /// of its own after the topic's).
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     subscriptions: Vec<SubscriptionLine>,
+}
+
+/// A publication a FIFO topic's archive keeps.
+#[derive(Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct ArchivedLine {
+    sequence_number: u64,
+    message_id: String,
+    /// Wall-clock milliseconds.
+    published_at: u64,
+    message: String,
+    /// `json` when the message is a structure of a message per protocol.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    message_structure: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    subject: Option<String>,
+    /// As a message's: `DataType` and a `StringValue` or a base64 `BinaryValue`.
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    attributes: BTreeMap<String, AttributeLine>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    group_id: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    deduplication_id: Option<String>,
+}
+
+impl ArchivedLine {
+    fn of(archived: &Archived) -> ArchivedLine {
+        let attributes = archived
+            .attributes
+            .iter()
+            .map(|(name, attribute)| {
+                let line = AttributeLine {
+                    data_type: attribute.data_type.clone(),
+                    string_value: attribute.text.clone(),
+                    binary_value: attribute.binary.clone(),
+                };
+                (name.clone(), line)
+            })
+            .collect();
+        ArchivedLine {
+            sequence_number: archived.sequence,
+            message_id: archived.message_id.clone(),
+            published_at: archived.at,
+            message: archived.message.clone(),
+            message_structure: archived.structured.then(|| "json".to_string()),
+            subject: archived.subject.clone(),
+            attributes,
+            group_id: archived.group_id.clone(),
+            deduplication_id: archived.dedup_id.clone(),
+        }
+    }
+
+    fn archived(self) -> Result<Archived, String> {
+        let structured = match self.message_structure.as_deref() {
+            None => false,
+            Some("json") => true,
+            Some(other) => return Err(format!("message_structure {other}: only json is one")),
+        };
+        let attributes = self
+            .attributes
+            .into_iter()
+            .map(|(name, line)| {
+                let attribute = ArchivedAttribute {
+                    data_type: line.data_type,
+                    text: line.string_value,
+                    binary: line.binary_value,
+                };
+                (name, attribute)
+            })
+            .collect();
+        Ok(Archived {
+            sequence: self.sequence_number,
+            message_id: self.message_id,
+            at: self.published_at,
+            message: self.message,
+            structured,
+            subject: self.subject,
+            attributes,
+            group_id: self.group_id,
+            dedup_id: self.deduplication_id,
+        })
+    }
 }
 
 #[derive(Serialize, Deserialize)]
@@ -211,6 +312,11 @@ struct EndLine {
     /// read by an ssq from before topics.
     #[serde(default, skip_serializing_if = "is_zero_count")]
     topics: u64,
+    /// Subscription and archived publication lines (version 2).
+    #[serde(default, skip_serializing_if = "is_zero_count")]
+    subscriptions: u64,
+    #[serde(default, skip_serializing_if = "is_zero_count")]
+    archived: u64,
 }
 
 fn is_zero_count(count: &u64) -> bool {
@@ -223,6 +329,8 @@ pub struct Writer {
     queues: u64,
     messages: u64,
     topics: u64,
+    subscriptions: u64,
+    archived: u64,
 }
 
 impl Writer {
@@ -241,6 +349,8 @@ impl Writer {
             queues: 0,
             messages: 0,
             topics: 0,
+            subscriptions: 0,
+            archived: 0,
         }
     }
 
@@ -307,22 +417,10 @@ impl Writer {
         put(out, &Line::Message(line));
     }
 
-    /// A topic's line, with its subscriptions; topics follow the queues.
+    /// A topic's line (its subscriptions and archived publications
+    /// follow it); topics follow the queues.
     pub fn topic(&mut self, topic: &TopicSnapshot, out: &mut Vec<u8>) {
         self.topics += 1;
-        let subscriptions = topic
-            .subscriptions
-            .iter()
-            .map(|sub| SubscriptionLine {
-                id: sub.id.clone(),
-                protocol: sub.protocol.as_str().to_string(),
-                endpoint: sub.endpoint.clone(),
-                owner: sub.owner.clone(),
-                attributes: sub.attributes.clone(),
-                pending_confirmation: sub.pending,
-                confirmation_token: sub.token.clone(),
-            })
-            .collect();
         let line = TopicLine {
             name: topic.arn.name.clone(),
             region: Some(topic.arn.region.clone()),
@@ -330,9 +428,31 @@ impl Writer {
             attributes: topic.attributes.clone(),
             tags: topic.tags.clone(),
             next_sequence_number: topic.arn.is_fifo().then_some(topic.sequence + 1),
-            subscriptions,
+            archive_since: topic.archive_since,
+            subscriptions: Vec::new(),
         };
         put(out, &Line::Topic(line));
+    }
+
+    /// A subscription of the topic whose line came last.
+    pub fn subscription(&mut self, sub: &SubscriptionSnapshot, out: &mut Vec<u8>) {
+        self.subscriptions += 1;
+        let line = SubscriptionLine {
+            id: sub.id.clone(),
+            protocol: sub.protocol.as_str().to_string(),
+            endpoint: sub.endpoint.clone(),
+            owner: sub.owner.clone(),
+            attributes: sub.attributes.clone(),
+            pending_confirmation: sub.pending,
+            confirmation_token: sub.token.clone(),
+        };
+        put(out, &Line::Subscription(line));
+    }
+
+    /// An archived publication of the topic whose line came last.
+    pub fn archived(&mut self, archived: &Archived, out: &mut Vec<u8>) {
+        self.archived += 1;
+        put(out, &Line::Archived(ArchivedLine::of(archived)));
     }
 
     /// The end line, which tells a whole snapshot from one cut short.
@@ -343,6 +463,8 @@ impl Writer {
                 queues: self.queues,
                 messages: self.messages,
                 topics: self.topics,
+                subscriptions: self.subscriptions,
+                archived: self.archived,
             }),
         );
     }
@@ -373,11 +495,13 @@ pub enum Problem {
     #[error("a snapshot starts with its header, {{\"snapshot\": {{\"version\": {VERSION}}}}}")]
     NoHeader,
     #[error(
-        "the snapshot is of version {0}, and this ssq reads version {VERSION}: import it with a later ssq"
+        "the snapshot is of version {0}, and this ssq reads versions {OLDEST} to {VERSION}: import it with a later ssq"
     )]
     Version(u32),
     #[error("a message comes before any queue: messages follow the line of their queue")]
     MessageBeforeQueue,
+    #[error("a {0} line comes where no topic's does: it follows the line of its topic")]
+    BeforeTopic(&'static str),
     #[error("queue {0} comes twice")]
     QueueTwice(String),
     #[error("topic {0} comes twice")]
@@ -388,21 +512,32 @@ pub enum Problem {
     Queue { name: String, reason: String },
     #[error("message of queue {queue}: {reason}")]
     Message { queue: String, reason: MessageProblem },
-    #[error(
-        "the end line counts {said} queues, {said_messages} messages and {said_topics} topics, the snapshot holds {queues}, {messages} and {topics}"
-    )]
-    Counts {
-        said: u64,
-        said_messages: u64,
-        said_topics: u64,
-        queues: u64,
-        messages: u64,
-        topics: u64,
-    },
+    #[error("the end line counts {said}, the snapshot holds {held}")]
+    Counts { said: Counted, held: Counted },
     #[error("a line follows the end line")]
     AfterEnd,
     #[error("the snapshot has no end line: it was cut short (an export interrupted?); export it again")]
     Incomplete,
+}
+
+/// What an end line counts, or a snapshot holds.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Counted {
+    queues: u64,
+    messages: u64,
+    topics: u64,
+    subscriptions: u64,
+    archived: u64,
+}
+
+impl std::fmt::Display for Counted {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(
+            f,
+            "{} queues, {} messages, {} topics, {} subscription lines and {} archived publications",
+            self.queues, self.messages, self.topics, self.subscriptions, self.archived
+        )
+    }
 }
 
 /// Why a message line is refused.
@@ -470,6 +605,9 @@ pub fn read(input: impl BufRead, defaults: &Defaults<'_>) -> Result<Snapshot, Sn
         messages: 0,
         topics: crate::topic::Topics::default(),
         topic_lines: Vec::new(),
+        in_topic: false,
+        subscription_lines: 0,
+        archived_lines: 0,
         ended: false,
     };
     let mut input = input.take(0);
@@ -519,6 +657,11 @@ struct Reader<'d, 'a> {
     /// that a wrong one is refused at its line.
     topics: crate::topic::Topics,
     topic_lines: Vec<TopicSnapshot>,
+    /// Whether the lines read since the last topic's may be its
+    /// subscriptions and archived publications.
+    in_topic: bool,
+    subscription_lines: u64,
+    archived_lines: u64,
     ended: bool,
 }
 
@@ -528,11 +671,12 @@ impl Reader<'_, '_> {
             return Err(Problem::AfterEnd);
         }
         match (number, line) {
-            (1, Line::Snapshot(header)) if header.version == VERSION => Ok(()),
+            (1, Line::Snapshot(header)) if (OLDEST..=VERSION).contains(&header.version) => Ok(()),
             (1, Line::Snapshot(header)) => Err(Problem::Version(header.version)),
             (1, _) | (_, Line::Snapshot(_)) => Err(Problem::NoHeader),
             (_, Line::Queue(line)) => {
                 self.close_queue();
+                self.in_topic = false;
                 let queue = self.queue(line)?;
                 if !self.names.insert(queue.name.clone()) {
                     return Err(Problem::QueueTwice(queue.name));
@@ -575,21 +719,58 @@ impl Reader<'_, '_> {
                     }
                 }
                 self.topic_lines.push(topic);
+                self.in_topic = true;
+                Ok(())
+            }
+            (_, Line::Subscription(line)) => {
+                let topic = self.current_topic("subscription")?;
+                let sub = subscription(line).map_err(|reason| Problem::Topic {
+                    name: topic.arn.to_string(),
+                    reason,
+                })?;
+                let arn = topic.arn.clone();
+                self.topics
+                    .import_subscription(&arn, sub.clone())
+                    .map_err(|error| Problem::Topic {
+                        name: arn.to_string(),
+                        reason: error.message,
+                    })?;
+                self.current_topic("subscription")?.subscriptions.push(sub);
+                self.subscription_lines += 1;
+                Ok(())
+            }
+            (_, Line::Archived(line)) => {
+                let arn = self.current_topic("archived")?.arn.clone();
+                let refused = |reason: String| Problem::Topic {
+                    name: arn.to_string(),
+                    reason,
+                };
+                let archived = line.archived().map_err(refused)?;
+                self.topics
+                    .import_archived(&arn, archived.clone())
+                    .map_err(|error| refused(error.message))?;
+                self.current_topic("archived")?.archived.push(archived);
+                self.archived_lines += 1;
                 Ok(())
             }
             (_, Line::End(end)) => {
                 self.close_queue();
-                let queues = self.queues.len() as u64;
-                let topics = self.topic_lines.len() as u64;
-                if (end.queues, end.messages, end.topics) != (queues, self.messages, topics) {
-                    return Err(Problem::Counts {
-                        said: end.queues,
-                        said_messages: end.messages,
-                        said_topics: end.topics,
-                        queues,
-                        messages: self.messages,
-                        topics,
-                    });
+                let held = Counted {
+                    queues: self.queues.len() as u64,
+                    messages: self.messages,
+                    topics: self.topic_lines.len() as u64,
+                    subscriptions: self.subscription_lines,
+                    archived: self.archived_lines,
+                };
+                let said = Counted {
+                    queues: end.queues,
+                    messages: end.messages,
+                    topics: end.topics,
+                    subscriptions: end.subscriptions,
+                    archived: end.archived,
+                };
+                if said != held {
+                    return Err(Problem::Counts { said, held });
                 }
                 self.ended = true;
                 Ok(())
@@ -668,26 +849,29 @@ impl Reader<'_, '_> {
                 )));
             }
         };
-        let mut subscriptions = Vec::with_capacity(line.subscriptions.len());
-        for sub in line.subscriptions {
-            let protocol = Protocol::parse(&sub.protocol).map_err(|e| invalid(e.message))?;
-            subscriptions.push(SubscriptionSnapshot {
-                id: sub.id,
-                protocol,
-                endpoint: sub.endpoint,
-                owner: sub.owner,
-                attributes: sub.attributes,
-                pending: sub.pending_confirmation,
-                token: sub.confirmation_token,
-            });
-        }
+        let subscriptions = line
+            .subscriptions
+            .into_iter()
+            .map(subscription)
+            .collect::<Result<_, _>>()
+            .map_err(invalid)?;
         Ok(TopicSnapshot {
             arn,
             attributes: line.attributes,
             tags: line.tags,
             sequence,
+            archive_since: line.archive_since,
             subscriptions,
+            archived: Vec::new(),
         })
+    }
+
+    /// The topic whose line came last, which a `what` line belongs to.
+    fn current_topic(&mut self, what: &'static str) -> Result<&mut TopicSnapshot, Problem> {
+        match self.in_topic {
+            true => self.topic_lines.last_mut().ok_or(Problem::BeforeTopic(what)),
+            false => Err(Problem::BeforeTopic(what)),
+        }
     }
 
     /// The queue being read is complete: its messages go in.
@@ -707,6 +891,20 @@ impl Reader<'_, '_> {
             false => Err(Problem::Incomplete),
         }
     }
+}
+
+/// A subscription from its line (its protocol read; the rest is checked
+/// as Subscribe checks it, by the topics taking it in).
+fn subscription(line: SubscriptionLine) -> Result<SubscriptionSnapshot, String> {
+    Ok(SubscriptionSnapshot {
+        protocol: Protocol::parse(&line.protocol).map_err(|e| e.message)?,
+        id: line.id,
+        endpoint: line.endpoint,
+        owner: line.owner,
+        attributes: line.attributes,
+        pending: line.pending_confirmation,
+        token: line.confirmation_token,
+    })
 }
 
 /// A message of `queue` from its line, checked as SendMessage checks one;
@@ -1000,8 +1198,17 @@ mod tests {
         let mut writer = Writer::start(&DEFAULTS.home(), 1, &mut out);
         for topic in &snapshot.topics {
             writer.topic(topic, &mut out);
+            for subscription in &topic.subscriptions {
+                writer.subscription(subscription, &mut out);
+            }
         }
         writer.end(&mut out);
+        let text = String::from_utf8(out.clone()).unwrap();
+        assert!(text.starts_with(r#"{"snapshot":{"version":2"#), "{text}");
+        assert!(
+            text.contains(r#"{"subscription":{"protocol":"sqs""#),
+            "a line of its own: {text}"
+        );
         let again = read(&out[..], &DEFAULTS).unwrap();
         assert_eq!(again.topics, snapshot.topics);
 
@@ -1043,6 +1250,53 @@ mod tests {
         let (number, message) = problem(&miscounted);
         assert_eq!(number, 3);
         assert!(message.contains("0 topics"), "{message}");
+
+        let header = r#"{"snapshot":{"version":2}}"#;
+        let stray = format!(
+            "{header}\n{{\"queue\":{{\"name\":\"q\"}}}}\n{{\"subscription\":{{\"protocol\":\"sqs\",\"endpoint\":\"arn:aws:sqs:us-east-1:000000000000:q\"}}}}\n"
+        );
+        let (number, message) = problem(&stray);
+        assert_eq!(
+            (number, message.contains("follows the line of its topic")),
+            (3, true),
+            "{message}"
+        );
+        let archiving = r#"{"topic":{"name":"a.fifo","next_sequence_number":3,"attributes":{"ArchivePolicy":"{\"MessageRetentionPeriod\":\"2\"}"}}}"#;
+        let archived = |sequence: u64| {
+            format!(
+                r#"{{"archived":{{"sequence_number":{sequence},"message_id":"m","published_at":5,"message":"hi","group_id":"g","deduplication_id":"d"}}}}"#
+            )
+        };
+        let beyond = format!("{header}\n{archiving}\n{}\n", archived(3));
+        let (number, message) = problem(&beyond);
+        assert_eq!(
+            (
+                number,
+                message.contains("sequence number must be one the topic handed out")
+            ),
+            (3, true),
+            "{message}"
+        );
+        let twice = format!("{header}\n{archiving}\n{}\n{}\n", archived(2), archived(2));
+        assert_eq!(problem(&twice).0, 4);
+        let kept = format!(
+            "{header}\n{archiving}\n{}\n{{\"end\":{{\"queues\":0,\"messages\":0,\"topics\":1,\"archived\":1}}}}\n",
+            archived(2)
+        );
+        let read_back = read(kept.as_bytes(), &DEFAULTS).unwrap();
+        assert_eq!(read_back.topics[0].archived[0].message, "hi");
+
+        // A filter policy larger than Subscribe takes is refused at its line.
+        let large = format!(r#"{{\"k\":[\"{}\"]}}"#, "v".repeat(300 * 1024));
+        let oversized = format!(
+            "{header}\n{{\"topic\":{{\"name\":\"t\"}}}}\n{{\"subscription\":{{\"protocol\":\"sqs\",\"endpoint\":\"arn:aws:sqs:us-east-1:000000000000:q\",\"attributes\":{{\"FilterPolicy\":\"{large}\"}}}}}}\n"
+        );
+        let (number, message) = problem(&oversized);
+        assert_eq!(
+            (number, message.contains("Filter policy is too large")),
+            (3, true),
+            "{message}"
+        );
     }
 
     fn problem(text: &str) -> (usize, String) {
@@ -1061,7 +1315,7 @@ mod tests {
         };
         let cases = [
             ("{\"queue\":{\"name\":\"q\"}}\n".to_string(), 1, "header"),
-            ("{\"snapshot\":{\"version\":2}}\n".to_string(), 1, "version 2"),
+            ("{\"snapshot\":{\"version\":3}}\n".to_string(), 1, "version 3"),
             (
                 format!("{header}{{\"message\":{{\"body\":\"x\"}}}}\n"),
                 2,
@@ -1112,7 +1366,7 @@ mod tests {
             (
                 format!("{header}{queue}{}", end(1, 1)),
                 3,
-                "counts 1 queues, 1 messages and 0 topics",
+                "counts 1 queues, 1 messages, 0 topics",
             ),
             (
                 format!("{header}{queue}{}{queue}", end(1, 0)),

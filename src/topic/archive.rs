@@ -63,25 +63,26 @@ pub struct Archived {
     /// When it was published (its envelope's Timestamp), in milliseconds.
     pub at: u64,
     /// As published: a JSON structure's text when `structured`.
-    message: String,
+    pub message: String,
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]
-    structured: bool,
+    pub structured: bool,
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    subject: Option<String>,
+    pub subject: Option<String>,
     #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
-    attributes: BTreeMap<String, ArchivedAttribute>,
-    group_id: Option<String>,
-    dedup_id: Option<String>,
+    pub attributes: BTreeMap<String, ArchivedAttribute>,
+    pub group_id: Option<String>,
+    pub dedup_id: Option<String>,
 }
 
+/// A message attribute of an archived publication.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
-struct ArchivedAttribute {
-    data_type: String,
+pub struct ArchivedAttribute {
+    pub data_type: String,
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    text: Option<String>,
+    pub text: Option<String>,
     /// Base64.
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    binary: Option<String>,
+    pub binary: Option<String>,
 }
 
 impl Archived {
@@ -220,6 +221,11 @@ impl Archive {
             .range((Bound::Excluded(after), Bound::Unbounded))
             .map(|(_, archived)| archived)
             .take(max)
+    }
+
+    /// Whether it holds a publication of sequence number `sequence`.
+    pub fn holds(&self, sequence: u64) -> bool {
+        self.entries.contains_key(&sequence)
     }
 
     /// How many publications it holds, and their bytes.

@@ -42,6 +42,12 @@ const SETTABLE: &[&str] = &[
     "TracingConfig",
 ];
 
+/// The longest value of a topic's or a subscription's attribute (but a
+/// filter policy's, 256 KB): AWS's bound on a topic's Policy and its
+/// DataProtectionPolicy, 30,720 bytes, held for every one, so that no
+/// topic or subscription outgrows what a snapshot line carries.
+pub const MAX_ATTRIBUTE_BYTES: usize = 30_720;
+
 /// Topic names: 1 to 256 of `A-Z a-z 0-9 _ -`, and `.fifo` at the end of
 /// a FIFO topic's.
 pub fn valid_topic_name(name: &str) -> bool {
@@ -60,6 +66,12 @@ pub fn check(name: &str, value: &str, fifo: bool, creating: bool) -> Result<()> 
         return Err(SnsError::parameter("AttributeName"));
     }
     let invalid = |reason: &str| SnsError::parameter(format!("Attributes Reason: {name}: {reason}"));
+    if value.len() > MAX_ATTRIBUTE_BYTES {
+        return Err(invalid(&format!(
+            "{} bytes, more than the {MAX_ATTRIBUTE_BYTES} an attribute may have",
+            value.len()
+        )));
+    }
     match name {
         "FifoTopic" | "ContentBasedDeduplication" if !matches!(value, "true" | "false") => Err(invalid(
             &format!("Invalid value [{value}]. Must be true or false."),

@@ -30,7 +30,7 @@ pub use self::error::{Result, SnsError};
 pub use self::publish::{AttributeInput, Publication, PublishInput};
 pub use self::records::{RecordError, SnsChange};
 pub use self::replay::ReplayStep;
-pub use self::snapshot::{SubscriptionSnapshot, TopicSnapshot};
+pub use self::snapshot::{SubscriptionCursor, SubscriptionSnapshot, TopicSnapshot};
 pub use self::subscription::{Protocol, Subscription};
 pub use self::tags::check_tags;
 

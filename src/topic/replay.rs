@@ -110,7 +110,11 @@ impl Topics {
 
     /// Runs `change` on a topic's archive, if it has one, keeping the
     /// totals of what the archives hold.
-    fn with_archive<R>(&mut self, arn: &TopicArn, change: impl FnOnce(&mut Archive) -> R) -> Option<R> {
+    pub(super) fn with_archive<R>(
+        &mut self,
+        arn: &TopicArn,
+        change: impl FnOnce(&mut Archive) -> R,
+    ) -> Option<R> {
         let archive = self.topics.get_mut(&arn.to_string())?.archive.as_mut()?;
         let before = archive.holding();
         let result = change(archive);

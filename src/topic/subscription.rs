@@ -156,6 +156,13 @@ impl Subscription {
                 false => SnsError::parameter("AttributeName"),
             });
         }
+        if name != "FilterPolicy" && value.len() > super::attributes::MAX_ATTRIBUTE_BYTES {
+            return Err(SnsError::parameter(format!(
+                "{prefix}{name}: {} bytes, more than the {} an attribute may have",
+                value.len(),
+                super::attributes::MAX_ATTRIBUTE_BYTES
+            )));
+        }
         match name {
             "RawMessageDelivery" => {
                 let lower = value.to_ascii_lowercase();

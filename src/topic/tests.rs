@@ -609,3 +609,38 @@ fn filter_policies_are_at_most_256_kb_in_both_scopes() {
         );
     }
 }
+
+#[test]
+fn no_attribute_of_a_topic_or_subscription_is_longer_than_30720_bytes() {
+    let mut topics = Topics::default();
+    let policy = |bytes: usize| format!(r#"{{"Statement":[],"Id":"{}"}}"#, "i".repeat(bytes - 24));
+    assert_eq!(policy(30_720).len(), 30_720);
+    topics
+        .create(arn("bounded"), attrs(&[("Policy", &policy(30_720))]), vec![])
+        .unwrap();
+    let refused = topics
+        .set_topic_attribute(&arn("bounded"), "DeliveryPolicy", &policy(30_721))
+        .unwrap_err();
+    assert!(
+        refused.message.contains("more than the 30720"),
+        "{}",
+        refused.message
+    );
+    let sub = topics
+        .subscribe(
+            &arn("bounded"),
+            Protocol::Sqs,
+            "arn:aws:sqs:us-east-1:000000000000:q",
+            &attrs(&[]),
+            "000000000000",
+        )
+        .unwrap();
+    let refused = topics
+        .set_subscription_attribute(&sub.arn, "DeliveryPolicy", &policy(30_721))
+        .unwrap_err();
+    assert!(
+        refused.message.contains("more than the 30720"),
+        "{}",
+        refused.message
+    );
+}

@@ -245,7 +245,7 @@ def test_on_disk_the_page_shows_the_directory_and_downloads_a_snapshot(browser, 
         with page.expect_download() as download:
             page.locator("#snapshot").click()
         lines = Path(download.value.path()).read_text().splitlines()
-        assert json.loads(lines[0])["snapshot"]["version"] == 1
+        assert json.loads(lines[0])["snapshot"]["version"] == 2
         assert json.loads(lines[1])["queue"]["name"] == "kept"
         assert json.loads(lines[2])["message"]["body"] == "on disk"
         assert json.loads(lines[-1]) == {"end": {"queues": 1, "messages": 1}}

@@ -9,7 +9,8 @@
 //! written holds its size from the body budget (`large_answers.rs`). A queue
 //! under traffic is exported as each piece found it, as a Redis SCAN sees
 //! a changing hash: every message held throughout is there once. Topics
-//! follow, a hundred at a time. If the
+//! follow, a hundred at a time, each with its subscriptions and archived
+//! publications read in pieces the same way. If the
 //! instance stops serving during the export (a failover, a reload), the
 //! answer breaks off without its end line, and the import refuses it.
 
@@ -37,8 +38,10 @@ use crate::store::snapshot::Writer;
 /// Messages copied out of a queue under its lock at a time.
 const PIECE_MESSAGES: usize = 1_000;
 
-/// Topics copied out under the topics' lock at a time.
+/// Topics copied out under the topics' lock at a time, and a topic's
+/// subscriptions (their archived publications go as messages do).
 const PIECE_TOPICS: usize = 100;
+const PIECE_SUBSCRIPTIONS: usize = 1_000;
 
 /// A piece is handed on once it holds about this much text.
 const PIECE_BYTES: usize = 1024 * 1024;
@@ -157,32 +160,83 @@ impl Export<'_> {
                             }
                         })
                         .await?;
-                    if self.out.len() >= PIECE_BYTES {
-                        self.hand_on().await?;
-                    }
+                    self.hand_on_when_full().await?;
                 }
             }
             let mut after = None;
             loop {
-                let topics = service.topics().snapshot_after(after.as_deref(), PIECE_TOPICS);
+                let topics = service.topics().topics_after(after.as_deref(), PIECE_TOPICS);
                 let Some(last) = topics.last() else { break };
                 after = Some(last.arn.to_string());
-                still_serving()?;
-                writer = self
-                    .render(writer, move |writer, out| {
-                        for topic in &topics {
-                            writer.topic(topic, out);
-                        }
-                    })
-                    .await?;
-                if self.out.len() >= PIECE_BYTES {
-                    self.hand_on().await?;
+                for topic in topics {
+                    still_serving()?;
+                    writer = self.export_topic(writer, service, topic).await?;
                 }
             }
             still_serving()?;
         }
         writer.end(&mut self.out);
         self.hand_on().await
+    }
+
+    /// A topic's line, then its subscriptions and its archived
+    /// publications, each copied out a piece at a time under the topics'
+    /// lock (a topic may hold a hundred thousand subscriptions, each with
+    /// a filter policy of 256 KB).
+    async fn export_topic(
+        &mut self,
+        writer: Writer,
+        service: &Service,
+        topic: crate::topic::TopicSnapshot,
+    ) -> Result<Writer, ExportError> {
+        let arn = topic.arn.clone();
+        let mut writer = self
+            .render(writer, move |writer, out| writer.topic(&topic, out))
+            .await?;
+        let mut cursor = crate::topic::SubscriptionCursor::default();
+        loop {
+            let page =
+                service
+                    .topics()
+                    .subscriptions_page(&arn, &mut cursor, PIECE_SUBSCRIPTIONS, PIECE_BYTES);
+            if page.is_empty() {
+                break;
+            }
+            writer = self
+                .render(writer, move |writer, out| {
+                    for subscription in &page {
+                        writer.subscription(subscription, out);
+                    }
+                })
+                .await?;
+            self.hand_on_when_full().await?;
+        }
+        let mut after = 0;
+        loop {
+            let page = service
+                .topics()
+                .archived_after(&arn, after, PIECE_MESSAGES, PIECE_BYTES as u64);
+            let Some(last) = page.last() else { break };
+            after = last.sequence;
+            writer = self
+                .render(writer, move |writer, out| {
+                    for archived in &page {
+                        writer.archived(archived, out);
+                    }
+                })
+                .await?;
+            self.hand_on_when_full().await?;
+        }
+        self.hand_on_when_full().await?;
+        Ok(writer)
+    }
+
+    /// Hands what is rendered on once it is a piece's worth.
+    async fn hand_on_when_full(&mut self) -> Result<(), ExportError> {
+        match self.out.len() >= PIECE_BYTES {
+            true => self.hand_on().await,
+            false => Ok(()),
+        }
     }
 
     /// Renders lines on the blocking pool: `lines` writes them with the

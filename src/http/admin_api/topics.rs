@@ -52,7 +52,7 @@ pub(super) fn summaries(state: &AppState, admin: &Admin) -> Vec<TopicSummary> {
     let counts: SnsCounts = state.metrics.sns_counts();
     let topics = shard.api.service.topics();
     topics
-        .snapshot_after(None, usize::MAX)
+        .topics_after(None, usize::MAX)
         .into_iter()
         .filter(|topic| admin.sees(&topic.arn.account))
         .map(|topic| {
