@@ -120,3 +120,86 @@ async fn a_wrong_password_never_leads() {
         "it keeps running and retrying"
     );
 }
+
+/// A store URL that cannot be used stops ssq with status 2 and says why,
+/// never with its password; a scheme that is not Redis's is refused rather
+/// than taken for Redis.
+#[test]
+fn a_bad_store_url_is_refused_without_its_password() {
+    let cases = [
+        (
+            "--redis-url",
+            "redis://:S3CRET-9@127.0.0.1:notaport",
+            "is not a valid Redis URL",
+        ),
+        (
+            "--redis-url",
+            "rediss://user:S3CRET-9@127.0.0.1:99999",
+            "rediss://user:…@127.0.0.1:99999",
+        ),
+        (
+            "--redis-url",
+            "redix://:S3CRET-9@127.0.0.1:6379",
+            "starts with redix://",
+        ),
+        (
+            "--redis-url",
+            "http://user:S3CRET-9@127.0.0.1:6379",
+            "starts with http://",
+        ),
+        (
+            "--postgres-url",
+            "postgres://u:S3CRET-9@127.0.0.1:notaport/db",
+            "is not a valid Postgres URL",
+        ),
+    ];
+    for (flag, url, words) in cases {
+        let (code, log) = crate::data_dir::refused_start(&[], &[flag, url]);
+        assert_eq!(code, Some(2), "{url}: {log}");
+        assert!(log.contains(words), "{url}: {log}");
+        assert!(!log.contains("S3CRET"), "{url}: the password was logged: {log}");
+    }
+}
+
+/// A password Redis refuses reaches no log line, no page and no metric.
+#[tokio::test]
+async fn a_refused_password_is_shown_nowhere() {
+    use std::io::Read;
+    let redis = RedisServer::start_with(&["--appendonly", "no", "--requirepass", "s3cret"]);
+    let port = crate::common::free_port();
+    let secret = "not-the-S3CRET-9";
+    let mut child = std::process::Command::new(crate::common::ssq_binary())
+        .args(["--listen", &format!("127.0.0.1:{port}")])
+        .args([
+            "--redis-url",
+            &format!("redis://:{secret}@127.0.0.1:{}", redis.port),
+        ])
+        .env("RUST_LOG", "debug")
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    crate::common::wait_for_port(port, "ssq");
+    tokio::time::sleep(Duration::from_millis(1_500)).await;
+    let http = reqwest::Client::new();
+    for path in ["/status", "/metrics", "/", "/ready", "/health"] {
+        let page = http
+            .get(format!("http://127.0.0.1:{port}{path}"))
+            .send()
+            .await
+            .unwrap()
+            .text()
+            .await
+            .unwrap();
+        assert!(!page.contains("S3CRET"), "{path} shows the password: {page}");
+    }
+    child.kill().unwrap();
+    child.wait().unwrap();
+    let mut log = String::new();
+    child.stderr.take().unwrap().read_to_string(&mut log).unwrap();
+    assert!(
+        log.contains("WRONGPASS") || log.contains("auth"),
+        "it says why it cannot lead: {log}"
+    );
+    assert!(!log.contains("S3CRET"), "the log shows the password: {log}");
+}

@@ -55,6 +55,18 @@ fn tls_trusting(path: &std::path::Path) -> Result<fred::types::config::TlsConfig
     Ok(fred::types::config::TlsConnector::from(config).into())
 }
 
+/// The schemes of the URLs ssq takes for Redis (fred's, and `unix://`).
+const SCHEMES: &[&str] = &[
+    "redis",
+    "rediss",
+    "unix",
+    "redis+unix",
+    "redis-cluster",
+    "rediss-cluster",
+    "redis-sentinel",
+    "rediss-sentinel",
+];
+
 /// What `target`'s URL and CA file say.
 pub(super) fn config(target: &Target) -> Result<Config, SetupError> {
     // rustls needs one process-wide crypto provider for rediss:// with the
@@ -62,8 +74,15 @@ pub(super) fn config(target: &Target) -> Result<Config, SetupError> {
     // twice is harmless.
     let _ = rustls::crypto::ring::default_provider().install_default();
     let url = target.url.as_str();
+    let scheme = url.split_once("://").map_or(url, |(scheme, _)| scheme);
+    if !SCHEMES.contains(&scheme) {
+        // Only the scheme: what follows may hold a password.
+        return Err(SetupError::UnknownScheme {
+            scheme: scheme.chars().take(40).collect(),
+        });
+    }
     let mut config = Config::from_url(&fred_url(url)).map_err(|source| SetupError::BadUrl {
-        url: url.to_string(),
+        url: crate::store::without_password(url),
         source,
     })?;
     if let Some(path) = &target.ca_file {

@@ -9,12 +9,18 @@ use std::time::Duration;
 /// Why the Redis clients could not be built; each names the flag to change.
 #[derive(Debug, thiserror::Error)]
 pub enum SetupError {
+    /// `url` is the URL with its password left out: an error is logged.
     #[error(
         "--redis-url {url:?} is not a valid Redis URL ({source}); expected redis://[user:password@]host:port, \
          rediss:// for TLS, unix:///path/to/redis.sock for a Unix socket, \
          or redis-cluster://[user:password@]host:port[,host:port...] for Redis Cluster"
     )]
     BadUrl { url: String, source: fred::error::Error },
+    #[error(
+        "--redis-url starts with {scheme}://, which is not a Redis URL's: use redis://, rediss:// (TLS), unix://, \
+         redis-cluster://, rediss-cluster://, redis-sentinel:// or rediss-sentinel://"
+    )]
+    UnknownScheme { scheme: String },
     #[error("a Redis Cluster URL names no node: give at least one host:port after redis-cluster://")]
     NoClusterNode,
     #[error("--redis-ca-file needs a rediss:// URL")]
