@@ -35,7 +35,13 @@
 //! replaces the keys whole, in one swap: a request is checked against the
 //! old set or the new one, never a mix, and a key the new file drops is
 //! refused from the next request on. A file that cannot be read or parsed
-//! is refused, logged, and counted, and the keys in force stay.
+//! is refused, logged, and counted, and the keys in force stay. A reload
+//! is read and parsed on the blocking pool: no request waits on it.
+//!
+//! The file holds secrets: one that others may read (a mode beyond 0600,
+//! as containers mount secrets by default) is used, with a warning at
+//! start and at each reload naming its mode and the fix. One larger than
+//! [`MAX_FILE_BYTES`] is refused unread.
 
 use std::collections::HashMap;
 use std::path::{Path, PathBuf};
@@ -53,6 +59,11 @@ use crate::policy::{Policy, PolicyError};
 
 /// How often the file is looked at for a change.
 const CHECK_EVERY: Duration = Duration::from_secs(1);
+
+/// The largest credentials file read: about 100,000 keys of `id:secret`,
+/// or thousands with policies. A larger one is refused without being read
+/// into memory.
+pub const MAX_FILE_BYTES: u64 = 8 * 1024 * 1024;
 
 /// Why a credentials file's text cannot be used.
 #[derive(Debug, Clone, PartialEq, thiserror::Error)]
@@ -243,6 +254,12 @@ pub enum CredentialsFileError {
     Unreadable { path: PathBuf, source: std::io::Error },
     #[error("the credentials file {} is not valid: {source}", path.display())]
     Invalid { path: PathBuf, source: CredentialsError },
+    #[error(
+        "the credentials file {} is larger than {MAX_FILE_BYTES} bytes, the most ssq reads: give fewer keys, or \
+         split the accounts over instances",
+        path.display()
+    )]
+    TooLarge { path: PathBuf },
 }
 
 /// What tells one version of the file from another without reading it.
@@ -348,6 +365,16 @@ impl CredentialsFile {
         }
     }
 
+    /// [`CredentialsFile::reload`] on the blocking pool: reading and
+    /// parsing a large file (and dropping the keys it replaces) holds up
+    /// no serving thread.
+    async fn reload_apart(self: &Arc<Self>, why: &'static str) {
+        let file = self.clone();
+        if let Err(error) = tokio::task::spawn_blocking(move || file.reload(why)).await {
+            tracing::error!(%error, "the credentials reload stopped: the keys in force stay");
+        }
+    }
+
     /// Whether the file looks different from when it was last read.
     fn changed(&self) -> bool {
         let now = fingerprint(&self.path);
@@ -372,26 +399,47 @@ impl CredentialsFile {
                     None => std::future::pending().await,
                 }
             };
-            tokio::select! {
+            let why = tokio::select! {
                 _ = stopped.wait_for(|stopped| *stopped) => return,
-                _ = hangup_received => {
-                    let _ = self.reload("SIGHUP");
-                }
-                _ = ticks.tick() => {
-                    if self.changed() {
-                        let _ = self.reload("the file changed");
-                    }
-                }
-            }
+                _ = hangup_received => "SIGHUP",
+                _ = ticks.tick() => match self.changed() {
+                    true => "the file changed",
+                    false => continue,
+                },
+            };
+            self.reload_apart(why).await;
         }
     }
 }
 
+/// Reads and parses the file (at most [`MAX_FILE_BYTES`] of it), warning
+/// when others may read it.
 fn read(path: &Path) -> Result<Credentials, CredentialsFileError> {
-    let text = std::fs::read_to_string(path).map_err(|source| CredentialsFileError::Unreadable {
+    use std::io::Read;
+    use std::os::unix::fs::PermissionsExt;
+    let unreadable = |source| CredentialsFileError::Unreadable {
         path: path.to_path_buf(),
         source,
-    })?;
+    };
+    let file = std::fs::File::open(path).map_err(unreadable)?;
+    let mode = file.metadata().map_err(unreadable)?.permissions().mode() & 0o777;
+    if mode & 0o077 != 0 {
+        tracing::warn!(
+            path = %path.display(),
+            mode = %format!("{mode:04o}"),
+            "the credentials file holds secrets that others on this machine may read: make it the user's alone \
+             (chmod 600), or mount the secret with defaultMode 0600 (0400)"
+        );
+    }
+    let mut text = String::new();
+    file.take(MAX_FILE_BYTES + 1)
+        .read_to_string(&mut text)
+        .map_err(unreadable)?;
+    if text.len() as u64 > MAX_FILE_BYTES {
+        return Err(CredentialsFileError::TooLarge {
+            path: path.to_path_buf(),
+        });
+    }
     parse(&text).map_err(|source| CredentialsFileError::Invalid {
         path: path.to_path_buf(),
         source,
@@ -401,6 +449,24 @@ fn read(path: &Path) -> Result<Credentials, CredentialsFileError> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_file_past_the_bound_is_refused_unread() {
+        let line = "AKIDAAAAAAAAAAAAAAAA:secret-secret-secret-secret\n";
+        let lines = MAX_FILE_BYTES as usize / line.len();
+        let (_dir, path) = file_with(&line.repeat(lines));
+        assert!(read(&path).is_ok(), "a file within the bound is read");
+        let (_dir, path) = file_with(&line.repeat(lines + 1));
+        let refused = read(&path).unwrap_err();
+        assert!(
+            matches!(refused, CredentialsFileError::TooLarge { .. }),
+            "{refused}"
+        );
+        assert!(
+            refused.to_string().contains("larger than 8388608 bytes"),
+            "{refused}"
+        );
+    }
 
     fn file_with(text: &str) -> (tempfile_dir::Dir, PathBuf) {
         let dir = tempfile_dir::Dir::new();

@@ -3,6 +3,7 @@
 //! an unknown key, no signature or a stale date get AWS's errors with 403.
 
 use crate::common::{Server, client_signing_with, create_queue_url, error_code, wait_for};
+use std::time::Duration;
 
 /// A credentials file of its own for each server (tests run in parallel).
 fn credentials_file() -> std::path::PathBuf {
@@ -570,4 +571,147 @@ async fn a_key_over_its_rate_is_throttled_and_no_other_key_is() {
         "the retried calls were throttled first: {throttled}"
     );
     std::fs::remove_file(&path).unwrap();
+}
+
+/// An ssq whose log the test reads: the process, its address and what it
+/// has logged so far.
+struct Logged {
+    child: std::process::Child,
+    url: String,
+    log: std::sync::Arc<std::sync::Mutex<String>>,
+}
+
+impl Logged {
+    fn start(args: &[&str]) -> Logged {
+        use std::io::BufRead;
+        let port = crate::common::free_port();
+        let mut child = std::process::Command::new(crate::common::ssq_binary())
+            .args(["--listen", &format!("127.0.0.1:{port}")])
+            .args(args)
+            .env("RUST_LOG", "info")
+            .stdout(std::process::Stdio::null())
+            .stderr(std::process::Stdio::piped())
+            .spawn()
+            .expect("ssq starts");
+        let log = std::sync::Arc::new(std::sync::Mutex::new(String::new()));
+        let stderr = child.stderr.take().unwrap();
+        let kept = log.clone();
+        std::thread::spawn(move || {
+            for line in std::io::BufReader::new(stderr).lines().map_while(Result::ok) {
+                let mut log = kept.lock().unwrap();
+                log.push_str(&line);
+                log.push('\n');
+            }
+        });
+        crate::common::wait_for_port(port, "ssq");
+        Logged {
+            child,
+            url: format!("http://127.0.0.1:{port}"),
+            log,
+        }
+    }
+
+    fn log(&self) -> String {
+        self.log.lock().unwrap().clone()
+    }
+
+    /// Waits up to 10 s for the log to hold `words`.
+    async fn logs(&self, words: &str) -> bool {
+        wait_for(Duration::from_secs(10), || async { self.log().contains(words) })
+            .await
+            .is_some()
+    }
+}
+
+impl Drop for Logged {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+/// The credentials file holds secrets: a file others may read is used,
+/// with a warning that names its mode and the fix, at start and when a
+/// reload swaps one in (a symbolic link moved, as Kubernetes does); a
+/// file past 8 MiB is refused and the keys in force stay; and the
+/// largest file ssq reads is read and parsed while a key in force goes on
+/// calling, none of its calls held up.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_credentials_file_others_may_read_is_warned_of_and_a_reload_holds_up_no_call() {
+    use std::os::unix::fs::PermissionsExt;
+    let dir = std::env::temp_dir().join(format!("ssq-credentials-modes-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&dir);
+    std::fs::create_dir_all(&dir).unwrap();
+    let keys = |name: &str, text: &str, mode: u32| {
+        let path = dir.join(name);
+        std::fs::write(&path, text).unwrap();
+        std::fs::set_permissions(&path, std::fs::Permissions::from_mode(mode)).unwrap();
+        path
+    };
+    let link = dir.join("credentials");
+    let point_at = |target: &std::path::Path| {
+        let next = dir.join("credentials.next");
+        let _ = std::fs::remove_file(&next);
+        std::os::unix::fs::symlink(target, &next).unwrap();
+        std::fs::rename(&next, &link).unwrap();
+    };
+    let warning = "others on this machine may read";
+    point_at(&keys("private", "AKIDSSQTEST:s3cr3t\n", 0o600));
+    let server = Logged::start(&["--credentials", link.to_str().unwrap()]);
+    let sqs = client_signing_with(&server.url, "AKIDSSQTEST", "s3cr3t");
+    sqs.list_queues().send().await.expect("the key works");
+    assert!(
+        !server.log().contains(warning),
+        "a file of mode 0600 is not warned of"
+    );
+
+    point_at(&keys("shared", "AKIDSSQTEST:s3cr3t\nAKIDOTHER:other\n", 0o644));
+    assert!(server.logs("credentials reloaded").await, "{}", server.log());
+    let log = server.log();
+    assert!(
+        log.contains(warning) && log.contains("0644") && log.contains("chmod 600"),
+        "the mode and the fix are named: {log}"
+    );
+
+    let line = "AKIDAAAAAAAAAAAAAAAA:secret-secret-secret-secret\n";
+    let past = line.repeat(8 * 1024 * 1024 / line.len() + 1);
+    point_at(&keys("too-large", &past, 0o600));
+    assert!(server.logs("larger than 8388608 bytes").await, "{}", server.log());
+    sqs.list_queues().send().await.expect("the keys in force stay");
+
+    // The largest file read: distinct keys up to the bound, ours among them.
+    let mut largest = String::from("AKIDSSQTEST:s3cr3t\n");
+    let mut n = 0;
+    while largest.len() + 48 < 8 * 1024 * 1024 {
+        largest.push_str(&format!("AKID{n:016}:secret-secret-secret-secret\n"));
+        n += 1;
+    }
+    let reloads = server.log().matches("credentials reloaded").count();
+    point_at(&keys("largest", &largest, 0o600));
+    let started = std::time::Instant::now();
+    let mut slowest = Duration::ZERO;
+    let mut calls = 0;
+    while server.log().matches("credentials reloaded").count() == reloads {
+        assert!(
+            started.elapsed() < Duration::from_secs(30),
+            "the largest file was never put in force"
+        );
+        let call = std::time::Instant::now();
+        sqs.list_queues()
+            .send()
+            .await
+            .expect("a key in force is served during the reload");
+        slowest = slowest.max(call.elapsed());
+        calls += 1;
+    }
+    println!(
+        "{n} keys reloaded in about {:?}; {calls} calls meanwhile, the slowest {slowest:?}",
+        started.elapsed()
+    );
+    assert!(calls > 0);
+    assert!(
+        slowest < Duration::from_millis(500),
+        "a call waited {slowest:?} on the reload"
+    );
+    std::fs::remove_dir_all(&dir).unwrap();
 }
