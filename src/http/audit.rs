@@ -1,6 +1,6 @@
 //! The audit trail (`--audit-log FILE`): every refused request (a missing or
 //! bad signature, a failed sign-in, a host or a page ssq does not answer:
-//! the 401s and 403s) and every admin action (the admin API's calls and
+//! the 401s and 403s; a sign-in tried too soon after failures, 429) and every admin action (the admin API's calls and
 //! looks at messages, the snapshot export) as one JSON line with the time,
 //! the access key id, the account, the action, the resource, the source
 //! address and the outcome.
@@ -58,7 +58,7 @@ struct Line {
     /// name their queue in the body, an admin API's.
     resource: String,
     source: Option<String>,
-    /// `allowed`, `refused` (401 or 403), or `failed` (any other error).
+    /// `allowed`, `refused` (401, 403 or 429), or `failed` (any other error).
     outcome: &'static str,
     status: u16,
     /// The error code of a refused or failed call, when it has one.
@@ -157,7 +157,8 @@ pub(super) async fn audited(State(state): State<Arc<AppState>>, request: Request
 
     let response = next.run(request).await;
     let status = response.status().as_u16();
-    let refused = status == 401 || status == 403;
+    // 429: a sign-in tried before its address's wait was over.
+    let refused = status == 401 || status == 403 || status == 429;
     let resource = uri.path();
     let admin_action = resource.starts_with("/admin/api/")
         && (method == Method::POST || resource == "/admin/api/messages" || resource == "/admin/api/snapshot");

@@ -81,6 +81,8 @@ pub struct AppState {
     pub audit: Option<Arc<audit::AuditLog>>,
     /// When set, every SQS request must be signed with one of its keys.
     pub credentials: Option<Arc<credentials_file::CredentialsFile>>,
+    /// Failed sign-ins to the operational endpoints, and the waits they earn.
+    pub sign_ins: sign_in::SignInGuard,
     /// The request rates of the keys that have one, and of the accounts.
     pub throttle: throttle::Throttle,
     pub account_throttle: throttle::Throttle,
@@ -312,7 +314,12 @@ async fn home(state: State<Arc<AppState>>, request: Request) -> Response {
         )
             .into_response();
     }
-    admin_api::page(state, request.into_parts().0.headers).await
+    let (mut parts, _) = request.into_parts();
+    match <sign_in::Admin as axum::extract::FromRequestParts<_>>::from_request_parts(&mut parts, &state).await
+    {
+        Ok(admin) => admin_api::page(state, admin).await,
+        Err(refused) => refused,
+    }
 }
 
 fn is_query_get(uri: &Uri) -> bool {

@@ -6,7 +6,7 @@ use std::sync::Arc;
 
 use axum::Router;
 use axum::extract::State;
-use axum::http::{HeaderMap, StatusCode, header};
+use axum::http::{StatusCode, header};
 use axum::response::{IntoResponse, Response};
 use axum::routing::get;
 
@@ -126,8 +126,11 @@ pub(super) fn shard_map_json(state: &AppState) -> serde_json::Value {
 /// With `--credentials`, the data directory's path is shown only to a
 /// signed-in admin: `/status` answers anyone who reaches it (load
 /// balancers, probes), and a path on the host is not theirs to read.
-async fn status(State(state): State<Arc<AppState>>, headers: HeaderMap) -> Response {
-    let admin = super::sign_in::signed_in(&state, &headers).is_some();
+async fn status(State(state): State<Arc<AppState>>, request: axum::extract::Request) -> Response {
+    let source = super::authorization::source_of(request.extensions());
+    let admin = super::sign_in::sign_in_as(&state, request.headers(), source)
+        .await
+        .is_ok();
     let body = if state.sharded() {
         // A sharded instance has no one leader or epoch: each shard has its own.
         let led = state.shards_served();

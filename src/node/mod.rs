@@ -595,6 +595,7 @@ fn app_state(config: &Config, node_id: &str, parts: FrontParts) -> Arc<AppState>
             .flatten(),
         ),
         credentials: parts.credentials,
+        sign_ins: Default::default(),
         audit: parts.audit,
         throttle: Throttle::of_keys(),
         account_throttle: Throttle::of_accounts(),

@@ -111,3 +111,96 @@ async fn refused_requests_and_admin_actions_are_recorded_one_json_line_each() {
     );
     std::fs::remove_dir_all(&dir).unwrap();
 }
+
+/// Guessing a sign-in is slowed: after five failures from one address,
+/// that address waits a doubling time between tries (tries before it are
+/// refused unchecked, 429), every failure and refusal audited, while the
+/// right key signs in at once from another address.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn failed_sign_ins_are_slowed_per_address_without_locking_out_the_key_elsewhere() {
+    let dir = std::env::temp_dir().join(format!("ssq-sign-in-guard-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let credentials = dir.join("credentials");
+    std::fs::write(&credentials, "AKIDADMIN:s3cret\n").unwrap();
+    let log = dir.join("audit.log");
+    let server = Server::start_with(&[
+        "--credentials",
+        credentials.to_str().unwrap(),
+        "--audit-log",
+        log.to_str().unwrap(),
+    ]);
+    let from = |address: &str| {
+        reqwest::Client::builder()
+            .local_address(address.parse::<std::net::IpAddr>().unwrap())
+            .build()
+            .unwrap()
+    };
+    let guesser = from("127.0.0.1");
+    let overview = format!("{}/admin/api/overview", server.url);
+    let try_with = |client: &reqwest::Client, password: &str| {
+        client
+            .get(&overview)
+            .basic_auth("AKIDADMIN", Some(password))
+            .send()
+    };
+
+    // Guesses one after another for three seconds: five are checked at
+    // once, then one per doubling wait (its answer held back as long).
+    let started = std::time::Instant::now();
+    let mut checked = 0;
+    while let Some(left) = Duration::from_secs(3).checked_sub(started.elapsed()) {
+        let Ok(answer) = tokio::time::timeout(left, try_with(&guesser, &format!("guess-{checked}"))).await
+        else {
+            break;
+        };
+        assert_eq!(answer.unwrap().status(), 401);
+        checked += 1;
+    }
+    println!("wrong sign-ins checked from one address in 3 s: {checked}");
+    assert!((5..=8).contains(&checked), "{checked} checked in 3 s");
+    // 400 at once from that address: refused unchecked.
+    let at_once: Vec<_> = (0..400)
+        .map(|n| tokio::spawn(try_with(&guesser, &format!("flood-{n}"))))
+        .collect();
+    let mut refused = 0;
+    for guess in at_once {
+        if guess.await.unwrap().unwrap().status() == 429 {
+            refused += 1;
+        }
+    }
+    println!(
+        "400 wrong sign-ins at once: {refused} refused unchecked in {:?}",
+        started.elapsed()
+    );
+    assert!(refused >= 399, "{refused} of 400 refused unchecked");
+
+    // The right key, from another address, at once; from the guessing
+    // address it must wait too.
+    let elsewhere = std::time::Instant::now();
+    let answer = try_with(&from("127.0.0.2"), "s3cret").await.unwrap();
+    assert_eq!(answer.status(), 200);
+    assert!(
+        elsewhere.elapsed() < Duration::from_millis(500),
+        "{:?}",
+        elsewhere.elapsed()
+    );
+    let refused = try_with(&guesser, "s3cret").await.unwrap();
+    assert_eq!(refused.status(), 429);
+    assert!(refused.headers().contains_key("retry-after"));
+
+    // Each failure and each refusal is in the trail.
+    let read = || std::fs::read_to_string(&log).unwrap_or_default().lines().count();
+    wait_for(Duration::from_secs(5), || async { read() > 400 + checked }).await;
+    // The guess the loop stopped waiting for may still be answered.
+    tokio::time::sleep(Duration::from_millis(2_500)).await;
+    let text = std::fs::read_to_string(&log).unwrap();
+    let refusals = text
+        .lines()
+        .filter(|line| line.contains("\"outcome\":\"refused\"") && line.contains("AKIDADMIN"))
+        .count();
+    assert!(
+        (checked + 401..=checked + 402).contains(&refusals),
+        "{refusals}: the guesses, the flood and the refused right key"
+    );
+    std::fs::remove_dir_all(&dir).unwrap();
+}

@@ -42,7 +42,7 @@ use crate::api::peek::{self, PeekParams};
 use crate::api::{self, Action, Route};
 use crate::error::{ErrorCode, SqsError};
 use crate::http::call::{Output, Protocol, answer, answer_error, record, run, serving};
-use crate::http::sign_in::{Admin, sign_in, signed_in};
+use crate::http::sign_in::Admin;
 use crate::http::sqs_api::read_request;
 use crate::http::sqs_api::sigv4::constant_time_eq;
 use crate::http::{AppState, leader_json};
@@ -102,10 +102,7 @@ pub(in crate::http) fn routes() -> Router<Arc<AppState>> {
 }
 
 /// `GET /`: the page, with the instance's facts written in.
-pub(in crate::http) async fn page(State(state): State<Arc<AppState>>, headers: HeaderMap) -> Response {
-    if signed_in(&state, &headers).is_none() {
-        return sign_in();
-    }
+pub(in crate::http) async fn page(State(state): State<Arc<AppState>>, _: Admin) -> Response {
     let open = if state.credentials.is_none() {
         "open"
     } else {
@@ -223,10 +220,7 @@ struct NoisyGroup {
 
 /// `GET /admin/api/depth?queue=KEY`: the queue's messages by state and the
 /// age of its oldest, every 30 seconds over the last hour.
-async fn depth(State(state): State<Arc<AppState>>, uri: Uri, headers: HeaderMap) -> Response {
-    let Some(admin) = signed_in(&state, &headers) else {
-        return sign_in();
-    };
+async fn depth(State(state): State<Arc<AppState>>, admin: Admin, uri: Uri) -> Response {
     #[derive(Deserialize)]
     struct DepthQuery {
         queue: String,
@@ -245,10 +239,12 @@ async fn depth(State(state): State<Arc<AppState>>, uri: Uri, headers: HeaderMap)
 }
 
 /// `GET /admin/api/overview`: the instance and every queue.
-async fn overview(State(state): State<Arc<AppState>>, uri: Uri, headers: HeaderMap) -> Response {
-    let Some(admin) = signed_in(&state, &headers) else {
-        return sign_in();
-    };
+async fn overview(
+    State(state): State<Arc<AppState>>,
+    admin: Admin,
+    uri: Uri,
+    headers: HeaderMap,
+) -> Response {
     let mut ctx = state.context(&uri, &headers, None);
     if let Some(base) = &state.admin.queue_base_url {
         ctx.base_url = base.clone();
@@ -362,10 +358,7 @@ struct MessagesQuery {
 /// `GET /admin/api/messages?queue=<key>&next=<token>&max=<n>`: one page of
 /// the developer endpoint's look (every message, whatever its state), as
 /// JSON with the next page's token.
-async fn messages(State(state): State<Arc<AppState>>, uri: Uri, headers: HeaderMap) -> Response {
-    let Some(admin) = signed_in(&state, &headers) else {
-        return sign_in();
-    };
+async fn messages(State(state): State<Arc<AppState>>, admin: Admin, uri: Uri) -> Response {
     let request_id = crate::queue::random::uuid().to_string();
     let looking = state.clone();
     let look = move || {
@@ -399,10 +392,13 @@ async fn messages(State(state): State<Arc<AppState>>, uri: Uri, headers: HeaderM
 
 /// `POST /admin/api/sqs`: one SQS call in the JSON protocol
 /// (`x-amz-target: AmazonSQS.<Action>`), run as any client's is.
-async fn call(State(state): State<Arc<AppState>>, uri: Uri, headers: HeaderMap, body: Body) -> Response {
-    let Some(admin) = signed_in(&state, &headers) else {
-        return sign_in();
-    };
+async fn call(
+    State(state): State<Arc<AppState>>,
+    admin: Admin,
+    uri: Uri,
+    headers: HeaderMap,
+    body: Body,
+) -> Response {
     let started = Instant::now();
     let request_id = crate::queue::random::uuid().to_string();
     let result: Result<(Action, Output), SqsError> = async {

@@ -20,7 +20,7 @@ use std::task::{Context, Poll};
 
 use axum::body::{Body, Bytes};
 use axum::extract::State;
-use axum::http::{HeaderMap, HeaderValue, header};
+use axum::http::{HeaderValue, header};
 use axum::response::Response;
 use http_body::Frame;
 use tokio::sync::mpsc;
@@ -30,7 +30,7 @@ use crate::http::AppState;
 use crate::http::call::{Protocol, answer_error, not_serving};
 use crate::http::large_answers::InPieces;
 use crate::http::request_body::BodyPermit;
-use crate::http::sign_in::{Admin, sign_in, signed_in};
+use crate::http::sign_in::Admin;
 use crate::queue::Message;
 use crate::service::Service;
 use crate::store::snapshot::Writer;
@@ -64,11 +64,10 @@ impl From<SqsError> for ExportError {
     }
 }
 
-pub(in crate::http) async fn export(State(state): State<Arc<AppState>>, headers: HeaderMap) -> Response {
-    match signed_in(&state, &headers) {
-        None => return sign_in(),
+pub(in crate::http) async fn export(State(state): State<Arc<AppState>>, admin: Admin) -> Response {
+    match admin {
         // A snapshot holds every account's queues and topics.
-        Some(Admin::OfAccount { .. }) => {
+        Admin::OfAccount { .. } => {
             let request_id = crate::queue::random::uuid().to_string();
             let error = SqsError::new(
                 ErrorCode::AccessDenied,
@@ -76,7 +75,7 @@ pub(in crate::http) async fn export(State(state): State<Arc<AppState>>, headers:
             );
             return answer_error(&state, Protocol::Json, &request_id, "AdminSnapshot", &error);
         }
-        Some(Admin::OfAll) => {}
+        Admin::OfAll => {}
     }
     // A passive's memory is empty: its snapshot would look like an empty
     // state, so only an instance serving every shard exports.

@@ -12,7 +12,7 @@ use axum::response::Response;
 use super::not_forged;
 use crate::http::AppState;
 use crate::http::call::{Protocol, answer_error};
-use crate::http::sign_in::{Admin, sign_in, signed_in};
+use crate::http::sign_in::{Admin, sign_in_as};
 use crate::metrics::{self, SnsCounts};
 
 #[derive(serde::Serialize)]
@@ -94,8 +94,10 @@ pub(super) fn summaries(state: &AppState, admin: &Admin) -> Vec<TopicSummary> {
 /// `POST /admin/api/sns`: one SNS call, its form in the body.
 pub(super) async fn call(State(state): State<Arc<AppState>>, request: Request) -> Response {
     let (parts, body) = request.into_parts();
-    let Some(admin) = signed_in(&state, &parts.headers) else {
-        return sign_in();
+    let source = crate::http::authorization::source_of(&parts.extensions);
+    let admin = match sign_in_as(&state, &parts.headers, source).await {
+        Ok(admin) => admin,
+        Err(refused) => return refused,
     };
     let refused = |error| {
         let request_id = crate::queue::random::uuid().to_string();
