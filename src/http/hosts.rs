@@ -123,9 +123,70 @@ fn ends_with_ignoring_case(name: &str, suffix: &str) -> bool {
     name.len() >= suffix.len() && name[name.len() - suffix.len()..].eq_ignore_ascii_case(suffix)
 }
 
+/// Why a request's `Host` is not one HTTP allows (RFC 9112, section 3.2:
+/// a server answers 400 to an HTTP/1.1 request without one, with more than
+/// one, or with one that is not `host[:port]`).
+#[derive(Debug, PartialEq, Eq, thiserror::Error)]
+enum BadHost {
+    #[error("it has no Host header, which an HTTP/1.1 request must have")]
+    Missing,
+    #[error("it has more than one Host header")]
+    Repeated,
+    #[error("its Host header is not a host name or address with an optional port")]
+    Malformed,
+}
+
+/// Checks the request's `Host` headers as RFC 9112 has them.
+fn check_host(request: &Request) -> Result<(), BadHost> {
+    let mut hosts = request.headers().get_all(header::HOST).iter();
+    match (hosts.next(), hosts.next()) {
+        (Some(_), Some(_)) => Err(BadHost::Repeated),
+        (None, _) if request.version() == axum::http::Version::HTTP_11 => Err(BadHost::Missing),
+        (None, _) => Ok(()),
+        (Some(host), None) => match host.to_str().ok().is_some_and(is_authority) {
+            true => Ok(()),
+            false => Err(BadHost::Malformed),
+        },
+    }
+}
+
+/// Whether `text` is `uri-host [ ":" port ]` (RFC 3986): an IP literal in
+/// brackets, or an IPv4 address or registered name, then digits.
+fn is_authority(text: &str) -> bool {
+    let (host, port) = match text.strip_prefix('[') {
+        Some(literal) => match literal.split_once(']') {
+            Some((address, rest)) if address.parse::<std::net::Ipv6Addr>().is_ok() => ("[]", rest),
+            _ => return false,
+        },
+        None => match text.split_once(':') {
+            Some((host, port)) => (host, text.get(host.len()..).unwrap_or(port)),
+            None => (text, ""),
+        },
+    };
+    let host_fine = host == "[]"
+        || (!host.is_empty()
+            && host
+                .bytes()
+                .all(|b| b.is_ascii_alphanumeric() || b"-._~%!$&'()*+,;=".contains(&b)));
+    let port_fine = match port.strip_prefix(':') {
+        Some(digits) => digits.bytes().all(|b| b.is_ascii_digit()),
+        None => port.is_empty(),
+    };
+    host_fine && port_fine
+}
+
 /// Refuses a request that came by a name ssq does not answer to or from a
-/// page of another site, before any handler runs.
+/// page of another site, or whose `Host` HTTP does not allow, before any
+/// handler runs.
 pub(super) async fn guard(State(state): State<Arc<AppState>>, request: Request, next: Next) -> Response {
+    if let Err(bad) = check_host(&request) {
+        tracing::warn!(uri = %request.uri(), %bad, "refused a request");
+        return (
+            StatusCode::BAD_REQUEST,
+            format!("Bad request: {bad} (RFC 9112, section 3.2). Send one Host header: host[:port].\n"),
+        )
+            .into_response();
+    }
     let path = request.uri().path();
     // Health checks come by container names and carry nothing to read.
     if path == "/health" || path == "/ready" || path == "/_localstack/health" {
@@ -255,6 +316,54 @@ mod tests {
         assert!(hosts.allows_host("corp.test"));
         assert!(!hosts.allows_host("evilcorp.test"));
         assert!(allowed(&["*"]).allows_host("anything.test"));
+    }
+
+    #[test]
+    fn a_host_header_is_one_host_and_an_optional_port() {
+        for fine in [
+            "127.0.0.1:9324",
+            "127.0.0.1",
+            "localhost",
+            "[::1]:9324",
+            "[::1]",
+            "sqs.us-east-1.localhost:9324",
+            "queue.example.com.",
+        ] {
+            assert!(is_authority(fine), "{fine}");
+        }
+        for bad in [
+            "127.0.0.1:9324.evil.example",
+            "127.0.0.1:80:81",
+            "user@127.0.0.1",
+            "",
+            ":9324",
+            "[::1",
+            "[not-v6]:1",
+            "[::1]x",
+            "a b",
+            "host/path",
+        ] {
+            assert!(!is_authority(bad), "{bad}");
+        }
+        let request = |hosts: &[&str], version| {
+            let mut builder = axum::http::Request::builder().uri("/").version(version);
+            for host in hosts {
+                builder = builder.header(header::HOST, *host);
+            }
+            builder.body(axum::body::Body::empty()).unwrap()
+        };
+        use axum::http::Version;
+        assert_eq!(check_host(&request(&["127.0.0.1:1"], Version::HTTP_11)), Ok(()));
+        assert_eq!(
+            check_host(&request(&["127.0.0.1:1", "127.0.0.1:1"], Version::HTTP_11)),
+            Err(BadHost::Repeated)
+        );
+        assert_eq!(check_host(&request(&[], Version::HTTP_11)), Err(BadHost::Missing));
+        assert_eq!(check_host(&request(&[], Version::HTTP_2)), Ok(()));
+        assert_eq!(
+            check_host(&request(&["127.0.0.1:1.evil.example"], Version::HTTP_11)),
+            Err(BadHost::Malformed)
+        );
     }
 
     #[test]

@@ -451,3 +451,51 @@ async fn foreign_host_names_and_pages_of_other_sites_are_refused() {
     let (status, _) = by_host(&allowing, reqwest::Method::GET, "/", "sqs.corp.test", &[], "").await;
     assert_eq!(status, 200, "a subdomain of an allowed domain");
 }
+
+/// RFC 9112, section 3.2: an HTTP/1.1 request with no Host, with two, or
+/// with one that is not host[:port] is answered 400, before any name in it
+/// is read (`127.0.0.1:PORT.evil.example` was taken for 127.0.0.1).
+#[tokio::test]
+async fn a_host_header_that_http_does_not_allow_is_answered_400() {
+    let server = Server::start();
+    let port = server.port;
+    let list = |hosts: &str| {
+        let body = "Action=ListQueues";
+        format!(
+            "POST / HTTP/1.1\r\n{hosts}content-type: application/x-www-form-urlencoded\r\ncontent-length: {}\r\n\
+             connection: close\r\n\r\n{body}",
+            body.len()
+        )
+    };
+    let fine = crate::limits::raw(&server, list(&format!("host: 127.0.0.1:{port}\r\n")).as_bytes()).await;
+    assert!(fine.starts_with("HTTP/1.1 200"), "{fine}");
+    for (hosts, why) in [
+        (
+            format!("host: 127.0.0.1:{port}.evil.example\r\n"),
+            "not a host name",
+        ),
+        (
+            format!("host: 127.0.0.1:{port}\r\nhost: 127.0.0.1:{port}\r\n"),
+            "more than one Host",
+        ),
+        (
+            format!("host: 127.0.0.1:{port}\r\nhost: rebind.test\r\n"),
+            "more than one Host",
+        ),
+        (String::new(), "no Host header"),
+        (format!("host: user@127.0.0.1:{port}\r\n"), "not a host name"),
+    ] {
+        let answer = crate::limits::raw(&server, list(&hosts).as_bytes()).await;
+        assert!(answer.starts_with("HTTP/1.1 400"), "{hosts:?}: {answer}");
+        assert!(
+            answer.contains(why) && answer.contains("RFC 9112"),
+            "{hosts:?}: {answer}"
+        );
+    }
+    // An HTTP/1.0 request may leave Host out.
+    let old = crate::limits::raw(&server, b"GET /health HTTP/1.0\r\n\r\n").await;
+    assert!(
+        old.starts_with("HTTP/1.0 200") || old.starts_with("HTTP/1.1 200"),
+        "{old}"
+    );
+}

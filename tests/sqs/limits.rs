@@ -176,7 +176,7 @@ async fn fifo_deduplication_records_count_toward_max_bytes() {
     );
 }
 
-async fn raw(server: &Server, request: &[u8]) -> String {
+pub(crate) async fn raw(server: &Server, request: &[u8]) -> String {
     let mut stream = TcpStream::connect(("127.0.0.1", server.port)).await.unwrap();
     stream.write_all(request).await.unwrap();
     let mut response = vec![0u8; 4096];
