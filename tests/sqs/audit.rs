@@ -7,12 +7,14 @@ use std::time::Duration;
 
 use crate::common::{Server, client_signing_with, create_queue_url, error_code, wait_for};
 
-#[tokio::test]
-async fn refused_requests_and_admin_actions_are_recorded_one_json_line_each() {
-    let dir = std::env::temp_dir().join(format!("ssq-audit-test-{}", std::process::id()));
+/// An ssq with `--credentials` holding `keys` and an audit trail, each in
+/// a directory of its own named after `test`: the server, the directory
+/// (for the test to remove) and the trail's path.
+pub(crate) fn audited_server(test: &str, keys: &str) -> (Server, std::path::PathBuf, std::path::PathBuf) {
+    let dir = std::env::temp_dir().join(format!("{test}-{}", std::process::id()));
     std::fs::create_dir_all(&dir).unwrap();
     let credentials = dir.join("credentials");
-    std::fs::write(&credentials, "AKIDAUDIT:s3cret\n").unwrap();
+    std::fs::write(&credentials, keys).unwrap();
     let log = dir.join("audit.log");
     let server = Server::start_with(&[
         "--credentials",
@@ -20,6 +22,12 @@ async fn refused_requests_and_admin_actions_are_recorded_one_json_line_each() {
         "--audit-log",
         log.to_str().unwrap(),
     ]);
+    (server, dir, log)
+}
+
+#[tokio::test]
+async fn refused_requests_and_admin_actions_are_recorded_one_json_line_each() {
+    let (server, dir, log) = audited_server("ssq-audit-test", "AKIDAUDIT:s3cret\n");
 
     // Let through: not recorded.
     let good = client_signing_with(&server.url, "AKIDAUDIT", "s3cret");
@@ -118,17 +126,7 @@ async fn refused_requests_and_admin_actions_are_recorded_one_json_line_each() {
 /// right key signs in at once from another address.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn failed_sign_ins_are_slowed_per_address_without_locking_out_the_key_elsewhere() {
-    let dir = std::env::temp_dir().join(format!("ssq-sign-in-guard-{}", std::process::id()));
-    std::fs::create_dir_all(&dir).unwrap();
-    let credentials = dir.join("credentials");
-    std::fs::write(&credentials, "AKIDADMIN:s3cret\n").unwrap();
-    let log = dir.join("audit.log");
-    let server = Server::start_with(&[
-        "--credentials",
-        credentials.to_str().unwrap(),
-        "--audit-log",
-        log.to_str().unwrap(),
-    ]);
+    let (server, dir, log) = audited_server("ssq-sign-in-guard", "AKIDADMIN:s3cret\n");
     let from = |address: &str| {
         reqwest::Client::builder()
             .local_address(address.parse::<std::net::IpAddr>().unwrap())

@@ -179,11 +179,8 @@ async fn a_key_may_do_only_what_its_policy_allows() {
 #[tokio::test]
 async fn a_batch_call_is_governed_by_its_single_action() {
     use crate::sigv4::{Wire, signed_call};
-    let dir = std::env::temp_dir().join(format!("ssq-batch-policies-{}", std::process::id()));
-    std::fs::create_dir_all(&dir).unwrap();
-    let path = dir.join("credentials.toml");
-    std::fs::write(
-        &path,
+    let (server, dir, log) = crate::audit::audited_server(
+        "ssq-batch-policies",
         r#"[[keys]]
 id = "AKIDADMIN"
 secret = "admin"
@@ -203,15 +200,7 @@ id = "AKIDOTHER"
 secret = "other"
 account = "111111111111"
 "#,
-    )
-    .unwrap();
-    let log = dir.join("audit.log");
-    let server = Server::start_with(&[
-        "--credentials",
-        path.to_str().unwrap(),
-        "--audit-log",
-        log.to_str().unwrap(),
-    ]);
+    );
     let admin = client_signing_with(&server.url, "AKIDADMIN", "admin");
     let deny_deletes = r#"{"Statement": [{"Effect": "Deny", "Principal": "*", "Action": "sqs:DeleteMessage", "Resource": "*"}]}"#;
     let url = create_queue_url(&admin, "batched", &[("Policy", deny_deletes)]).await;
