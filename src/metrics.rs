@@ -10,6 +10,7 @@ use prometheus::{
 };
 
 use crate::queue::{Counts, FairCounts};
+use crate::topic::deliveries::Waiting;
 
 /// The SNS counters' values (`Metrics::sns_counts`).
 #[derive(Debug, Default)]
@@ -42,7 +43,9 @@ pub const FAILED: &str = "NumberOfNotificationsFailed";
 pub const FILTERED_OUT: &str = "NumberOfNotificationsFilteredOut";
 pub const REDRIVEN: &str = "NumberOfNotificationsRedrivenToDlq";
 pub const NOT_REDRIVEN: &str = "NumberOfNotificationsFailedToRedriveToDlq";
-const SUBSCRIPTION_METRICS: [&str; 5] = [DELIVERED, FAILED, FILTERED_OUT, REDRIVEN, NOT_REDRIVEN];
+/// ssq's own beside them: tries to deliver to an HTTP/S endpoint.
+pub const TRIED: &str = "NumberOfNotificationTries";
+const SUBSCRIPTION_METRICS: [&str; 6] = [DELIVERED, FAILED, FILTERED_OUT, REDRIVEN, NOT_REDRIVEN, TRIED];
 
 pub struct Metrics {
     registry: Registry,
@@ -93,6 +96,10 @@ pub struct Metrics {
     /// With --credentials: what each account holds (queues, messages,
     /// bytes), set at each scrape.
     account_holdings: IntGaugeVec,
+    /// HTTP/S subscriptions' deliveries waiting, and the oldest one's age,
+    /// set at each scrape.
+    deliveries_waiting: IntGaugeVec,
+    oldest_delivery_age: IntGaugeVec,
 }
 
 impl Metrics {
@@ -285,6 +292,18 @@ impl Metrics {
             &["account", "what"],
         )
         .expect("valid metric");
+        let subscription_gauge = |name: &str, help: &str| {
+            IntGaugeVec::new(Opts::new(name, help), &["topic", "subscription"]).expect("valid metric")
+        };
+        let deliveries_waiting = subscription_gauge(
+            "ssq_sns_subscription_deliveries_waiting",
+            "Deliveries an HTTP/S subscription has waiting to be sent or tried again (at most 10,000, past which \
+             its topic's Publish is refused).",
+        );
+        let oldest_delivery_age = subscription_gauge(
+            "ssq_sns_subscription_oldest_delivery_age_seconds",
+            "Age of an HTTP/S subscription's oldest waiting delivery.",
+        );
         let shards_led = IntGauge::new(
             "ssq_shards_led",
             "Shards this instance leads and serves (--shards; 1 or 0 in an unsharded group).",
@@ -333,7 +352,8 @@ impl Metrics {
                 "ssq_sns_subscription_total",
                 "SNS notifications by subscription and CloudWatch's metric name: NumberOfNotificationsDelivered, \
                  NumberOfNotificationsFailed, NumberOfNotificationsFilteredOut, NumberOfNotificationsRedrivenToDlq, \
-                 NumberOfNotificationsFailedToRedriveToDlq.",
+                 NumberOfNotificationsFailedToRedriveToDlq, and ssq's NumberOfNotificationTries (tries to \
+                 deliver to an HTTP/S endpoint).",
             ),
             &["topic", "subscription", "metric"],
         )
@@ -373,6 +393,8 @@ impl Metrics {
             Box::new(account_requests.clone()),
             Box::new(account_throttled.clone()),
             Box::new(account_holdings.clone()),
+            Box::new(deliveries_waiting.clone()),
+            Box::new(oldest_delivery_age.clone()),
             Box::new(data_bytes.clone()),
             Box::new(forwarded.clone()),
             Box::new(forward_seconds.clone()),
@@ -433,6 +455,8 @@ impl Metrics {
             account_requests,
             account_throttled,
             account_holdings,
+            deliveries_waiting,
+            oldest_delivery_age,
         }
     }
 
@@ -508,8 +532,6 @@ impl Metrics {
         }
     }
 
-    /// The text exposition format, with queue gauges set from `counts`
-    /// (`now` in wall-clock milliseconds, for the messages' ages).
     /// Sets what each account holds, summed over the shards' `holdings`.
     pub fn set_account_holdings(&self, holdings: &[crate::service::AccountHolding]) {
         self.account_holdings.reset();
@@ -526,6 +548,28 @@ impl Metrics {
         }
     }
 
+    /// Sets what each HTTP/S subscription has waiting: `(subscription,
+    /// topic, waiting)`, `now` in wall-clock milliseconds for the oldest
+    /// one's age. Subscriptions with nothing waiting have no series.
+    pub fn set_deliveries_waiting(&self, waiting: &[(String, String, Waiting)], now: u64) {
+        self.deliveries_waiting.reset();
+        self.oldest_delivery_age.reset();
+        for (subscription, topic, waiting) in waiting {
+            let labels = [topic.as_str(), subscription.as_str()];
+            self.deliveries_waiting
+                .with_label_values(&labels)
+                .set(waiting.count as i64);
+            let age = waiting
+                .oldest_created_at
+                .map_or(0, |at| now.saturating_sub(at) / 1000);
+            self.oldest_delivery_age
+                .with_label_values(&labels)
+                .set(age as i64);
+        }
+    }
+
+    /// The text exposition format, with queue gauges set from `counts`
+    /// (`now` in wall-clock milliseconds, for the messages' ages).
     pub fn render(&self, counts: &[(String, Counts, FairCounts)], now: u64) -> String {
         for gauge in [
             &self.queue_messages,

@@ -404,12 +404,13 @@ impl Node {
         let admin_apart = listeners.admin.is_some();
         let fronts = running.iter().map(|r| r.front(catalog.as_ref())).collect();
         let membership = group.as_ref().and_then(Group::membership);
-        let webhooks = crate::webhooks::Sender::start(
+        crate::webhooks::start(
             crate::webhooks::Settings {
                 destinations: config.sns_endpoints.clone(),
                 home: config.home(),
             },
             running[0].service.clone(),
+            stop_tasks.subscribe(),
         );
         let state = app_state(
             &config,
@@ -424,7 +425,6 @@ impl Node {
                 activity,
                 admin_apart,
                 virtual_clock,
-                webhooks,
             },
         );
         // The SNS signing key takes a moment to make: begin now, so that
@@ -569,8 +569,6 @@ struct FrontParts {
     /// The admin page and the operational endpoints on their own address.
     admin_apart: bool,
     virtual_clock: Option<Arc<VirtualClock>>,
-    /// Sends SNS's webhooks.
-    webhooks: crate::webhooks::Sender,
 }
 
 /// What the HTTP front shares, from the configuration and the shards.
@@ -614,7 +612,6 @@ fn app_state(config: &Config, node_id: &str, parts: FrontParts) -> Arc<AppState>
         },
         sns: SnsApiState {
             signing_key: Default::default(),
-            webhooks: parts.webhooks,
         },
         admin: AdminState::new(
             parts.activity,

@@ -164,11 +164,11 @@ impl Service {
             self.check_room(messages + archived, bytes.saturating_add(archived_bytes))
                 .map_err(no_room)?;
             let arns: Vec<TopicArn> = topics.iter().map(|topic| topic.arn.clone()).collect();
-            let archived_before = held_topics.archived();
+            let archived_before = held_topics.held();
             let skipped_topics = held_topics
                 .import(topics)
                 .map_err(|error| ImportError::Topics(error.message))?;
-            self.hold(archived_before, held_topics.archived());
+            self.hold_topics(archived_before, &mut held_topics);
             let new_topics: Vec<TopicArn> = arns
                 .into_iter()
                 .filter(|arn| !skipped_topics.contains(&arn.to_string()))
@@ -221,11 +221,11 @@ impl Service {
     fn withdraw(&self, withdrawn: Withdrawn) {
         let mut topics = self.topics();
         if topics.generation() == withdrawn.generation {
-            let archived = topics.archived();
+            let archived = topics.held();
             for arn in &withdrawn.topics {
                 topics.delete(arn);
             }
-            self.hold(archived, topics.archived());
+            self.hold_topics(archived, &mut topics);
             // Never stored, so nothing to take out of the store.
             topics.take_changes();
         }

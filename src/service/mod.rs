@@ -93,6 +93,9 @@ pub struct Service {
     missing_targets: Mutex<HashMap<String, Instant>>,
     /// The shard's SNS topics and subscriptions (`topics.rs`).
     topics: Mutex<topics::TopicsSlot>,
+    /// Notified when a subscription's deliveries wait with no task sending
+    /// them: new ones were added, or loaded (`webhooks/`).
+    pub deliveries_added: Notify,
     /// With `--credentials`: what each account holds, and may
     /// (`accounts.rs`); and, being set, that a topic delivers to a queue
     /// only where the queue's policy lets it (`topics.rs`).
@@ -118,6 +121,7 @@ impl Service {
             state_loaded: tokio::sync::watch::Sender::new(0),
             home: None,
             outbox_ready: Notify::new(),
+            deliveries_added: Notify::new(),
             missing_targets: Mutex::new(HashMap::new()),
             topics: topics::no_topics(),
             accounts: None,

@@ -87,12 +87,12 @@ impl Service {
         let step_commit = {
             let mut topics = self.topics();
             topics.set_time(self.now());
-            let archived = topics.archived();
+            let archived = topics.held();
             let step = topics.replay_step(arn, BATCH).unwrap_or_else(|error| {
                 tracing::warn!(subscription = %arn, error = %error.message, "a replay stopped");
                 ReplayStep::Done
             });
-            self.hold(archived, topics.archived());
+            self.hold_topics(archived, &mut topics);
             let changes = topics.take_changes();
             let (more, copies) = match step {
                 ReplayStep::Done => (false, Vec::new()),

@@ -3,10 +3,13 @@
 //! with every target queue locked at once (in name order, as two queues
 //! are), and all of them submitted as one commit, so that a Publish is
 //! answered only when every copy is stored and a crash before that leaves
-//! none of them. Copies for webhooks go to the sender (`webhooks.rs`),
-//! which never holds up the answer.
+//! none of them. Each delivery to an HTTP/S subscription is recorded in
+//! that same commit (`topic/deliveries.rs`); the sender (`webhooks/`) takes
+//! it from there, and never holds up the answer.
 
 use std::sync::{Arc, Mutex, MutexGuard};
+
+use tokio::sync::Notify;
 
 use super::Service;
 use super::commit::Commit;
@@ -18,7 +21,8 @@ use crate::queue::key::{self, Home};
 use crate::queue::{MessageAttributes, NewMessage};
 use crate::topic::envelope::{Envelope, Notification, Sign, Signature};
 use crate::topic::{
-    Protocol, Publication, Published, Result, SnsChange, SnsError, Subscription, TopicArn, Topics,
+    OutboundKind, Protocol, Publication, Published, Result, SnsChange, SnsError, Subscription, TopicArn,
+    Topics,
 };
 
 /// The SenderId of messages SNS delivers to queues: AWS's SNS principal.
@@ -58,7 +62,7 @@ pub struct TopicsSlot {
 
 impl TopicsSlot {
     /// The memory generation these topics were installed in.
-    pub(super) fn generation(&self) -> u64 {
+    pub fn generation(&self) -> u64 {
         self.generation
     }
 }
@@ -92,9 +96,9 @@ impl Service {
         let (result, commit) = {
             let mut topics = self.topics();
             topics.set_time(self.now());
-            let archived = topics.archived();
+            let held = topics.held();
             let result = change(&mut topics);
-            self.hold(archived, topics.archived());
+            self.hold_topics(held, &mut topics);
             let changes = topics.take_changes();
             let writes = match changes.is_empty() {
                 true => Vec::new(),
@@ -106,6 +110,18 @@ impl Service {
         result
     }
 
+    /// Applies what a change to the topics moved to the instance's totals
+    /// (what they held `before`, what they hold now) and to the share of
+    /// each account whose deliveries it changed.
+    pub(super) fn hold_topics(&self, before: (u64, u64), topics: &mut Topics) {
+        self.hold(before, topics.held());
+        for moved in topics.take_account_moves() {
+            if let Some(accounts) = &self.accounts {
+                accounts.apply(&moved.account, moved.before, moved.after);
+            }
+        }
+    }
+
     /// Puts loaded topics in place of whatever memory held, in the
     /// generation the queues were just installed in.
     pub(super) fn install_topics(&self, mut topics: Topics) {
@@ -114,11 +130,13 @@ impl Service {
         }
         // The queues' install (or the clear) counted what is held afresh;
         // the archives are added here.
-        self.hold((0, 0), topics.archived());
+        self.hold_topics((0, 0), &mut topics);
         *self.topics() = TopicsSlot {
             topics,
             generation: self.generation(),
         };
+        // Loaded deliveries wait for lanes.
+        self.deliveries_added.notify_one();
     }
 
     /// Drops the topics with the rest of memory (after its generation
@@ -137,10 +155,21 @@ impl Service {
         arn: &TopicArn,
         publication: &Publication,
         fanout: &Fanout<'_>,
-    ) -> Result<(Published, Vec<(Subscription, String)>, Delivered)> {
+    ) -> Result<(Published, Delivered)> {
         let fanned = self.fan_out(arn, publication, fanout)?;
         self.committed(fanned.commit).await.map_err(SnsError::from)?;
-        Ok((fanned.published, fanned.webhooks, fanned.delivered))
+        self.wake_deliveries(fanned.wakes);
+        Ok((fanned.published, fanned.delivered))
+    }
+
+    /// Tells the webhook sender of deliveries just added: the tasks of
+    /// their lanes (`wakes`), and the sender, which starts those that have
+    /// none.
+    pub fn wake_deliveries(&self, wakes: Vec<Arc<Notify>>) {
+        for wake in wakes {
+            wake.notify_one();
+        }
+        self.deliveries_added.notify_one();
     }
 
     /// A Publish up to its commit: registered on the topic, its copies in
@@ -155,10 +184,7 @@ impl Service {
         let mut topics = self.topics();
         topics.set_time(now);
         let topic = topics.topic(arn)?;
-        let signature_version = match topic.attributes.get("SignatureVersion").map(String::as_str) {
-            Some("2") => 2,
-            _ => 1,
-        };
+        let signature_version = topic.signature_version();
         // Room for a copy in every subscription, checked before the topic
         // records the publication (a FIFO topic's deduplication id must
         // not be kept for a publication refused).
@@ -168,16 +194,22 @@ impl Service {
             publication.message.len() + crate::queue::message::attributes_size(&publication.attributes);
         self.check_room(kept, kept.saturating_mul(size as u64))
             .map_err(SnsError::from)?;
+        // Room for a delivery in every HTTP/S subscription's lane.
+        topics.check_delivery_room(arn)?;
         if let Some(accounts) = &self.accounts {
             accounts
                 .check_room(&arn.account, copies.saturating_mul(size as u64))
                 .map_err(SnsError::from)?;
         }
-        let archived = topics.archived();
+        let held = topics.held();
         let published = topics.publish(arn, publication, message_id, now)?;
-        self.hold(archived, topics.archived());
-        let sns_changes = topics.take_changes();
-        let subscribed = copies as usize;
+        self.hold_topics(held, &mut topics);
+        let mut sns_changes = topics.take_changes();
+        // Those a filter may keep it from: confirmed, taking live messages.
+        let subscribed = topics
+            .subscriptions_of(arn)
+            .filter(|sub| !sub.pending && sub.takes_live())
+            .count();
         let topics = match sns_changes.is_empty() {
             true => {
                 drop(topics);
@@ -241,10 +273,34 @@ impl Service {
                     fanout.home,
                     published.sequence_number.is_some(),
                 )),
-                Protocol::Http | Protocol::Https => webhooks.push((Subscription::clone(sub), body_for(sub))),
+                Protocol::Http | Protocol::Https => webhooks.push((sub, body_for(sub))),
                 Protocol::Email | Protocol::EmailJson | Protocol::Sms => {}
             }
         }
+        // Each HTTP/S delivery is recorded in the commit of the queue
+        // copies, under the topics' lock (taken again for a standard topic;
+        // the signing above was done without it).
+        let mut wakes = Vec::new();
+        let topics = match (topics, webhooks.is_empty()) {
+            (topics, true) => topics,
+            (topics, false) => {
+                let mut topics = topics.unwrap_or_else(|| self.topics());
+                let held = topics.held();
+                for (sub, body) in webhooks {
+                    let wake = topics.add_delivery(
+                        sub,
+                        OutboundKind::Notification,
+                        &published.message_id,
+                        body,
+                        now,
+                    );
+                    wakes.extend(wake);
+                }
+                self.hold_topics(held, &mut topics);
+                sns_changes.extend(topics.take_changes());
+                Some(topics)
+            }
+        };
         let topics_generation = topics
             .as_ref()
             .map_or(self.generation(), |topics| topics.generation);
@@ -278,7 +334,7 @@ impl Service {
         );
         Ok(FannedOut {
             published,
-            webhooks,
+            wakes,
             delivered,
             commit,
         })
@@ -436,7 +492,9 @@ impl Service {
 /// A Publish submitted, its commit still to wait for.
 struct FannedOut {
     published: Published,
-    webhooks: Vec<(Subscription, String)>,
+    /// The lanes of the HTTP/S deliveries it added, to wake once they are
+    /// committed.
+    wakes: Vec<Arc<Notify>>,
     delivered: Delivered,
     commit: Commit,
 }

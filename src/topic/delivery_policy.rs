@@ -1,9 +1,10 @@
 //! Delivery policies for HTTP subscriptions: how often and how far apart a
 //! failed delivery is tried again, and the Content-Type it is sent with.
-//! The topic's `http.defaultHealthyRetryPolicy` and
-//! `defaultRequestPolicy` apply unless the subscription's own
-//! `healthyRetryPolicy` and `requestPolicy` override them (and the topic
-//! does not disable overrides); AWS's defaults fill in the rest.
+//! The topic's `http.defaultHealthyRetryPolicy`, `defaultThrottlePolicy`
+//! and `defaultRequestPolicy` apply unless the subscription's own
+//! `healthyRetryPolicy`, `throttlePolicy` and `requestPolicy` override them
+//! (and the topic does not disable overrides); AWS's defaults fill in the
+//! rest.
 
 use serde_json::Value;
 
@@ -23,6 +24,9 @@ pub struct DeliveryPolicy {
     pub max_delay_retries: u64,
     pub backoff: Backoff,
     pub content_type: String,
+    /// The throttle policy's `maxReceivesPerSecond`: at most this many
+    /// deliveries a second to the subscription (none when unset).
+    pub max_per_second: Option<u64>,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -45,6 +49,7 @@ impl Default for DeliveryPolicy {
             max_delay_retries: 0,
             backoff: Backoff::Linear,
             content_type: "text/plain; charset=UTF-8".into(),
+            max_per_second: None,
         }
     }
 }
@@ -58,6 +63,7 @@ impl DeliveryPolicy {
         let http = topic.as_ref().and_then(|topic| topic.get("http"));
         if let Some(http) = http {
             policy.apply_retry(http.get("defaultHealthyRetryPolicy"));
+            policy.apply_throttle(http.get("defaultThrottlePolicy"));
             policy.apply_request(http.get("defaultRequestPolicy"));
         }
         let overrides_allowed = !http
@@ -66,6 +72,7 @@ impl DeliveryPolicy {
             .unwrap_or(false);
         if overrides_allowed && let Some(own) = parse(subscription) {
             policy.apply_retry(own.get("healthyRetryPolicy"));
+            policy.apply_throttle(own.get("throttlePolicy"));
             policy.apply_request(own.get("requestPolicy"));
         }
         policy
@@ -89,6 +96,16 @@ impl DeliveryPolicy {
             Some("linear") => Backoff::Linear,
             _ => self.backoff,
         };
+    }
+
+    fn apply_throttle(&mut self, throttle: Option<&Value>) {
+        if let Some(rate) = throttle
+            .and_then(|throttle| throttle.get("maxReceivesPerSecond"))
+            .and_then(Value::as_u64)
+            .filter(|rate| *rate > 0)
+        {
+            self.max_per_second = Some(rate);
+        }
     }
 
     fn apply_request(&mut self, request: Option<&Value>) {
@@ -148,6 +165,16 @@ mod tests {
         let policy = DeliveryPolicy::effective(Some(topic), None);
         assert_eq!(policy.delays(), vec![0, 1, 4, 6, 9, 9]);
         assert_eq!(policy.content_type, "application/json");
+        let throttled = DeliveryPolicy::effective(
+            Some(r#"{"http":{"defaultThrottlePolicy":{"maxReceivesPerSecond":5}}}"#),
+            Some(r#"{"throttlePolicy":{"maxReceivesPerSecond":2}}"#),
+        );
+        assert_eq!(
+            throttled.max_per_second,
+            Some(2),
+            "the subscription's own throttle"
+        );
+        assert_eq!(DeliveryPolicy::effective(None, None).max_per_second, None);
         let own = r#"{"healthyRetryPolicy":{"numRetries":1,"minDelayTarget":2,"maxDelayTarget":2}}"#;
         assert_eq!(
             DeliveryPolicy::effective(Some(topic), Some(own)).delays().len(),

@@ -9,6 +9,7 @@
 pub mod archive;
 pub mod arn;
 pub mod attributes;
+pub mod deliveries;
 pub mod delivery_policy;
 pub mod envelope;
 pub mod error;
@@ -26,6 +27,7 @@ use std::ops::Bound;
 use std::sync::Arc;
 
 pub use self::arn::TopicArn;
+pub use self::deliveries::OutboundKind;
 pub use self::error::{Result, SnsError};
 pub use self::publish::{AttributeInput, Publication, PublishInput};
 pub use self::records::{RecordError, SnsChange};
@@ -115,6 +117,14 @@ impl Topic {
             .is_some_and(|v| v == "true")
     }
 
+    /// The SignatureVersion its documents are signed with: 1 unless set.
+    pub fn signature_version(&self) -> u8 {
+        match self.attributes.get("SignatureVersion").map(String::as_str) {
+            Some("2") => 2,
+            _ => 1,
+        }
+    }
+
     /// What its publications are checked against: kind and size.
     pub fn publish_rules(&self) -> publish::Rules {
         publish::Rules {
@@ -166,34 +176,6 @@ pub struct Subscribed {
     pub pending_token: Option<String>,
 }
 
-/// A document to send to a subscription's HTTP endpoint.
-#[derive(Debug, Clone)]
-pub struct Outbound {
-    pub subscription: Subscription,
-    pub kind: OutboundKind,
-    pub message_id: String,
-    /// The signed document, or the message itself with raw delivery.
-    pub body: String,
-}
-
-/// What an outbound document is, as `x-amz-sns-message-type` names it.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum OutboundKind {
-    SubscriptionConfirmation,
-    Notification,
-    UnsubscribeConfirmation,
-}
-
-impl OutboundKind {
-    pub fn name(self) -> &'static str {
-        match self {
-            OutboundKind::SubscriptionConfirmation => "SubscriptionConfirmation",
-            OutboundKind::Notification => "Notification",
-            OutboundKind::UnsubscribeConfirmation => "UnsubscribeConfirmation",
-        }
-    }
-}
-
 /// One shard's topics and subscriptions.
 #[derive(Debug, Default, Clone)]
 pub struct Topics {
@@ -217,6 +199,8 @@ pub struct Topics {
     archived: (u64, u64),
     /// The key SNS documents are signed with, kept with the state.
     signing_key: Option<signing::StoredKey>,
+    /// What waits to be sent to HTTP/S subscriptions (`deliveries.rs`).
+    deliveries: deliveries::Deliveries,
 }
 
 impl Topics {
@@ -305,6 +289,7 @@ impl Topics {
         for sub in &removed {
             self.order.remove(&sub.arn);
             self.record_subscription(&sub.arn);
+            self.drop_deliveries(&sub.arn);
         }
         let dedup_keys: Vec<String> = topic
             .dedup
@@ -587,6 +572,7 @@ impl Topics {
         self.order.remove(arn);
         self.record_subscription(arn);
         self.record_topic(&sub.topic.clone());
+        self.drop_deliveries(arn);
         Some(sub)
     }
 

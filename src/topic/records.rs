@@ -1,8 +1,9 @@
 //! Topics as the stores keep them: a record a topic, a subscription, a
 //! FIFO topic's deduplication id and archived publication, each a small
 //! JSON value under a key of its own (`t:<topic arn>`, `s:<subscription
-//! arn>`, `d:<topic arn> <id>`, `a:<topic arn> <sequence>`), and the
-//! signing key (`k:signing`),
+//! arn>`, `d:<topic arn> <id>`, `a:<topic arn> <sequence>`), a delivery
+//! waiting for an HTTP/S subscription (`w:<subscription arn> <id>`,
+//! `deliveries.rs`), and the signing key (`k:signing`),
 //! so that a change writes only what it changed. [`Topics`] records its
 //! changes as [`SnsChange`]s once a store asks (`enable_journal`), and is
 //! rebuilt from the records at a load.
@@ -136,6 +137,7 @@ impl Topics {
         let mut subscriptions = Vec::new();
         let mut dedups = Vec::new();
         let mut archived = Vec::new();
+        let mut deliveries = Vec::new();
         for (key, text) in &records {
             match key.split_once(':') {
                 Some(("t", _)) => {
@@ -174,6 +176,11 @@ impl Topics {
                         serde_json::from_str(text).map_err(|e| fail(key, e.to_string()))?;
                     archived.push((key, topic, record));
                 }
+                Some(("w", rest)) => {
+                    let delivery =
+                        super::deliveries::read_delivery(rest, text).map_err(|reason| fail(key, reason))?;
+                    deliveries.push(delivery);
+                }
                 Some(("k", "signing")) => {
                     let stored = serde_json::from_str(text).map_err(|e| fail(key, e.to_string()))?;
                     topics.signing_key = Some(stored);
@@ -189,7 +196,7 @@ impl Topics {
                 _ => {
                     return Err(fail(
                         key,
-                        "not a topic, subscription, deduplication, archive or key record".into(),
+                        "not a topic, subscription, deduplication, archive, delivery or key record".into(),
                     ));
                 }
             }
@@ -240,6 +247,9 @@ impl Topics {
             .filter_map(|topic| topic.archive.as_ref())
             .map(Archive::holding)
             .fold((0, 0), |(m, b), (am, ab)| (m + am, b + ab));
+        for delivery in deliveries {
+            topics.deliveries.restore(delivery);
+        }
         dedups.sort_by_key(|(_, _, record)| record.until);
         for (topic, id, record) in dedups {
             if let Some(owner) = topics.topics.get_mut(&topic) {
@@ -314,6 +324,7 @@ impl Topics {
                 ));
             }
         }
+        records.extend(self.deliveries.all());
         for subscription in self.subscriptions.values() {
             let order = self.order.get(&subscription.arn).copied().unwrap_or_default();
             records.push((

@@ -1,14 +1,22 @@
-//! Deliveries to HTTP and HTTPS subscriptions, off the threads that serve
-//! calls: a call hands its webhooks to the [`Sender`] and answers at once.
+//! Sends the deliveries a shard's topics keep for HTTP and HTTPS
+//! subscriptions (`topic/deliveries.rs`), off the threads that serve calls.
 //!
-//! What waits to be sent is bounded in bytes (a delivery past the budget
-//! is dropped and counted as failed, never queued without end), and at
-//! most [`MAX_CONNECTIONS`] requests are in flight. Each delivery follows
-//! its delivery policy (`topic::delivery_policy`): retried on connection
-//! errors, timeouts, 429 and 5xx, not on other 4xx; when the tries run out
-//! a notification goes to the subscription's dead-letter queue, if it has
-//! one. Redirects are not followed, and only destinations the operator
-//! allowed are reached (`destinations.rs`).
+//! Each subscription with deliveries waiting gets a task of its own, its
+//! lane, with at most [`LANE_IN_FLIGHT`] requests in flight and its own
+//! throttle (the delivery policy's `maxReceivesPerSecond`): an endpoint
+//! that is slow, stuck or down holds up its own deliveries only. A lane
+//! takes what is due, sends it, and records the outcome in the store:
+//! delivered or given up, the delivery is removed; to be tried again, its
+//! tries and next time are written, as the delivery policy says
+//! (`topic::delivery_policy`): on a refused or reset connection, a
+//! timeout, a TLS failure, 429 and 5xx; not on other 4xx. A notification
+//! given up goes to the subscription's dead-letter queue, if it has one.
+//! Redirects are not followed, and only destinations the operator allowed
+//! are reached (`destinations.rs`).
+//!
+//! Only the shard's leader holds deliveries in memory, so only it sends; a
+//! lane stops when its memory is replaced (a load, leadership lost), and
+//! the new memory's lanes start from what the store holds.
 
 mod destinations;
 mod request;
@@ -16,177 +24,225 @@ mod request;
 use std::sync::Arc;
 use std::time::Duration;
 
-use tokio::sync::{Semaphore, mpsc};
+use tokio::sync::watch;
+use tokio::task::JoinSet;
 
 pub use self::destinations::{Destinations, DestinationsError};
 use crate::metrics;
 use crate::queue::NewMessage;
 use crate::queue::key::{self, Home};
 use crate::service::Service;
+use crate::topic::OutboundKind;
+use crate::topic::deliveries::{Delivery, LaneStart};
 use crate::topic::delivery_policy::DeliveryPolicy;
-use crate::topic::{Outbound, OutboundKind, Subscription};
 
-/// Requests in flight at once, over every subscription.
-pub const MAX_CONNECTIONS: usize = 64;
-/// Bytes of documents waiting to be sent, over every subscription.
-const MAX_PENDING_BYTES: usize = 64 << 20;
+/// Requests in flight at once to one subscription's endpoint.
+pub const LANE_IN_FLIGHT: usize = 8;
 /// How long one try may take, connection to answer: AWS's 15 seconds.
 const TRY_TIMEOUT: Duration = Duration::from_secs(15);
+/// How often the sender looks for lanes without a task, beside being told
+/// of new deliveries (a load brings some without a word), and how long a
+/// lane with nothing due sleeps at most.
+const LOOK_EVERY: Duration = Duration::from_secs(1);
 
-/// What the sender needs beside the work it is given.
+/// What the sender needs beside the deliveries.
 pub struct Settings {
     pub destinations: Destinations,
     /// The instance's account and region, to key dead-letter queues.
     pub home: Home,
 }
 
-/// Hands webhooks to the delivery task.
-pub struct Sender {
-    jobs: mpsc::UnboundedSender<Job>,
-    pending_bytes: Arc<Semaphore>,
+/// Starts sending `service`'s deliveries, until `stopped`.
+pub fn start(settings: Settings, service: Arc<Service>, stopped: watch::Receiver<bool>) {
+    let sender = Arc::new(Sender { settings, service });
+    tokio::spawn(sender.run(stopped));
 }
 
-struct Job {
-    work: Outbound,
-    _bytes: tokio::sync::OwnedSemaphorePermit,
+struct Sender {
+    settings: Settings,
+    service: Arc<Service>,
 }
 
 impl Sender {
-    /// Starts the delivery task. Dead letters go to `service`'s queues.
-    pub fn start(settings: Settings, service: Arc<Service>) -> Sender {
-        let (jobs, receiver) = mpsc::unbounded_channel();
-        let delivery = Delivery {
-            settings: Arc::new(settings),
-            service,
-            connections: Arc::new(Semaphore::new(MAX_CONNECTIONS)),
-        };
-        tokio::spawn(delivery.run(receiver));
-        Sender {
-            jobs,
-            pending_bytes: Arc::new(Semaphore::new(MAX_PENDING_BYTES >> 10)),
-        }
-    }
-
-    /// Queues a delivery; never waits. Past the byte budget it is dropped
-    /// with a log line (the subscriber sees a missed delivery, as with an
-    /// endpoint that is down for longer than its retries).
-    pub fn send(&self, work: Outbound) {
-        let bytes = work.body.len();
-        let kib = u32::try_from(bytes.div_ceil(1024).max(1)).unwrap_or(u32::MAX);
-        let Ok(permit) = self.pending_bytes.clone().try_acquire_many_owned(kib) else {
-            tracing::warn!(
-                subscription = work.subscription.arn,
-                "a webhook delivery was dropped: {MAX_PENDING_BYTES} bytes already wait to be sent"
-            );
-            return;
-        };
-        let job = Job { work, _bytes: permit };
-        if self.jobs.send(job).is_err() {
-            tracing::warn!("a webhook delivery was dropped: the sender has stopped");
-        }
-    }
-}
-
-/// The delivery task's side.
-struct Delivery {
-    settings: Arc<Settings>,
-    service: Arc<Service>,
-    connections: Arc<Semaphore>,
-}
-
-impl Delivery {
-    async fn run(self, mut jobs: mpsc::UnboundedReceiver<Job>) {
-        let this = Arc::new(self);
-        while let Some(job) = jobs.recv().await {
-            let this = this.clone();
-            tokio::spawn(async move { this.deliver(job).await });
-        }
-    }
-
-    /// Tries a job as its policy says, then dead-letters a notification
-    /// that never got through.
-    async fn deliver(&self, job: Job) {
-        let subscription = job.work.subscription.clone();
-        let topic_policy = self
-            .service
-            .topics()
-            .topic(&subscription.topic)
-            .ok()
-            .and_then(|topic| topic.attributes.get("DeliveryPolicy").cloned());
-        let policy = DeliveryPolicy::effective(
-            topic_policy.as_deref(),
-            subscription.attributes.get("DeliveryPolicy").map(String::as_str),
-        );
-        let request = match request::Prepared::new(&job.work, &policy) {
-            Ok(request) => request,
-            Err(why) => {
-                tracing::warn!(subscription = subscription.arn, %why, "a webhook could not be sent");
+    /// Starts a lane for each subscription whose deliveries have none.
+    async fn run(self: Arc<Self>, mut stopped: watch::Receiver<bool>) {
+        loop {
+            let (starts, generation) = {
+                let mut topics = self.service.topics();
+                (topics.lanes_to_start(), topics.generation())
+            };
+            for start in starts {
+                tokio::spawn(self.clone().lane(start, generation));
+            }
+            let stopping = tokio::select! {
+                _ = self.service.deliveries_added.notified() => false,
+                _ = tokio::time::sleep(LOOK_EVERY) => false,
+                changed = stopped.changed() => changed.is_err() || *stopped.borrow(),
+            };
+            if stopping {
                 return;
             }
-        };
-        let mut delays = policy.delays().into_iter();
+        }
+    }
+
+    /// Sends one subscription's deliveries until none waits, or the memory
+    /// they are in is replaced.
+    async fn lane(self: Arc<Self>, start: LaneStart, generation: u64) {
+        let subscription = start.subscription.as_str();
+        let mut in_flight = JoinSet::new();
+        let mut policy = Arc::new(self.policy_of(subscription));
+        let mut policy_read = tokio::time::Instant::now();
+        let mut throttle = Throttle::default();
         loop {
-            let outcome = {
-                let Ok(_connection) = self.connections.acquire().await else {
+            if policy_read.elapsed() >= LOOK_EVERY {
+                policy = Arc::new(self.policy_of(subscription));
+                policy_read = tokio::time::Instant::now();
+            }
+            let room = (LANE_IN_FLIGHT - in_flight.len()).min(throttle.room(policy.max_per_second));
+            let (due, next) = {
+                let mut topics = self.service.topics();
+                if topics.generation() != generation {
                     return;
-                };
-                request.send(&self.settings.destinations, TRY_TIMEOUT).await
+                }
+                let now = self.service.now();
+                let due = topics.take_due(subscription, now, room);
+                if due.is_empty() && in_flight.is_empty() && topics.lane_done(subscription) {
+                    return;
+                }
+                (
+                    due,
+                    topics.next_due(subscription).map(|at| at.saturating_sub(now)),
+                )
             };
-            match outcome {
-                request::Outcome::Delivered => {
-                    self.count(&job.work, metrics::DELIVERED);
-                    return;
-                }
-                request::Outcome::Permanent(why) | request::Outcome::Refused(why) => {
-                    tracing::warn!(subscription = subscription.arn, endpoint = subscription.endpoint, %why, "a webhook delivery failed");
-                    break;
-                }
-                request::Outcome::Retry(why) => match delays.next() {
-                    Some(delay) => {
-                        tracing::debug!(subscription = subscription.arn, %why, delay, "a webhook delivery will be retried");
-                        tokio::time::sleep(Duration::from_secs(delay)).await;
-                    }
-                    None => {
-                        tracing::warn!(subscription = subscription.arn, endpoint = subscription.endpoint, %why, "a webhook delivery failed after its retries");
-                        break;
-                    }
-                },
+            throttle.spent(due.len(), policy.max_per_second);
+            for delivery in due {
+                in_flight.spawn(self.clone().attempt(delivery, policy.clone()));
+            }
+            // Sleep until something is due, if there is room to send it.
+            let room = (LANE_IN_FLIGHT - in_flight.len()).min(throttle.room(policy.max_per_second));
+            let sleep = match (room, next) {
+                (0, _) | (_, None) => throttle.until_room(policy.max_per_second).unwrap_or(LOOK_EVERY),
+                (_, Some(ms)) => Duration::from_millis(ms).min(LOOK_EVERY),
+            };
+            tokio::select! {
+                Some(_) = in_flight.join_next(), if !in_flight.is_empty() => {}
+                _ = start.wake.notified() => {}
+                _ = tokio::time::sleep(sleep) => {}
             }
         }
-        if job.work.kind == OutboundKind::Notification {
-            self.count(&job.work, metrics::FAILED);
-            let redriven = self.dead_letter(&subscription, &job.work.body).await;
-            match (redriven, subscription.dead_letter_queue().is_some()) {
-                (true, _) => self.count(&job.work, metrics::REDRIVEN),
-                (false, true) => self.count(&job.work, metrics::NOT_REDRIVEN),
-                (false, false) => {}
+    }
+
+    /// The delivery policy of a subscription's deliveries: the topic's and
+    /// its own (the topic's alone, or AWS's, once it is gone).
+    fn policy_of(&self, subscription: &str) -> DeliveryPolicy {
+        let topics = self.service.topics();
+        let own = topics.subscription(subscription).ok();
+        let topic = own
+            .and_then(|sub| topics.topic(&sub.topic).ok())
+            .and_then(|topic| topic.attributes.get("DeliveryPolicy"));
+        DeliveryPolicy::effective(
+            topic.map(String::as_str),
+            own.and_then(|sub| sub.attributes.get("DeliveryPolicy"))
+                .map(String::as_str),
+        )
+    }
+
+    /// One try of a delivery, and its outcome recorded.
+    async fn attempt(self: Arc<Self>, delivery: Delivery, policy: Arc<DeliveryPolicy>) {
+        let outcome = match request::Prepared::new(&delivery, &policy) {
+            Ok(request) => request.send(&self.settings.destinations, TRY_TIMEOUT).await,
+            Err(refused) => request::Outcome::Refused(refused.to_string()),
+        };
+        self.count(&delivery, metrics::TRIED);
+        let (subscription, id) = (delivery.subscription.as_str(), delivery.id);
+        let why = match outcome {
+            request::Outcome::Delivered => {
+                self.record(|topics| topics.finish_delivery(subscription, id).map(drop))
+                    .await;
+                self.count(&delivery, metrics::DELIVERED);
+                return;
             }
+            request::Outcome::Retry(why) => match policy.delays().get(delivery.tries as usize) {
+                Some(delay) => {
+                    tracing::debug!(subscription, %why, delay, "a webhook delivery will be retried");
+                    let next_at = self.service.now() + delay * 1000;
+                    self.record(|topics| {
+                        topics.retry_delivery(id, next_at);
+                        Some(())
+                    })
+                    .await;
+                    return;
+                }
+                None => format!("{why}, after {} tries", delivery.tries + 1),
+            },
+            request::Outcome::Permanent(why) | request::Outcome::Refused(why) => why,
+        };
+        tracing::warn!(subscription, endpoint = delivery.endpoint, %why, "a webhook delivery failed");
+        self.give_up(&delivery).await;
+    }
+
+    /// A delivery that never got through: a notification is counted failed
+    /// and sent to the subscription's dead-letter queue if it has one; then
+    /// it is removed.
+    async fn give_up(&self, delivery: &Delivery) {
+        if delivery.kind == OutboundKind::Notification {
+            self.count(delivery, metrics::FAILED);
+            match self.dead_letter(delivery).await {
+                Some(true) => self.count(delivery, metrics::REDRIVEN),
+                Some(false) => self.count(delivery, metrics::NOT_REDRIVEN),
+                None => {}
+            }
+        }
+        self.record(|topics| {
+            topics
+                .finish_delivery(&delivery.subscription, delivery.id)
+                .map(drop)
+        })
+        .await;
+    }
+
+    /// Records a delivery's outcome in the store; a store that refuses it
+    /// makes the leader reload, and the delivery is sent again from there.
+    async fn record(&self, change: impl FnOnce(&mut crate::topic::Topics) -> Option<()>) {
+        let recorded = self
+            .service
+            .change_topics(|topics| {
+                change(topics);
+                Ok(())
+            })
+            .await;
+        if let Err(error) = recorded {
+            tracing::warn!(%error, "a webhook delivery's outcome could not be recorded: it will be tried again");
         }
     }
 
     /// Counts a notification's outcome for its subscription.
-    fn count(&self, work: &Outbound, metric: &'static str) {
-        if work.kind == OutboundKind::Notification {
-            let subscription = &work.subscription;
-            self.service
-                .metrics
-                .sns_notification(&subscription.topic.to_string(), &subscription.arn, metric);
+    fn count(&self, delivery: &Delivery, metric: &'static str) {
+        if delivery.kind == OutboundKind::Notification {
+            self.service.metrics.sns_notification(
+                &delivery.topic.to_string(),
+                &delivery.subscription,
+                metric,
+            );
         }
     }
 
-    /// Sends a notification that never got through to the subscription's
-    /// dead-letter queue; whether it is there.
-    async fn dead_letter(&self, subscription: &Subscription, body: &str) -> bool {
-        let Some(queue) = subscription.dead_letter_queue() else {
-            return false;
-        };
+    /// Sends a notification that never got through to its subscription's
+    /// dead-letter queue: whether it is there, `None` without one.
+    async fn dead_letter(&self, delivery: &Delivery) -> Option<bool> {
+        let queue = self
+            .service
+            .topics()
+            .subscription(&delivery.subscription)
+            .ok()?
+            .dead_letter_queue()?;
         // A topic's dead-letter queues are of its account.
-        if queue.account != subscription.topic.account {
-            return false;
+        if queue.account != delivery.topic.account {
+            return Some(false);
         }
         let name = key::of(&self.settings.home, &queue.account, &queue.region, &queue.name);
         let message = NewMessage {
-            body: body.to_string(),
+            body: delivery.body.to_string(),
             attributes: Default::default(),
             delay_seconds: None,
             sender_id: crate::service::SNS_SENDER_ID.into(),
@@ -195,11 +251,76 @@ impl Delivery {
             dedup_id: None,
         };
         match self.service.send(&name, vec![message]).await {
-            Ok(_) => true,
+            Ok(_) => Some(true),
             Err(error) => {
-                tracing::warn!(subscription = subscription.arn, %error, "a failed webhook delivery could not be dead-lettered");
-                false
+                tracing::warn!(subscription = delivery.subscription, %error, "a failed webhook delivery could not be dead-lettered");
+                Some(false)
             }
         }
+    }
+}
+
+/// A lane's throttle: the sends of the last second, against the policy's
+/// `maxReceivesPerSecond`.
+#[derive(Default)]
+struct Throttle {
+    sent: std::collections::VecDeque<tokio::time::Instant>,
+}
+
+impl Throttle {
+    fn forget_old(&mut self) {
+        let now = tokio::time::Instant::now();
+        while self
+            .sent
+            .front()
+            .is_some_and(|at| now.duration_since(*at) >= Duration::from_secs(1))
+        {
+            self.sent.pop_front();
+        }
+    }
+
+    /// How many more may be sent now.
+    fn room(&mut self, per_second: Option<u64>) -> usize {
+        let Some(rate) = per_second else {
+            return usize::MAX;
+        };
+        self.forget_old();
+        (rate as usize).saturating_sub(self.sent.len())
+    }
+
+    /// How long until one more may be sent, when none may now.
+    fn until_room(&mut self, per_second: Option<u64>) -> Option<Duration> {
+        if self.room(per_second) > 0 {
+            return None;
+        }
+        let first = self.sent.front()?;
+        Some(Duration::from_secs(1).saturating_sub(first.elapsed()))
+    }
+
+    /// Counts `sends` made now (kept only where a rate is set).
+    fn spent(&mut self, sends: usize, per_second: Option<u64>) {
+        if per_second.is_some() {
+            let now = tokio::time::Instant::now();
+            self.sent.extend(std::iter::repeat_n(now, sends));
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[tokio::test(start_paused = true)]
+    async fn a_throttle_lets_through_its_rate_a_second() {
+        let mut throttle = Throttle::default();
+        assert_eq!(throttle.room(None), usize::MAX);
+        assert_eq!(throttle.room(Some(3)), 3);
+        throttle.spent(3, Some(3));
+        assert_eq!(throttle.room(Some(3)), 0);
+        assert_eq!(throttle.until_room(Some(3)), Some(Duration::from_secs(1)));
+        tokio::time::advance(Duration::from_millis(400)).await;
+        assert_eq!(throttle.until_room(Some(3)), Some(Duration::from_millis(600)));
+        tokio::time::advance(Duration::from_millis(600)).await;
+        assert_eq!(throttle.room(Some(3)), 3);
     }
 }

@@ -1,9 +1,10 @@
-//! One webhook request: built once from the document, then tried as often
-//! as the policy says over a fresh HTTP/1.1 connection each time (plain or
-//! TLS with the system's roots), to the address `destinations.rs` checked.
-//! The answer's status decides: 2xx delivered; 429, 5xx and every failure
-//! to connect or answer in time retried; other statuses final. Redirects
-//! are statuses like any other: never followed.
+//! One webhook request: built once from a stored delivery, then tried
+//! over a fresh HTTP/1.1 connection each time (plain or TLS with the
+//! system's roots), to the address `destinations.rs` checked. The answer's
+//! status decides: 2xx delivered; 429, 5xx and every failure to connect,
+//! hand over TLS or answer in time retried, as AWS retries an endpoint
+//! that is unavailable; other statuses final. Redirects are statuses like
+//! any other: never followed.
 
 use std::sync::{Arc, OnceLock};
 use std::time::Duration;
@@ -17,8 +18,9 @@ use tokio::io::{AsyncRead, AsyncWrite};
 use tokio::net::TcpStream;
 
 use super::destinations::Destinations;
+use crate::topic::OutboundKind;
+use crate::topic::deliveries::Delivery;
 use crate::topic::delivery_policy::DeliveryPolicy;
-use crate::topic::{Outbound, OutboundKind};
 
 /// The answer body ssq reads at most (and then drops).
 const MAX_ANSWER_BYTES: usize = 64 << 10;
@@ -29,10 +31,17 @@ pub enum Outcome {
     Delivered,
     /// Worth trying again.
     Retry(String),
-    /// The endpoint answered that it will not take it.
+    /// The endpoint answered that it will not take it (a 4xx but 429).
     Permanent(String),
     /// ssq will not send it there.
     Refused(String),
+}
+
+/// Why a delivery cannot be made into a request at all.
+#[derive(Debug, thiserror::Error)]
+#[error("{endpoint} is not an http or https URL with a host")]
+pub struct NotAnEndpoint {
+    endpoint: String,
 }
 
 /// A request ready to be sent.
@@ -44,23 +53,17 @@ pub struct Prepared {
 }
 
 impl Prepared {
-    pub fn new(work: &Outbound, policy: &DeliveryPolicy) -> Result<Prepared, String> {
-        let endpoint: hyper::Uri = work
-            .subscription
-            .endpoint
-            .parse()
-            .map_err(|_| format!("{} is not a URL", work.subscription.endpoint))?;
+    pub fn new(delivery: &Delivery, policy: &DeliveryPolicy) -> Result<Prepared, NotAnEndpoint> {
+        let not_one = || NotAnEndpoint {
+            endpoint: delivery.endpoint.clone(),
+        };
+        let endpoint: hyper::Uri = delivery.endpoint.parse().map_err(|_| not_one())?;
         let tls = match endpoint.scheme_str() {
             Some("https") => true,
             Some("http") => false,
-            _ => {
-                return Err(format!(
-                    "{} is not an http or https URL",
-                    work.subscription.endpoint
-                ));
-            }
+            _ => return Err(not_one()),
         };
-        let host = endpoint.host().ok_or("the endpoint names no host")?.to_string();
+        let host = endpoint.host().ok_or_else(not_one)?.to_string();
         let port = endpoint.port_u16().unwrap_or(if tls { 443 } else { 80 });
         let path = endpoint.path_and_query().map_or("/", |p| p.as_str()).to_string();
         let authority = endpoint
@@ -72,21 +75,21 @@ impl Prepared {
             .header(USER_AGENT, "Amazon Simple Notification Service Agent")
             .header("accept-encoding", "gzip,deflate")
             .header("connection", "close")
-            .header("x-amz-sns-message-type", work.kind.name())
-            .header("x-amz-sns-message-id", &work.message_id)
-            .header("x-amz-sns-topic-arn", work.subscription.topic.to_string());
-        if work.kind != OutboundKind::SubscriptionConfirmation {
-            builder = builder.header("x-amz-sns-subscription-arn", &work.subscription.arn);
+            .header("x-amz-sns-message-type", delivery.kind.name())
+            .header("x-amz-sns-message-id", &delivery.message_id)
+            .header("x-amz-sns-topic-arn", delivery.topic.to_string());
+        if delivery.kind != OutboundKind::SubscriptionConfirmation {
+            builder = builder.header("x-amz-sns-subscription-arn", &delivery.subscription);
         }
-        if work.kind == OutboundKind::Notification && work.subscription.raw() {
+        if delivery.kind == OutboundKind::Notification && delivery.raw {
             builder = builder.header("x-amz-sns-rawdelivery", "true");
         }
         let content_type = HeaderValue::from_str(&policy.content_type)
             .unwrap_or(HeaderValue::from_static("text/plain; charset=UTF-8"));
         let request = builder
             .header(CONTENT_TYPE, content_type)
-            .body(Full::new(Bytes::from(work.body.clone())))
-            .map_err(|error| error.to_string())?;
+            .body(Full::new(Bytes::from(delivery.body.to_string())))
+            .map_err(|_| not_one())?;
         Ok(Prepared {
             host,
             port,
@@ -103,49 +106,37 @@ impl Prepared {
         };
         match tokio::time::timeout(timeout, self.exchange(address)).await {
             Err(_) => Outcome::Retry(format!("no answer within {timeout:?}")),
-            // Nothing listens there: AWS counts an endpoint it cannot reach
-            // as the client's error, dead-lettered without retries.
-            Ok(Err(Failure::Unreachable(error))) => Outcome::Permanent(error),
-            Ok(Err(Failure::Exchange(error))) => Outcome::Retry(error),
+            // An endpoint that is down, refuses or resets is tried again
+            // as the delivery policy says ("when the system that hosts the
+            // subscribed endpoint becomes unavailable").
+            Ok(Err(error)) => Outcome::Retry(error),
             Ok(Ok(status)) if (200..300).contains(&status) => Outcome::Delivered,
             Ok(Ok(status)) if status == 429 || status >= 500 => Outcome::Retry(format!("answered {status}")),
             Ok(Ok(status)) => Outcome::Permanent(format!("answered {status}")),
         }
     }
 
-    async fn exchange(&self, address: std::net::SocketAddr) -> Result<u16, Failure> {
+    /// The answer's status, or how the try failed before one came.
+    async fn exchange(&self, address: std::net::SocketAddr) -> Result<u16, String> {
         let stream = TcpStream::connect(address)
             .await
-            .map_err(|e| Failure::Unreachable(format!("could not connect to {address}: {e}")))?;
+            .map_err(|e| format!("could not connect to {address}: {e}"))?;
         stream.set_nodelay(true).ok();
         if !self.tls {
-            return exchange_over(stream, self.request.clone())
-                .await
-                .map_err(Failure::Exchange);
+            return exchange_over(stream, self.request.clone()).await;
         }
         let host = self
             .host
             .trim_start_matches('[')
             .trim_end_matches(']')
             .to_string();
-        let name =
-            rustls::pki_types::ServerName::try_from(host).map_err(|e| Failure::Unreachable(e.to_string()))?;
+        let name = rustls::pki_types::ServerName::try_from(host).map_err(|e| format!("TLS: {e}"))?;
         let stream = tokio_rustls::TlsConnector::from(tls_config())
             .connect(name, stream)
             .await
-            .map_err(|e| Failure::Exchange(format!("TLS: {e}")))?;
-        exchange_over(stream, self.request.clone())
-            .await
-            .map_err(Failure::Exchange)
+            .map_err(|e| format!("TLS: {e}"))?;
+        exchange_over(stream, self.request.clone()).await
     }
-}
-
-/// How a try failed before an answer came.
-enum Failure {
-    /// No connection could be made.
-    Unreachable(String),
-    /// The connection failed on the way.
-    Exchange(String),
 }
 
 async fn exchange_over<S>(stream: S, request: Request<Full<Bytes>>) -> Result<u16, String>

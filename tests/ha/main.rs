@@ -25,3 +25,4 @@ mod sentinel;
 mod snapshot;
 mod sns;
 mod soak;
+mod webhooks;

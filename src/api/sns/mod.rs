@@ -16,7 +16,7 @@ use crate::api::{Api, RequestContext};
 use crate::protocol::sns::{Answer, Form};
 use crate::service::Fanout;
 use crate::topic::envelope::Sign;
-use crate::topic::{Outbound, Result, SnsError, TopicArn};
+use crate::topic::{Result, SnsError, TopicArn};
 
 /// Every SNS action ssq serves.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -164,20 +164,6 @@ impl Call<'_> {
         }
     }
 
-    /// The SignatureVersion a topic's documents are signed with.
-    fn signature_version(&self, topic: &TopicArn) -> u8 {
-        let topics = self.api.service.topics();
-        match topics
-            .topic(topic)
-            .ok()
-            .and_then(|t| t.attributes.get("SignatureVersion"))
-            .map(String::as_str)
-        {
-            Some("2") => 2,
-            _ => 1,
-        }
-    }
-
     /// The topic a member names: AWS's errors for a malformed ARN or one
     /// of another region, and NotFound for a topic of another account
     /// (none is here).
@@ -194,12 +180,9 @@ impl Call<'_> {
     }
 }
 
-/// What an action leaves for the webhook sender.
-pub type Webhooks = Vec<Outbound>;
-
 /// Runs an SNS action. The name is one [`Action::claims`]; those ssq does
 /// not serve are refused.
-pub async fn dispatch(call: &Call<'_>, action_name: &str, form: &Form) -> Result<(Option<Answer>, Webhooks)> {
+pub async fn dispatch(call: &Call<'_>, action_name: &str, form: &Form) -> Result<Option<Answer>> {
     let Some(action) = Action::from_name(action_name) else {
         return Err(SnsError::new(
             "InvalidAction",
@@ -210,22 +193,21 @@ pub async fn dispatch(call: &Call<'_>, action_name: &str, form: &Form) -> Result
             ),
         ));
     };
-    let none = Vec::new();
     let answer = match action {
         Action::CreateTopic => topics::create(call, form).await?,
         Action::DeleteTopic => topics::delete(call, form).await?,
         Action::ListTopics => topics::list(call, form)?,
         Action::GetTopicAttributes => topics::attributes(call, form)?,
         Action::SetTopicAttributes => topics::set_attribute(call, form).await?,
-        Action::Subscribe => return subscriptions::subscribe(call, form).await,
+        Action::Subscribe => subscriptions::subscribe(call, form).await?,
         Action::ConfirmSubscription => subscriptions::confirm(call, form).await?,
-        Action::Unsubscribe => return subscriptions::unsubscribe(call, form).await,
+        Action::Unsubscribe => subscriptions::unsubscribe(call, form).await?,
         Action::ListSubscriptions => subscriptions::list(call, form)?,
         Action::ListSubscriptionsByTopic => subscriptions::list_by_topic(call, form)?,
         Action::GetSubscriptionAttributes => subscriptions::attributes(call, form)?,
         Action::SetSubscriptionAttributes => subscriptions::set_attribute(call, form).await?,
-        Action::Publish => return publish::publish(call, form).await,
-        Action::PublishBatch => return publish::publish_batch(call, form).await,
+        Action::Publish => publish::publish(call, form).await?,
+        Action::PublishBatch => publish::publish_batch(call, form).await?,
         Action::TagResource => tags::tag(call, form).await?,
         Action::UntagResource => tags::untag(call, form).await?,
         Action::ListTagsForResource => tags::list(call, form)?,
@@ -234,7 +216,7 @@ pub async fn dispatch(call: &Call<'_>, action_name: &str, form: &Form) -> Result
         Action::GetDataProtectionPolicy => topics::data_protection_policy(call, form)?,
         Action::PutDataProtectionPolicy => topics::put_data_protection_policy(call, form).await?,
     };
-    Ok((answer, none))
+    Ok(answer)
 }
 
 /// The `AttributeName` and `AttributeValue` of a Set…Attributes call (a

@@ -1,37 +1,35 @@
 //! Publish and PublishBatch: the publication read and checked, stored in
-//! every subscribed queue in one commit before the answer, and handed to
-//! the webhook sender for HTTP subscriptions.
+//! every subscribed queue, and recorded for every HTTP/S subscription, in
+//! one commit before the answer.
 
 use std::collections::{BTreeMap, HashSet};
 
 use base64::Engine as _;
 
-use super::{Call, Webhooks};
+use super::Call;
 use crate::protocol::sns::{Answer, Form};
 use crate::topic::publish::Rules;
-use crate::topic::{
-    AttributeInput, Outbound, OutboundKind, Publication, PublishInput, Result, SnsError, TopicArn,
-};
+use crate::topic::{AttributeInput, Publication, PublishInput, Result, SnsError, TopicArn};
 
 /// At most ten entries in a PublishBatch.
 const MAX_BATCH_ENTRIES: usize = 10;
 /// Batch entry ids: at most 80 of `A-Z a-z 0-9 - _`.
 const MAX_ENTRY_ID_CHARS: usize = 80;
 
-pub(super) async fn publish(call: &Call<'_>, form: &Form) -> Result<(Option<Answer>, Webhooks)> {
+pub(super) async fn publish(call: &Call<'_>, form: &Form) -> Result<Option<Answer>> {
     let arn = target(call, form)?;
     let input = read_input(form)?;
     let rules = publish_rules(call, &arn)?;
     let publication = Publication::check(input, rules, "")?;
-    let (message_id, sequence, work) = run(call, &arn, &publication).await?;
+    let (message_id, sequence) = run(call, &arn, &publication).await?;
     let mut fields = vec![("MessageId", Answer::Text(message_id))];
     if let Some(sequence) = sequence {
         fields.push(("SequenceNumber", Answer::Text(sequence)));
     }
-    Ok((Some(Answer::Fields(fields)), work))
+    Ok(Some(Answer::Fields(fields)))
 }
 
-pub(super) async fn publish_batch(call: &Call<'_>, form: &Form) -> Result<(Option<Answer>, Webhooks)> {
+pub(super) async fn publish_batch(call: &Call<'_>, form: &Form) -> Result<Option<Answer>> {
     let arn = call.topic_arn(form, "TopicArn")?;
     let entries = form.structures("PublishBatchRequestEntries");
     if entries.is_empty() {
@@ -100,21 +98,19 @@ pub(super) async fn publish_batch(call: &Call<'_>, form: &Form) -> Result<(Optio
         ));
     }
     let mut successful = Vec::new();
-    let mut webhooks = Vec::new();
     for (id, publication) in publications {
-        let (message_id, sequence, work) = run(call, &arn, &publication).await?;
+        let (message_id, sequence) = run(call, &arn, &publication).await?;
         let mut fields = vec![("Id", Answer::Text(id)), ("MessageId", Answer::Text(message_id))];
         if let Some(sequence) = sequence {
             fields.push(("SequenceNumber", Answer::Text(sequence)));
         }
         successful.push(Answer::Fields(fields));
-        webhooks.extend(work);
     }
     let answer = Answer::Fields(vec![
         ("Successful", Answer::List(successful)),
         ("Failed", Answer::List(Vec::new())),
     ]);
-    Ok((Some(answer), webhooks))
+    Ok(Some(answer))
 }
 
 /// The topic a Publish names (`TopicArn`, or `TargetArn` naming a topic);
@@ -178,22 +174,8 @@ fn read_input(form: &Form) -> Result<PublishInput> {
     })
 }
 
-/// Publishes one checked publication; its id, sequence number and the
-/// webhook notifications it leaves.
-async fn run(
-    call: &Call<'_>,
-    arn: &TopicArn,
-    publication: &Publication,
-) -> Result<(String, Option<String>, Webhooks)> {
-    let (published, webhooks, _) = call.api.service.publish(arn, publication, &call.fanout()).await?;
-    let work = webhooks
-        .into_iter()
-        .map(|(subscription, body)| Outbound {
-            subscription,
-            kind: OutboundKind::Notification,
-            message_id: published.message_id.clone(),
-            body,
-        })
-        .collect();
-    Ok((published.message_id, published.sequence_number, work))
+/// Publishes one checked publication; its id and sequence number.
+async fn run(call: &Call<'_>, arn: &TopicArn, publication: &Publication) -> Result<(String, Option<String>)> {
+    let (published, _) = call.api.service.publish(arn, publication, &call.fanout()).await?;
+    Ok((published.message_id, published.sequence_number))
 }

@@ -3,16 +3,16 @@
 
 use std::collections::BTreeMap;
 
-use super::{Call, Webhooks, attribute_map};
+use super::{Call, attribute_map};
 use crate::protocol::sns::{Answer, Form};
 use crate::topic::envelope::{Confirmation, Envelope};
-use crate::topic::{Outbound, OutboundKind, Protocol, Result, Subscription, arn};
+use crate::topic::{OutboundKind, Protocol, Result, Subscription, Topics, arn};
 
 /// What Subscribe answers for a subscription its endpoint has yet to
 /// confirm, unless the caller asked for the ARN.
 const PENDING: &str = "pending confirmation";
 
-pub(super) async fn subscribe(call: &Call<'_>, form: &Form) -> Result<(Option<Answer>, Webhooks)> {
+pub(super) async fn subscribe(call: &Call<'_>, form: &Form) -> Result<Option<Answer>> {
     let topic = call.topic_arn(form, "TopicArn")?;
     let protocol = Protocol::parse(form.required("Protocol")?)?;
     let endpoint = form.get("Endpoint").unwrap_or_default();
@@ -38,9 +38,19 @@ pub(super) async fn subscribe(call: &Call<'_>, form: &Form) -> Result<(Option<An
                 topics.start_replay(&subscribed.arn, &call.ctx.base_url, &call.ctx.home)?;
             }
             let subscription = topics.subscription(&subscribed.arn)?.clone();
+            // The endpoint's SubscriptionConfirmation, in the same commit.
+            if subscribed.pending_token.is_some() && is_webhook(protocol) {
+                confirmation(
+                    call,
+                    topics,
+                    &subscription,
+                    OutboundKind::SubscriptionConfirmation,
+                );
+            }
             Ok((subscribed, subscription))
         })
         .await?;
+    call.api.service.wake_deliveries(Vec::new());
     if subscription.replay.is_some() {
         call.api.replays.start(&subscription.arn);
     }
@@ -48,18 +58,14 @@ pub(super) async fn subscribe(call: &Call<'_>, form: &Form) -> Result<(Option<An
         true => PENDING.to_string(),
         false => subscribed.arn.clone(),
     };
-    let mut work = Vec::new();
-    if subscribed.pending_token.is_some() && matches!(protocol, Protocol::Http | Protocol::Https) {
-        work.push(confirmation(
-            call,
-            subscription,
-            OutboundKind::SubscriptionConfirmation,
-        ));
-    }
-    Ok((
-        Some(Answer::Fields(vec![("SubscriptionArn", Answer::Text(shown))])),
-        work,
-    ))
+    Ok(Some(Answer::Fields(vec![(
+        "SubscriptionArn",
+        Answer::Text(shown),
+    )])))
+}
+
+fn is_webhook(protocol: Protocol) -> bool {
+    matches!(protocol, Protocol::Http | Protocol::Https)
 }
 
 pub(super) async fn confirm(call: &Call<'_>, form: &Form) -> Result<Option<Answer>> {
@@ -73,29 +79,27 @@ pub(super) async fn confirm(call: &Call<'_>, form: &Form) -> Result<Option<Answe
     Ok(Some(Answer::Fields(vec![("SubscriptionArn", Answer::Text(arn))])))
 }
 
-pub(super) async fn unsubscribe(call: &Call<'_>, form: &Form) -> Result<(Option<Answer>, Webhooks)> {
+pub(super) async fn unsubscribe(call: &Call<'_>, form: &Form) -> Result<Option<Answer>> {
     let arn = form.get("SubscriptionArn").unwrap_or_default();
     arn::subscription_topic(arn)?;
     let removed = call
         .api
         .service
-        .change_topics(|topics| Ok(topics.unsubscribe(arn)))
+        .change_topics(|topics| {
+            let removed = topics.unsubscribe(arn);
+            // An HTTP endpoint's UnsubscribeConfirmation, in the same commit.
+            if let Some(subscription) = removed.as_ref().filter(|sub| is_webhook(sub.protocol)) {
+                confirmation(call, topics, subscription, OutboundKind::UnsubscribeConfirmation);
+            }
+            Ok(removed)
+        })
         .await?;
     if let Some(subscription) = &removed {
         let topic = subscription.topic.to_string();
         call.api.service.metrics.sns_subscription_ended(&topic, arn);
+        call.api.service.wake_deliveries(Vec::new());
     }
-    let work = match removed {
-        Some(subscription) if matches!(subscription.protocol, Protocol::Http | Protocol::Https) => {
-            vec![confirmation(
-                call,
-                subscription,
-                OutboundKind::UnsubscribeConfirmation,
-            )]
-        }
-        _ => Vec::new(),
-    };
-    Ok((None, work))
+    Ok(None)
 }
 
 fn listed(subscription: &Subscription) -> Answer {
@@ -178,10 +182,10 @@ pub(super) async fn set_attribute(call: &Call<'_>, form: &Form) -> Result<Option
     Ok(None)
 }
 
-/// The SubscriptionConfirmation an HTTP endpoint receives, or the
+/// Records the SubscriptionConfirmation an HTTP endpoint receives, or the
 /// UnsubscribeConfirmation when it was unsubscribed: the document, signed,
 /// with the URL that confirms.
-fn confirmation(call: &Call<'_>, subscription: Subscription, kind: OutboundKind) -> Outbound {
+fn confirmation(call: &Call<'_>, topics: &mut Topics, subscription: &Subscription, kind: OutboundKind) {
     let topic = subscription.topic.to_string();
     let token = subscription.token.clone().unwrap_or_default();
     let message_id = crate::queue::random::uuid().to_string();
@@ -198,7 +202,11 @@ fn confirmation(call: &Call<'_>, subscription: Subscription, kind: OutboundKind)
             "You have chosen to subscribe to the topic {topic}.\nTo confirm the subscription, visit the SubscribeURL included in this message."
         ),
     };
-    let timestamp = crate::topic::envelope::timestamp(call.api.service.now());
+    let now = call.api.service.now();
+    let timestamp = crate::topic::envelope::timestamp(now);
+    let signature_version = topics
+        .topic(&subscription.topic)
+        .map_or(1, |topic| topic.signature_version());
     let document = Confirmation {
         message_id: &message_id,
         token: &token,
@@ -206,13 +214,8 @@ fn confirmation(call: &Call<'_>, subscription: Subscription, kind: OutboundKind)
         message: &message,
         subscribe_url: &subscribe_url,
         timestamp: &timestamp,
-        signature_version: call.signature_version(&subscription.topic),
+        signature_version,
     };
     let body = Envelope::confirmation(kind.name(), &document, call.signer, &call.ctx.base_url).to_json();
-    Outbound {
-        subscription,
-        kind,
-        message_id,
-        body,
-    }
+    topics.add_delivery(subscription, kind, &message_id, body, now);
 }

@@ -2,8 +2,9 @@
 //! signed for the service `sns` or names an action only SNS has (SQS's and
 //! SNS's AddPermission and RemovePermission are told apart by the topic
 //! they name). It is admitted as an SQS call is (signature, body budget),
-//! run on the first shard's topics, counted, answered in SNS's XML, and
-//! what it leaves for webhooks is handed to the sender without waiting.
+//! run on the first shard's topics, counted, and answered in SNS's XML
+//! (the deliveries to HTTP/S endpoints it causes are recorded with it, and
+//! sent by `webhooks/`).
 //!
 //! The links SNS puts in its documents (SubscribeURL, UnsubscribeURL) are
 //! unsigned GETs, as AWS's are: their token or ARN is what authorises them.
@@ -34,7 +35,6 @@ use crate::topic::arn::subscription_topic;
 /// What the SNS surface keeps of its own.
 pub struct SnsApiState {
     pub signing_key: SigningKeyCell,
-    pub webhooks: crate::webhooks::Sender,
 }
 
 /// Whether a Query request (its head and body) is an SNS call.
@@ -190,15 +190,7 @@ async fn run(
         ctx: &ctx,
         signer: signer.as_ref(),
     };
-    match dispatch(&call, &action, &form).await {
-        Ok((answer, outbound)) => {
-            for work in outbound {
-                state.sns.webhooks.send(work);
-            }
-            (label, Ok(answer))
-        }
-        Err(error) => (label, Err(error)),
-    }
+    (label, dispatch(&call, &action, &form).await)
 }
 
 /// `GET /_ssq/sns/{file}`: the certificate that signs SNS documents (in a

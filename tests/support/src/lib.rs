@@ -13,6 +13,7 @@ pub mod process;
 pub mod redis;
 pub mod sdk;
 pub mod sns;
+pub mod webhook;
 
 pub use cluster::*;
 pub use hold::*;
