@@ -201,9 +201,15 @@ async fn metrics(State(state): State<Arc<AppState>>) -> Response {
         .flat_map(|shard| shard.api.service.holdings_by_account())
         .collect();
     state.metrics.set_account_holdings(&holdings);
-    let body = state
-        .metrics
-        .render(&counts, state.first_shard().api.service.now());
+    let now = state.first_shard().api.service.now();
+    let waiting: Vec<_> = state
+        .shards
+        .iter()
+        .flat_map(|shard| shard.api.service.topics().all_waiting())
+        .map(|(subscription, topic, waiting)| (subscription, topic.to_string(), waiting))
+        .collect();
+    state.metrics.set_deliveries_waiting(&waiting, now);
+    let body = state.metrics.render(&counts, now);
     (
         StatusCode::OK,
         [(header::CONTENT_TYPE, "text/plain; version=0.0.4")],

@@ -7,7 +7,9 @@ screenshots` writes the ones in docs/).
 import base64
 import json
 import os
+import re
 import shutil
+import socket
 import subprocess
 import time
 import urllib.error
@@ -376,6 +378,13 @@ def test_the_page_lists_topics_and_subscriptions_and_publishes_a_test_message(br
             TopicArn=topic, Protocol="sqs", Endpoint=paid_arn, ReturnSubscriptionArn=True,
             Attributes={"FilterPolicy": json.dumps({"kind": ["paid"]}), "RawMessageDelivery": "true"},
         )["SubscriptionArn"]
+        # An HTTP endpoint that refuses connections: its confirmation waits
+        # to be tried again, as the delivery policy says.
+        down = socket.socket()
+        down.bind(("127.0.0.1", 0))
+        hook = f"http://127.0.0.1:{down.getsockname()[1]}/hook"
+        down.close()
+        sns.subscribe(TopicArn=topic, Protocol="http", Endpoint=hook)
         sns.publish(TopicArn=topic, Message="refund", MessageAttributes={
             "kind": {"DataType": "String", "StringValue": "refund"}})
         sns.publish(TopicArn=topic, Message="paid", MessageAttributes={
@@ -388,14 +397,20 @@ def test_the_page_lists_topics_and_subscriptions_and_publishes_a_test_message(br
         row = page.locator(f'#topics tr[data-topic="{topic}"]')
         expect(row).to_contain_text("orders")
         # subscriptions, published, delivered, failed, filtered out
-        expect(row.locator("td.num")).to_have_text(["1", "2", "1", "0", "1"])
+        expect(row.locator("td.num")).to_have_text(["2", "2", "1", "0", "1"])
 
         row.locator("a").click()
         sub = page.locator(f'#subscriptions tr[data-subscription="{subscription}"]')
         expect(sub).to_contain_text(paid_arn)
         expect(sub).to_contain_text("confirmed, raw")
         expect(sub).to_contain_text('{"kind": ["paid"]}')
-        expect(sub.locator("td.num")).to_have_text(["1", "0", "1", "0"])
+        expect(sub.locator("td.num")).to_have_text(["1", "0", "1", "0", "", ""])
+        waiting = page.locator(f'#subscriptions tr:has-text("{hook}")')
+        expect(waiting).to_contain_text("pending confirmation")
+        # no notification tried (a confirmation is not one), and the
+        # confirmation waiting for its next try
+        expect(waiting.locator("td.num").nth(4)).to_have_text("0")
+        expect(waiting.locator("td.num").nth(5)).to_have_text(re.compile(r"^1 \(oldest \d+ s\)$"))
         screenshot(page, "admin-topic.png")
 
         # A test message without the attribute its filter asks for: counted
@@ -403,7 +418,7 @@ def test_the_page_lists_topics_and_subscriptions_and_publishes_a_test_message(br
         page.locator("#publish textarea").fill("from the page")
         page.locator("#publish button").click()
         expect(page.locator(".notice.done")).to_have_text("Published.")
-        expect(sub.locator("td.num")).to_have_text(["1", "0", "2", "0"])
+        expect(sub.locator("td.num")).to_have_text(["1", "0", "2", "0", "", ""])
         bodies = [m["Body"] for m in sqs.receive_message(QueueUrl=paid, MaxNumberOfMessages=10).get("Messages", [])]
         assert bodies == ["paid"]
         assert errors == []

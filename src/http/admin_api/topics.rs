@@ -40,6 +40,11 @@ struct SubscriptionSummary {
     failed: u64,
     filtered_out: u64,
     redriven: u64,
+    /// HTTP/S only: tries made to its endpoint, deliveries waiting to be
+    /// sent or tried again, and the oldest one's age.
+    tries: u64,
+    waiting: usize,
+    oldest_waiting_seconds: u64,
 }
 
 /// The topics of the first shard that `admin` sees, if this instance
@@ -50,6 +55,7 @@ pub(super) fn summaries(state: &AppState, admin: &Admin) -> Vec<TopicSummary> {
         return Vec::new();
     }
     let counts: SnsCounts = state.metrics.sns_counts();
+    let now = shard.api.service.now();
     let topics = shard.api.service.topics();
     topics
         .topics_after(None, usize::MAX)
@@ -62,6 +68,7 @@ pub(super) fn summaries(state: &AppState, admin: &Admin) -> Vec<TopicSummary> {
                 .subscriptions_of(&topic.arn)
                 .map(|sub| {
                     let of = |metric| counts.of_subscription(&sub.arn, metric);
+                    let waiting = topics.waiting(&sub.arn);
                     SubscriptionSummary {
                         arn: sub.arn.clone(),
                         protocol: sub.protocol.as_str(),
@@ -74,6 +81,11 @@ pub(super) fn summaries(state: &AppState, admin: &Admin) -> Vec<TopicSummary> {
                         failed: of(metrics::FAILED),
                         filtered_out: of(metrics::FILTERED_OUT),
                         redriven: of(metrics::REDRIVEN),
+                        tries: of(metrics::TRIED),
+                        waiting: waiting.count,
+                        oldest_waiting_seconds: waiting
+                            .oldest_created_at
+                            .map_or(0, |at| now.saturating_sub(at) / 1000),
                     }
                 })
                 .collect();

@@ -261,7 +261,15 @@ function subscriptionRows(topic) {
     h("td", { class: "num" }, s.delivered),
     h("td", { class: "num" }, s.failed),
     h("td", { class: "num" }, s.filtered_out),
-    h("td", { class: "num" }, s.redriven)));
+    h("td", { class: "num" }, s.redriven),
+    h("td", { class: "num" }, webhook(s) ? s.tries : ""),
+    h("td", { class: "num", "data-waiting": s.waiting },
+      webhook(s) ? (s.waiting ? `${s.waiting} (oldest ${s.oldest_waiting_seconds} s)` : "0") : "")));
+}
+
+// HTTP/S subscriptions have deliveries that wait and are tried again.
+function webhook(subscription) {
+  return subscription.protocol === "http" || subscription.protocol === "https";
 }
 
 // Publishes a test message: a FIFO topic's needs a group and, without
@@ -320,10 +328,10 @@ function subscriptionTable(topic) {
     h("thead", {}, h("tr", {},
       h("th", { class: "text" }, "protocol"), h("th", { class: "text" }, "endpoint"), h("th", { class: "text" }, "status"),
       h("th", { class: "text" }, "filter policy"), h("th", {}, "delivered"), h("th", {}, "failed"),
-      h("th", {}, "filtered out"), h("th", {}, "to dead letters"))),
+      h("th", {}, "filtered out"), h("th", {}, "to dead letters"), h("th", {}, "tries"), h("th", {}, "waiting"))),
     h("tbody", {}, topic.subscriptions.length
       ? subscriptionRows(topic)
-      : h("tr", {}, h("td", { colspan: 8, class: "text muted" }, "No subscriptions."))));
+      : h("tr", {}, h("td", { colspan: 10, class: "text muted" }, "No subscriptions."))));
 }
 
 async function showList() {
