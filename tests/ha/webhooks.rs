@@ -124,6 +124,18 @@ async fn a_stuck_endpoint_holds_up_no_other() {
         trickling.notifications().len()
     );
     assert_eq!((to_a.len(), to_b.len()), (2_000, 200));
+    // The stuck endpoint's backlog is seen from outside.
+    let (_, metrics) = server.get("/metrics").await.expect("/metrics answers");
+    let waiting: Vec<u64> = metrics
+        .lines()
+        .filter(|line| line.starts_with("ssq_sns_subscription_deliveries_waiting{"))
+        .filter_map(|line| line.rsplit(' ').next()?.parse().ok())
+        .collect();
+    assert!(
+        waiting.iter().any(|n| *n > 1_000),
+        "the stuck endpoint's deliveries wait, as /metrics shows: {waiting:?}"
+    );
+    assert!(metrics.contains("ssq_sns_subscription_oldest_delivery_age_seconds{"), "{metrics}");
 }
 
 /// With `--data-dir`, killed three times while it publishes to endpoints
