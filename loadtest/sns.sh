@@ -2,7 +2,11 @@
 # `make bench-sns`: a Publish's cost beside a SendMessage's, side by side in
 # one run: ssq memory-only and ssq on Redis, each with SendMessage to one
 # queue, Publish to a topic with one subscribed queue and with ten (signed
-# envelopes, then raw delivery: no envelope to sign); then
+# envelopes, then raw delivery: no envelope to sign), and to a topic with
+# ten HTTP endpoints on loopback answering 200 (served by ssq-bench), all
+# healthy and then with one of them stuck (server CPU until every
+# acknowledged publication reached the healthy ones, and their delivery
+# rate while publishing); then
 # LocalStack (SNS and SQS in host mode) publishing to one queue, for
 # publishes per second under the same load. Prints the ratios the SNS issue
 # asks for (server CPU per request, requests per second).
@@ -42,6 +46,8 @@ for store in memory redis; do
   run "$store-publish-10" "$url" "$pids" publish 10
   run "$store-publish-raw-1" "$url" "$pids" publish 1 --raw
   run "$store-publish-raw-10" "$url" "$pids" publish 10 --raw
+  run "$store-publish-hooks-10" "$url" "$pids" publish 0 --raw --hooks 10
+  run "$store-publish-hooks-10-stuck-1" "$url" "$pids" publish 0 --raw --hooks 10 --stuck-hooks 1
 done
 
 LOCALSTACK_PYTHON=${LOCALSTACK_PYTHON:-.venv-localstack/bin/python}
@@ -76,6 +82,14 @@ for store in ("memory", "redis"):
     for kind, name in (("publish", "signed envelopes"), ("publish-raw", "raw delivery")):
         print(f"{store}, {name}: Publish to 1 queue costs {cpu(f'{store}-{kind}-1') / send:.2f}x a SendMessage's "
               f"server CPU, to 10 queues {cpu(f'{store}-{kind}-10') / send:.2f}x")
+for store in ("memory", "redis"):
+    hooks, stuck = runs[f"{store}-publish-hooks-10"], runs[f"{store}-publish-hooks-10-stuck-1"]
+    print(f"{store}: Publish to 10 HTTP endpoints costs {cpu(f'{store}-publish-hooks-10') / cpu(f'{store}-publish-raw-10'):.2f}x "
+          f"a Publish to 10 queues in server CPU (raw delivery, deliveries included); with one endpoint stuck the "
+          f"other nine take {stuck['hook_deliveries_per_second_each']:.0f}/s each, "
+          f"{stuck['hook_deliveries_per_second_each'] / hooks['hook_deliveries_per_second_each']:.2f}x the "
+          f"{hooks['hook_deliveries_per_second_each']:.0f}/s each of ten healthy ones"
+          + ("" if hooks["hooks_drained"] and stuck["hooks_drained"] else " (NOT every delivery arrived)"))
 if "localstack-publish-1" in runs:
     ls = rate('localstack-publish-1')[0]
     for label in ("memory-publish-1", "memory-publish-raw-1", "redis-publish-1", "redis-publish-raw-1"):

@@ -37,6 +37,7 @@ use hdrhistogram::Histogram;
 use serde_json::{Value, json};
 
 mod fair;
+mod hooks;
 mod publish;
 mod sign;
 
@@ -129,6 +130,13 @@ struct Options {
     /// envelope is made or signed.
     #[arg(long)]
     raw: bool,
+    /// `publish`: also subscribe this many HTTP endpoints, served by this
+    /// process on loopback (`hooks.rs`); `--queues 0` for none but them.
+    #[arg(long, default_value_t = 0)]
+    hooks: usize,
+    /// `publish`: how many of the `--hooks` endpoints never answer.
+    #[arg(long, default_value_t = 0)]
+    stuck_hooks: usize,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
@@ -491,19 +499,38 @@ async fn main() {
         .iter()
         .map(|url| Arc::new(Requests::new(url, &body, options.batch)))
         .collect();
+    let hooks = match options.hooks {
+        0 => None,
+        count => Some(hooks::Hooks::start(count, options.stuck_hooks).await.unwrap_or_else(|e| {
+            eprintln!("ssq-bench: cannot serve the HTTP endpoints: {e}");
+            std::process::exit(1);
+        })),
+    };
+    let hook_urls = hooks.as_ref().map_or(&[][..], |hooks| &hooks.urls[..]);
     let publish = match options.scenario {
         Scenario::Publish => {
             publish::clean_up(&sqs).await;
-            let body = publish::prepare(&sqs, &queues, &body, options.raw)
+            let body = publish::prepare(&sqs, &queues, hook_urls, &body, options.raw)
                 .await
                 .unwrap_or_else(|e| {
                     eprintln!("ssq-bench: cannot prepare the topic at {}: {e}", options.endpoint);
                     std::process::exit(1);
                 });
+            if let Some(hooks) = &hooks {
+                let started = Instant::now();
+                while hooks.confirmed() < hooks.urls.len() {
+                    if started.elapsed() > Duration::from_secs(30) {
+                        eprintln!("ssq-bench: {} of {} endpoints confirmed", hooks.confirmed(), hooks.urls.len());
+                        std::process::exit(1);
+                    }
+                    tokio::time::sleep(Duration::from_millis(20)).await;
+                }
+            }
             Some(body)
         }
         _ => None,
     };
+    let published = Arc::new(AtomicU64::new(0));
     let mut workers = Vec::new();
     let worker_count = if options.scenario == Scenario::Longpoll {
         options.concurrency + 1
@@ -522,13 +549,14 @@ async fn main() {
             Scenario::Longpoll => Role::LongPoller,
             Scenario::Pipeline | Scenario::Fair => unreachable!("these scenarios run apart"),
         };
-        let queue = requests[w % requests.len()].clone();
+        let queue = requests.get(w % requests.len().max(1)).cloned();
         let (sqs, recorder, stop, options) = (sqs.clone(), recorder.clone(), stop.clone(), options.clone());
-        let publish = publish.clone();
+        let (publish, published) = (publish.clone(), published.clone());
         workers.push(tokio::spawn(async move {
-            match publish {
-                Some(body) => publish_loop(&sqs, body, &recorder, &stop).await,
-                None => work(role, &sqs, &queue, &options, &recorder, &stop).await,
+            match (publish, queue) {
+                (Some(body), _) => publish_loop(&sqs, body, &recorder, &stop, &published).await,
+                (None, Some(queue)) => work(role, &sqs, &queue, &options, &recorder, &stop).await,
+                (None, None) => eprintln!("ssq-bench: this scenario needs --queues 1 or more"),
             }
         }));
     }
@@ -536,6 +564,7 @@ async fn main() {
     tokio::time::sleep(Duration::from_secs_f64(options.warmup)).await;
     recorder.measuring.store(true, Ordering::Relaxed);
     let cpu_before = cpu_seconds(&options.server_pids);
+    let delivered_before = hooks.as_ref().map_or(0, |hooks| hooks.delivered());
     let started = Instant::now();
     let measure_for = Duration::from_secs_f64(options.duration);
     while started.elapsed() < measure_for {
@@ -553,7 +582,7 @@ async fn main() {
     }
     recorder.measuring.store(false, Ordering::Relaxed);
     let elapsed = started.elapsed().as_secs_f64();
-    let server_cpu = cpu_seconds(&options.server_pids)
+    let mut server_cpu = cpu_seconds(&options.server_pids)
         .zip(cpu_before)
         .map(|(after, before)| after - before);
     stop.store(true, Ordering::Relaxed);
@@ -563,11 +592,37 @@ async fn main() {
     for worker in workers {
         worker.abort();
     }
+    let mut extra = serde_json::Map::new();
+    if let Some(hooks) = &hooks {
+        // The healthy endpoints' rate while publishers ran; then the
+        // server's CPU until every acknowledged publication has reached
+        // them: what a Publish costs with its deliveries.
+        let rate = (hooks.delivered() - delivered_before) as f64 / elapsed / hooks.healthy().max(1) as f64;
+        let expected = published.load(Ordering::Acquire) * hooks.healthy() as u64;
+        let drain = Instant::now();
+        while hooks.delivered() < expected && drain.elapsed() < Duration::from_secs(120) {
+            tokio::time::sleep(Duration::from_millis(50)).await;
+        }
+        server_cpu = cpu_seconds(&options.server_pids)
+            .zip(cpu_before)
+            .map(|(after, before)| after - before);
+        println!(
+            "HTTP endpoints: {:.0} deliveries/s each while publishing ({} healthy, {} stuck); all delivered {:.1} s \
+             after the publishers stopped",
+            rate,
+            hooks.healthy(),
+            options.stuck_hooks,
+            drain.elapsed().as_secs_f64()
+        );
+        extra.insert("hook_deliveries_per_second_each".into(), rate.into());
+        extra.insert("hooks_drained".into(), (hooks.delivered() >= expected).into());
+    }
     report(
         &options,
         &recorder.series.lock().expect("workers stopped"),
         elapsed,
         server_cpu,
+        extra,
     );
     if !options.keep_queues {
         if options.scenario == Scenario::Publish {
@@ -580,10 +635,14 @@ async fn main() {
 }
 
 /// A publisher: the same Publish, as fast as it is answered.
-async fn publish_loop(sqs: &Sqs, body: Bytes, recorder: &Recorder, stop: &AtomicBool) {
+/// Counts every acknowledged Publish in `published`, measured or not.
+async fn publish_loop(sqs: &Sqs, body: Bytes, recorder: &Recorder, stop: &AtomicBool, published: &AtomicU64) {
     while !stop.load(Ordering::Relaxed) {
         let started = Instant::now();
         let ok = sqs.sns_body(body.clone()).await.is_ok();
+        if ok {
+            published.fetch_add(1, Ordering::AcqRel);
+        }
         recorder.record("publish", started, 1, ok);
     }
 }
@@ -888,7 +947,15 @@ fn cpu_seconds(pids: &[u32]) -> Option<f64> {
     Some(ticks as f64 / 100.0)
 }
 
-fn report(options: &Options, series: &BTreeMap<&'static str, Series>, elapsed: f64, server_cpu: Option<f64>) {
+/// Prints the run's figures and writes them as JSON with `extra` beside
+/// them.
+fn report(
+    options: &Options,
+    series: &BTreeMap<&'static str, Series>,
+    elapsed: f64,
+    server_cpu: Option<f64>,
+    extra: serde_json::Map<String, Value>,
+) {
     println!(
         "{} | {:?} | concurrency {} | {} B | batch {} | {} queue(s) | {:.1}s",
         options.label,
@@ -935,12 +1002,13 @@ fn report(options: &Options, series: &BTreeMap<&'static str, Series>, elapsed: f
         println!("server CPU: {cpu:.2} s, {per_request:.1} µs per request");
     }
     if let Some(path) = &options.json {
-        let document = json!({
+        let mut document = json!({
             "server_cpu_seconds": server_cpu, "server_cpu_us_per_request": cpu_per_request_us,
             "label": options.label, "scenario": format!("{:?}", options.scenario).to_lowercase(),
             "endpoint": options.endpoint, "concurrency": options.concurrency, "message_size": options.message_size,
             "batch": options.batch, "queues": options.queues, "seconds": elapsed, "series": json_series,
         });
+        document.as_object_mut().expect("an object").extend(extra);
         if let Err(e) = std::fs::write(path, serde_json::to_string_pretty(&document).unwrap()) {
             eprintln!("ssq-bench: cannot write {}: {e}", path.display());
         }

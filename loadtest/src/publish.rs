@@ -49,9 +49,15 @@ fn element(xml: &str, name: &str) -> Option<String> {
     Some(xml[start..end].to_string())
 }
 
-/// Makes a topic, subscribes every queue to it, and returns the body of
-/// the Publish every request sends.
-pub(crate) async fn prepare(sqs: &Sqs, queues: &[String], message: &str, raw: bool) -> Result<Bytes, String> {
+/// Makes a topic, subscribes every queue and HTTP endpoint (`hooks`) to
+/// it, and returns the body of the Publish every request sends.
+pub(crate) async fn prepare(
+    sqs: &Sqs,
+    queues: &[String],
+    hooks: &[String],
+    message: &str,
+    raw: bool,
+) -> Result<Bytes, String> {
     let created = sqs
         .sns(&[("Action", "CreateTopic"), ("Name", "ssq-bench-topic")])
         .await?;
@@ -67,19 +73,10 @@ pub(crate) async fn prepare(sqs: &Sqs, queues: &[String], message: &str, raw: bo
             .as_str()
             .ok_or("no QueueArn")?
             .to_string();
-        let mut form = vec![
-            ("Action", "Subscribe"),
-            ("TopicArn", topic.as_str()),
-            ("Protocol", "sqs"),
-            ("Endpoint", arn.as_str()),
-        ];
-        if raw {
-            form.extend([
-                ("Attributes.entry.1.key", "RawMessageDelivery"),
-                ("Attributes.entry.1.value", "true"),
-            ]);
-        }
-        sqs.sns(&form).await?;
+        subscribe(sqs, &topic, "sqs", &arn, raw).await?;
+    }
+    for url in hooks {
+        subscribe(sqs, &topic, "http", url, raw).await?;
     }
     let form = [
         ("Action", "Publish"),
@@ -87,6 +84,22 @@ pub(crate) async fn prepare(sqs: &Sqs, queues: &[String], message: &str, raw: bo
         ("Message", message),
     ];
     Ok(serde_urlencoded::to_string(form).expect("a form").into())
+}
+
+async fn subscribe(sqs: &Sqs, topic: &str, protocol: &str, endpoint: &str, raw: bool) -> Result<(), String> {
+    let mut form = vec![
+        ("Action", "Subscribe"),
+        ("TopicArn", topic),
+        ("Protocol", protocol),
+        ("Endpoint", endpoint),
+    ];
+    if raw {
+        form.extend([
+            ("Attributes.entry.1.key", "RawMessageDelivery"),
+            ("Attributes.entry.1.value", "true"),
+        ]);
+    }
+    sqs.sns(&form).await.map(drop)
 }
 
 /// Deletes the topic, so that the next run starts from nothing.

@@ -2,7 +2,10 @@
 //! a standard queue (its messages in tenants: fair queues), a FIFO queue
 //! and a FIFO topic with two FIFO queues subscribed (raw delivery, each
 //! publication deduplicated by its body), consumers that leave some
-//! messages to time out, while faults follow each other.
+//! messages to time out, and publishers to a standard topic with three HTTP
+//! endpoints subscribed (`common::webhook`: one answers 500 to one first
+//! try in five, one answers slowly, one never answers), while faults follow
+//! each other.
 //!
 //! - Redis: three ssq instances on one Redis (AOF, fsync always), each
 //!   reaching it through a relay that can hold its traffic back; the leader
@@ -26,7 +29,8 @@
 //! before their visibility timeout ran out) or out of order (a FIFO
 //! group's message before the one sent before it), and FIFO messages
 //! stored twice; an acknowledged publication must reach both subscribed
-//! queues, once each, in order.
+//! queues, once each, in order, and reach the two endpoints that answer at
+//! least once each; nothing is delivered that was not sent.
 //!
 //! `make chaos` runs all three (they are `#[ignore]`d by `cargo test`): two
 //! to three minutes each. `CHAOS_SECONDS` sets how long faults go on (default
@@ -37,6 +41,7 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
+use crate::common::webhook::{Answer, Receiver};
 use crate::common::{
     Endpoints, HoldingRelay, PostgresServer, RedisServer, Server, redis_cli, sns_client_for, subscribe_queue,
 };
@@ -52,6 +57,13 @@ const STANDARD_PRODUCERS: usize = 2;
 const TOPIC_GROUPS: usize = 2;
 /// The topic (its account and region are the defaults).
 const TOPIC_ARN: &str = "arn:aws:sns:us-east-1:000000000000:chaos-topic.fifo";
+/// Publishers to the standard topic with HTTP endpoints.
+const HOOK_PUBLISHERS: usize = 2;
+const HOOK_TOPIC_ARN: &str = "arn:aws:sns:us-east-1:000000000000:chaos-hooks";
+/// The endpoints' delivery policy: tries a second apart, enough of them to
+/// outlast a 500 or a slow answer, not a stuck endpoint.
+const HOOK_POLICY: &str =
+    r#"{"healthyRetryPolicy": {"minDelayTarget": 1, "maxDelayTarget": 1, "numRetries": 5}}"#;
 /// The backlog sent before the faults: groups (FIFO and standard in turn)
 /// of this many messages each.
 const BACKLOG_GROUPS: usize = 20;
@@ -74,12 +86,17 @@ enum Kind {
     /// The topic's two subscribed queues (delivered only).
     FanA,
     FanB,
+    /// Publications to the standard topic with HTTP endpoints (sent only).
+    Hook,
+    /// What its two answering endpoints received (delivered only).
+    HookA,
+    HookB,
 }
 
 impl Kind {
     /// Whether its messages are FIFO: deduplicated and ordered by group.
     fn fifo(self) -> bool {
-        !matches!(self, Kind::Standard)
+        !matches!(self, Kind::Standard | Kind::Hook | Kind::HookA | Kind::HookB)
     }
 
     /// The queue a consumer of this kind receives from.
@@ -89,6 +106,7 @@ impl Kind {
             Kind::Fifo | Kind::Topic => "chaos.fifo",
             Kind::FanA => "chaos-fan-a.fifo",
             Kind::FanB => "chaos-fan-b.fifo",
+            Kind::Hook | Kind::HookA | Kind::HookB => unreachable!("no queue: an HTTP endpoint"),
         }
     }
 
@@ -97,6 +115,7 @@ impl Kind {
         match self {
             Kind::Standard => &[Kind::Standard],
             Kind::Topic => &[Kind::FanA, Kind::FanB],
+            Kind::Hook => &[Kind::HookA, Kind::HookB],
             _ => &[Kind::Fifo],
         }
     }
@@ -256,17 +275,22 @@ fn queue_url(name: &str) -> String {
 /// Publishes `body` to the topic until an instance acknowledges it or
 /// patience runs out (deduplicated by its body, so a retry is no second
 /// publication).
-async fn publish(group: &Group, body: &str, group_id: &str, stop: &AtomicBool) -> bool {
+async fn publish(group: &Group, kind: Kind, body: &str, group_id: &str, stop: &AtomicBool) -> bool {
     let started = Instant::now();
     while started.elapsed() < SEND_PATIENCE {
         for url in group.endpoints.urls() {
-            let request = sns_client_for(&url)
-                .publish()
-                .topic_arn(TOPIC_ARN)
-                .message(body)
-                .message_group_id(group_id)
-                .message_deduplication_id(body)
-                .send();
+            let request = sns_client_for(&url).publish().message(body);
+            // The standard topic deduplicates nothing: a publication
+            // retried after an answer that was lost may reach an endpoint
+            // twice, which at-least-once allows.
+            let request = match kind {
+                Kind::Hook => request.topic_arn(HOOK_TOPIC_ARN),
+                _ => request
+                    .topic_arn(TOPIC_ARN)
+                    .message_group_id(group_id)
+                    .message_deduplication_id(body),
+            }
+            .send();
             if matches!(
                 tokio::time::timeout(Duration::from_secs(5), request).await,
                 Ok(Ok(_))
@@ -284,8 +308,8 @@ async fn publish(group: &Group, body: &str, group_id: &str, stop: &AtomicBool) -
 
 /// Sends `body` until an instance acknowledges it or patience runs out.
 async fn send(group: &Group, kind: Kind, body: &str, group_id: &str, stop: &AtomicBool) -> bool {
-    if kind == Kind::Topic {
-        return publish(group, body, group_id, stop).await;
+    if matches!(kind, Kind::Topic | Kind::Hook) {
+        return publish(group, kind, body, group_id, stop).await;
     }
     let started = Instant::now();
     while started.elapsed() < SEND_PATIENCE {
@@ -602,6 +626,15 @@ fn violations(history: &History) -> Vec<String> {
         .into_iter()
         .map(|(kind, body)| format!("lost: {body} was acknowledged and never delivered from {kind:?}"))
         .collect::<Vec<_>>();
+    let sent: std::collections::HashSet<&str> = history.sent.iter().map(|(_, s)| s.body.as_str()).collect();
+    for (kind, delivery) in &history.delivered {
+        if !sent.contains(delivery.body.as_str()) {
+            found.push(format!(
+                "invented: {kind:?} delivered {:?}, which was never sent",
+                delivery.body
+            ));
+        }
+    }
     let mut by_id: HashMap<&str, Vec<&Delivery>> = HashMap::new();
     for (_, delivery) in &history.delivered {
         by_id
@@ -732,6 +765,75 @@ async fn on_disk_no_fault_loses_resurrects_hastens_or_reorders_a_message() {
     run(Group::start(Backing::Disk(DataDir::new("chaos"))).await).await;
 }
 
+/// The standard topic with its three HTTP endpoints, subscribed with raw
+/// delivery and confirmed: the two that answer (one with 500 to one first
+/// try in five, one slowly), by the kind their deliveries are recorded
+/// under, and the stuck one, which must only never be handed anything
+/// invented.
+async fn hook_endpoints(sns: &aws_sdk_sns::Client) -> Vec<(Kind, Arc<Receiver>)> {
+    sns.create_topic().name("chaos-hooks").send().await.unwrap();
+    let answers = [
+        (Kind::HookA, Answer::FailFirstTryOneIn(5)),
+        (Kind::HookB, Answer::Trickle(Duration::from_millis(1))),
+        (Kind::Hook, Answer::Stuck),
+    ];
+    let mut hooks = Vec::new();
+    for (kind, answer) in answers {
+        let receiver = Arc::new(Receiver::start(Answer::Healthy).await);
+        sns.subscribe()
+            .topic_arn(HOOK_TOPIC_ARN)
+            .protocol("http")
+            .endpoint(&receiver.url)
+            .attributes("RawMessageDelivery", "true")
+            .attributes("DeliveryPolicy", HOOK_POLICY)
+            .send()
+            .await
+            .unwrap();
+        let confirmed = crate::common::wait_for(Duration::from_secs(10), || async {
+            receiver.confirm_all().await > 0
+        })
+        .await;
+        assert!(confirmed.is_some(), "{} confirmed its subscription", receiver.url);
+        receiver.answer(answer);
+        hooks.push((kind, receiver));
+    }
+    hooks
+}
+
+/// Records what an HTTP endpoint receives as deliveries of `kind`, until
+/// `stop` (each request apart: an endpoint may get one twice).
+async fn listen(receiver: Arc<Receiver>, kind: Kind, history: Arc<Mutex<History>>, stop: Arc<AtomicBool>) {
+    let mut seen = 0;
+    loop {
+        let stopping = stop.load(Ordering::Relaxed);
+        let received = receiver.received();
+        let now = Instant::now();
+        let delivered = received
+            .iter()
+            .enumerate()
+            .skip(seen)
+            .filter(|(_, request)| request.kind == "Notification");
+        let delivered: Vec<_> = delivered
+            .map(|(n, request)| {
+                let delivery = Delivery {
+                    body: request.body.clone(),
+                    message_id: format!("{kind:?}-{n}"),
+                    asked_at: now,
+                    answered_at: now,
+                    place: 0,
+                };
+                (kind, delivery)
+            })
+            .collect();
+        history.lock().unwrap().delivered.extend(delivered);
+        seen = received.len();
+        if stopping {
+            return;
+        }
+        tokio::time::sleep(Duration::from_millis(200)).await;
+    }
+}
+
 /// The run: a backlog, producers and consumers under faults, healing,
 /// draining, the sweep, then the check.
 async fn run(group: Group) {
@@ -788,6 +890,7 @@ async fn run(group: Group) {
             .unwrap();
         subscribe_queue(&sns, &sqs, TOPIC_ARN, &url, &[("RawMessageDelivery", "true")]).await;
     }
+    let hooks = hook_endpoints(&sns).await;
 
     let history = Arc::new(Mutex::new(History::default()));
     // A backlog, so that every load reads several HSCAN pages of each hash:
@@ -843,7 +946,8 @@ async fn run(group: Group) {
     let names = (0..STANDARD_PRODUCERS)
         .map(|p| (Kind::Standard, format!("s{p}")))
         .chain((0..FIFO_GROUPS).map(|g| (Kind::Fifo, format!("g{g}"))))
-        .chain((0..TOPIC_GROUPS).map(|g| (Kind::Topic, format!("t{g}"))));
+        .chain((0..TOPIC_GROUPS).map(|g| (Kind::Topic, format!("t{g}"))))
+        .chain((0..HOOK_PUBLISHERS).map(|p| (Kind::Hook, format!("h{p}"))));
     let producers: Vec<_> = names
         .map(|(kind, name)| {
             tokio::spawn(produce(
@@ -877,6 +981,17 @@ async fn run(group: Group) {
         ))
     })
     .collect();
+    let listening: Vec<_> = hooks
+        .iter()
+        .map(|(kind, receiver)| {
+            tokio::spawn(listen(
+                receiver.clone(),
+                *kind,
+                history.clone(),
+                consuming.clone(),
+            ))
+        })
+        .collect();
 
     let faults_end = Instant::now() + fault_time;
     while Instant::now() < faults_end {
@@ -906,19 +1021,29 @@ async fn run(group: Group) {
     }
     sweep(&history).await;
     consuming.store(true, Ordering::Relaxed);
-    for consumer in consumers {
-        consumer.await.unwrap();
+    for task in consumers.into_iter().chain(listening) {
+        task.await.unwrap();
     }
+    drop(hooks);
 
     let history = history.lock().unwrap();
     let acknowledged = history.sent.iter().filter(|(_, s)| s.acknowledged).count();
-    let published = history
-        .sent
+    let count = |kinds: &[Kind]| {
+        history
+            .sent
+            .iter()
+            .filter(|(kind, _)| kinds.contains(kind))
+            .count()
+    };
+    let (published, hooked) = (count(&[Kind::Topic, Kind::Hook]), count(&[Kind::Hook]));
+    let received = history
+        .delivered
         .iter()
-        .filter(|(kind, _)| *kind == Kind::Topic)
+        .filter(|(kind, _)| matches!(kind, Kind::HookA | Kind::HookB))
         .count();
     eprintln!(
-        "chaos: {} sends ({acknowledged} acknowledged, {published} of them publications), {} deliveries, {} deletes acknowledged",
+        "chaos: {} sends ({acknowledged} acknowledged, {published} of them publications, {hooked} to the topic with \
+         HTTP endpoints), {} deliveries ({received} to HTTP endpoints), {} deletes acknowledged",
         history.sent.len(),
         history.delivered.len(),
         history.deleted.len()

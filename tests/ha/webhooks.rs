@@ -135,7 +135,10 @@ async fn a_stuck_endpoint_holds_up_no_other() {
         waiting.iter().any(|n| *n > 1_000),
         "the stuck endpoint's deliveries wait, as /metrics shows: {waiting:?}"
     );
-    assert!(metrics.contains("ssq_sns_subscription_oldest_delivery_age_seconds{"), "{metrics}");
+    assert!(
+        metrics.contains("ssq_sns_subscription_oldest_delivery_age_seconds{"),
+        "{metrics}"
+    );
 }
 
 /// With `--data-dir`, killed three times while it publishes to endpoints
