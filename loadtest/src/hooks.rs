@@ -45,7 +45,9 @@ impl Hooks {
             .with_state(counts.clone());
         tokio::spawn(async move { axum::serve(listener, app).await });
         Ok(Hooks {
-            urls: (0..count).map(|n| format!("http://127.0.0.1:{port}/hook/{n}")).collect(),
+            urls: (0..count)
+                .map(|n| format!("http://127.0.0.1:{port}/hook/{n}"))
+                .collect(),
             stuck,
             counts,
         })
@@ -76,7 +78,10 @@ async fn receive(
     headers: HeaderMap,
     body: String,
 ) -> &'static str {
-    match headers.get("x-amz-sns-message-type").and_then(|v| v.to_str().ok()) {
+    match headers
+        .get("x-amz-sns-message-type")
+        .and_then(|v| v.to_str().ok())
+    {
         Some("SubscriptionConfirmation") => {
             let url = serde_json::from_str::<serde_json::Value>(&body)
                 .ok()
@@ -84,7 +89,13 @@ async fn receive(
             if let Some(url) = url {
                 let counts = counts.clone();
                 tokio::spawn(async move {
-                    if counts.http.get(url).send().await.is_ok_and(|answer| answer.status().is_success()) {
+                    if counts
+                        .http
+                        .get(url)
+                        .send()
+                        .await
+                        .is_ok_and(|answer| answer.status().is_success())
+                    {
                         counts.confirmed.fetch_add(1, Ordering::AcqRel);
                     }
                 });

@@ -501,10 +501,14 @@ async fn main() {
         .collect();
     let hooks = match options.hooks {
         0 => None,
-        count => Some(hooks::Hooks::start(count, options.stuck_hooks).await.unwrap_or_else(|e| {
-            eprintln!("ssq-bench: cannot serve the HTTP endpoints: {e}");
-            std::process::exit(1);
-        })),
+        count => Some(
+            hooks::Hooks::start(count, options.stuck_hooks)
+                .await
+                .unwrap_or_else(|e| {
+                    eprintln!("ssq-bench: cannot serve the HTTP endpoints: {e}");
+                    std::process::exit(1);
+                }),
+        ),
     };
     let hook_urls = hooks.as_ref().map_or(&[][..], |hooks| &hooks.urls[..]);
     let publish = match options.scenario {
@@ -520,7 +524,11 @@ async fn main() {
                 let started = Instant::now();
                 while hooks.confirmed() < hooks.urls.len() {
                     if started.elapsed() > Duration::from_secs(30) {
-                        eprintln!("ssq-bench: {} of {} endpoints confirmed", hooks.confirmed(), hooks.urls.len());
+                        eprintln!(
+                            "ssq-bench: {} of {} endpoints confirmed",
+                            hooks.confirmed(),
+                            hooks.urls.len()
+                        );
                         std::process::exit(1);
                     }
                     tokio::time::sleep(Duration::from_millis(20)).await;

@@ -365,6 +365,29 @@ impl Topics {
         taken
     }
 
+    /// At most `max` of a subscription's deliveries that were due before
+    /// `due_before` and were not taken: an endpoint too slow or stuck to
+    /// take them within their delivery policy's time. Taken to be given up
+    /// (in flight until their outcome is told).
+    pub fn take_overdue(&mut self, subscription: &str, due_before: u64, max: usize) -> Vec<Delivery> {
+        let deliveries = &mut self.deliveries;
+        let Some(lane) = deliveries.lanes.get_mut(subscription) else {
+            return Vec::new();
+        };
+        let mut taken = Vec::new();
+        while taken.len() < max {
+            let Some(&(at, id)) = lane.due.first() else { break };
+            if at >= due_before {
+                break;
+            }
+            lane.due.pop_first();
+            if let Some(delivery) = deliveries.waiting.get(&id) {
+                taken.push(delivery.clone());
+            }
+        }
+        taken
+    }
+
     /// When a subscription's next waiting delivery is due, if it has one
     /// that is not in flight.
     pub fn next_due(&self, subscription: &str) -> Option<u64> {
@@ -544,6 +567,13 @@ mod tests {
         assert_eq!(topics.next_due(&sub.arn), Some(21_000));
         assert!(topics.take_due(&sub.arn, 20_999, 10).is_empty(), "not due yet");
         assert!(!topics.lane_done(&sub.arn), "one still waits");
+        assert!(
+            topics.take_overdue(&sub.arn, 21_000, 10).is_empty(),
+            "due at 21,000, not before"
+        );
+        let overdue = topics.take_overdue(&sub.arn, 21_001, 10);
+        assert_eq!(overdue.iter().map(|d| d.id).collect::<Vec<_>>(), [taken[0].id]);
+        topics.retry_delivery(taken[0].id, 21_000);
         assert_eq!(
             topics.take_account_moves(),
             vec![AccountMove {
@@ -553,14 +583,14 @@ mod tests {
             }]
         );
 
-        // What a store holds gives the same deliveries back, the try counted.
+        // What a store holds gives the same deliveries back, the tries counted.
         let restored = Topics::restore(topics.records()).unwrap();
         let mut restored = restored;
         let again = restored.take_due(&sub.arn, 21_000, 10);
         assert_eq!(again.len(), 1);
         assert_eq!(
             (again[0].tries, again[0].next_at, &*again[0].body),
-            (1, 21_000, "one")
+            (2, 21_000, "one")
         );
         assert_eq!(restored.deliveries_held(), (1, 3));
         restored.finish_delivery(&sub.arn, again[0].id);

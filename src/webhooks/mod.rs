@@ -9,8 +9,12 @@
 //! delivered or given up, the delivery is removed; to be tried again, its
 //! tries and next time are written, as the delivery policy says
 //! (`topic::delivery_policy`): on a refused or reset connection, a
-//! timeout, a TLS failure, 429 and 5xx; not on other 4xx. A notification
-//! given up goes to the subscription's dead-letter queue, if it has one.
+//! timeout, a TLS failure, 429 and 5xx; not on other 4xx. A delivery that
+//! waited untried past its policy's whole time (its delays and one try's),
+//! while the lane was running, is given up without a try: an endpoint that
+//! is stuck takes 8 tries per 15 s, and what it cannot take is counted
+//! failed rather than left to fill its backlog. A notification given up
+//! goes to the subscription's dead-letter queue, if it has one.
 //! Redirects are not followed, and only destinations the operator allowed
 //! are reached (`destinations.rs`).
 //!
@@ -44,6 +48,15 @@ const TRY_TIMEOUT: Duration = Duration::from_secs(15);
 /// of new deliveries (a load brings some without a word), and how long a
 /// lane with nothing due sleeps at most.
 const LOOK_EVERY: Duration = Duration::from_secs(1);
+
+/// Overdue deliveries given up per turn of a lane's loop.
+const OVERDUE_AT_ONCE: usize = 64;
+
+/// A delivery policy's whole time, in milliseconds: its delays, and one
+/// try's.
+fn policy_time(policy: &DeliveryPolicy) -> u64 {
+    policy.delays().iter().sum::<u64>() * 1000 + TRY_TIMEOUT.as_millis() as u64
+}
 
 /// What the sender needs beside the deliveries.
 pub struct Settings {
@@ -93,27 +106,44 @@ impl Sender {
         let mut policy = Arc::new(self.policy_of(subscription));
         let mut policy_read = tokio::time::Instant::now();
         let mut throttle = Throttle::default();
+        let started = self.service.now();
         loop {
             if policy_read.elapsed() >= LOOK_EVERY {
                 policy = Arc::new(self.policy_of(subscription));
                 policy_read = tokio::time::Instant::now();
             }
             let room = (LANE_IN_FLIGHT - in_flight.len()).min(throttle.room(policy.max_per_second));
-            let (due, next) = {
+            let (overdue, due, next) = {
                 let mut topics = self.service.topics();
                 if topics.generation() != generation {
                     return;
                 }
                 let now = self.service.now();
+                // Waiting in this lane, untried, for longer than the policy's
+                // whole time (not counting time the lane was not running:
+                // ssq down, or another instance leading).
+                let overdue = match now.checked_sub(policy_time(&policy)) {
+                    Some(before) if started < before => {
+                        topics.take_overdue(subscription, before, OVERDUE_AT_ONCE)
+                    }
+                    _ => Vec::new(),
+                };
                 let due = topics.take_due(subscription, now, room);
                 if due.is_empty() && in_flight.is_empty() && topics.lane_done(subscription) {
                     return;
                 }
-                (
-                    due,
-                    topics.next_due(subscription).map(|at| at.saturating_sub(now)),
-                )
+                let next = topics.next_due(subscription).map(|at| at.saturating_sub(now));
+                (overdue, due, next)
             };
+            for delivery in &overdue {
+                let seconds = policy_time(&policy) / 1000;
+                tracing::warn!(
+                    subscription,
+                    endpoint = delivery.endpoint,
+                    "a webhook delivery was given up: its endpoint did not take it within its delivery policy's {seconds} s"
+                );
+                self.give_up(delivery).await;
+            }
             throttle.spent(due.len(), policy.max_per_second);
             for delivery in due {
                 in_flight.spawn(self.clone().attempt(delivery, policy.clone()));

@@ -355,3 +355,79 @@ async fn an_endpoint_that_is_down_gets_everything_once_it_is_up() {
         bodies.len()
     );
 }
+
+/// A stuck endpoint takes 8 tries per 15 s: what it cannot take within its
+/// delivery policy's time (here no retry: one try's 15 s) is given up into
+/// its subscription's dead-letter queue rather than left to fill its
+/// backlog, so that its topic's Publish is not refused for it.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_stuck_endpoints_backlog_is_given_up_within_its_policy() {
+    let server = Server::start();
+    let sns = sns_client_for(&server.url);
+    let sqs = server.client();
+    let topic = create_topic(&sns, "stuck").await;
+    let dead = sqs.create_queue().queue_name("stuck-dlq").send().await.unwrap();
+    let dead_url = dead.queue_url().unwrap().to_string();
+    let dead_arn = "arn:aws:sqs:us-east-1:000000000000:stuck-dlq";
+    let stuck = Receiver::start(Answer::Healthy).await;
+    subscribe(
+        &sns,
+        &topic,
+        &stuck,
+        Some(r#"{"healthyRetryPolicy": {"numRetries": 0}}"#),
+    )
+    .await;
+    let arn = sns
+        .list_subscriptions_by_topic()
+        .topic_arn(&topic)
+        .send()
+        .await
+        .unwrap()
+        .subscriptions()[0]
+        .subscription_arn()
+        .unwrap()
+        .to_string();
+    sns.set_subscription_attributes()
+        .subscription_arn(&arn)
+        .attribute_name("RedrivePolicy")
+        .attribute_value(format!(r#"{{"deadLetterTargetArn": "{dead_arn}"}}"#))
+        .send()
+        .await
+        .unwrap();
+    stuck.answer(Answer::Stuck);
+    let started = Instant::now();
+    for n in 0..100 {
+        sns.publish()
+            .topic_arn(&topic)
+            .message(format!("stuck-{n}"))
+            .send()
+            .await
+            .unwrap();
+    }
+    let held = || async {
+        let attributes = sqs
+            .get_queue_attributes()
+            .queue_url(&dead_url)
+            .attribute_names(aws_sdk_sqs::types::QueueAttributeName::ApproximateNumberOfMessages)
+            .send()
+            .await
+            .unwrap();
+        attributes
+            .attributes()
+            .and_then(|a| a.get(&aws_sdk_sqs::types::QueueAttributeName::ApproximateNumberOfMessages))
+            .and_then(|n| n.parse::<usize>().ok())
+            .unwrap_or(0)
+    };
+    // All but the 8 in flight at the start, and then those 8 as their
+    // tries time out.
+    let given_up = wait_for(Duration::from_secs(45), || async { held().await == 100 }).await;
+    assert!(
+        given_up.is_some(),
+        "{} of 100 in the dead-letter queue",
+        held().await
+    );
+    println!(
+        "100 publications to a stuck endpoint given up into its dead-letter queue within {:?}",
+        started.elapsed()
+    );
+}
