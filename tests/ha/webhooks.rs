@@ -5,7 +5,8 @@
 //! Postgres and a sharded group, while endpoints answer 500 to some first
 //! tries, every acknowledged publication reaching every endpoint; an
 //! endpoint down at first getting everything once it is up, within its
-//! delivery policy.
+//! delivery policy; a stuck endpoint's backlog given up into its
+//! dead-letter queue once its policy's time has passed.
 
 use std::time::{Duration, Instant};
 
