@@ -134,6 +134,10 @@ struct Options {
     /// process on loopback (`hooks.rs`); `--queues 0` for none but them.
     #[arg(long, default_value_t = 0)]
     hooks: usize,
+    /// `publish`: Publish calls per second, all workers together (0: as
+    /// fast as they are answered).
+    #[arg(long, default_value_t = 0.0)]
+    publish_rate: f64,
     /// `publish`: how many of the `--hooks` endpoints never answer.
     #[arg(long, default_value_t = 0)]
     stuck_hooks: usize,
@@ -562,7 +566,11 @@ async fn main() {
         let (publish, published) = (publish.clone(), published.clone());
         workers.push(tokio::spawn(async move {
             match (publish, queue) {
-                (Some(body), _) => publish_loop(&sqs, body, &recorder, &stop, &published).await,
+                (Some(body), _) => {
+                    let rate = options.publish_rate;
+                    let every = (rate > 0.0).then(|| Duration::from_secs_f64(options.concurrency as f64 / rate));
+                    publish_loop(&sqs, body, &recorder, &stop, &published, every).await
+                }
                 (None, Some(queue)) => work(role, &sqs, &queue, &options, &recorder, &stop).await,
                 (None, None) => eprintln!("ssq-bench: this scenario needs --queues 1 or more"),
             }
@@ -643,9 +651,25 @@ async fn main() {
 }
 
 /// A publisher: the same Publish, as fast as it is answered.
-/// Counts every acknowledged Publish in `published`, measured or not.
-async fn publish_loop(sqs: &Sqs, body: Bytes, recorder: &Recorder, stop: &AtomicBool, published: &AtomicU64) {
+/// Counts every acknowledged Publish in `published`, measured or not; one
+/// Publish per `every` at most, if given.
+async fn publish_loop(
+    sqs: &Sqs,
+    body: Bytes,
+    recorder: &Recorder,
+    stop: &AtomicBool,
+    published: &AtomicU64,
+    every: Option<Duration>,
+) {
+    let mut pace = every.map(|every| {
+        let mut pace = tokio::time::interval(every);
+        pace.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+        pace
+    });
     while !stop.load(Ordering::Relaxed) {
+        if let Some(pace) = &mut pace {
+            pace.tick().await;
+        }
         let started = Instant::now();
         let ok = sqs.sns_body(body.clone()).await.is_ok();
         if ok {
