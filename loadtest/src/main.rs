@@ -568,7 +568,8 @@ async fn main() {
             match (publish, queue) {
                 (Some(body), _) => {
                     let rate = options.publish_rate;
-                    let every = (rate > 0.0).then(|| Duration::from_secs_f64(options.concurrency as f64 / rate));
+                    let every =
+                        (rate > 0.0).then(|| Duration::from_secs_f64(options.concurrency as f64 / rate));
                     publish_loop(&sqs, body, &recorder, &stop, &published, every).await
                 }
                 (None, Some(queue)) => work(role, &sqs, &queue, &options, &recorder, &stop).await,

@@ -335,6 +335,12 @@ impl Topics {
         records
     }
 
+    /// Whether changes are recorded (a store keeps them): a record that
+    /// costs something to build is built only then.
+    pub(super) fn journaling(&self) -> bool {
+        self.journal.is_some()
+    }
+
     pub(super) fn record(&mut self, change: SnsChange) {
         if let Some(journal) = &mut self.journal {
             journal.push(change);

@@ -2,12 +2,14 @@
 //! subscriptions (`topic/deliveries.rs`), off the threads that serve calls.
 //!
 //! Each subscription with deliveries waiting gets a task of its own, its
-//! lane, with at most [`LANE_IN_FLIGHT`] requests in flight and its own
-//! throttle (the delivery policy's `maxReceivesPerSecond`): an endpoint
-//! that is slow, stuck or down holds up its own deliveries only. A lane
-//! takes what is due, sends it, and records the outcome in the store:
-//! delivered or given up, the delivery is removed; to be tried again, its
-//! tries and next time are written, as the delivery policy says
+//! lane, with at most [`LANE_IN_FLIGHT`] requests in flight, connections
+//! of its own kept open between tries, and its own throttle (the delivery
+//! policy's `maxReceivesPerSecond`): an endpoint that is slow, stuck or
+//! down holds up its own deliveries only. A lane takes what is due, sends
+//! it, and records the outcomes of the tries that ended since its last
+//! turn in one change to the store: delivered or given up, a delivery is
+//! removed; to be tried again, its tries and next time are written, as the
+//! delivery policy says
 //! (`topic::delivery_policy`): on a refused or reset connection, a
 //! timeout, a TLS failure, 429 and 5xx; not on other 4xx. A delivery that
 //! waited untried past its policy's whole time (its delays and one try's),
@@ -48,6 +50,12 @@ const TRY_TIMEOUT: Duration = Duration::from_secs(15);
 /// of new deliveries (a load brings some without a word), and how long a
 /// lane with nothing due sleeps at most.
 const LOOK_EVERY: Duration = Duration::from_secs(1);
+
+/// How long a lane with nothing to send keeps its task and its idle
+/// connections, for the next delivery: an endpoint published to every
+/// second or so is not reconnected each time. Shorter than the 5 s after
+/// which common servers close an idle connection.
+const KEEP_IDLE: Duration = Duration::from_secs(4);
 
 /// Overdue deliveries given up per turn of a lane's loop.
 const OVERDUE_AT_ONCE: usize = 64;
@@ -103,11 +111,25 @@ impl Sender {
     async fn lane(self: Arc<Self>, start: LaneStart, generation: u64) {
         let subscription = start.subscription.as_str();
         let mut in_flight = JoinSet::new();
+        // The endpoint, read once, and connections to it open and idle.
+        let mut endpoint: Option<Arc<request::Endpoint>> = None;
+        let mut idle: Vec<request::Connection> = Vec::new();
+        let mut tried: Vec<Tried> = Vec::new();
         let mut policy = Arc::new(self.policy_of(subscription));
         let mut policy_read = tokio::time::Instant::now();
         let mut throttle = Throttle::default();
         let started = self.service.now();
+        let mut active = tokio::time::Instant::now();
         loop {
+            while let Some(Ok(done)) = in_flight.try_join_next() {
+                tried.push(done);
+            }
+            for done in &mut tried {
+                idle.extend(done.connection.take());
+            }
+            if active.elapsed() >= KEEP_IDLE {
+                idle.clear();
+            }
             if policy_read.elapsed() >= LOOK_EVERY {
                 policy = Arc::new(self.policy_of(subscription));
                 policy_read = tokio::time::Instant::now();
@@ -129,33 +151,49 @@ impl Sender {
                     _ => Vec::new(),
                 };
                 let due = topics.take_due(subscription, now, room);
-                if due.is_empty() && in_flight.is_empty() && topics.lane_done(subscription) {
+                if !(tried.is_empty() && overdue.is_empty() && due.is_empty()) {
+                    active = tokio::time::Instant::now();
+                }
+                // Kept a while for its idle connections (KEEP_IDLE).
+                let lingers = !idle.is_empty() && active.elapsed() < KEEP_IDLE;
+                if in_flight.is_empty() && !lingers && topics.lane_done(subscription) {
                     return;
                 }
                 let next = topics.next_due(subscription).map(|at| at.saturating_sub(now));
                 (overdue, due, next)
             };
-            for delivery in &overdue {
-                let seconds = policy_time(&policy) / 1000;
-                tracing::warn!(
-                    subscription,
-                    endpoint = delivery.endpoint,
-                    "a webhook delivery was given up: its endpoint did not take it within its delivery policy's {seconds} s"
-                );
-                self.give_up(delivery).await;
-            }
             throttle.spent(due.len(), policy.max_per_second);
             for delivery in due {
-                in_flight.spawn(self.clone().attempt(delivery, policy.clone()));
+                let target = match &endpoint {
+                    Some(known) if known.is(&delivery.endpoint) => Ok(known.clone()),
+                    _ => request::Endpoint::parse(&delivery.endpoint).map(Arc::new),
+                };
+                if let Ok(target) = &target
+                    && endpoint.as_ref().is_none_or(|known| !Arc::ptr_eq(known, target))
+                {
+                    endpoint = Some(target.clone());
+                    idle.clear();
+                }
+                let connection = idle.pop();
+                in_flight.spawn(self.clone().attempt(delivery, target, policy.clone(), connection));
+            }
+            if !tried.is_empty() || !overdue.is_empty() {
+                self.settle(std::mem::take(&mut tried), overdue, &policy).await;
+                continue;
             }
             // Sleep until something is due, if there is room to send it.
             let room = (LANE_IN_FLIGHT - in_flight.len()).min(throttle.room(policy.max_per_second));
             let sleep = match (room, next) {
                 (0, _) | (_, None) => throttle.until_room(policy.max_per_second).unwrap_or(LOOK_EVERY),
                 (_, Some(ms)) => Duration::from_millis(ms).min(LOOK_EVERY),
-            };
+            }
+            // Or until its idle connections are let go.
+            .min(match idle.is_empty() {
+                true => LOOK_EVERY,
+                false => KEEP_IDLE.saturating_sub(active.elapsed()),
+            });
             tokio::select! {
-                Some(_) = in_flight.join_next(), if !in_flight.is_empty() => {}
+                Some(done) = in_flight.join_next(), if !in_flight.is_empty() => tried.extend(done.ok()),
                 _ = start.wake.notified() => {}
                 _ = tokio::time::sleep(sleep) => {}
             }
@@ -177,43 +215,94 @@ impl Sender {
         )
     }
 
-    /// One try of a delivery, and its outcome recorded.
-    async fn attempt(self: Arc<Self>, delivery: Delivery, policy: Arc<DeliveryPolicy>) {
-        let outcome = match request::Prepared::new(&delivery, &policy) {
-            Ok(request) => request.send(&self.settings.destinations, TRY_TIMEOUT).await,
-            Err(refused) => request::Outcome::Refused(refused.to_string()),
-        };
-        self.count(&delivery, metrics::TRIED);
-        let (subscription, id) = (delivery.subscription.as_str(), delivery.id);
-        let why = match outcome {
-            request::Outcome::Delivered => {
-                self.record(|topics| topics.finish_delivery(subscription, id).map(drop))
-                    .await;
-                self.count(&delivery, metrics::DELIVERED);
-                return;
+    /// One try of a delivery, on `connection` if it is still open.
+    async fn attempt(
+        self: Arc<Self>,
+        delivery: Delivery,
+        endpoint: Result<Arc<request::Endpoint>, request::NotAnEndpoint>,
+        policy: Arc<DeliveryPolicy>,
+        connection: Option<request::Connection>,
+    ) -> Tried {
+        let (outcome, connection) = match endpoint {
+            Ok(endpoint) => {
+                request::Prepared::new(endpoint, &delivery, &policy)
+                    .send(&self.settings.destinations, TRY_TIMEOUT, connection)
+                    .await
             }
-            request::Outcome::Retry(why) => match policy.delays().get(delivery.tries as usize) {
-                Some(delay) => {
-                    tracing::debug!(subscription, %why, delay, "a webhook delivery will be retried");
-                    let next_at = self.service.now() + delay * 1000;
-                    self.record(|topics| {
-                        topics.retry_delivery(id, next_at);
-                        Some(())
-                    })
-                    .await;
-                    return;
-                }
-                None => format!("{why}, after {} tries", delivery.tries + 1),
-            },
-            request::Outcome::Permanent(why) | request::Outcome::Refused(why) => why,
+            Err(refused) => (request::Outcome::Refused(refused.to_string()), None),
         };
-        tracing::warn!(subscription, endpoint = delivery.endpoint, %why, "a webhook delivery failed");
-        self.give_up(&delivery).await;
+        Tried {
+            delivery,
+            outcome,
+            connection,
+        }
     }
 
-    /// A delivery that never got through: a notification is counted failed
-    /// and sent to the subscription's dead-letter queue if it has one; then
-    /// it is removed.
+    /// Records the outcomes of the tries that ended, and gives up the
+    /// `overdue` deliveries, in one change to the store: a lane's
+    /// deliveries cost a commit per turn of its loop, not one each.
+    async fn settle(&self, tried: Vec<Tried>, overdue: Vec<Delivery>, policy: &DeliveryPolicy) {
+        let mut finished = Vec::new();
+        let mut retries = Vec::new();
+        let mut given_up = Vec::new();
+        for delivery in overdue {
+            let seconds = policy_time(policy) / 1000;
+            tracing::warn!(
+                subscription = delivery.subscription,
+                endpoint = delivery.endpoint,
+                "a webhook delivery was given up: its endpoint did not take it within its delivery policy's {seconds} s"
+            );
+            given_up.push(delivery);
+        }
+        for Tried {
+            delivery, outcome, ..
+        } in tried
+        {
+            self.count(&delivery, metrics::TRIED);
+            let subscription = delivery.subscription.as_str();
+            let why = match outcome {
+                request::Outcome::Delivered => {
+                    self.count(&delivery, metrics::DELIVERED);
+                    finished.push(delivery);
+                    continue;
+                }
+                request::Outcome::Retry(why) => match policy.delays().get(delivery.tries as usize) {
+                    Some(delay) => {
+                        tracing::debug!(subscription, %why, delay, "a webhook delivery will be retried");
+                        retries.push((delivery.id, self.service.now() + delay * 1000));
+                        continue;
+                    }
+                    None => format!("{why}, after {} tries", delivery.tries + 1),
+                },
+                request::Outcome::Permanent(why) | request::Outcome::Refused(why) => why,
+            };
+            tracing::warn!(subscription, endpoint = delivery.endpoint, %why, "a webhook delivery failed");
+            given_up.push(delivery);
+        }
+        for delivery in &given_up {
+            self.give_up(delivery).await;
+        }
+        finished.extend(given_up);
+        let recorded = self
+            .service
+            .change_topics(|topics| {
+                for delivery in &finished {
+                    topics.finish_delivery(&delivery.subscription, delivery.id);
+                }
+                for (id, next_at) in retries {
+                    topics.retry_delivery(id, next_at);
+                }
+                Ok(())
+            })
+            .await;
+        if let Err(error) = recorded {
+            tracing::warn!(%error, "webhook deliveries' outcomes could not be recorded: they will be tried again");
+        }
+    }
+
+    /// A notification that never got through is counted failed and sent to
+    /// the subscription's dead-letter queue if it has one (its removal is
+    /// the caller's).
     async fn give_up(&self, delivery: &Delivery) {
         if delivery.kind == OutboundKind::Notification {
             self.count(delivery, metrics::FAILED);
@@ -222,27 +311,6 @@ impl Sender {
                 Some(false) => self.count(delivery, metrics::NOT_REDRIVEN),
                 None => {}
             }
-        }
-        self.record(|topics| {
-            topics
-                .finish_delivery(&delivery.subscription, delivery.id)
-                .map(drop)
-        })
-        .await;
-    }
-
-    /// Records a delivery's outcome in the store; a store that refuses it
-    /// makes the leader reload, and the delivery is sent again from there.
-    async fn record(&self, change: impl FnOnce(&mut crate::topic::Topics) -> Option<()>) {
-        let recorded = self
-            .service
-            .change_topics(|topics| {
-                change(topics);
-                Ok(())
-            })
-            .await;
-        if let Err(error) = recorded {
-            tracing::warn!(%error, "a webhook delivery's outcome could not be recorded: it will be tried again");
         }
     }
 
@@ -288,6 +356,14 @@ impl Sender {
             }
         }
     }
+}
+
+/// A try that ended: its delivery, how, and the connection it leaves
+/// open.
+struct Tried {
+    delivery: Delivery,
+    outcome: request::Outcome,
+    connection: Option<request::Connection>,
 }
 
 /// A lane's throttle: the sends of the last second, against the policy's

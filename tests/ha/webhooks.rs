@@ -357,6 +357,58 @@ async fn an_endpoint_that_is_down_gets_everything_once_it_is_up() {
     );
 }
 
+/// Deliveries to an endpoint go over connections kept open between them,
+/// not a new one each; one the endpoint closed while idle costs no try (a
+/// new connection is made at once, no retry 20 s later).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn connections_are_kept_between_deliveries_and_one_closed_idle_costs_no_try() {
+    let server = Server::start();
+    let sns = sns_client_for(&server.url);
+    let topic = create_topic(&sns, "kept").await;
+    let receiver = Receiver::start(Answer::Healthy).await;
+    subscribe(&sns, &topic, &receiver, None).await;
+    let bodies: Vec<String> = (0..400).map(|n| format!("kept-{n}")).collect();
+    let mut publishing = tokio::task::JoinSet::new();
+    for chunk in bodies.chunks(50) {
+        let (sns, topic, chunk) = (sns.clone(), topic.clone(), chunk.to_vec());
+        publishing.spawn(async move {
+            for body in chunk {
+                sns.publish()
+                    .topic_arn(&topic)
+                    .message(body)
+                    .send()
+                    .await
+                    .unwrap();
+            }
+        });
+    }
+    publishing.join_all().await;
+    everything_reaches(&receiver, &bodies, Duration::from_secs(10)).await;
+    let connections = receiver.connections();
+    println!("{} deliveries over {connections} connections", bodies.len() + 1);
+    // The confirmation's connection, and at most the lane's 8 at once.
+    assert!(
+        connections <= 9,
+        "{connections} connections for {} deliveries",
+        bodies.len()
+    );
+
+    receiver.answer(Answer::HealthyClosingIdleAfter(Duration::from_millis(50)));
+    let bodies: Vec<String> = (0..10).map(|n| format!("after-idle-{n}")).collect();
+    for body in &bodies {
+        tokio::time::sleep(Duration::from_millis(150)).await;
+        sns.publish()
+            .topic_arn(&topic)
+            .message(body)
+            .send()
+            .await
+            .unwrap();
+    }
+    // AWS's default policy would try again 20 s later: within 3 s means
+    // each went on its first try.
+    everything_reaches(&receiver, &bodies, Duration::from_secs(3)).await;
+}
+
 /// A stuck endpoint takes 8 tries per 15 s: what it cannot take within its
 /// delivery policy's time (here no retry: one try's 15 s) is given up into
 /// its subscription's dead-letter queue rather than left to fill its

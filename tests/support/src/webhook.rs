@@ -3,7 +3,9 @@
 //! whole (its `x-amz-sns-message-type`, message id and body), and answers
 //! as it is told: at once, 500 to some first tries, never (a stuck
 //! endpoint), a byte at a time, or not at all until it starts listening
-//! (an endpoint that is down).
+//! (an endpoint that is down). Answered at once, a connection is kept for
+//! the next request (as long as the sender likes, or closed once idle for
+//! a while); answered otherwise, it is closed.
 
 use std::collections::HashSet;
 use std::sync::{Arc, Mutex};
@@ -23,6 +25,9 @@ pub enum Answer {
     Stuck,
     /// 200, written one byte every so often.
     Trickle(Duration),
+    /// 200 at once, and the connection closed when no request came on it
+    /// for this long, as servers close idle connections.
+    HealthyClosingIdleAfter(Duration),
 }
 
 /// One request an endpoint received whole.
@@ -38,6 +43,8 @@ struct Shared {
     received: Vec<Received>,
     /// Message ids whose first try was answered 500.
     failed_once: HashSet<String>,
+    /// Connections accepted.
+    connections: usize,
 }
 
 /// An endpoint on loopback.
@@ -63,6 +70,7 @@ impl Receiver {
             answer,
             received: Vec::new(),
             failed_once: HashSet::new(),
+            connections: 0,
         }));
         let serving = shared.clone();
         let task = tokio::spawn(async move {
@@ -70,11 +78,15 @@ impl Receiver {
             let listener = TcpListener::bind(("127.0.0.1", port))
                 .await
                 .expect("the endpoint's port is free");
+            // Its connections end with it (dropped, the endpoint is gone).
+            let mut connections = tokio::task::JoinSet::new();
             loop {
                 let Ok((stream, _)) = listener.accept().await else {
                     continue;
                 };
-                tokio::spawn(serve(stream, serving.clone()));
+                serving.lock().unwrap().connections += 1;
+                while connections.try_join_next().is_some() {}
+                connections.spawn(serve(stream, serving.clone()));
             }
         });
         if down.is_zero() {
@@ -91,6 +103,11 @@ impl Receiver {
     /// Answers from now on as `answer` says.
     pub fn answer(&self, answer: Answer) {
         self.shared.lock().unwrap().answer = answer;
+    }
+
+    /// Connections accepted so far.
+    pub fn connections(&self) -> usize {
+        self.shared.lock().unwrap().connections
     }
 
     /// Every request received so far, in order.
@@ -134,18 +151,30 @@ impl Drop for Receiver {
     }
 }
 
-/// Reads one request, records it and answers it.
+/// Reads requests on one connection, records and answers each, until
+/// the sender or the answer closes it.
 async fn serve(mut stream: TcpStream, shared: Arc<Mutex<Shared>>) {
     let mut buffer = Vec::new();
+    while let Some(kept) = serve_one(&mut stream, &mut buffer, &shared).await {
+        if let Some(idle) = kept {
+            // Closed if nothing more comes within `idle`.
+            match tokio::time::timeout(idle, stream.peek(&mut [0u8; 1])).await {
+                Ok(Ok(n)) if n > 0 => {}
+                _ => return,
+            }
+        }
+    }
+}
+
+/// Reads one request, records it and answers it: whether the connection
+/// is kept (and closed once idle for how long), `None` if it is done.
+async fn serve_one(
+    stream: &mut TcpStream,
+    buffer: &mut Vec<u8>,
+    shared: &Mutex<Shared>,
+) -> Option<Option<Duration>> {
     let mut chunk = [0u8; 16 * 1024];
     let (head_end, length) = loop {
-        let Ok(read) = stream.read(&mut chunk).await else {
-            return;
-        };
-        if read == 0 {
-            return;
-        }
-        buffer.extend_from_slice(&chunk[..read]);
         if let Some(end) = buffer.windows(4).position(|w| w == b"\r\n\r\n") {
             let head = String::from_utf8_lossy(&buffer[..end]).to_lowercase();
             let length = header(&head, "content-length")
@@ -153,14 +182,11 @@ async fn serve(mut stream: TcpStream, shared: Arc<Mutex<Shared>>) {
                 .unwrap_or(0);
             break (end + 4, length);
         }
+        let read = stream.read(&mut chunk).await.ok().filter(|read| *read > 0)?;
+        buffer.extend_from_slice(&chunk[..read]);
     };
     while buffer.len() < head_end + length {
-        let Ok(read) = stream.read(&mut chunk).await else {
-            return;
-        };
-        if read == 0 {
-            return;
-        }
+        let read = stream.read(&mut chunk).await.ok().filter(|read| *read > 0)?;
         buffer.extend_from_slice(&chunk[..read]);
     }
     let head = String::from_utf8_lossy(&buffer[..head_end]).to_lowercase();
@@ -173,6 +199,7 @@ async fn serve(mut stream: TcpStream, shared: Arc<Mutex<Shared>>) {
             .to_string(),
         body: String::from_utf8_lossy(&buffer[head_end..head_end + length]).into_owned(),
     };
+    buffer.drain(..head_end + length);
     // The header's value as written, not lower-cased.
     let kind = match received.kind.as_str() {
         "notification" => "Notification",
@@ -200,11 +227,12 @@ async fn serve(mut stream: TcpStream, shared: Arc<Mutex<Shared>>) {
         }
         (answer, fails)
     };
-    let ok = b"HTTP/1.1 200 OK\r\ncontent-length: 0\r\nconnection: close\r\n\r\n";
+    let ok = b"HTTP/1.1 200 OK\r\ncontent-length: 0\r\n\r\n";
     match answer {
         (Answer::Stuck, _) => {
             // Hold the connection until the sender gives up on it.
             let _ = stream.read(&mut chunk).await;
+            None
         }
         (_, true) => {
             let _ = stream
@@ -212,17 +240,23 @@ async fn serve(mut stream: TcpStream, shared: Arc<Mutex<Shared>>) {
                     b"HTTP/1.1 500 Internal Server Error\r\ncontent-length: 0\r\nconnection: close\r\n\r\n",
                 )
                 .await;
+            None
         }
         (Answer::Trickle(every), _) => {
+            let ok = b"HTTP/1.1 200 OK\r\ncontent-length: 0\r\nconnection: close\r\n\r\n";
             for byte in ok {
-                if stream.write_all(&[*byte]).await.is_err() {
-                    return;
-                }
+                stream.write_all(&[*byte]).await.ok()?;
                 tokio::time::sleep(every).await;
             }
+            None
+        }
+        (Answer::HealthyClosingIdleAfter(idle), _) => {
+            stream.write_all(ok).await.ok()?;
+            Some(Some(idle))
         }
         _ => {
-            let _ = stream.write_all(ok).await;
+            stream.write_all(ok).await.ok()?;
+            Some(None)
         }
     }
 }
