@@ -19,7 +19,7 @@ use axum::body::Bytes;
 use http_body_util::{BodyExt, Full};
 use hyper::Request;
 use hyper::client::conn::http1;
-use hyper::header::{ACCEPT_ENCODING, CONTENT_TYPE, HOST, HeaderName, HeaderValue, USER_AGENT};
+use hyper::header::{ACCEPT_ENCODING, CONNECTION, CONTENT_TYPE, HOST, HeaderName, HeaderValue, USER_AGENT};
 use hyper_util::rt::TokioIo;
 use tokio::io::{AsyncRead, AsyncWrite};
 use tokio::net::TcpStream;
@@ -161,6 +161,8 @@ impl Prepared {
             HeaderValue::from_static("Amazon Simple Notification Service Agent"),
         );
         headers.insert(ACCEPT_ENCODING, HeaderValue::from_static("gzip,deflate"));
+        // AWS's requests carry one (LocalStack's recordings of them do).
+        headers.insert(CONNECTION, HeaderValue::from_static("Keep-Alive"));
         headers.insert(&MESSAGE_TYPE, HeaderValue::from_static(delivery.kind.name()));
         headers.extend(value(&delivery.message_id).map(|v| (MESSAGE_ID.clone(), v)));
         headers.extend(value(&delivery.topic.to_string()).map(|v| (TOPIC_ARN.clone(), v)));

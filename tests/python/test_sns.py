@@ -196,6 +196,15 @@ class Receiver:
         self.server.shutdown()
 
 
+# The headers of AWS's requests to an HTTP endpoint, as LocalStack recorded
+# them from AWS (test_sns.py's test_subscribe_external_http_endpoint
+# snapshot): a confirmation's, and a notification's (with its subscription).
+AWS_CONFIRMATION_HEADERS = {
+    "accept-encoding", "connection", "content-length", "content-type", "host", "user-agent",
+    "x-amz-sns-message-id", "x-amz-sns-message-type", "x-amz-sns-topic-arn",
+}
+
+
 def test_a_webhook_is_confirmed_notified_and_told_when_unsubscribed(clients):
     sns, _ = clients
     receiver = Receiver()
@@ -206,6 +215,7 @@ def test_a_webhook_is_confirmed_notified_and_told_when_unsubscribed(clients):
         (confirmation,) = receiver.wait_for(1)
         assert confirmation["headers"]["x-amz-sns-message-type"] == "SubscriptionConfirmation"
         assert confirmation["headers"]["user-agent"] == "Amazon Simple Notification Service Agent"
+        assert set(confirmation["headers"]) == AWS_CONFIRMATION_HEADERS
         subscribe_url = confirmation["body"]["SubscribeURL"]
         confirmed = urllib.request.urlopen(subscribe_url).read().decode()  # unsigned, as AWS's link is
         assert "<ConfirmSubscriptionResult>" in confirmed
@@ -216,6 +226,7 @@ def test_a_webhook_is_confirmed_notified_and_told_when_unsubscribed(clients):
         notification = receiver.wait_for(2)[1]
         assert notification["headers"]["x-amz-sns-message-type"] == "Notification"
         assert notification["headers"]["x-amz-sns-subscription-arn"] == subscription["SubscriptionArn"]
+        assert set(notification["headers"]) == AWS_CONFIRMATION_HEADERS | {"x-amz-sns-subscription-arn"}
         assert notification["body"]["Message"] == "hello hook"
         sns.unsubscribe(SubscriptionArn=subscription["SubscriptionArn"])
         goodbye = receiver.wait_for(3)[2]
