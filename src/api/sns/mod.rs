@@ -1,19 +1,20 @@
 //! The SNS API, beside SQS's on the same address: each action reads its
 //! members from the request's [`Form`], runs against the shard's topics
-//! (and, for a Publish, its queues) and answers an [`Answer`] tree, which
-//! `protocol::sns` writes as SNS's XML.
+//! (and, for a Publish, its queues) and answers an [`Answer`] tree
+//! (`form.rs`), which `protocol::sns` writes as SNS's XML.
 //!
 //! The actions live by area: [`topics`] (create, delete, list,
 //! attributes), [`subscriptions`], [`publish`] (Publish and PublishBatch)
 //! and [`tags`] (tags and permissions).
 
+mod form;
 mod publish;
 mod subscriptions;
 mod tags;
 mod topics;
 
+pub use self::form::{Answer, Form};
 use crate::api::{Api, RequestContext};
-use crate::protocol::sns::{Answer, Form};
 use crate::service::Fanout;
 use crate::topic::envelope::Sign;
 use crate::topic::{Result, SnsError, TopicArn};

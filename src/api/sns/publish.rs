@@ -7,7 +7,7 @@ use std::collections::{BTreeMap, HashSet};
 use base64::Engine as _;
 
 use super::Call;
-use crate::protocol::sns::{Answer, Form};
+use super::{Answer, Form};
 use crate::topic::publish::Rules;
 use crate::topic::{AttributeInput, Publication, PublishInput, Result, SnsError, TopicArn};
 

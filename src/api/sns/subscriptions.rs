@@ -3,8 +3,8 @@
 
 use std::collections::BTreeMap;
 
+use super::{Answer, Form};
 use super::{Call, attribute_map};
-use crate::protocol::sns::{Answer, Form};
 use crate::topic::envelope::{Confirmation, Envelope};
 use crate::topic::{OutboundKind, Protocol, Result, Subscription, Topics, arn};
 

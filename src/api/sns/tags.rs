@@ -2,7 +2,7 @@
 //! RemovePermission (statements in the topic's policy).
 
 use super::Call;
-use crate::protocol::sns::{Answer, Form};
+use super::{Answer, Form};
 use crate::topic::{Result, SnsError, TopicArn, check_tags};
 
 /// The `Tags` of a request, each with a key.

@@ -2,8 +2,8 @@
 
 use std::collections::BTreeMap;
 
+use super::{Answer, Form};
 use super::{Call, attribute_map};
-use crate::protocol::sns::{Answer, Form};
 use crate::topic::{Result, TopicArn};
 
 pub(super) async fn create(call: &Call<'_>, form: &Form) -> Result<Option<Answer>> {

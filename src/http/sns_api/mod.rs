@@ -26,9 +26,10 @@ pub use self::signing_key::SigningKeyCell;
 use super::AppState;
 use super::call::{Protocol as WireProtocol, not_serving};
 use super::sqs_api::sharded::{Leader, on_leader};
+use crate::api::sns::Answer;
 use crate::api::sns::{Action, Call, dispatch};
 use crate::http::authorization::{Caller, source_of};
-use crate::protocol::sns::{self, Form};
+use crate::protocol::sns;
 use crate::topic::SnsError;
 use crate::topic::arn::subscription_topic;
 
@@ -44,7 +45,7 @@ pub(crate) fn claims(parts: &Parts, body: &[u8]) -> bool {
     if service.as_deref() == Some("sns") {
         return true;
     }
-    let Ok(form) = Form::parse(body, query) else {
+    let Ok(form) = sns::read(body, query) else {
         return false;
     };
     form.get("Action")
@@ -124,7 +125,7 @@ pub(crate) fn authorize(
     caller: &Caller,
     body: &[u8],
 ) -> Result<(), SnsError> {
-    let form = Form::parse(body, parts.uri.query())?;
+    let form = sns::read(body, parts.uri.query())?;
     let action = form.get("Action").unwrap_or_default();
     let ctx = state.context(&parts.uri, &parts.headers, Some(caller));
     let resource = form
@@ -164,8 +165,8 @@ async fn run(
     parts: &Parts,
     body: &[u8],
     caller: Option<&Caller>,
-) -> (String, Result<Option<sns::Answer>, SnsError>) {
-    let form = match Form::parse(body, parts.uri.query()) {
+) -> (String, Result<Option<Answer>, SnsError>) {
+    let form = match sns::read(body, parts.uri.query()) {
         Ok(form) => form,
         Err(error) => return ("unknown".into(), Err(error)),
     };
