@@ -12,6 +12,15 @@ use prometheus::{
 use crate::queue::{Counts, FairCounts};
 use crate::topic::deliveries::Waiting;
 
+/// What one account holds, as the metrics show it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct AccountHolding {
+    pub account: String,
+    pub queues: usize,
+    pub messages: u64,
+    pub bytes: u64,
+}
+
 /// The SNS counters' values (`Metrics::sns_counts`).
 #[derive(Debug, Default)]
 pub struct SnsCounts {
@@ -533,7 +542,7 @@ impl Metrics {
     }
 
     /// Sets what each account holds, summed over the shards' `holdings`.
-    pub fn set_account_holdings(&self, holdings: &[crate::service::AccountHolding]) {
+    pub fn set_account_holdings(&self, holdings: &[AccountHolding]) {
         self.account_holdings.reset();
         for holding in holdings {
             for (what, value) in [

@@ -13,6 +13,7 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, RwLock, RwLockReadGuard, RwLockWriteGuard};
 
 use crate::error::{ErrorCode, Result, SqsError};
+use crate::metrics::AccountHolding;
 use crate::queue::key::{self, Home};
 
 /// Every account's holdings, by account id.
@@ -38,15 +39,6 @@ impl Default for Held {
             max_bytes: AtomicU64::new(u64::MAX),
         }
     }
-}
-
-/// What one account holds, as the metrics show it.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct AccountHolding {
-    pub account: String,
-    pub queues: usize,
-    pub messages: u64,
-    pub bytes: u64,
 }
 
 impl Accounts {

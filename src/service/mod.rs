@@ -42,7 +42,6 @@ use std::sync::{Arc, Mutex, RwLock};
 use tokio::sync::{Notify, mpsc};
 use tokio::time::Instant;
 
-pub use self::accounts::AccountHolding;
 pub use self::import::{ImportError, Imported, Seed, SeedError, SeedSource};
 pub use self::limits::Limits;
 pub use self::queues::{ConfiguredQueueError, Created, QueueSpec, check_account_room, select_names};
@@ -51,7 +50,7 @@ use self::slot::{QueueSlot, lock_pair};
 pub use self::topics::{Delivered, Fanout, SNS_SENDER_ID, unsubscribe_url};
 use crate::error::{Result, SqsError};
 use crate::journal::{Memory, Pending, Transfer, Write};
-use crate::metrics::Metrics;
+use crate::metrics::{AccountHolding, Metrics};
 use crate::queue::clock::Clock;
 use crate::queue::{Activity, Counts, FairCounts, Queue};
 use crate::service::shards::Placement;
