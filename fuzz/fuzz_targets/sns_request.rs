@@ -8,7 +8,7 @@ use std::sync::OnceLock;
 
 use libfuzzer_sys::fuzz_target;
 use ssq::api::sns::{Call, dispatch};
-use ssq::protocol::sns::Form;
+use ssq::protocol::sns;
 use ssq::topic::signing::SigningKey;
 
 #[path = "common.rs"]
@@ -33,12 +33,12 @@ fuzz_target!(|data: &[u8]| {
         Some(at) => (&data[..at], std::str::from_utf8(&data[at + 1..]).ok()),
         None => (data, None),
     };
-    let Ok(form) = Form::parse(body, url_query) else { return };
+    let Ok(form) = sns::read(body, url_query) else { return };
     let Some(action) = form.get("Action").map(str::to_string) else { return };
     common::with_queues(|api, ctx| async move {
         let call = Call { api: &api, ctx: &ctx, signer: key() };
         for setup in SETUP {
-            let setup = Form::parse(setup.as_bytes(), None).expect("a form");
+            let setup = sns::read(setup.as_bytes(), None).expect("a form");
             let name = setup.get("Action").expect("an action").to_string();
             dispatch(&call, &name, &setup).await.expect("the setup is valid");
         }
