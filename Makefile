@@ -14,9 +14,12 @@ run:
 FUZZ_SECONDS ?= 60
 FUZZ_MAX_LEN ?= 262144
 
-# What CI runs. test-quick leaves out the fuzzing (about 7 minutes the first time).
-# Both first install the system tools the tests start (tools/test-deps.sh).
-test: test-deps lint rules fuzz test-rust test-python test-packages
+# What CI runs, a stage at a time, each stage's time printed at the end
+# (tools/stages.sh). test-quick leaves out the fuzzing (about 7 minutes the
+# first time). Both first install the system tools the tests start
+# (tools/test-deps.sh).
+test:
+	bash tools/stages.sh test-deps lint rules fuzz test-rust test-python test-packages
 
 test-quick: test-deps test-rust test-python
 
