@@ -509,7 +509,7 @@ impl Queue {
         let Some(message) = self
             .messages
             .get(&handle.seq)
-            .filter(|m| issued(m, &handle) == Some(Issued::Latest))
+            .filter(|m| m.issued(&handle) == Some(Issued::Latest))
         else {
             return Ok(false);
         };
@@ -547,7 +547,7 @@ impl Queue {
         let message = self
             .messages
             .get(&handle.seq)
-            .filter(|m| match issued(m, &handle) {
+            .filter(|m| match m.issued(&handle) {
                 Some(Issued::Latest) => true,
                 Some(Issued::Earlier) => !is_fifo,
                 None => false,
@@ -778,11 +778,6 @@ fn charge_processing(tenants: &mut Tenants, fifo: bool, message: &Message, at: u
     if let (false, MessageState::InFlight { received_at, .. }) = (fifo, message.state) {
         tenants.processed(message.group_id.as_ref(), at.saturating_sub(received_at), at);
     }
-}
-
-/// Whether `handle` was issued for `message`, and by its latest receive.
-pub(super) fn issued(message: &Message, handle: &ReceiptHandle) -> Option<Issued> {
-    handle.issued(message.receipt_key, message.receive_count)
 }
 
 #[cfg(test)]

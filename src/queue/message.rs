@@ -9,6 +9,7 @@ use std::sync::Arc;
 
 use md5::{Digest, Md5};
 
+use super::receipt::{Issued, ReceiptHandle};
 use crate::error::{ErrorCode, Result, SqsError};
 
 /// At most this many message attributes per message.
@@ -310,6 +311,12 @@ impl Message {
     /// and attributes, as SQS counts a message's size.
     pub fn payload_size(&self) -> u64 {
         (self.body.len() + attributes_size(&self.attributes)) as u64
+    }
+
+    /// Whether `handle` was issued for this message, and by its latest
+    /// receive.
+    pub(super) fn issued(&self, handle: &ReceiptHandle) -> Option<Issued> {
+        handle.issued(self.receipt_key, self.receive_count)
     }
 }
 

@@ -6,7 +6,6 @@
 use std::sync::Arc;
 
 use super::fifo::Run;
-use super::indexes::issued;
 use super::limits::{DEDUP_WINDOW_MS, MAX_IN_FLIGHT};
 use super::message::{Message, MessageState};
 use super::receipt::{Issued, ReceiptHandle};
@@ -166,7 +165,7 @@ impl Queue {
             .map(|handle| {
                 let message = self.messages.get(&handle.seq)?;
                 let in_flight = matches!(message.state, MessageState::InFlight { .. });
-                (in_flight && issued(message, handle) == Some(Issued::Latest)).then(|| Received {
+                (in_flight && message.issued(handle) == Some(Issued::Latest)).then(|| Received {
                     message: message.clone(),
                     receipt_handle: *handle,
                 })
