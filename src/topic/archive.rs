@@ -239,56 +239,6 @@ impl Archive {
     }
 }
 
-/// Where a subscription's replay stands (ReplayStatus).
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
-pub enum ReplayStatus {
-    Pending,
-    #[serde(rename = "In progress")]
-    InProgress,
-    Completed,
-}
-
-impl ReplayStatus {
-    pub fn as_str(self) -> &'static str {
-        match self {
-            ReplayStatus::Pending => "Pending",
-            ReplayStatus::InProgress => "In progress",
-            ReplayStatus::Completed => "Completed",
-        }
-    }
-}
-
-/// A subscription's replay: what its ReplayPolicy asked and how far it went.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
-pub struct Replay {
-    /// The publications from this time (milliseconds)…
-    pub from: u64,
-    /// …to this one, when the policy gives an ending point.
-    pub to: Option<u64>,
-    /// The last sequence number replayed.
-    pub after: u64,
-    pub status: ReplayStatus,
-    /// Scheme and authority the client called, for the envelopes'
-    /// UnsubscribeURL, and the instance's region and account, for the
-    /// queue's key (a replay resumed after a failover has no request to
-    /// read them from).
-    pub base_url: String,
-    pub home_region: String,
-    /// Replays recorded before ssq had accounts lack it: the instance's
-    /// account was then the topic's.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub home_account: Option<String>,
-}
-
-impl Replay {
-    /// Whether the subscription takes a new publication directly: not
-    /// while a replay runs (the archive brings it, after the replayed
-    /// ones), nor after a replay with an ending point completed.
-    pub fn takes_live(&self) -> bool {
-        self.status == ReplayStatus::Completed && self.to.is_none()
-    }
-}
-
 /// Reads a ReplayPolicy: `{"PointType": "Timestamp", "StartingPoint": T,
 /// "EndingPoint": T}` with RFC 3339 times, the ending point optional. The
 /// start may not be before the archive's beginning (`beginning`) nor after

@@ -12,7 +12,8 @@ use std::collections::BTreeMap;
 
 use serde::{Deserialize, Serialize};
 
-use super::archive::{Archive, Archived, Replay};
+use super::archive::{Archive, Archived};
+use super::subscription::Replay;
 use super::filter::FilterPolicy;
 use super::{Dedup, Protocol, Subscription, Topic, TopicArn, Topics};
 

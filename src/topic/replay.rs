@@ -3,7 +3,8 @@
 //! change recorded for the store; a subscription's replay started, and
 //! stepped through the archive a batch at a time by the service.
 
-use super::archive::{Archive, Archived, Replay, ReplayStatus};
+use super::archive::{Archive, Archived};
+use super::subscription::{Replay, ReplayStatus};
 use super::error::Result;
 use super::records::{archive_key, archive_record};
 use super::{Publication, SnsChange, Subscription, TopicArn, Topics};
