@@ -13,8 +13,8 @@ use std::collections::BTreeMap;
 use serde::{Deserialize, Serialize};
 
 use super::archive::{Archive, Archived};
-use super::subscription::Replay;
 use super::filter::FilterPolicy;
+use super::subscription::Replay;
 use super::{Dedup, Protocol, Subscription, Topic, TopicArn, Topics};
 
 /// One change to the stored records.

@@ -4,9 +4,9 @@
 //! stepped through the archive a batch at a time by the service.
 
 use super::archive::{Archive, Archived};
-use super::subscription::{Replay, ReplayStatus};
 use super::error::Result;
 use super::records::{archive_key, archive_record};
+use super::subscription::{Replay, ReplayStatus};
 use super::{Publication, SnsChange, Subscription, TopicArn, Topics};
 use crate::queue::key::Home;
 

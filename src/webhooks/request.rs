@@ -72,6 +72,23 @@ pub enum Outcome {
     Refused(String),
 }
 
+/// Why a try got no answer: each is tried again, as AWS tries an endpoint
+/// that is unavailable.
+#[derive(Debug, thiserror::Error)]
+enum NoAnswer {
+    #[error("could not connect to {address}: {source}")]
+    Connect {
+        address: std::net::SocketAddr,
+        source: std::io::Error,
+    },
+    #[error("TLS: the endpoint's host is not a name a certificate can be checked against ({0})")]
+    TlsName(#[from] rustls::pki_types::InvalidDnsNameError),
+    #[error("TLS: {0}")]
+    Tls(std::io::Error),
+    #[error("HTTP: {0}")]
+    Http(#[from] hyper::Error),
+}
+
 /// Why a delivery cannot be made into a request at all.
 #[derive(Debug, thiserror::Error)]
 #[error("{endpoint} is not an http or https URL with a host")]
@@ -200,10 +217,11 @@ impl Prepared {
                 .resolve(&self.endpoint.host, self.endpoint.port)
                 .await
                 .map_err(|refused| Outcome::Refused(refused.to_string()))?;
-            let mut connection = self.connect(address).await.map_err(Outcome::Retry)?;
+            let retry = |error: NoAnswer| Outcome::Retry(error.to_string());
+            let mut connection = self.connect(address).await.map_err(retry)?;
             let answer = exchange(&mut connection, self.request.clone())
                 .await
-                .map_err(Outcome::Retry)?;
+                .map_err(retry)?;
             Ok((answer, connection))
         })
         .await;
@@ -225,10 +243,10 @@ impl Prepared {
 
     /// A new connection to `address`, TLS handed over if the endpoint is
     /// https.
-    async fn connect(&self, address: std::net::SocketAddr) -> Result<Connection, String> {
+    async fn connect(&self, address: std::net::SocketAddr) -> Result<Connection, NoAnswer> {
         let stream = TcpStream::connect(address)
             .await
-            .map_err(|e| format!("could not connect to {address}: {e}"))?;
+            .map_err(|source| NoAnswer::Connect { address, source })?;
         stream.set_nodelay(true).ok();
         if !self.endpoint.tls {
             return handshake(stream).await;
@@ -239,16 +257,16 @@ impl Prepared {
             .trim_start_matches('[')
             .trim_end_matches(']')
             .to_string();
-        let name = rustls::pki_types::ServerName::try_from(host).map_err(|e| format!("TLS: {e}"))?;
+        let name = rustls::pki_types::ServerName::try_from(host)?;
         let stream = tokio_rustls::TlsConnector::from(tls_config())
             .connect(name, stream)
             .await
-            .map_err(|e| format!("TLS: {e}"))?;
+            .map_err(NoAnswer::Tls)?;
         handshake(stream).await
     }
 }
 
-async fn handshake<S>(stream: S) -> Result<Connection, String>
+async fn handshake<S>(stream: S) -> Result<Connection, NoAnswer>
 where
     S: AsyncRead + AsyncWrite + Unpin + Send + 'static,
 {
@@ -257,8 +275,7 @@ where
     let (sender, connection) = http1::Builder::new()
         .title_case_headers(true)
         .handshake(TokioIo::new(stream))
-        .await
-        .map_err(|e| e.to_string())?;
+        .await?;
     let driver = tokio::spawn(async move {
         let _ = connection.await;
     });
@@ -279,13 +296,9 @@ struct Answer {
 
 /// Sends `request` on `connection`, once it is ready for one: what the
 /// endpoint answered.
-async fn exchange(connection: &mut Connection, request: Request<Full<Bytes>>) -> Result<Answer, String> {
-    connection.sender.ready().await.map_err(|e| e.to_string())?;
-    let response = connection
-        .sender
-        .send_request(request)
-        .await
-        .map_err(|e| e.to_string())?;
+async fn exchange(connection: &mut Connection, request: Request<Full<Bytes>>) -> Result<Answer, NoAnswer> {
+    connection.sender.ready().await?;
+    let response = connection.sender.send_request(request).await?;
     let status = response.status().as_u16();
     let mut body = response.into_body();
     let mut read = 0;
