@@ -128,7 +128,7 @@ impl FilterPolicy {
             return Err(fail("Filter policy must be a JSON object".into()));
         };
         let mut nested = false;
-        let root = clause(&object, &mut Vec::new(), 0, &mut nested).map_err(fail)?;
+        let root = clause(&object, &mut Vec::new(), 0, &mut nested).map_err(|invalid| fail(invalid.0))?;
         if nested && scope == Scope::MessageAttributes {
             return Err(SnsError::parameter(
                 "Filter policy scope MessageAttributes does not support nested filter policy",
@@ -186,12 +186,33 @@ impl Clause {
     }
 }
 
+/// Why AWS refuses a filter policy, in its words (the reason its
+/// InvalidParameter message gives after the member's name).
+#[derive(Debug, thiserror::Error)]
+#[error("{0}")]
+struct Invalid(String);
+
+impl From<&str> for Invalid {
+    fn from(reason: &str) -> Invalid {
+        Invalid(reason.to_string())
+    }
+}
+
+impl From<String> for Invalid {
+    fn from(reason: String) -> Invalid {
+        Invalid(reason)
+    }
+}
+
+/// A part of a policy read, or why it is refused.
+type Checked<T> = std::result::Result<T, Invalid>;
+
 fn clause(
     object: &Map<String, Value>,
     path: &mut Vec<String>,
     depth: usize,
     nested: &mut bool,
-) -> std::result::Result<Clause, String> {
+) -> Checked<Clause> {
     if depth > MAX_DEPTH {
         return Err("Filter policy is too complex".into());
     }
@@ -202,7 +223,7 @@ fn clause(
                 let mut alternatives = Vec::with_capacity(branches.len());
                 for branch in branches {
                     let Value::Object(branch) = branch else {
-                        return Err(format!("\"{key}\" must be an object or an array"));
+                        return Err(format!("\"{key}\" must be an object or an array").into());
                     };
                     alternatives.push(clause(branch, path, depth + 1, nested)?);
                 }
@@ -217,10 +238,7 @@ fn clause(
                 }
                 let mut full = path.clone();
                 full.push(key.clone());
-                let conditions = items
-                    .iter()
-                    .map(condition)
-                    .collect::<std::result::Result<_, _>>()?;
+                let conditions = items.iter().map(condition).collect::<Checked<_>>()?;
                 level.keys.push((full, conditions));
             }
             Value::Object(inner) => {
@@ -231,13 +249,13 @@ fn clause(
                 level.keys.extend(below.keys);
                 level.any_of.extend(below.any_of);
             }
-            _ => return Err(format!("\"{key}\" must be an object or an array")),
+            _ => return Err(format!("\"{key}\" must be an object or an array").into()),
         }
     }
     Ok(level)
 }
 
-fn condition(item: &Value) -> std::result::Result<Condition, String> {
+fn condition(item: &Value) -> Checked<Condition> {
     match item {
         Value::String(text) => Ok(Condition::Text(text.clone())),
         Value::Number(number) => Ok(Condition::Number(number.as_f64().unwrap_or(f64::NAN))),
@@ -257,10 +275,10 @@ fn condition(item: &Value) -> std::result::Result<Condition, String> {
     }
 }
 
-fn operator_condition(name: &str, value: &Value) -> std::result::Result<Condition, String> {
+fn operator_condition(name: &str, value: &Value) -> Checked<Condition> {
     let text = |what: &str| match value {
         Value::String(text) => Ok(text.clone()),
-        _ => Err(format!("{what} match pattern must be a string")),
+        _ => Err(format!("{what} match pattern must be a string").into()),
     };
     match name {
         "prefix" => text("prefix").map(Condition::Prefix),
@@ -274,21 +292,23 @@ fn operator_condition(name: &str, value: &Value) -> std::result::Result<Conditio
         "anything-but" => anything_but(value),
         "numeric" => numeric(value).map(Condition::Numeric),
         "cidr" => cidr(&text("prefix")?),
-        other => Err(format!("Unrecognized match type {other}")),
+        other => Err(format!("Unrecognized match type {other}").into()),
     }
 }
 
-fn anything_but(value: &Value) -> std::result::Result<Condition, String> {
+fn anything_but(value: &Value) -> Checked<Condition> {
     let literal = |item: &Value| match item {
         Value::String(text) => Ok(Literal::Text(text.clone())),
         Value::Number(number) => Ok(Literal::Number(number.as_f64().unwrap_or(f64::NAN))),
-        _ => Err("Inside anything but list, start|null|boolean is not supported.".to_string()),
+        _ => Err(Invalid::from(
+            "Inside anything but list, start|null|boolean is not supported.",
+        )),
     };
     match value {
         Value::Array(items) if !items.is_empty() => items
             .iter()
             .map(literal)
-            .collect::<std::result::Result<_, _>>()
+            .collect::<Checked<_>>()
             .map(Condition::AnythingBut),
         Value::Object(operator) => {
             let mut entries = operator.iter();
@@ -300,7 +320,7 @@ fn anything_but(value: &Value) -> std::result::Result<Condition, String> {
                     Value::String(_) => Err("Null prefix/suffix not allowed".into()),
                     _ => Err("prefix match pattern must be a string".into()),
                 },
-                (Some((name, _)), None) => Err(format!("Unsupported anything-but pattern: {name}")),
+                (Some((name, _)), None) => Err(format!("Unsupported anything-but pattern: {name}").into()),
                 _ => Err("Only one key allowed in match expression".into()),
             }
         }
@@ -308,11 +328,11 @@ fn anything_but(value: &Value) -> std::result::Result<Condition, String> {
     }
 }
 
-fn numeric(value: &Value) -> std::result::Result<Vec<(Comparison, f64)>, String> {
+fn numeric(value: &Value) -> Checked<Vec<(Comparison, f64)>> {
     let Value::Array(items) = value else {
         return Err("Value of numeric must be an array.".into());
     };
-    let operator = |index: usize| -> std::result::Result<Comparison, String> {
+    let operator = |index: usize| -> Checked<Comparison> {
         match items.get(index) {
             None => Err("Invalid member in numeric match: ]".into()),
             Some(Value::String(op)) => match op.as_str() {
@@ -321,15 +341,15 @@ fn numeric(value: &Value) -> std::result::Result<Vec<(Comparison, f64)>, String>
                 "=" => Ok(Comparison::Equal),
                 ">=" => Ok(Comparison::GreaterOrEqual),
                 ">" => Ok(Comparison::Greater),
-                other => Err(format!("Unrecognized numeric range operator: {other}")),
+                other => Err(format!("Unrecognized numeric range operator: {other}").into()),
             },
-            Some(other) => Err(format!("Invalid member in numeric match: {other}")),
+            Some(other) => Err(format!("Invalid member in numeric match: {other}").into()),
         }
     };
-    let number = |index: usize, op: Comparison| -> std::result::Result<f64, String> {
+    let number = |index: usize, op: Comparison| -> Checked<f64> {
         match items.get(index) {
             Some(Value::Number(number)) => Ok(number.as_f64().unwrap_or(f64::NAN)),
-            _ => Err(format!("Value of {} must be numeric", op.word())),
+            _ => Err(format!("Value of {} must be numeric", op.word()).into()),
         }
     };
     let first = operator(0)?;
@@ -346,7 +366,7 @@ fn numeric(value: &Value) -> std::result::Result<Vec<(Comparison, f64)>, String>
             let second = match op.as_str() {
                 "<" => Comparison::Less,
                 "<=" => Comparison::LessOrEqual,
-                other => return Err(format!("Bad numeric range operator: {other}")),
+                other => return Err(format!("Bad numeric range operator: {other}").into()),
             };
             let top = number(3, second)?;
             if items.len() > 4 {
@@ -358,7 +378,7 @@ fn numeric(value: &Value) -> std::result::Result<Vec<(Comparison, f64)>, String>
             terms.push((second, top));
             Ok(terms)
         }
-        Some(other) => Err(format!("Bad value in numeric range: {other}")),
+        Some(other) => Err(format!("Bad value in numeric range: {other}").into()),
         None => Ok(terms),
     }
 }
@@ -389,19 +409,19 @@ impl Comparison {
     }
 }
 
-fn cidr(text: &str) -> std::result::Result<Condition, String> {
+fn cidr(text: &str) -> Checked<Condition> {
     let Some((address, bits)) = text.split_once('/') else {
         return Err("Malformed CIDR, one '/' required".into());
     };
     let bits: u8 = bits
         .parse()
-        .map_err(|_| "Malformed CIDR, mask bits must be an integer".to_string())?;
+        .map_err(|_| Invalid::from("Malformed CIDR, mask bits must be an integer"))?;
     let address: IpAddr = address
         .parse()
-        .map_err(|_| format!("Nonstandard IP address: {address}"))?;
+        .map_err(|_| Invalid(format!("Nonstandard IP address: {address}")))?;
     let max = if address.is_ipv4() { 32 } else { 128 };
     if bits > max {
-        return Err(format!("Malformed CIDR, mask bits must be between 0 and {max}"));
+        return Err(format!("Malformed CIDR, mask bits must be between 0 and {max}").into());
     }
     Ok(Condition::Cidr(address, bits))
 }
