@@ -112,14 +112,27 @@ fn delivery_record(delivery: &Delivery) -> String {
     serde_json::to_string(&record).unwrap_or_default()
 }
 
+/// Why a delivery's record could not be read back.
+#[derive(Debug, thiserror::Error)]
+pub(super) enum UnreadableDelivery {
+    #[error("its key has no delivery id")]
+    NoId,
+    #[error("{0} is not a delivery id")]
+    BadId(String),
+    #[error(transparent)]
+    Json(#[from] serde_json::Error),
+    #[error("its topic: {}", .0.message)]
+    Topic(SnsError),
+}
+
 /// A delivery read back from its record (`rest` is the key after `w:`).
-pub(super) fn read_delivery(rest: &str, text: &str) -> std::result::Result<Delivery, String> {
-    let (subscription, id) = rest.split_once(' ').ok_or("no delivery id")?;
+pub(super) fn read_delivery(rest: &str, text: &str) -> std::result::Result<Delivery, UnreadableDelivery> {
+    let (subscription, id) = rest.split_once(' ').ok_or(UnreadableDelivery::NoId)?;
     let id = id
         .parse::<u64>()
-        .map_err(|_| format!("{id} is not a delivery id"))?;
-    let record: DeliveryRecord = serde_json::from_str(text).map_err(|e| e.to_string())?;
-    let topic = TopicArn::parse("TopicArn", &record.topic).map_err(|e| e.message)?;
+        .map_err(|_| UnreadableDelivery::BadId(id.to_string()))?;
+    let record: DeliveryRecord = serde_json::from_str(text)?;
+    let topic = TopicArn::parse("TopicArn", &record.topic).map_err(UnreadableDelivery::Topic)?;
     Ok(Delivery {
         id,
         subscription: subscription.to_string(),

@@ -178,8 +178,8 @@ impl Topics {
                     archived.push((key, topic, record));
                 }
                 Some(("w", rest)) => {
-                    let delivery =
-                        super::deliveries::read_delivery(rest, text).map_err(|reason| fail(key, reason))?;
+                    let delivery = super::deliveries::read_delivery(rest, text)
+                        .map_err(|reason| fail(key, reason.to_string()))?;
                     deliveries.push(delivery);
                 }
                 Some(("k", "signing")) => {
