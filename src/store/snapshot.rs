@@ -43,7 +43,7 @@ use crate::queue::{
     AttributeValue, Message, MessageAttribute, MessageAttributes, Queue, QueueAttributes, QueueMeta, key,
 };
 use crate::topic::archive::{Archived, ArchivedAttribute};
-use crate::topic::{Protocol, SubscriptionSnapshot, TopicArn, TopicSnapshot};
+use crate::topic::{Protocol, SnsError, SubscriptionSnapshot, TopicArn, TopicSnapshot};
 
 /// The version this ssq writes. It reads it and the versions before it
 /// (from [`OLDEST`]); a later one is refused by name rather than misread.
@@ -244,11 +244,11 @@ impl ArchivedLine {
         }
     }
 
-    fn archived(self) -> Result<Archived, String> {
+    fn archived(self) -> Result<Archived, UnknownStructure> {
         let structured = match self.message_structure.as_deref() {
             None => false,
             Some("json") => true,
-            Some(other) => return Err(format!("message_structure {other}: only json is one")),
+            Some(other) => return Err(UnknownStructure(other.to_string())),
         };
         let attributes = self
             .attributes
@@ -275,6 +275,11 @@ impl ArchivedLine {
         })
     }
 }
+
+/// An archived publication's `message_structure` other than `json`.
+#[derive(Debug, thiserror::Error)]
+#[error("message_structure {0}: only json is one")]
+struct UnknownStructure(String);
 
 #[derive(Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
@@ -724,9 +729,9 @@ impl Reader<'_, '_> {
             }
             (_, Line::Subscription(line)) => {
                 let topic = self.current_topic("subscription")?;
-                let sub = subscription(line).map_err(|reason| Problem::Topic {
+                let sub = subscription(line).map_err(|error| Problem::Topic {
                     name: topic.arn.to_string(),
-                    reason,
+                    reason: error.message,
                 })?;
                 let arn = topic.arn.clone();
                 self.topics
@@ -745,7 +750,7 @@ impl Reader<'_, '_> {
                     name: arn.to_string(),
                     reason,
                 };
-                let archived = line.archived().map_err(refused)?;
+                let archived = line.archived().map_err(|problem| refused(problem.to_string()))?;
                 self.topics
                     .import_archived(&arn, archived.clone())
                     .map_err(|error| refused(error.message))?;
@@ -854,7 +859,7 @@ impl Reader<'_, '_> {
             .into_iter()
             .map(subscription)
             .collect::<Result<_, _>>()
-            .map_err(invalid)?;
+            .map_err(|error| invalid(error.message))?;
         Ok(TopicSnapshot {
             arn,
             attributes: line.attributes,
@@ -895,9 +900,9 @@ impl Reader<'_, '_> {
 
 /// A subscription from its line (its protocol read; the rest is checked
 /// as Subscribe checks it, by the topics taking it in).
-fn subscription(line: SubscriptionLine) -> Result<SubscriptionSnapshot, String> {
+fn subscription(line: SubscriptionLine) -> Result<SubscriptionSnapshot, SnsError> {
     Ok(SubscriptionSnapshot {
-        protocol: Protocol::parse(&line.protocol).map_err(|e| e.message)?,
+        protocol: Protocol::parse(&line.protocol)?,
         id: line.id,
         endpoint: line.endpoint,
         owner: line.owner,
