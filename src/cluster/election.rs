@@ -378,7 +378,10 @@ mod tests {
                     fred::error::ErrorKind::Unknown,
                     "LOADING Redis is loading the dataset in memory",
                 );
-                return Err(LockError::Redis(loading.into()));
+                return Err(LockError::from(crate::cluster::StoreError {
+                    store: "Redis",
+                    source: Box::new(loading),
+                }));
             }
             Ok(op(&mut self.state.lock().unwrap()))
         }

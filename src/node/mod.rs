@@ -8,12 +8,12 @@
 //! (loader and committer) and the elector and watchdog tasks that keep the
 //! lock. An unsharded node has one shard holding every queue; with
 //! `--shards K` it has K, each elected on its own, and what they share
-//! (`redis_group.rs`, `postgres_group.rs`: the connections, the notices,
-//! the membership) tells each elector whether this instance should lead
-//! its shard.
+//! (the store's backend and the group: the connections, the notices, the
+//! membership) tells each elector whether this instance should lead its
+//! shard. Which backend a node runs on is chosen in one place,
+//! [`backend_of`]: a new backend is a folder under `store/` and a line
+//! there.
 
-mod postgres_group;
-mod redis_group;
 mod shard;
 
 use std::future::Future;
@@ -25,12 +25,10 @@ use std::time::Duration;
 use tokio::net::TcpListener;
 use tokio::sync::{oneshot, watch};
 
-use self::postgres_group::{PostgresGroup, in_postgres};
-use self::redis_group::{RedisGroup, in_redis};
 use self::shard::{RunningShard, Shard, release};
+use crate::cluster::Backend;
 use crate::cluster::election::TimingError;
-use crate::cluster::group::Membership;
-use crate::cluster::group::WrongShardCount;
+use crate::cluster::group::{Group, Membership, WrongShardCount};
 use crate::config::{ClockKind, Config, LogFormat};
 use crate::http::admin_api::AdminState;
 use crate::http::admin_api::activity::ActivityHistory;
@@ -51,7 +49,9 @@ use crate::queue::clock::{Clock, SystemClock, VirtualClock};
 use crate::service::shards::Placement;
 use crate::service::{ConfiguredQueueError, ImportError, QueueSpec, Seed, SeedError, SeedSource, Service};
 use crate::store::disk::{DiskError, DiskStore};
-use crate::store::redis::SetupError;
+use crate::store::postgres::PostgresBackend;
+use crate::store::redis::replicas::ReplicaAcks;
+use crate::store::redis::{RedisBackend, Settings, SetupError};
 use crate::store::snapshot::{self, Snapshot, SnapshotError};
 
 /// Why a node could not start; each says what to change.
@@ -286,22 +286,19 @@ impl Node {
                 _ => service.in_shard(placement.clone(), shard),
             }
         });
-        let (shards, group) = match (config.redis(), config.postgres()) {
-            (None, Some(target)) => {
-                let (shards, group) = in_postgres(
-                    &config,
-                    target?,
-                    &placement,
-                    services.collect(),
-                    &node_id,
-                    &metrics,
-                );
-                (shards, Some(Group::Postgres(group)))
+        let (shards, group) = match backend_of(&config, acks, &placement)? {
+            Some(backend) => {
+                let (group, claims) = Group::new(backend.clone(), count, &node_id, election);
+                let shards: Vec<Shard> = (services.zip(claims).enumerate())
+                    .map(|(index, (service, claim))| {
+                        Shard::in_group((index, claim), service, &backend, election, &node_id, &metrics)
+                    })
+                    .collect();
+                group.count_shards_of(shards.iter().map(|s| s.leadership.clone()).collect());
+                (shards, Some(group))
             }
-            (None, None) if count > 1 => {
-                return Err(StartError::ShardsNeedASharedStore(count));
-            }
-            (None, None) => {
+            None if count > 1 => return Err(StartError::ShardsNeedASharedStore(count)),
+            None => {
                 // One shard: more need a shared store (refused above).
                 let service = services.next().expect("one shard without a shared store");
                 let shard = match &config.data_dir {
@@ -313,13 +310,7 @@ impl Node {
                         &metrics,
                     ),
                 };
-                let shards = vec![shard];
-                (shards, None)
-            }
-            (Some(target), _) => {
-                let (shards, group) =
-                    in_redis(&config, &target, acks, services.collect(), &node_id, &metrics)?;
-                (shards, Some(Group::Redis(group)))
+                (vec![shard], None)
             }
         };
         if let Some(credentials) = &credentials {
@@ -393,7 +384,15 @@ impl Node {
         }
         let catalog = match &group {
             None => None,
-            Some(group) => group.start(&running, &placement, admit, stopped.clone()),
+            Some(group) => {
+                let shards: Vec<_> = (running.iter())
+                    .map(|r| (r.service.clone(), r.leadership.clone()))
+                    .collect();
+                let admit = move |checked| {
+                    let _ = admit.send(admission_of(checked));
+                };
+                group.start(&shards, &placement, admit, stopped.clone())
+            }
         };
         log_started(&config, placement.count(), address, &node_id);
         let activity = Arc::new(ActivityHistory::default());
@@ -477,45 +476,31 @@ impl Node {
     }
 }
 
-/// What the shards of a node in a group share, on Redis or on Postgres.
-enum Group {
-    Redis(RedisGroup),
-    Postgres(PostgresGroup),
-}
-
-impl Group {
-    /// Checks the shard count, then lets the electors run; see each
-    /// store's `start`. A sharded group's catalog of every shard's queues.
-    fn start(
-        &self,
-        running: &[RunningShard],
-        placement: &Placement,
-        admit: watch::Sender<Admission>,
-        stopped: watch::Receiver<bool>,
-    ) -> Option<Arc<dyn crate::service::shards::Catalog>> {
-        match self {
-            Group::Redis(group) => group.start(running, placement, admit, stopped),
-            Group::Postgres(group) => group.start(running, placement, admit, stopped),
-        }
+/// The store a group of instances shares, as `config` names it (none:
+/// memory-only or `--data-dir`). One line per backend.
+fn backend_of(
+    config: &Config,
+    acks: ReplicaAcks,
+    placement: &Placement,
+) -> Result<Option<Arc<dyn Backend>>, StartError> {
+    let advertise_url = config.advertise_url();
+    let election = config.election();
+    if let Some(target) = config.redis() {
+        return Ok(Some(Arc::new(RedisBackend::new(Settings {
+            target: &target,
+            acks,
+            prefix: &config.redis_prefix,
+            shards: placement.count(),
+            advertise_url,
+            election,
+            commit_timeout: config.redis_timeout,
+        })?)));
     }
-
-    fn membership(&self) -> Option<Arc<Membership>> {
-        match self {
-            Group::Redis(group) => group.membership.clone(),
-            Group::Postgres(group) => group.membership.clone(),
-        }
+    if let Some(target) = config.postgres() {
+        let backend = PostgresBackend::new(target?, placement.clone(), advertise_url, election);
+        return Ok(Some(Arc::new(backend)));
     }
-
-    /// Leaves the group's members, if it is sharded.
-    async fn leave(&self) {
-        let (roster, election) = match self {
-            Group::Redis(group) => (&group.roster, group.election),
-            Group::Postgres(group) => (&group.roster, group.election),
-        };
-        if let Some(membership) = self.membership() {
-            crate::cluster::group::leave(&membership, &**roster, election.ttl).await;
-        }
-    }
+    Ok(None)
 }
 
 /// Logs how the node started, and warns that memory-only keeps nothing.

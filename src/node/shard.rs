@@ -1,8 +1,8 @@
 //! One shard of a node: a service and its leadership and what keeps its
 //! state: nothing (memory-only), the disk (its committer, which loads the
-//! state first), or a store shared by a group, Redis or Postgres (its
-//! lock, loader and committer, and the elector and watchdog tasks that run
-//! while the node serves).
+//! state first), or a store shared by a group (its backend's lock, loader
+//! and committer, and the elector and watchdog tasks that run while the
+//! node serves).
 
 use std::sync::Arc;
 use std::time::Duration;
@@ -10,25 +10,19 @@ use std::time::Duration;
 use tokio::sync::{mpsc, watch};
 
 use crate::api::Api;
-use crate::cluster::election::{self, Claim, ElectionConfig, LoadState};
-use crate::cluster::lock::{LockStore, PostgresLock, RedisLock};
+use crate::cluster::Backend;
+use crate::cluster::backend::{Elected, ShardParts};
+use crate::cluster::election::{self, Claim, ElectionConfig};
+use crate::cluster::lock::LockStore;
 use crate::cluster::watchdog;
 use crate::http::ShardFront;
 use crate::journal::Pending;
 use crate::leader::{Leadership, Role};
 use crate::metrics::Metrics;
 use crate::service::Service;
-use crate::service::shards::{Catalog, Placement};
+use crate::service::shards::Catalog;
 use crate::store::disk::committer::{DiskCommitter, sync_every_second};
 use crate::store::disk::{DiskStore, SyncPolicy};
-use crate::store::load_id::LoadId;
-use crate::store::postgres::{self, PostgresStore};
-use crate::store::redis::Link;
-use crate::store::redis::committer::Committer;
-use crate::store::redis::loader::Loader;
-use crate::store::redis::replicas::ReplicaAcks;
-use crate::store::redis::{Layout, RedisStore, ShardKeys};
-use crate::store::reload;
 
 use super::{Admission, StartError, admitted};
 
@@ -44,29 +38,16 @@ pub struct Shard {
 pub(super) enum Backing {
     Memory,
     Disk(Arc<DiskStore>, mpsc::UnboundedReceiver<Pending>),
-    Redis(Box<RedisShard>, RedisStore, mpsc::UnboundedReceiver<Pending>),
-    Postgres(Box<PostgresShard>, mpsc::UnboundedReceiver<Pending>),
+    Group(Box<GroupShard>, mpsc::UnboundedReceiver<Pending>),
 }
 
-/// What a Postgres-backed shard is made of.
-pub(super) struct PostgresShard {
-    pub(super) store: PostgresStore,
-    pub(super) advertise_url: String,
+/// What a shard of a store shared by a group is made of.
+pub(super) struct GroupShard {
+    pub(super) backend: Arc<dyn Backend>,
     pub(super) election: ElectionConfig,
     /// Whether the group's map wants this instance to lead the shard.
     pub(super) claim: Claim,
-}
-
-/// What a Redis-backed shard is made of.
-pub(super) struct RedisShard {
-    pub(super) link: Link,
-    pub(super) acks: ReplicaAcks,
-    pub(super) layout: Layout,
-    pub(super) advertise_url: String,
-    pub(super) election: ElectionConfig,
-    pub(super) commit_timeout: Duration,
-    /// Whether the group's map wants this instance to lead the shard.
-    pub(super) claim: Claim,
+    pub(super) metrics: Arc<Metrics>,
 }
 
 /// A shard whose tasks run.
@@ -74,7 +55,6 @@ pub(super) struct RunningShard {
     pub(super) service: Arc<Service>,
     pub(super) leadership: Arc<Leadership>,
     pub(super) lock: Option<Arc<dyn LockStore>>,
-    pub(super) keys: Option<ShardKeys>,
 }
 
 impl RunningShard {
@@ -141,14 +121,15 @@ impl Shard {
     }
 
     /// Persisting to a store shared by a group, and passive until the
-    /// elector takes the lock: the service, its journal and its leadership.
-    fn passive(
-        index: usize,
+    /// elector takes the lock: shard `index`, led as `claim` wishes.
+    pub(super) fn in_group(
+        (index, claim): (usize, Claim),
         service: Service,
-        election: &ElectionConfig,
+        backend: &Arc<dyn Backend>,
+        election: ElectionConfig,
         node_id: &str,
         metrics: &Arc<Metrics>,
-    ) -> (Arc<Service>, mpsc::UnboundedReceiver<Pending>, Arc<Leadership>) {
+    ) -> Shard {
         let (journal, journal_rx) = mpsc::unbounded_channel();
         let service = Arc::new(service.persisting_to(journal));
         let leadership = Arc::new(Leadership::new(
@@ -159,72 +140,23 @@ impl Shard {
             service.clone(),
             metrics.clone(),
         ));
-        (service, journal_rx, leadership)
-    }
-
-    /// Persisting to Postgres, and passive until the elector takes the
-    /// lock: shard `index` of `placement`, led as `claim` wishes.
-    pub(super) fn in_postgres(
-        (index, placement, claim): (usize, Placement, Claim),
-        service: Service,
-        target: postgres::Target,
-        config: &crate::config::Config,
-        node_id: &str,
-        metrics: &Arc<Metrics>,
-    ) -> Shard {
-        let election = config.election();
-        let (service, journal_rx, leadership) = Shard::passive(index, service, &election, node_id, metrics);
-        let store = PostgresStore {
-            target,
-            shard: index as i32,
-            placement,
-            memory: service.clone(),
-            leadership: leadership.clone(),
-            metrics: metrics.clone(),
-            load_id: Arc::new(LoadId::default()),
-        };
-        let shard = PostgresShard {
-            store,
-            advertise_url: config.advertise_url(),
+        let shard = GroupShard {
+            backend: backend.clone(),
             election,
             claim,
-        };
-        Shard {
-            service,
-            leadership,
-            backing: Backing::Postgres(Box::new(shard), journal_rx),
-        }
-    }
-
-    /// Persisting to Redis, and passive until the elector takes the lock.
-    pub(super) fn in_redis(
-        index: usize,
-        service: Service,
-        redis: RedisShard,
-        node_id: &str,
-        metrics: &Arc<Metrics>,
-    ) -> Shard {
-        let (service, journal_rx, leadership) =
-            Shard::passive(index, service, &redis.election, node_id, metrics);
-        let store = RedisStore {
-            link: redis.link.clone(),
-            layout: redis.layout.clone(),
-            memory: service.clone(),
-            leadership: leadership.clone(),
             metrics: metrics.clone(),
-            load_id: Default::default(),
         };
         Shard {
             service,
             leadership,
-            backing: Backing::Redis(Box::new(redis), store, journal_rx),
+            backing: Backing::Group(Box::new(shard), journal_rx),
         }
     }
 
     /// Starts what keeps the shard: in memory-only mode, it creates the
     /// configured queues (a queue that cannot be created stops the start);
     /// on disk, the committer, which loads the state and then serves; with
-    /// Redis, the committer, the elector (which loads the state on
+    /// a shared store, the committer, the elector (which loads the state on
     /// each new term, and waits for the group's shard count to be checked)
     /// and the watchdog. The tasks stop when `stopped` turns true.
     pub(super) async fn start(
@@ -241,9 +173,8 @@ impl Shard {
             service,
             leadership,
             lock: None,
-            keys: None,
         };
-        let elected = match backing {
+        let (group, journal) = match backing {
             Backing::Memory => {
                 match service.import_seed().await {
                     None => {}
@@ -277,16 +208,22 @@ impl Shard {
                 tokio::spawn(committer.run(first, journal_rx));
                 return Ok(alone(service, leadership));
             }
-            Backing::Redis(redis, store, journal_rx) => start_redis(*redis, store, journal_rx, &leadership),
-            Backing::Postgres(shard, journal_rx) => start_postgres(*shard, journal_rx, &leadership),
+            Backing::Group(shard, journal) => (shard, journal),
         };
-        let Elected {
-            lock,
-            load_state,
-            claim,
+        let GroupShard {
+            backend,
             election,
-            keys,
-        } = elected;
+            claim,
+            metrics,
+        } = *group;
+        let Elected { lock, load_state } = backend.start_shard(ShardParts {
+            index: leadership.shard(),
+            memory: service.clone(),
+            leadership: leadership.clone(),
+            metrics,
+            wake: claim.wake.clone(),
+            journal,
+        });
         let elector = election::run_elector(
             leadership.clone(),
             lock.clone(),
@@ -311,87 +248,7 @@ impl Shard {
             service,
             leadership,
             lock: Some(lock),
-            keys,
         })
-    }
-}
-
-/// What the elector and the watchdog of a shard in a group act with.
-struct Elected {
-    lock: Arc<dyn LockStore>,
-    /// Loads the state when a term begins.
-    load_state: LoadState,
-    claim: Claim,
-    election: ElectionConfig,
-    keys: Option<ShardKeys>,
-}
-
-/// Redis's lock, and its committer started.
-fn start_redis(
-    redis: RedisShard,
-    store: RedisStore,
-    journal_rx: mpsc::UnboundedReceiver<Pending>,
-    leadership: &Arc<Leadership>,
-) -> Elected {
-    let election = redis.election;
-    let lock = RedisLock::new(
-        redis.link.clone(),
-        &redis.layout,
-        leadership.node_id(),
-        &redis.advertise_url,
-        election.ttl,
-    )
-    .confirmed_by_replicas(redis.acks);
-    let loader = Arc::new(Loader::new(store.clone(), election.retry_every));
-    let committer = Committer::new(
-        store.clone(),
-        loader.clone(),
-        redis.commit_timeout,
-        election.retry_every * 4,
-    )
-    .confirmed_by_replicas(redis.acks);
-    tokio::spawn(committer.run(journal_rx));
-    Elected {
-        lock: Arc::new(lock),
-        load_state: Arc::new(move |term| reload::spawn_restore(&loader, term, Duration::ZERO)),
-        claim: redis.claim,
-        election,
-        keys: Some(ShardKeys {
-            layout: redis.layout,
-            link: redis.link,
-        }),
-    }
-}
-
-/// Postgres's lock, and its committer started.
-fn start_postgres(
-    shard: PostgresShard,
-    journal_rx: mpsc::UnboundedReceiver<Pending>,
-    leadership: &Arc<Leadership>,
-) -> Elected {
-    let PostgresShard {
-        store,
-        advertise_url,
-        election,
-        claim,
-    } = shard;
-    let lock = PostgresLock::new(
-        store.target.clone(),
-        store.shard as usize,
-        leadership.node_id(),
-        &advertise_url,
-        election.ttl,
-        claim.wake.clone(),
-    );
-    let loader = Arc::new(postgres::loader::Loader::new(store.clone(), election.retry_every));
-    let committer = postgres::committer::Committer::new(store, loader.clone(), election.retry_every * 4);
-    tokio::spawn(committer.run(journal_rx));
-    Elected {
-        lock: Arc::new(lock),
-        load_state: Arc::new(move |term| reload::spawn_restore(&loader, term, Duration::ZERO)),
-        claim,
-        election,
-        keys: None,
     }
 }
 

@@ -19,6 +19,7 @@ use base64::engine::general_purpose::STANDARD as BASE64;
 use fred::bytes::{BufMut, BytesMut};
 use serde::{Deserialize, Serialize};
 
+use crate::cluster::transfers::Stored;
 use crate::journal::Transfer;
 use crate::queue::attributes::{DeduplicationScope, SETTABLE};
 use crate::queue::message::MessageState;
@@ -342,6 +343,12 @@ pub fn queue_of_another_shard(key: &str, record: &str) -> Option<QueueMeta> {
 }
 
 /// Reads a transfer back from its stream entry's fields.
+/// A mailbox entry as a backend read it: `fields` decoded.
+pub fn stored_transfer(id: String, fields: HashMap<String, String>) -> Stored {
+    let transfer = decode_transfer(&fields).map_err(Into::into);
+    Stored { id, fields, transfer }
+}
+
 pub fn decode_transfer(fields: &HashMap<String, String>) -> Result<Transfer, DecodeError> {
     let field = |name: &'static str| {
         fields

@@ -47,7 +47,8 @@ async fn a_commit_after_the_lock_changed_hands_writes_nothing_and_steps_down() {
 /// token can no longer renew.
 #[tokio::test]
 async fn a_node_takes_over_a_lease_left_in_its_own_name_only() {
-    use ssq::cluster::lock::{Acquire, LockStore, RedisLock};
+    use ssq::cluster::lock::{Acquire, LockStore};
+    use ssq::store::redis::RedisLock;
     use std::time::Duration;
 
     let redis = RedisServer::start();

@@ -313,7 +313,8 @@ async fn a_primary_killed_under_load_and_its_synchronous_standby_promoted_lose_n
 /// still serve); released, it goes to exactly one other, at a new epoch.
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
 async fn of_locks_racing_one_wins_and_a_live_lease_is_never_taken() {
-    use ssq::cluster::lock::{Acquire, LockStore, PostgresLock};
+    use ssq::cluster::lock::{Acquire, LockStore};
+    use ssq::store::postgres::PostgresLock;
     let postgres = PostgresServer::start();
     let target = ssq::store::postgres::Target::parse(&postgres.url(), None, Duration::from_secs(5)).unwrap();
     let lock = |n: usize| {

@@ -9,26 +9,35 @@
 //!   key, sent as arrays to one call of the commit function.
 //! - `committer.rs`: the fenced group commit; `loader.rs`: the load on
 //!   takeover and after a failed write (a shard's queues only).
-//! - `catalog.rs`: every shard's queues, for a sharded group's calls.
-//!
-//! A sharded group's roster and mailboxes are `cluster/group/postgres.rs`
-//! and `cluster/transfers/postgres.rs`.
-//!
-//! The lock that elects the leader, and whose epoch fences every commit,
-//! is `cluster/lock/postgres.rs`.
+//! - `lock.rs`: the lock that elects the leader, and whose epoch fences
+//!   every commit.
+//! - `roster.rs`, `notices.rs`: the group's members and its notices;
+//!   `mailboxes.rs`: a sharded group's messages between shards;
+//!   `catalog.rs`: every shard's queues, for a sharded group's calls.
+//! - `backend.rs`: all of it started for the group.
 
+mod backend;
 pub(crate) mod batch;
 pub(crate) mod catalog;
 pub(crate) mod committer;
 mod connect;
 pub(crate) mod loader;
+mod lock;
+mod mailboxes;
+mod notices;
+mod roster;
 pub(crate) mod schema;
 
 use std::sync::Arc;
 use std::time::Duration;
 
+pub use self::backend::PostgresBackend;
 pub use self::connect::{Channels, Reconnecting, Target};
+pub use self::lock::PostgresLock;
 use super::load_id::LoadId;
+use crate::cluster::StoreError;
+use crate::cluster::lock::LockError;
+use crate::cluster::transfers::MailboxError;
 use crate::journal::Memory;
 use crate::leader::Leadership;
 use crate::metrics::Metrics;
@@ -73,6 +82,29 @@ impl PostgresError {
             PostgresError::TimedOut(_) => true,
             _ => false,
         }
+    }
+}
+
+/// A failed Postgres call, as the group's tasks (lock, roster, mailboxes)
+/// see it.
+impl From<PostgresError> for StoreError {
+    fn from(error: PostgresError) -> StoreError {
+        StoreError {
+            store: "Postgres",
+            source: Box::new(error),
+        }
+    }
+}
+
+impl From<PostgresError> for LockError {
+    fn from(error: PostgresError) -> LockError {
+        StoreError::from(error).into()
+    }
+}
+
+impl From<PostgresError> for MailboxError {
+    fn from(error: PostgresError) -> MailboxError {
+        StoreError::from(error).into()
     }
 }
 

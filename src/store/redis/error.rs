@@ -6,6 +6,10 @@
 
 use std::time::Duration;
 
+use crate::cluster::StoreError;
+use crate::cluster::lock::LockError;
+use crate::cluster::transfers::MailboxError;
+
 /// Why the Redis clients could not be built; each names the flag to change.
 #[derive(Debug, thiserror::Error)]
 pub enum SetupError {
@@ -49,4 +53,38 @@ pub enum RedisError {
         wanted: u32,
         within: Duration,
     },
+}
+
+/// A failed Redis call, as the group's tasks (lock, roster, mailboxes) see it.
+impl From<RedisError> for StoreError {
+    fn from(error: RedisError) -> StoreError {
+        StoreError {
+            store: "Redis",
+            source: Box::new(error),
+        }
+    }
+}
+
+impl From<fred::error::Error> for StoreError {
+    fn from(error: fred::error::Error) -> StoreError {
+        RedisError::Command(error).into()
+    }
+}
+
+impl From<RedisError> for LockError {
+    fn from(error: RedisError) -> LockError {
+        StoreError::from(error).into()
+    }
+}
+
+impl From<RedisError> for MailboxError {
+    fn from(error: RedisError) -> MailboxError {
+        StoreError::from(error).into()
+    }
+}
+
+impl From<fred::error::Error> for MailboxError {
+    fn from(error: fred::error::Error) -> MailboxError {
+        StoreError::from(error).into()
+    }
 }

@@ -1,9 +1,12 @@
-//! The Redis backend: the connections (`connections.rs`, `routing.rs`),
-//! the key layout (`layout.rs`), the fenced group commit (`committer.rs`,
-//! one Lua call built by `batch.rs`, confirmed by replicas when asked,
-//! `replicas.rs`), the loads on takeover (`loader.rs`), and a sharded
-//! group's list of every shard's queues (`catalog.rs`). The scripts it runs
-//! in Redis are in `lua/`.
+//! The Redis backend, all of it: the connections (`connections.rs`,
+//! `routing.rs`), the key layout (`layout.rs`), the leader lock
+//! (`lock.rs`), the fenced group commit (`committer.rs`, one Lua call built
+//! by `batch.rs`, confirmed by replicas when asked, `replicas.rs`), the
+//! loads on takeover (`loader.rs`), the group's roster (`roster.rs`), the
+//! notices (`notices.rs`), and in a sharded group the mailboxes between
+//! shards (`mailboxes.rs`) and the list of every shard's queues
+//! (`catalog.rs`); `backend.rs` starts them for the group. The scripts it
+//! runs in Redis are in `lua/`.
 //!
 //! The service hands each operation's changes to the [`committer`] as a
 //! [`crate::journal::Pending`] write and waits for it. The committer gathers
@@ -13,6 +16,7 @@
 //! after a failed write left memory and Redis possibly apart. Both reach the
 //! service's queues only through [`crate::journal::Memory`].
 
+mod backend;
 mod batch;
 pub(crate) mod catalog;
 pub(crate) mod committer;
@@ -20,7 +24,11 @@ mod connections;
 mod error;
 pub(crate) mod layout;
 pub(crate) mod loader;
+mod lock;
+mod mailboxes;
+mod notices;
 pub(crate) mod replicas;
+mod roster;
 mod routing;
 
 use std::sync::Arc;
@@ -29,9 +37,11 @@ use crate::journal::Memory;
 use crate::leader::Leadership;
 use crate::metrics::Metrics;
 
+pub use backend::{RedisBackend, Settings};
 pub use connections::{Target, client, log_connection_errors, subscriber};
 pub use error::{RedisError, SetupError};
 pub use layout::Layout;
+pub use lock::RedisLock;
 pub use routing::{Link, Redis};
 
 pub use super::load_id::LoadId;

@@ -6,7 +6,7 @@
 use std::sync::Arc;
 use std::time::Duration;
 
-use super::{Roster, RosterCall};
+use crate::cluster::backend::{Roster, RosterCall};
 use crate::store::postgres::{Reconnecting, schema};
 
 /// The channel on which a change of members is announced.

@@ -6,14 +6,16 @@
 //! markers and adds nothing. Markers are kept for [`MARKER_TTL`], far
 //! longer than the source shard can take to trim (a failover of its leader).
 
+use std::collections::HashMap;
 use std::time::Duration;
 
 use fred::prelude::*;
 use fred::types::scripts::Script;
 
-use super::{BATCH, Entry, Mailbox, MailboxCall, Mailboxes, Stored};
-use crate::store::redis::ShardKeys;
+use crate::cluster::transfers::{BATCH, Entry, Mailbox, MailboxCall, Mailboxes, Stored};
+use crate::store::codec;
 use crate::store::redis::replicas::ReplicaAcks;
+use crate::store::redis::{RedisError, ShardKeys};
 
 /// How long a shard remembers that a message arrived.
 const MARKER_TTL: Duration = Duration::from_secs(3600);
@@ -35,7 +37,7 @@ impl RedisMailboxes {
             acks,
             shards,
             shard,
-            deliver: Script::from_lua(include_str!("../lua/deliver.lua")),
+            deliver: Script::from_lua(include_str!("lua/deliver.lua")),
         }
     }
 }
@@ -48,10 +50,15 @@ impl Mailboxes for RedisMailboxes {
                 Mailbox::Outbox => layout.outbox(),
                 Mailbox::Inbox => layout.inbox(),
             };
-            Ok(link
+            let entries: Vec<(String, HashMap<String, String>)> = link
                 .commands()
                 .xrange_values(stream, "-", "+", Some(BATCH as u64))
-                .await?)
+                .await
+                .map_err(RedisError::from)?;
+            Ok(entries
+                .into_iter()
+                .map(|(id, fields)| codec::stored_transfer(id, fields))
+                .collect())
         })
     }
 

@@ -25,9 +25,6 @@
 //! step 2: it goes back into the queue it left, in its old place
 //! (`Queue::put_back`).
 
-mod postgres;
-mod redis;
-
 use std::collections::{BTreeMap, HashMap};
 use std::sync::Arc;
 use std::time::Duration;
@@ -37,20 +34,15 @@ use std::pin::Pin;
 
 use tokio::sync::{Notify, watch};
 
-pub use self::postgres::{PostgresMailboxes, inbox_channel};
-pub use self::redis::RedisMailboxes;
-
+use crate::cluster::StoreError;
 use crate::error::SqsError;
 use crate::journal::{Transfer, Write};
 use crate::leader::Leadership;
 use crate::service::Service;
 use crate::service::shards::Placement;
-use crate::store::codec;
-use crate::store::postgres::PostgresError;
-use crate::store::redis::RedisError;
 
 /// Entries read at a time.
-const BATCH: usize = 100;
+pub const BATCH: usize = 100;
 
 /// A shard's two mailboxes.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -59,8 +51,13 @@ pub enum Mailbox {
     Inbox,
 }
 
-/// An entry read back: its id and its fields as stored (`codec::write_transfer`).
-pub type Stored = (String, HashMap<String, String>);
+/// An entry read back: its id, its fields as stored, and the transfer
+/// they hold, or why they cannot be read (the store decodes them).
+pub struct Stored {
+    pub id: String,
+    pub fields: HashMap<String, String>,
+    pub transfer: Result<Transfer, Box<dyn std::error::Error + Send + Sync>>,
+}
 
 /// A mailbox call in flight.
 pub type MailboxCall<'a, T> = Pin<Box<dyn Future<Output = Result<T, MailboxError>> + Send + 'a>>;
@@ -79,12 +76,8 @@ pub trait Mailboxes: Send + Sync + 'static {
 /// Why a mailbox call failed.
 #[derive(Debug, thiserror::Error)]
 pub enum MailboxError {
-    #[error("Redis: {0}")]
-    Redis(#[from] fred::error::Error),
     #[error(transparent)]
-    Replicas(#[from] RedisError),
-    #[error("Postgres: {0}")]
-    Postgres(#[from] PostgresError),
+    Store(#[from] StoreError),
     #[error("this instance no longer leads the shard")]
     NotLeading,
 }
@@ -236,8 +229,8 @@ impl Transfers {
     fn decode(&self, entries: Vec<Stored>) -> (BTreeMap<usize, Vec<Entry>>, Vec<String>) {
         let mut by_shard: BTreeMap<usize, Vec<Entry>> = BTreeMap::new();
         let mut unreadable = Vec::new();
-        for (id, fields) in entries {
-            match codec::decode_transfer(&fields) {
+        for Stored { id, fields, transfer } in entries {
+            match transfer {
                 Ok(transfer) => by_shard
                     .entry(self.placement.shard_of(&transfer.to))
                     .or_default()

@@ -7,8 +7,9 @@
 use std::collections::HashMap;
 use std::sync::Arc;
 
-use super::{BATCH, Entry, Mailbox, MailboxCall, MailboxError, Mailboxes, Stored};
+use crate::cluster::transfers::{BATCH, Entry, Mailbox, MailboxCall, MailboxError, Mailboxes, Stored};
 use crate::leader::Leadership;
+use crate::store::codec;
 use crate::store::postgres::{Reconnecting, current_epoch};
 
 /// The channel that wakes shard `shard`'s inbox task.
@@ -52,7 +53,7 @@ impl Mailboxes for PostgresMailboxes {
                     if let Some(source) = row.get::<_, Option<String>>(6) {
                         fields.insert("dls".to_string(), source);
                     }
-                    (row.get::<_, i64>(0).to_string(), fields)
+                    codec::stored_transfer(row.get::<_, i64>(0).to_string(), fields)
                 })
                 .collect())
         })

@@ -7,9 +7,9 @@ use std::time::Duration;
 use fred::prelude::*;
 use fred::types::scripts::Script;
 
-use super::{Acquire, LockCall, LockError, LockStore};
+use crate::cluster::lock::{Acquire, LockCall, LockError, LockStore};
 use crate::store::redis::replicas::ReplicaAcks;
-use crate::store::redis::{Layout, Link};
+use crate::store::redis::{Layout, Link, RedisError};
 
 /// The leader lock in Redis. All keys share the hash tag `{prefix}`, so the
 /// scripts touch one slot and stay valid behind Redis Cluster.
@@ -38,9 +38,9 @@ impl RedisLock {
             node_id: node_id.to_string(),
             advertise_url: advertise_url.to_string(),
             ttl_ms: ttl.as_millis() as u64,
-            acquire: Script::from_lua(include_str!("../lua/lock_acquire.lua")),
-            renew: Script::from_lua(include_str!("../lua/lock_renew.lua")),
-            release: Script::from_lua(include_str!("../lua/lock_release.lua")),
+            acquire: Script::from_lua(include_str!("lua/lock_acquire.lua")),
+            renew: Script::from_lua(include_str!("lua/lock_renew.lua")),
+            release: Script::from_lua(include_str!("lua/lock_release.lua")),
             acks: ReplicaAcks::NONE,
         }
     }
@@ -68,7 +68,7 @@ impl RedisLock {
         script
             .evalsha_with_reload(client, keys, args)
             .await
-            .map_err(|error| LockError::Redis(error.into()))
+            .map_err(|error| LockError::from(RedisError::from(error)))
     }
 
     async fn take(&self) -> Result<Acquire, LockError> {
@@ -102,7 +102,7 @@ impl RedisLock {
             .commands()
             .get(self.lock_key.as_str())
             .await
-            .map_err(|error| LockError::Redis(error.into()))
+            .map_err(|error| LockError::from(RedisError::from(error)))
     }
 
     async fn extend(&self, token: &str) -> Result<bool, LockError> {

@@ -6,7 +6,7 @@ use std::time::Duration;
 
 use fred::types::scripts::Script;
 
-use super::{Roster, RosterCall};
+use crate::cluster::backend::{Roster, RosterCall};
 use crate::store::redis::{Layout, Link};
 
 pub struct RedisRoster {
@@ -24,8 +24,8 @@ impl RedisRoster {
         RedisRoster {
             link,
             layout,
-            beat_script: Script::from_lua(include_str!("../lua/members.lua")),
-            count_script: Script::from_lua(include_str!("../lua/shard_count.lua")),
+            beat_script: Script::from_lua(include_str!("lua/members.lua")),
+            count_script: Script::from_lua(include_str!("lua/shard_count.lua")),
         }
     }
 }

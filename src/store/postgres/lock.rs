@@ -32,7 +32,7 @@ use std::sync::Arc;
 use tokio::sync::{Mutex, Notify};
 use tokio_postgres::Client;
 
-use super::{Acquire, LockCall, LockError, LockStore};
+use crate::cluster::lock::{Acquire, LockCall, LockError, LockStore};
 use crate::store::postgres::schema::{self, FENCE_CLASS, LOCK_CLASS};
 use crate::store::postgres::{PostgresError, Target};
 

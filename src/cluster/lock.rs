@@ -1,23 +1,17 @@
 //! The leader lock: the [`LockStore`] interface the elector, the watchdog
-//! and the HTTP front act through, one file per backend: [`RedisLock`]
-//! (a key with a TTL, `redis.rs`) and [`PostgresLock`] (a session advisory
-//! lock and a lease row, `postgres.rs`). Each fences every write by the
-//! epoch its acquisition took.
+//! and the HTTP front act through. Each backend has its own in its folder
+//! (`store/redis/lock.rs`: a key with a TTL; `store/postgres/lock.rs`: a
+//! session advisory lock and a lease row), and each fences every write by
+//! the epoch its acquisition took.
 //!
 //! The elector's timing rules are tested against a lock in memory that can
 //! be made to hang or fail (`election.rs`'s tests); each backend is tested
 //! against a real server (`tests/ha/fencing.rs`, `tests/ha/postgres.rs`).
 
-mod postgres;
-mod redis;
-
 use std::future::Future;
 use std::pin::Pin;
 
-pub use self::postgres::PostgresLock;
-pub use self::redis::RedisLock;
-use crate::store::postgres::PostgresError;
-use crate::store::redis::RedisError;
+use super::StoreError;
 
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Acquire {
@@ -29,10 +23,8 @@ pub enum Acquire {
 /// at its next turn; only the watchdog's deadline ends a leadership.
 #[derive(Debug, thiserror::Error)]
 pub enum LockError {
-    #[error("Redis: {0}")]
-    Redis(#[from] RedisError),
-    #[error("Postgres: {0}")]
-    Postgres(#[from] PostgresError),
+    #[error(transparent)]
+    Store(#[from] StoreError),
     /// No answer within the store's timeout: `what` says which call.
     #[error("{0} timed out")]
     TimedOut(&'static str),

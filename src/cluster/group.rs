@@ -13,52 +13,21 @@
 //! `election::Wish`); the shard locks keep at most one leader per shard
 //! whatever the members believe.
 //!
-//! The roster is one file per store, as the lock is: `redis.rs`,
-//! `postgres.rs`.
+//! The roster is one file per store, as the lock is, in the store's
+//! folder (`store/redis/roster.rs`, `store/postgres/roster.rs`).
 
-mod postgres;
-mod redis;
-
-use std::future::Future;
-use std::pin::Pin;
 use std::sync::{Arc, Mutex, OnceLock};
 use std::time::Duration;
 
 use tokio::sync::{Notify, watch};
 use tokio::time::sleep;
 
-pub use self::postgres::{MEMBERS_CHANNEL, PostgresRoster};
-pub use self::redis::RedisRoster;
-use crate::cluster::election::{Claim, Wish};
+use crate::cluster::backend::{Backend, Roster, ShardedWakes, Wakes};
+use crate::cluster::election::{Claim, ElectionConfig, Wish};
+use crate::cluster::transfers::Transfers;
 use crate::leader::Leadership;
-
-/// Why a roster call failed; it is retried.
-#[derive(Debug, thiserror::Error)]
-pub enum RosterError {
-    #[error("Redis: {0}")]
-    Redis(#[from] fred::error::Error),
-    #[error("Postgres: {0}")]
-    Postgres(#[from] crate::store::postgres::PostgresError),
-}
-
-/// A roster call in flight.
-pub type RosterCall<'a, T> = Pin<Box<dyn Future<Output = Result<T, RosterError>> + Send + 'a>>;
-
-/// Where a group keeps its shard count and its live members.
-pub trait Roster: Send + Sync + 'static {
-    /// The store's name, for messages.
-    fn store(&self) -> &'static str;
-
-    /// Adds or renews `node_id` until `ttl` from now on the store's clock
-    /// (or, `leaving`, removes it), drops the members whose time ran out,
-    /// announces a change to the others, and answers the live members.
-    fn beat<'a>(&'a self, node_id: &'a str, ttl: Duration, leaving: bool) -> RosterCall<'a, Vec<String>>;
-
-    /// Records `shards` as the group's shard count, unless one is recorded
-    /// or the store already holds an unsharded group's data (then 1), and
-    /// answers the count the data is for.
-    fn shard_count(&self, shards: usize) -> RosterCall<'_, usize>;
-}
+use crate::service::Service;
+use crate::service::shards::{Catalog, Placement};
 
 /// This instance's view of the group.
 pub struct Membership {
@@ -161,7 +130,7 @@ impl Membership {
 /// Each shard's claim, woken by its `wakes`: alone, always lead it; in a
 /// sharded group (`membership`), as the membership wishes, one acquisition
 /// at a time.
-pub fn claims(membership: Option<&Arc<Membership>>, wakes: &[Arc<Notify>]) -> Vec<Claim> {
+fn claims(membership: Option<&Arc<Membership>>, wakes: &[Arc<Notify>]) -> Vec<Claim> {
     let one_at_a_time = Arc::new(tokio::sync::Mutex::new(()));
     (wakes.iter().enumerate())
         .map(|(index, wake)| match membership {
@@ -179,9 +148,115 @@ pub fn claims(membership: Option<&Arc<Membership>>, wakes: &[Arc<Notify>]) -> Ve
         .collect()
 }
 
+/// The group a node on a shared store belongs to: the store's backend, its
+/// roster and, with more than one shard, the membership, held once
+/// whatever the store.
+pub struct Group {
+    pub backend: Arc<dyn Backend>,
+    roster: Arc<dyn Roster>,
+    election: ElectionConfig,
+    membership: Option<Arc<Membership>>,
+    /// One per shard: wakes its elector (a release notice, members changed).
+    electors: Vec<Arc<Notify>>,
+    /// One per shard, in a sharded group: wakes the task that takes in
+    /// messages from other shards (`transfers.rs`).
+    inboxes: Vec<Arc<Notify>>,
+}
+
+impl Group {
+    /// A group of `count` shards on `backend`, and each shard's claim.
+    pub fn new(
+        backend: Arc<dyn Backend>,
+        count: usize,
+        node_id: &str,
+        election: ElectionConfig,
+    ) -> (Group, Vec<Claim>) {
+        let electors: Vec<Arc<Notify>> = (0..count).map(|_| Arc::new(Notify::new())).collect();
+        let membership = (count > 1).then(|| Arc::new(Membership::new(node_id, electors.clone())));
+        let claims = claims(membership.as_ref(), &electors);
+        let group = Group {
+            roster: backend.roster(),
+            backend,
+            election,
+            membership,
+            electors,
+            inboxes: (0..count).map(|_| Arc::new(Notify::new())).collect(),
+        };
+        (group, claims)
+    }
+
+    /// Gives the membership the shards' leaderships, once they exist.
+    pub fn count_shards_of(&self, leaderships: Vec<Arc<Leadership>>) {
+        if let Some(membership) = &self.membership {
+            membership.count_shards_of(leaderships);
+        }
+    }
+
+    /// Connects the store and listens for its notices, then checks the
+    /// shard count and tells `admit` whether the electors may run; in a
+    /// sharded group, starts the heartbeats and what moves messages between
+    /// shards, and returns the catalog through which calls read the other
+    /// shards' queues. `shards` are this node's, in shard order.
+    pub fn start(
+        &self,
+        shards: &[(Arc<Service>, Arc<Leadership>)],
+        placement: &Placement,
+        admit: impl FnOnce(Result<(), WrongShardCount>) + Send + 'static,
+        stopped: watch::Receiver<bool>,
+    ) -> Option<Arc<dyn Catalog>> {
+        let sharded = self.membership.as_ref().map(|membership| ShardedWakes {
+            members: membership.beat_now.clone(),
+            inboxes: self.inboxes.clone(),
+        });
+        let wakes = Wakes {
+            electors: self.electors.clone(),
+            sharded,
+        };
+        self.backend.start(wakes, stopped.clone());
+        let mut catalog = None;
+        if self.membership.is_some() {
+            for ((service, leadership), wake) in shards.iter().zip(&self.inboxes) {
+                let shard = leadership.shard();
+                let transfers = Transfers {
+                    mailboxes: self.backend.mailboxes(shard, leadership),
+                    placement: placement.clone(),
+                    shard,
+                    service: service.clone(),
+                    leadership: leadership.clone(),
+                    inbox_arrived: wake.clone(),
+                    poll_every: self.election.retry_every.max(Duration::from_secs(1)),
+                };
+                tokio::spawn(transfers.run(stopped.clone()));
+            }
+            catalog = Some(self.backend.catalog(placement));
+        }
+        tokio::spawn(join(
+            self.roster.clone(),
+            self.membership.clone(),
+            shards.len(),
+            self.election.ttl,
+            self.election.retry_every,
+            admit,
+            stopped,
+        ));
+        catalog
+    }
+
+    pub fn membership(&self) -> Option<Arc<Membership>> {
+        self.membership.clone()
+    }
+
+    /// Leaves the group's members, if it is sharded.
+    pub async fn leave(&self) {
+        if let Some(membership) = &self.membership {
+            leave(membership, &*self.roster, self.election.ttl).await;
+        }
+    }
+}
+
 /// Beats into the roster every `every` (and at once when a member joined
 /// or left) until `stopped`, keeping `membership` up to date.
-pub async fn run_heartbeats(
+async fn run_heartbeats(
     membership: Arc<Membership>,
     roster: Arc<dyn Roster>,
     ttl: Duration,
@@ -203,7 +278,7 @@ pub async fn run_heartbeats(
 
 /// Leaves the roster, so that the others take this instance's shards as
 /// soon as it lets go of them rather than a TTL later.
-pub async fn leave(membership: &Membership, roster: &dyn Roster, ttl: Duration) {
+async fn leave(membership: &Membership, roster: &dyn Roster, ttl: Duration) {
     if let Err(error) = roster.beat(&membership.node_id, ttl, true).await {
         tracing::warn!(%error, "could not leave the group's members; the others drop this instance after the lock TTL");
     }
@@ -257,13 +332,13 @@ pub async fn check_shard_count(
 
 /// Checks the shard count, then clears (or refuses) this instance through
 /// `admit` and, in a sharded group, beats until `stopped`.
-pub async fn join(
+async fn join(
     roster: Arc<dyn Roster>,
     membership: Option<Arc<Membership>>,
     shards: usize,
     ttl: Duration,
     retry_every: Duration,
-    admit: impl FnOnce(Result<(), WrongShardCount>),
+    admit: impl FnOnce(Result<(), WrongShardCount>) + Send + 'static,
     stopped: watch::Receiver<bool>,
 ) {
     let checked = check_shard_count(&*roster, shards, retry_every).await;
@@ -280,7 +355,6 @@ mod tests {
     use crate::leader::{LeaderInfo, Role};
     use crate::metrics::Metrics;
     use crate::queue::clock::SystemClock;
-    use crate::service::Service;
 
     fn membership_of(node: &str, shards: usize) -> (Membership, Vec<Arc<Leadership>>) {
         let metrics = Arc::new(Metrics::new(node));
