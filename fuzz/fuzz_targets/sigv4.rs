@@ -5,7 +5,7 @@
 
 use axum::http::{HeaderMap, HeaderValue, Method, Uri};
 use libfuzzer_sys::fuzz_target;
-use ssq::http::credentials_file;
+use ssq::http::intake::credentials_file;
 
 fuzz_target!(|data: &[u8]| {
     let text = String::from_utf8_lossy(data);
@@ -21,5 +21,5 @@ fuzz_target!(|data: &[u8]| {
     let credentials = credentials_file::parse("AKIDFUZZ:secret").expect("valid credentials");
     let _ = credentials.verify(&Method::POST, &uri, &headers, body.as_bytes(), Some("us-east-1"), 1_700_000_000);
     // Read before any signature check, on every request.
-    let _ = ssq::http::sqs_api::sigv4::signed_region(headers.get("authorization"), uri.query());
+    let _ = ssq::http::intake::sigv4::signed_region(headers.get("authorization"), uri.query());
 });

@@ -13,7 +13,7 @@
 //! Connections are served here too ([`serve`]), with hyper's read buffer
 //! capped at [`MAX_READ_BUFFER`] (hyper's default is about 400 KiB): a request
 //! head larger than that gets a 431, and a connection holds at most that much
-//! of its own beyond the bodies' shared budget ([`crate::http::request_body`]).
+//! of its own beyond the bodies' shared budget ([`crate::http::intake::request_body`]).
 //!
 //! The head rules are kept here, on the byte stream, rather than in hyper:
 //! hyper's header timer also runs while a keep-alive connection waits idle

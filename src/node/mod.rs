@@ -30,19 +30,20 @@ use crate::cluster::Backend;
 use crate::cluster::election::TimingError;
 use crate::cluster::group::{Group, Membership, WrongShardCount};
 use crate::config::{ClockKind, Config, LogFormat};
-use crate::http::admin_api::AdminState;
 use crate::http::admin_api::activity::ActivityHistory;
-use crate::http::audit::{AuditLog, AuditLogError};
-use crate::http::control_api::ControlApiState;
-use crate::http::credentials_file::{CredentialsFile, CredentialsFileError};
-use crate::http::hosts::AllowedHosts;
+use crate::http::admin_api::state::AdminState;
+use crate::http::control_api::state::ControlApiState;
+use crate::http::intake::audit_log::{AuditLog, AuditLogError};
+use crate::http::intake::credentials_file::{CredentialsFile, CredentialsFileError};
+use crate::http::intake::hosts::AllowedHosts;
+use crate::http::intake::request_body::BodyBudget;
+use crate::http::intake::throttle::Throttle;
 use crate::http::listener::{ConnectionTimeouts, LimitedListener};
-use crate::http::request_body::BodyBudget;
+use crate::http::shards::Forwarding;
+use crate::http::shards::forward::Forwarder;
 use crate::http::sns_api::SnsApiState;
-use crate::http::sqs_api::SqsApiState;
-use crate::http::sqs_api::forward::Forwarder;
-use crate::http::throttle::Throttle;
-use crate::http::{AppState, ReadyLine, ShardFront, Storage, admin_router, router, sqs_router};
+use crate::http::state::{AppState, Storage};
+use crate::http::{ReadyLine, ShardFront, admin_router, router, sqs_router};
 use crate::leader::Leadership;
 use crate::metrics::Metrics;
 use crate::queue::clock::{Clock, SystemClock, VirtualClock};
@@ -591,7 +592,7 @@ fn app_state(config: &Config, node_id: &str, parts: FrontParts) -> Arc<AppState>
             (Some(dir), None, None) => Storage::Disk { dir: dir.clone() },
             (None, None, None) => Storage::Memory,
         },
-        sqs: SqsApiState {
+        forwarding: Forwarding {
             forwarder: Forwarder::new(node_id),
             shard_wait: config.lock_retry * 2,
         },

@@ -25,10 +25,10 @@ use axum::response::Response;
 use crate::api::peek::{self, PeekParams};
 use crate::api::{self, Action};
 use crate::error::SqsError;
-use crate::http::AppState;
-use crate::http::authorization::Caller;
 use crate::http::call::{Protocol, accepts_json, answer_error, error_response, record, serving};
-use crate::http::sqs_api::{authenticate_and_read, read_request};
+use crate::http::intake::admission::{authenticate_and_read, read_request};
+use crate::http::intake::authorization::Caller;
+use crate::http::state::AppState;
 use crate::protocol::{json, query};
 
 /// The label of these requests in `ssq_requests_total`.
@@ -92,7 +92,12 @@ async fn respond(
             // A look at messages is a receive, as far as a key's policy goes.
             if let Some(caller) = caller.filter(|caller| caller.policy.is_some()) {
                 let arn = state.context(uri, headers, Some(&caller)).queue_arn(&key);
-                caller.authorize(&state, source, "sqs:ReceiveMessage", &arn)?;
+                caller.authorize(
+                    &state.first_shard().api.service,
+                    source,
+                    "sqs:ReceiveMessage",
+                    &arn,
+                )?;
             }
             Ok((key, params))
         });
@@ -127,7 +132,7 @@ fn look_and_render(
     form: Form,
     request_id: &str,
 ) -> Result<Response, SqsError> {
-    let page = peek::peek(&state.serving_shard(key)?.api, key, params)?;
+    let page = peek::peek(&crate::http::call::serving_shard(state, key)?.api, key, params)?;
     let output = <api::AsTree as api::Render>::render(page.output)?;
     let mut response = match form.wire {
         Protocol::Query if form.xml_tree => {

@@ -24,6 +24,7 @@ pub(crate) mod activity;
 pub(crate) mod blocking_pool;
 pub(crate) mod developer_endpoint;
 mod snapshot;
+pub(crate) mod state;
 mod topics;
 
 use std::sync::Arc;
@@ -37,50 +38,22 @@ use axum::response::{IntoResponse, Response};
 use axum::routing::{get, post};
 use serde::Deserialize;
 
-use self::activity::{ActivityHistory, SAMPLE_EVERY};
+use self::activity::SAMPLE_EVERY;
 use crate::api::peek::{self, PeekParams};
 use crate::api::{self, Action, Route};
 use crate::error::{ErrorCode, SqsError};
 use crate::http::call::{Output, Protocol, answer, answer_error, record, run, serving};
-use crate::http::sign_in::Admin;
-use crate::http::sqs_api::read_request;
-use crate::http::sqs_api::sigv4::constant_time_eq;
-use crate::http::{AppState, leader_json};
+use crate::http::intake::admission::read_request;
+use crate::http::intake::sign_in::Admin;
+use crate::http::intake::sigv4::constant_time_eq;
+use crate::http::state::AppState;
+use crate::http::state::leader_json;
 use crate::protocol::xml::escape;
 use crate::queue::{QueueArn, key};
 
 const PAGE: &str = include_str!("page/page.html");
 const SCRIPT: &str = include_str!("page/app.js");
 const STYLE: &str = include_str!("page/app.css");
-
-/// What the admin page needs beyond the SQS API's state.
-pub struct AdminState {
-    /// The anti-forgery token every state-changing call must carry.
-    pub csrf_token: String,
-    pub activity: Arc<ActivityHistory>,
-    /// The admin page and the other operational endpoints have their own
-    /// address (`--admin-listen`).
-    pub apart: bool,
-    /// Where the page's queue URLs point when the page has an address of its
-    /// own (`--admin-listen`) and no `--public-url` says: the SQS address
-    /// (`--advertise-url`), not the page's.
-    pub queue_base_url: Option<String>,
-    /// Looks at queues (the page's browser, the developer endpoint, the
-    /// snapshot), run off the runtime a few at a time.
-    pub blocking_pool: blocking_pool::BlockingPool,
-}
-
-impl AdminState {
-    pub fn new(activity: Arc<ActivityHistory>, apart: bool, queue_base_url: Option<String>) -> AdminState {
-        AdminState {
-            csrf_token: format!("{:032x}", crate::queue::random::uuid().as_u128()),
-            activity,
-            apart,
-            queue_base_url,
-            blocking_pool: Default::default(),
-        }
-    }
-}
 
 /// The page, its two assets and its API.
 pub(in crate::http) fn routes() -> Router<Arc<AppState>> {
@@ -303,7 +276,9 @@ async fn overview(
         }
     }
     // A sharded instance has no one leader: each shard has its own.
-    let sharding = state.sharded().then(|| super::shard_map_json(&state));
+    let sharding = state
+        .sharded()
+        .then(|| crate::http::state::shard_map_json(&state));
     let leader = match &sharding {
         None => state.first_shard().leadership.status().leader,
         Some(_) => None,
@@ -316,7 +291,7 @@ async fn overview(
         sharding,
         open: state.credentials.is_none(),
         // The overview is answered to signed-in admins only.
-        storage: super::status::storage_json(&state.storage, true),
+        storage: crate::http::state::storage_json(&state.storage, true),
         sample_seconds: SAMPLE_EVERY.as_secs(),
         queues,
         topics: topics::summaries(&state, &admin),
@@ -372,7 +347,11 @@ async fn messages(State(state): State<Arc<AppState>>, admin: Admin, uri: Uri) ->
         if !sees_queue(&looking, &admin, &query.queue) {
             return Err(SqsError::queue_does_not_exist());
         }
-        let page = peek::peek(&looking.serving_shard(&query.queue)?.api, &query.queue, &params)?;
+        let page = peek::peek(
+            &crate::http::call::serving_shard(&looking, &query.queue)?.api,
+            &query.queue,
+            &params,
+        )?;
         Ok(json_response(
             &serde_json::json!({"Messages": page.output.messages, "NextToken": page.next_token}),
         ))
@@ -408,7 +387,7 @@ async fn call(
         serving(&state)?;
         let ctx = state.context(&uri, &headers, admin.caller().as_ref());
         let api = match api::route(&ctx, action, &input) {
-            Route::Queue(key) => &state.serving_shard(&key)?.api,
+            Route::Queue(key) => &crate::http::call::serving_shard(&state, &key)?.api,
             Route::Here => &state.first_shard().api,
         };
         Ok((action, run(api, &ctx, Protocol::Json, action, input).await?))

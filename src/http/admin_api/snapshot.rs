@@ -26,11 +26,11 @@ use http_body::Frame;
 use tokio::sync::mpsc;
 
 use crate::error::{ErrorCode, SqsError};
-use crate::http::AppState;
 use crate::http::call::{Protocol, answer_error, not_serving};
-use crate::http::large_answers::InPieces;
-use crate::http::request_body::BodyPermit;
-use crate::http::sign_in::Admin;
+use crate::http::intake::large_answers::InPieces;
+use crate::http::intake::request_body::BodyPermit;
+use crate::http::intake::sign_in::Admin;
+use crate::http::state::AppState;
 use crate::queue::Message;
 use crate::service::Service;
 use crate::store::snapshot::Writer;

@@ -10,9 +10,9 @@ use axum::extract::{Request, State};
 use axum::response::Response;
 
 use super::not_forged;
-use crate::http::AppState;
 use crate::http::call::{Protocol, answer_error};
-use crate::http::sign_in::{Admin, sign_in_as};
+use crate::http::intake::sign_in::{Admin, sign_in_as};
+use crate::http::state::AppState;
 use crate::metrics::{self, SnsCounts};
 
 #[derive(serde::Serialize)]
@@ -106,7 +106,7 @@ pub(super) fn summaries(state: &AppState, admin: &Admin) -> Vec<TopicSummary> {
 /// `POST /admin/api/sns`: one SNS call, its form in the body.
 pub(super) async fn call(State(state): State<Arc<AppState>>, request: Request) -> Response {
     let (parts, body) = request.into_parts();
-    let source = crate::http::authorization::source_of(&parts.extensions);
+    let source = crate::http::intake::authorization::source_of(&parts.extensions);
     let admin = match sign_in_as(&state, &parts.headers, source).await {
         Ok(admin) => admin,
         Err(refused) => return refused,
@@ -122,5 +122,6 @@ pub(super) async fn call(State(state): State<Arc<AppState>>, request: Request) -
         Ok(read) => read,
         Err(error) => return refused(error),
     };
-    crate::http::sns_api::serve(&state, &parts, body, admin.caller().as_ref()).await
+    let form = crate::protocol::sns::read(&body, parts.uri.query());
+    crate::http::call::sns::serve(&state, &parts, body, form, admin.caller().as_ref()).await
 }

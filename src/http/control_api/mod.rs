@@ -4,15 +4,15 @@
 //! messages, move tasks and deduplication records, each as DeleteQueue does
 //! (durable and, with Redis, fenced), so that the instance is as after a
 //! fresh start. `/_ssq/faults` injects errors, latency and duplicate
-//! deliveries into SQS calls (`faults.rs`). With `--clock virtual`,
+//! deliveries into SQS calls (`call/faults.rs`). With `--clock virtual`,
 //! `POST /_ssq/clock` moves time
 //! (`{"advance_seconds": N}`) and wakes every long poll to look again;
 //! `GET /_ssq/clock` says what time the queues see. Off by default; refused
 //! at start with `--credentials` (these requests are not signed) and with
 //! `--shards` (`node/mod.rs`).
-//! The host and origin guard (`hosts.rs`) keeps web pages away from it.
+//! The host and origin guard (`intake/host_guard.rs`) keeps web pages away from it.
 
-pub(crate) mod faults;
+pub(crate) mod state;
 
 use std::sync::Arc;
 
@@ -24,20 +24,10 @@ use axum::response::{IntoResponse, Response};
 use axum::routing::{get, post};
 use serde::Deserialize;
 
-use self::faults::Rule;
-use crate::api::{Action, Api, Input, RequestContext, Route};
 use crate::error::SqsError;
-use crate::http::AppState;
-use crate::http::call::{Output, Protocol, run, serving};
-use crate::queue::ReceiptHandle;
-
-/// What the control API keeps: whether it is on, the faults it injects
-/// (none without it), and the clock it moves with `--clock virtual`.
-pub struct ControlApiState {
-    pub enabled: bool,
-    pub faults: faults::Faults,
-    pub virtual_clock: Option<Arc<crate::queue::clock::VirtualClock>>,
-}
+use crate::http::call::faults::Rule;
+use crate::http::call::serving;
+use crate::http::state::AppState;
 
 pub(in crate::http) fn routes() -> Router<Arc<AppState>> {
     Router::new()
@@ -85,58 +75,6 @@ async fn list_faults(State(state): State<Arc<AppState>>) -> Response {
 async fn clear_faults(State(state): State<Arc<AppState>>) -> Response {
     state.control.faults.clear();
     json(StatusCode::OK, serde_json::json!({ "rules": 0 }))
-}
-
-/// Runs an SQS call as `run` does, with the fault a rule injects into it:
-/// its latency first, then its error instead of the call, or the call and
-/// then its first received message made visible again (a duplicate).
-pub(in crate::http) async fn run_with_faults(
-    state: &AppState,
-    api: &Api,
-    ctx: &RequestContext,
-    wire: Protocol,
-    action: Action,
-    input: Input,
-) -> Result<Output, SqsError> {
-    // Without rules, the call's queue is not read out of its body.
-    if state.control.faults.is_empty() {
-        return run(api, ctx, wire, action, input).await;
-    }
-    let queue = match crate::api::route(ctx, action, &input) {
-        Route::Queue(key) => Some(key),
-        Route::Here => None,
-    };
-    let Some(fault) = state.control.faults.take(action, queue.as_deref()) else {
-        return run(api, ctx, wire, action, input).await;
-    };
-    tokio::time::sleep(fault.latency).await;
-    if let Some(error) = fault.error {
-        return Err(error);
-    }
-    let output = run(api, ctx, wire, action, input).await?;
-    if let (true, Some(queue), Some(handle)) = (fault.duplicate, &queue, first_receipt_handle(&output)) {
-        // Visible again at once: the next receive delivers it again. A
-        // message already deleted or received again meanwhile is left be.
-        let _ = api
-            .service
-            .with_queue(queue, |q, now| q.change_visibility(handle, 0, now))
-            .await;
-    }
-    Ok(output)
-}
-
-/// The receipt handle of a ReceiveMessage answer's first message.
-fn first_receipt_handle(output: &Output) -> Option<ReceiptHandle> {
-    let parsed;
-    let tree = match output {
-        Output::Json(body) => {
-            parsed = serde_json::from_slice::<serde_json::Value>(body).ok()?;
-            &parsed
-        }
-        Output::Tree(tree) => tree,
-    };
-    let text = tree.get("Messages")?.get(0)?.get("ReceiptHandle")?.as_str()?;
-    ReceiptHandle::decode(text).ok()
 }
 
 /// The furthest one call moves the clock: ten years.

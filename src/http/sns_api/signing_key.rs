@@ -84,3 +84,8 @@ async fn make() -> Result<SigningKey, SnsError> {
 fn internal(message: &str) -> SnsError {
     SnsError::new("InternalError", 500, message)
 }
+
+/// What the SNS surface keeps of its own.
+pub struct SnsApiState {
+    pub signing_key: SigningKeyCell,
+}

@@ -1,107 +1,115 @@
-//! The SQS surface: a call from request to answer, its protocol told, the
-//! request admitted (`admission.rs`, checking signatures with `sigv4.rs`),
+//! The SQS surface: a call taken in by the front door (`front_door.rs`),
+//! admitted (`intake/admission.rs`), checked against the caller's policy,
 //! run on its shard's API here or, in a sharded group, sent on to the
-//! shard's leader (`sharded.rs`, `forward.rs`), counted, and answered in the
-//! request's protocol (`call.rs`). An instance that does not serve answers a retryable
-//! 503 that says where the leader is.
-
-mod admission;
-pub(crate) mod forward;
-pub(in crate::http) mod sharded;
-pub mod sigv4;
+//! shard's leader (`shards/`), counted, and answered in the request's
+//! protocol (`call/`). An instance that does not serve answers a
+//! retryable 503 that says where the leader is.
 
 use std::sync::Arc;
 use std::time::Instant;
 
-use axum::extract::{Request, State};
+use axum::body::Bytes;
 use axum::http::request::Parts;
 use axum::response::Response;
 
-use self::admission::{Admitted, admit};
-pub(in crate::http) use self::admission::{authenticate_and_read, read_request};
-use self::sharded::{Handled, run_or_forward};
-use super::AppState;
-use super::authorization::{Caller, CallerIdentity, source_of};
-use super::call::{Protocol, answer, answer_error, not_serving, record, run};
+use super::call::{Output, Protocol, answer, answer_error, not_serving, record, run};
 use crate::api::{Action, RequestContext};
 use crate::error::SqsError;
+use crate::http::intake::admission::{Admitted, admit};
+use crate::http::intake::authorization::{Caller, CallerIdentity, source_of};
+use crate::http::intake::request_body::BodyPermit;
+use crate::http::shards::run::{Handled, run_or_forward};
+use crate::http::state::AppState;
 
-/// What the SQS surface keeps of its own.
-pub struct SqsApiState {
-    /// Sends requests on to the leader of their shard, in a sharded group.
-    pub forwarder: forward::Forwarder,
-    /// How long a request for a shard with no leader waits for one (in a
-    /// sharded group): about two lock-retry intervals.
-    pub shard_wait: std::time::Duration,
+/// When a call arrived and the id its answer carries.
+pub(crate) struct Arrived {
+    started: Instant,
+    request_id: String,
 }
 
-/// An SQS call. It takes the request whole: axum's `HeaderMap` extractor
-/// would copy every header.
-pub(crate) async fn sqs(State(state): State<Arc<AppState>>, request: Request) -> Response {
-    let (parts, body) = request.into_parts();
-    let (method, uri, headers) = (&parts.method, &parts.uri, &parts.headers);
-    let started = Instant::now();
-    let request_id = crate::queue::random::uuid().to_string();
-    let wire = Protocol::of(headers);
-    if super::sns_api::is_unsigned_link(&parts) {
-        // Its parameters are in the URL; a body is never read.
-        return super::sns_api::serve(&state, &parts, Default::default(), None).await;
-    }
-    let read = authenticate_and_read(&state, method, uri, headers, body)
-        .await
-        .and_then(|(body, permit, caller)| {
-            if wire == Protocol::Query && super::sns_api::claims(&parts, &body) {
-                return Ok(Err((body, caller)));
-            }
-            let admitted = admit(wire, uri, headers, body, permit)?;
-            // A key with a policy: checked here, in the context the call
-            // then runs in (on this instance).
-            let ctx = match caller.as_ref().filter(|caller| caller.policy.is_some()) {
-                Some(caller) => Some(authorize_sqs(&state, &parts, caller, &admitted)?),
-                None => None,
-            };
-            Ok(Ok((admitted, caller, ctx)))
-        });
-    let (admitted, caller, ctx) = match read {
-        Ok(Err((sns_body, caller))) => {
-            if let Some(caller) = &caller
-                && let Err(error) = super::sns_api::authorize(&state, &parts, caller, &sns_body)
-            {
-                return super::sns_api::refuse(&error);
-            }
-            return super::sns_api::serve(&state, &parts, sns_body, caller.as_ref()).await;
+impl Arrived {
+    pub(crate) fn now() -> Arrived {
+        Arrived {
+            started: Instant::now(),
+            request_id: crate::queue::random::uuid().to_string(),
         }
-        Ok(Ok((admitted, caller, ctx))) => (Ok(admitted), caller, ctx),
-        Err(error) => (Err(error), None, None),
-    };
-    let (action, result) = match admitted {
+    }
+}
+
+/// An SQS call that could not be taken in (signature, body), counted and
+/// answered in the request's protocol.
+pub(crate) fn refuse(
+    state: &AppState,
+    parts: &Parts,
+    wire: Protocol,
+    arrived: Arrived,
+    error: SqsError,
+) -> Response {
+    finish(state, parts, wire, arrived, None, Err(error))
+}
+
+/// An SQS call taken in (`front_door.rs`): admitted, checked against the
+/// caller's policy, run on its shard here or sent on to its leader.
+pub(crate) async fn serve(
+    state: &Arc<AppState>,
+    parts: &Parts,
+    wire: Protocol,
+    arrived: Arrived,
+    (body, permit, caller): (Bytes, BodyPermit, Option<Caller>),
+) -> Response {
+    let (uri, headers) = (&parts.uri, &parts.headers);
+    let checked = admit(wire, uri, headers, body, permit).and_then(|admitted| {
+        // A key with a policy: checked here, in the context the call then
+        // runs in (on this instance).
+        let ctx = match caller.as_ref().filter(|caller| caller.policy.is_some()) {
+            Some(caller) => Some(authorize_sqs(state, parts, caller, &admitted)?),
+            None => None,
+        };
+        Ok((admitted, ctx))
+    });
+    let (action, result) = match checked {
         Err(error) => (None, Err(error)),
-        Ok(admitted) if state.sharded() => {
+        Ok((admitted, _)) if state.sharded() => {
             let action = admitted.action;
-            match run_or_forward(&state, &parts, wire, admitted, caller.as_ref()).await {
+            match run_or_forward(state, parts, wire, admitted, caller.as_ref()).await {
                 Handled::Ran(result) => (Some(action), result.map(|output| (action, output))),
                 Handled::Forwarded(response) => return response,
             }
         }
-        Ok(admitted) if !state.first_shard().leadership.is_serving() => (
+        Ok((admitted, _)) if !state.first_shard().leadership.is_serving() => (
             Some(admitted.action),
-            Err(not_serving(&state, &state.first_shard().leadership)),
+            Err(not_serving(state, &state.first_shard().leadership)),
         ),
-        Ok(Admitted { action, input, .. }) => {
+        Ok((Admitted { action, input, .. }, ctx)) => {
             let ctx = ctx.unwrap_or_else(|| state.context(uri, headers, caller.as_ref()));
             let api = &state.first_shard().api;
             let result = match state.control.enabled {
-                true => super::control_api::run_with_faults(&state, api, &ctx, wire, action, input).await,
+                true => {
+                    crate::http::call::run_with_faults(&state.control.faults, api, &ctx, wire, action, input)
+                        .await
+                }
                 false => run(api, &ctx, wire, action, input).await,
             };
             (Some(action), result.map(|output| (action, output)))
         }
     };
+    finish(state, parts, wire, arrived, action, result)
+}
+
+/// Counts a call and answers it in its protocol.
+fn finish(
+    state: &AppState,
+    parts: &Parts,
+    wire: Protocol,
+    arrived: Arrived,
+    action: Option<Action>,
+    result: Result<(Action, Output), SqsError>,
+) -> Response {
     let label = action.map_or("unknown", Action::name);
-    record(&state, label, &result, started);
+    record(state, label, &result, arrived.started);
     match result {
-        Ok((action, output)) => answer(headers, &request_id, action, output),
-        Err(error) => answer_error(&state, wire, &request_id, label, &error),
+        Ok((action, output)) => answer(&parts.headers, &arrived.request_id, action, output),
+        Err(error) => answer_error(state, wire, &arrived.request_id, label, &error),
     }
 }
 
@@ -132,6 +140,11 @@ fn authorize_sqs(
         crate::api::Route::Queue(key) => ctx.queue_arn(&key),
         crate::api::Route::Here => "*".to_string(),
     };
-    caller.authorize(state, source, admitted.action.policy_name(), &resource)?;
+    caller.authorize(
+        &state.first_shard().api.service,
+        source,
+        admitted.action.policy_name(),
+        &resource,
+    )?;
     Ok(ctx)
 }

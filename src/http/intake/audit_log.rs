@@ -12,18 +12,12 @@
 //! appended to, and never opened through a symbolic link.
 
 use std::io::Write;
-use std::net::SocketAddr;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::sync::mpsc::{Receiver, SyncSender, TrySendError};
 
-use axum::extract::{ConnectInfo, Request, State};
-use axum::http::{HeaderValue, Method, header};
-use axum::middleware::Next;
-use axum::response::Response;
 use serde::Serialize;
 
-use super::AppState;
 use crate::metrics::Metrics;
 
 /// Lines waiting for the writer; beyond, they are dropped and counted.
@@ -43,38 +37,26 @@ pub struct AuditLogError {
 
 /// One line of the trail.
 #[derive(Debug, Serialize)]
-struct Line {
-    time: String,
-    key_id: Option<String>,
-    account: String,
+pub(super) struct Line {
+    pub(super) time: String,
+    pub(super) key_id: Option<String>,
+    pub(super) account: String,
     /// The SQS or SNS action when the request named one, else the method
     /// and path.
-    action: String,
+    pub(super) action: String,
     /// The permission that governed the call, as policies name it: the
     /// single action's for a batch (`sqs:SendMessage` for SendMessageBatch).
     #[serde(skip_serializing_if = "Option::is_none")]
-    permission: Option<&'static str>,
+    pub(super) permission: Option<&'static str>,
     /// The path the request was sent to: a queue URL's, `/` for calls that
     /// name their queue in the body, an admin API's.
-    resource: String,
-    source: Option<String>,
+    pub(super) resource: String,
+    pub(super) source: Option<String>,
     /// `allowed`, `refused` (401, 403 or 429), or `failed` (any other error).
-    outcome: &'static str,
-    status: u16,
+    pub(super) outcome: &'static str,
+    pub(super) status: u16,
     /// The error code of a refused or failed call, when it has one.
-    code: Option<&'static str>,
-}
-
-/// What an error answer tells the trail, as an extension of its response
-/// (`call::error_response`, only while the trail is on): its code, and the
-/// action when the request got as far as naming one. A success needs none:
-/// the admin API's calls name theirs in `x-amz-target`.
-#[derive(Debug, Clone)]
-pub struct Answered {
-    pub action: Option<&'static str>,
-    /// The permission the action needs (`Action::policy_name`).
-    pub permission: Option<&'static str>,
-    pub code: &'static str,
+    pub(super) code: Option<&'static str>,
 }
 
 /// The trail's writer, behind its queue.
@@ -109,7 +91,7 @@ impl AuditLog {
         Ok(AuditLog { lines, metrics })
     }
 
-    fn record(&self, line: Line) {
+    pub(super) fn record(&self, line: Line) {
         match self.lines.try_send(line) {
             Ok(()) => self.metrics.audit_lines.inc(),
             Err(TrySendError::Full(_) | TrySendError::Disconnected(_)) => self.metrics.audit_dropped.inc(),
@@ -136,83 +118,6 @@ fn write_lines(file: std::fs::File, queued: Receiver<Line>) {
             tracing::error!(%error, "the audit log cannot be written: lines are being lost");
         }
     }
-}
-
-/// The layer every route is served behind (outside the host guard, so that
-/// its refusals are recorded too).
-pub(super) async fn audited(State(state): State<Arc<AppState>>, request: Request, next: Next) -> Response {
-    let Some(log) = &state.audit else {
-        return next.run(request).await;
-    };
-    // Kept as they came (cheap clones): read into a line only if the
-    // request is recorded.
-    let method = request.method().clone();
-    let uri = request.uri().clone();
-    let authorization = request.headers().get(header::AUTHORIZATION).cloned();
-    let target = request.headers().get("x-amz-target").cloned();
-    let peer = request
-        .extensions()
-        .get::<ConnectInfo<SocketAddr>>()
-        .map(|ConnectInfo(address)| *address);
-
-    let response = next.run(request).await;
-    let status = response.status().as_u16();
-    // 429: a sign-in tried before its address's wait was over.
-    let refused = status == 401 || status == 403 || status == 429;
-    let resource = uri.path();
-    let admin_action = resource.starts_with("/admin/api/")
-        && (method == Method::POST || resource == "/admin/api/messages" || resource == "/admin/api/snapshot");
-    if !refused && !admin_action {
-        return response;
-    }
-    let target = target
-        .as_ref()
-        .and_then(|v| v.to_str().ok())
-        .and_then(|target| target.rsplit_once('.'))
-        .map(|(_, action)| action.to_string());
-    let answered = response.extensions().get::<Answered>();
-    let action = answered
-        .and_then(|a| a.action.map(str::to_string))
-        .or(target)
-        .unwrap_or_else(|| format!("{method} {resource}"));
-    let key_id = key_id(authorization.as_ref(), uri.query());
-    log.record(Line {
-        time: crate::topic::envelope::timestamp(state.first_shard().api.service.now()),
-        account: account_of(&state, key_id.as_deref()),
-        key_id,
-        action,
-        permission: answered.and_then(|a| a.permission),
-        resource: resource.to_string(),
-        source: peer.map(|address| address.to_string()),
-        outcome: match status {
-            _ if refused => "refused",
-            200..=399 => "allowed",
-            _ => "failed",
-        },
-        status,
-        code: answered.map(|a| a.code),
-    });
-    response
-}
-
-/// The account of the key a request names: the file's, or the instance's
-/// own (also for keys it does not hold).
-fn account_of(state: &AppState, key_id: Option<&str>) -> String {
-    let named = state
-        .credentials
-        .as_ref()
-        .zip(key_id)
-        .and_then(|(credentials, id)| credentials.current().key(id).and_then(|key| key.account.clone()));
-    named.unwrap_or_else(|| state.home.account.clone())
-}
-
-/// The access key id a request names: its signature's (header or presigned
-/// query string), or the user name of an HTTP Basic sign-in. Not checked:
-/// the trail records what was claimed, refused or not.
-fn key_id(authorization: Option<&HeaderValue>, query: Option<&str>) -> Option<String> {
-    super::sign_in::basic_credentials(authorization)
-        .map(|(key, _)| key)
-        .or_else(|| super::sqs_api::sigv4::signed_key_id(authorization, query))
 }
 
 #[cfg(test)]

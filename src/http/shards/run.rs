@@ -10,14 +10,14 @@ use axum::http::StatusCode;
 use axum::http::request::Parts;
 use axum::response::Response;
 
-use super::admission::Admitted;
 use super::forward;
 use crate::api::{self, Route};
 use crate::error::{ErrorCode, SqsError};
-use crate::http::AppState;
-use crate::http::authorization::Caller;
 use crate::http::call::{Output, Protocol, answer_error, not_serving, run};
-use crate::http::shard_front::ShardFront;
+use crate::http::intake::admission::Admitted;
+use crate::http::intake::authorization::Caller;
+use crate::http::shards::ShardFront;
+use crate::http::state::AppState;
 
 /// What became of a request in a sharded group.
 pub(in crate::http) enum Handled {
@@ -84,7 +84,7 @@ pub(in crate::http) async fn on_leader<'a>(
     wire: Protocol,
     action: &str,
 ) -> Leader<'a> {
-    let deadline = Instant::now() + state.sqs.shard_wait;
+    let deadline = Instant::now() + state.forwarding.shard_wait;
     loop {
         if shard.leadership.is_serving() {
             return Leader::Here(shard);
@@ -163,7 +163,7 @@ async fn forward_to_leader(state: &AppState, shard: &ShardFront, parts: &Parts, 
         }
         let Some(target) = &url else { break };
         last = match state
-            .sqs
+            .forwarding
             .forwarder
             .forward(target, parts, body.clone(), &state.metrics)
             .await

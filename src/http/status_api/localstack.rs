@@ -14,14 +14,14 @@ use axum::response::{IntoResponse, Response};
 use axum::routing::get;
 use tokio::sync::watch;
 
-use super::AppState;
-use super::status::readiness;
+use super::readiness;
+use crate::http::state::AppState;
 
 /// How often an instance that does not serve yet looks again before it
 /// logs `Ready.`.
 const READY_CHECK: Duration = Duration::from_millis(100);
 
-pub(super) fn routes() -> Router<Arc<AppState>> {
+pub(in crate::http) fn routes() -> Router<Arc<AppState>> {
     Router::new().route("/_localstack/health", get(health))
 }
 

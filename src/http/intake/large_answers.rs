@@ -24,9 +24,9 @@ use axum::response::Response;
 use http_body::{Frame, SizeHint};
 use http_body_util::BodyExt;
 
-use super::AppState;
-use super::call::{Protocol, answer_error};
-use crate::http::request_body::BodyPermit;
+use crate::http::call::{Protocol, answer_error};
+use crate::http::intake::request_body::BodyPermit;
+use crate::http::state::AppState;
 
 /// Answers up to this size are not counted: a connection holds that much
 /// of its own anyway (its read buffer), and most answers are far smaller.
@@ -38,10 +38,14 @@ const PIECE: usize = 64 * 1024;
 /// Marks an answer that holds its pieces under the budget itself, as it
 /// makes them (a snapshot: `snapshot.rs`), and is not to be taken whole.
 #[derive(Clone, Copy)]
-pub(super) struct InPieces;
+pub(in crate::http) struct InPieces;
 
 /// Puts every large answer under the budget.
-pub(super) async fn budgeted(State(state): State<Arc<AppState>>, request: Request, next: Next) -> Response {
+pub(in crate::http) async fn budgeted(
+    State(state): State<Arc<AppState>>,
+    request: Request,
+    next: Next,
+) -> Response {
     let wire = Protocol::of(request.headers());
     let response = next.run(request).await;
     if response.extensions().get::<InPieces>().is_some() {

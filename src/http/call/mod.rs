@@ -1,19 +1,27 @@
-//! What every surface that runs an SQS call shares: the protocol of the
-//! request, the action run on a shard's API, the call counted, and the
-//! answer in the request's protocol; and the retryable 503 of an instance
-//! that does not serve, which says where the leader is.
+//! What every surface that runs a call shares: the protocol of an SQS
+//! request, the action run on a shard's API (with the faults the control
+//! API's rules inject, `faults.rs`), the call counted, and the answer in
+//! the request's protocol; the retryable 503 of an instance that does not
+//! serve, which says where the leader is; and an SNS call run and answered
+//! (`sns.rs`). Surfaces use it; it uses none of them.
+
+pub(crate) mod faults;
+pub(in crate::http) mod sns;
 
 use std::time::Instant;
 
 use axum::http::{HeaderMap, header};
 use axum::response::Response;
 
-use super::AppState;
-use super::audit::Answered;
-use crate::api::{self, Action, Api, AsJson, AsTree, Input, RequestContext};
+use self::faults::Faults;
+use crate::api::{self, Action, Api, AsJson, AsTree, Input, RequestContext, Route};
 use crate::error::{ErrorCode, SqsError};
+use crate::http::shards::ShardFront;
+use crate::http::state::AppState;
 use crate::leader::Leadership;
 use crate::protocol::{json, query};
+use crate::queue::ReceiptHandle;
+use axum::http::Uri;
 
 /// The wire format of a request: JSON when it names its action in
 /// X-Amz-Target or says it is JSON, the Query protocol otherwise.
@@ -39,6 +47,18 @@ pub(crate) enum Output {
     Json(Vec<u8>),
     /// The tree the Query protocol's answer is written from.
     Tree(serde_json::Value),
+}
+
+/// What an error answer tells the trail, as an extension of its response
+/// (`call::error_response`, only while the trail is on): its code, and the
+/// action when the request got as far as naming one. A success needs none:
+/// the admin API's calls name theirs in `x-amz-target`.
+#[derive(Debug, Clone)]
+pub struct Answered {
+    pub action: Option<&'static str>,
+    /// The permission the action needs (`Action::policy_name`).
+    pub permission: Option<&'static str>,
+    pub code: &'static str,
 }
 
 /// Runs an action on one shard's API, its output rendered for `wire`.
@@ -182,4 +202,71 @@ fn add_leader_headers(state: &AppState, response: &mut Response) {
     {
         headers.insert("x-ssq-leader", value);
     }
+}
+
+/// The shard of `key`, if this instance serves it now.
+pub(crate) fn serving_shard<'a>(state: &'a AppState, key: &str) -> Result<&'a ShardFront, SqsError> {
+    let shard = state.shard_of(key);
+    match shard.leadership.is_serving() {
+        true => Ok(shard),
+        false => Err(not_serving(state, &shard.leadership)),
+    }
+}
+
+/// Whether a GET names an SQS action in its query string (a Query call).
+pub(crate) fn is_query_get(uri: &Uri) -> bool {
+    uri.query()
+        .is_some_and(|q| q.split('&').any(|pair| pair.starts_with("Action=")))
+}
+
+/// Runs an SQS call as `run` does, with the fault a rule injects into it:
+/// its latency first, then its error instead of the call, or the call and
+/// then its first received message made visible again (a duplicate).
+pub(in crate::http) async fn run_with_faults(
+    faults: &Faults,
+    api: &Api,
+    ctx: &RequestContext,
+    wire: Protocol,
+    action: Action,
+    input: Input,
+) -> Result<Output, SqsError> {
+    // Without rules, the call's queue is not read out of its body.
+    if faults.is_empty() {
+        return run(api, ctx, wire, action, input).await;
+    }
+    let queue = match crate::api::route(ctx, action, &input) {
+        Route::Queue(key) => Some(key),
+        Route::Here => None,
+    };
+    let Some(fault) = faults.take(action, queue.as_deref()) else {
+        return run(api, ctx, wire, action, input).await;
+    };
+    tokio::time::sleep(fault.latency).await;
+    if let Some(error) = fault.error {
+        return Err(error);
+    }
+    let output = run(api, ctx, wire, action, input).await?;
+    if let (true, Some(queue), Some(handle)) = (fault.duplicate, &queue, first_receipt_handle(&output)) {
+        // Visible again at once: the next receive delivers it again. A
+        // message already deleted or received again meanwhile is left be.
+        let _ = api
+            .service
+            .with_queue(queue, |q, now| q.change_visibility(handle, 0, now))
+            .await;
+    }
+    Ok(output)
+}
+
+/// The receipt handle of a ReceiveMessage answer's first message.
+fn first_receipt_handle(output: &Output) -> Option<ReceiptHandle> {
+    let parsed;
+    let tree = match output {
+        Output::Json(body) => {
+            parsed = serde_json::from_slice::<serde_json::Value>(body).ok()?;
+            &parsed
+        }
+        Output::Tree(tree) => tree,
+    };
+    let text = tree.get("Messages")?.get(0)?.get("ReceiptHandle")?.as_str()?;
+    ReceiptHandle::decode(text).ok()
 }

@@ -51,9 +51,8 @@ use std::time::{Duration, SystemTime};
 use serde::Deserialize;
 use tokio::sync::watch;
 
-use crate::http::sign_in::AdminGrant;
-use crate::http::sqs_api::sigv4::{AccessKey, AccountLimits, Credentials};
-use crate::http::throttle::RateLimit;
+use crate::http::intake::sigv4::{AccessKey, AccountLimits, AdminGrant, Credentials};
+use crate::http::intake::throttle::RateLimit;
 use crate::metrics::Metrics;
 use crate::policy::{Policy, PolicyError};
 

@@ -17,10 +17,10 @@ use std::sync::Arc;
 
 use axum::extract::ConnectInfo;
 
-use super::AppState;
 use crate::error::{ErrorCode, SqsError};
 use crate::policy::condition::Context;
 use crate::policy::{Decision, Policy};
+use crate::service::Service;
 
 /// Who signed a request: its key, the account the key acts in, and the
 /// policy it answers to, if it has one.
@@ -57,17 +57,12 @@ impl Caller {
     /// ([`source_of`]), for `aws:SourceIp`.
     pub fn authorize(
         &self,
-        state: &AppState,
+        service: &Service,
         source: Option<IpAddr>,
         action: &str,
         resource: &str,
     ) -> Result<(), SqsError> {
-        self.authorize_at(
-            &|| state.first_shard().api.service.now(),
-            source,
-            action,
-            resource,
-        )
+        self.authorize_at(&|| service.now(), source, action, resource)
     }
 
     /// [`Caller::authorize`], the time (`aws:CurrentTime`) told by `now`.

@@ -1,6 +1,13 @@
 //! The operational endpoints: `GET /health` (the process runs), `/ready`
 //! (it serves queue calls: what a load balancer checks), `/status` (who
-//! leads) and `/metrics` (Prometheus text).
+//! leads) and `/metrics` (Prometheus text); LocalStack's health and its
+//! `Ready.` line (`localstack.rs`); and `ssq --check-health`, their client
+//! for a container's health check (`health_check.rs`).
+
+pub mod health_check;
+pub(in crate::http) mod localstack;
+
+pub use self::localstack::{ReadyLine, announce_ready};
 
 use std::sync::Arc;
 
@@ -10,8 +17,8 @@ use axum::http::{StatusCode, header};
 use axum::response::{IntoResponse, Response};
 use axum::routing::get;
 
-use super::shard_front::ShardFront;
-use super::{AppState, Storage};
+use crate::http::shards::ShardFront;
+use crate::http::state::{AppState, Storage, leader_json, shard_map_json, storage_json};
 use crate::leader::Role;
 
 pub(super) fn admin_routes() -> Router<Arc<AppState>> {
@@ -94,41 +101,12 @@ pub(super) enum NotReady {
     Role(Role),
 }
 
-/// The leader as `/status` and the admin page show it.
-pub(super) fn leader_json(leader: crate::leader::LeaderInfo) -> serde_json::Value {
-    serde_json::json!({"node_id": leader.node_id, "url": leader.url, "epoch": leader.epoch})
-}
-
-/// The shard map as `/status` and the admin page show it: each shard's
-/// leader and whether this instance serves it, and the group's members.
-pub(super) fn shard_map_json(state: &AppState) -> serde_json::Value {
-    let shards: Vec<serde_json::Value> = state
-        .shards
-        .iter()
-        .enumerate()
-        .map(|(index, shard)| {
-            let status = shard.leadership.status();
-            serde_json::json!({
-                "shard": index,
-                "role": status.role.name(),
-                "serving": status.serving,
-                "leader": status.leader.map(leader_json),
-            })
-        })
-        .collect();
-    let (members, share) = match &state.membership {
-        Some(membership) => (membership.members(), Some(membership.share())),
-        None => (Vec::new(), None),
-    };
-    serde_json::json!({"count": state.shards.len(), "members": members, "share": share, "shards": shards})
-}
-
 /// With `--credentials`, the data directory's path is shown only to a
 /// signed-in admin: `/status` answers anyone who reaches it (load
 /// balancers, probes), and a path on the host is not theirs to read.
 async fn status(State(state): State<Arc<AppState>>, request: axum::extract::Request) -> Response {
-    let source = super::authorization::source_of(request.extensions());
-    let admin = super::sign_in::sign_in_as(&state, request.headers(), source)
+    let source = crate::http::intake::authorization::source_of(request.extensions());
+    let admin = crate::http::intake::sign_in::sign_in_as(&state, request.headers(), source)
         .await
         .is_ok();
     let body = if state.sharded() {
@@ -160,26 +138,6 @@ async fn status(State(state): State<Arc<AppState>>, request: axum::extract::Requ
         body.to_string(),
     )
         .into_response()
-}
-
-/// Where the state is kept, for `/status` and the admin page; the data
-/// directory's path only for an admin.
-pub(super) fn storage_json(storage: &Storage, admin: bool) -> serde_json::Value {
-    match storage {
-        Storage::Memory => serde_json::json!({"mode": "memory"}),
-        Storage::Redis => serde_json::json!({"mode": "redis"}),
-        Storage::Postgres => serde_json::json!({"mode": "postgres"}),
-        Storage::Disk { dir } => {
-            let mut disk = serde_json::json!({
-                "mode": "disk",
-                "bytes": crate::store::disk::bytes_on_disk(dir),
-            });
-            if admin {
-                disk["data_dir"] = dir.display().to_string().into();
-            }
-            disk
-        }
-    }
 }
 
 async fn metrics(State(state): State<Arc<AppState>>) -> Response {

@@ -26,16 +26,9 @@
 //! they reveal nothing, and load balancers call them by whatever name.
 
 use std::net::IpAddr;
-use std::sync::Arc;
 
-use axum::extract::{Request, State};
-use axum::http::{HeaderMap, Method, StatusCode, header};
-use axum::middleware::Next;
-use axum::response::{IntoResponse, Response};
-
-use super::call::{Protocol, answer_error};
-use super::{AppState, is_query_get};
-use crate::error::{ErrorCode, SqsError};
+use axum::extract::Request;
+use axum::http::header;
 
 /// The names requests may name in `Host` and `Origin` beyond the ones
 /// always allowed.
@@ -77,7 +70,7 @@ impl AllowedHosts {
     /// the request was sent to `host`: a page of ssq itself, or of a name
     /// that is ssq's own (loopback or allowed). A page at some IP address
     /// is not, unless that is where ssq was reached.
-    fn allows_origin(&self, origin: &str, host: Option<&str>) -> bool {
+    pub(super) fn allows_origin(&self, origin: &str, host: Option<&str>) -> bool {
         let Some((_, authority)) = origin.split_once("://") else {
             return self.any; // "null": a sandboxed frame, a file, a redirect
         };
@@ -127,7 +120,7 @@ fn ends_with_ignoring_case(name: &str, suffix: &str) -> bool {
 /// a server answers 400 to an HTTP/1.1 request without one, with more than
 /// one, or with one that is not `host[:port]`).
 #[derive(Debug, PartialEq, Eq, thiserror::Error)]
-enum BadHost {
+pub(super) enum BadHost {
     #[error("it has no Host header, which an HTTP/1.1 request must have")]
     Missing,
     #[error("it has more than one Host header")]
@@ -137,7 +130,7 @@ enum BadHost {
 }
 
 /// Checks the request's `Host` headers as RFC 9112 has them.
-fn check_host(request: &Request) -> Result<(), BadHost> {
+pub(super) fn check_host(request: &Request) -> Result<(), BadHost> {
     let mut hosts = request.headers().get_all(header::HOST).iter();
     match (hosts.next(), hosts.next()) {
         (Some(_), Some(_)) => Err(BadHost::Repeated),
@@ -173,99 +166,6 @@ fn is_authority(text: &str) -> bool {
         None => port.is_empty(),
     };
     host_fine && port_fine
-}
-
-/// Refuses a request that came by a name ssq does not answer to or from a
-/// page of another site, or whose `Host` HTTP does not allow, before any
-/// handler runs.
-pub(super) async fn guard(State(state): State<Arc<AppState>>, request: Request, next: Next) -> Response {
-    if let Err(bad) = check_host(&request) {
-        tracing::warn!(uri = %request.uri(), %bad, "refused a request");
-        return (
-            StatusCode::BAD_REQUEST,
-            format!("Bad request: {bad} (RFC 9112, section 3.2). Send one Host header: host[:port].\n"),
-        )
-            .into_response();
-    }
-    let path = request.uri().path();
-    // Health checks come by container names and carry nothing to read.
-    if path == "/health" || path == "/ready" || path == "/_localstack/health" {
-        return next.run(request).await;
-    }
-    let headers = request.headers();
-    let text = |name: &str| headers.get(name).and_then(|v| v.to_str().ok());
-    let host = text(header::HOST.as_str());
-    let refusal = if let Some(host) = host.filter(|host| !state.allowed_hosts.allows_host(host)) {
-        Some(format!(
-            "ssq does not answer to the host name in this request ({host:?}), so that no web page can reach it by \
-             DNS rebinding. Use a loopback name or an IP address, or start ssq with --allowed-hosts naming this \
-             host (or with --public-url or --advertise-url on it)."
-        ))
-    } else if let Some(origin) =
-        text(header::ORIGIN.as_str()).filter(|o| !state.allowed_hosts.allows_origin(o, host))
-    {
-        Some(format!(
-            "ssq does not take calls from pages of other sites (this one comes from {origin:?}). To call ssq from \
-             a page of that site, start ssq with --allowed-hosts naming its host."
-        ))
-    } else if text("sec-fetch-site") == Some("cross-site") && !is_harmless_navigation(&request) {
-        Some(
-            "ssq does not take calls from pages of other sites (the browser marked this one cross-site). Open the \
-             admin page from its own address instead."
-                .to_string(),
-        )
-    } else {
-        None
-    };
-    match refusal {
-        None => next.run(request).await,
-        Some(message) => refused(&state, request.method(), request.uri(), headers, message),
-    }
-}
-
-/// Following a link to the admin page or one of its assets: a GET that
-/// names no SQS action and reaches none of the APIs.
-fn is_harmless_navigation(request: &Request) -> bool {
-    let path = request.uri().path();
-    request.method() == Method::GET
-        && !is_query_get(request.uri())
-        && !path.starts_with("/admin/api/")
-        && !path.starts_with("/_aws/")
-        && request
-            .headers()
-            .get("sec-fetch-mode")
-            .is_some_and(|mode| mode == "navigate")
-}
-
-/// The refusal: SQS-shaped for an SQS call (JSON for the admin page's API,
-/// which speaks the JSON protocol), text for the admin page, its assets and
-/// the operational endpoints.
-fn refused(
-    state: &AppState,
-    method: &Method,
-    uri: &axum::http::Uri,
-    headers: &HeaderMap,
-    message: String,
-) -> Response {
-    tracing::warn!(%uri, %message, "refused a request");
-    let path = uri.path();
-    let wire = if path.starts_with("/admin/api/") {
-        Protocol::Json
-    } else if path.starts_with("/admin/")
-        || (method == Method::GET && !is_query_get(uri) && !path.starts_with("/_aws/"))
-    {
-        return (StatusCode::FORBIDDEN, format!("{message}\n")).into_response();
-    } else {
-        Protocol::of(headers)
-    };
-    let request_id = crate::queue::random::uuid().to_string();
-    answer_error(
-        state,
-        wire,
-        &request_id,
-        "refused",
-        &SqsError::new(ErrorCode::AccessDenied, message),
-    )
 }
 
 #[cfg(test)]

@@ -1,10 +1,17 @@
-//! One shard as the HTTP front sees it: its API, whether this instance
-//! serves it, and where its leader is.
+//! The shards as the HTTP front sees them: each one's API, whether this
+//! instance serves it and where its leader is ([`ShardFront`]); in a
+//! sharded group, a call run on its shard here or sent on to that shard's
+//! leader (`run.rs`), over a kept-alive pool (`forward.rs`). Every surface
+//! that runs calls uses it; it uses none of them.
+
+pub(crate) mod forward;
+pub(in crate::http) mod run;
 
 use std::sync::Arc;
 
 use crate::api::Api;
 use crate::cluster::lock::LockStore;
+use crate::http::shards::forward::Forwarder;
 use crate::leader::{LeaderInfo, Leadership};
 
 /// One shard as the HTTP front sees it: its API, whether this instance
@@ -24,4 +31,14 @@ impl ShardFront {
         self.leadership.observe_leader(Some(leader.clone()));
         (leader.node_id != self.leadership.node_id()).then_some(leader.url)
     }
+}
+
+/// How calls reach the shards this instance does not lead, in a sharded
+/// group.
+pub struct Forwarding {
+    /// Sends requests on to the leader of their shard.
+    pub forwarder: Forwarder,
+    /// How long a request for a shard with no leader waits for one: about
+    /// two lock-retry intervals.
+    pub shard_wait: std::time::Duration,
 }

@@ -6,7 +6,6 @@
 //! server's clock. The signature is recomputed from the request exactly as
 //! the SDKs compute it, and compared in constant time.
 
-use crate::http::sign_in::AdminGrant;
 use std::collections::HashMap;
 use std::sync::Arc;
 
@@ -17,7 +16,7 @@ use sha2::{Digest, Sha256};
 use subtle::ConstantTimeEq;
 
 use crate::error::{ErrorCode, SqsError};
-use crate::http::throttle::RateLimit;
+use crate::http::intake::throttle::RateLimit;
 use crate::policy::Policy;
 
 const ALGORITHM: &str = "AWS4-HMAC-SHA256";
@@ -599,6 +598,16 @@ fn credential_part(authorization: Option<&HeaderValue>, query: Option<&str>, ind
     }
 }
 
+/// What a key's admin grant covers.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum AdminGrant {
+    /// Every account, and the instance itself (the snapshot).
+    All,
+    /// The key's own account.
+    Account,
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -665,7 +674,7 @@ mod tests {
 
     #[test]
     fn the_host_header_must_be_signed() {
-        let credentials = crate::http::credentials_file::parse("AKID:secret").unwrap();
+        let credentials = crate::http::intake::credentials_file::parse("AKID:secret").unwrap();
         let now = 1_700_000_000;
         let body = b"Action=ListQueues";
         let uri = Uri::from_static("/");

@@ -8,10 +8,10 @@ use axum::http::{HeaderMap, Method, Uri};
 use crate::api::{Action, Input};
 use crate::config::Regions;
 use crate::error::{ErrorCode, SqsError};
-use crate::http::AppState;
-use crate::http::authorization::Caller;
 use crate::http::call::Protocol;
-use crate::http::request_body::BodyPermit;
+use crate::http::intake::authorization::Caller;
+use crate::http::intake::request_body::BodyPermit;
+use crate::http::state::AppState;
 use crate::protocol::{json, query};
 
 /// A request read and checked: its action and input, its body as sent
