@@ -16,9 +16,8 @@ use std::ops::Bound;
 
 use super::archive::Archived;
 use super::error::{Result, SnsError};
-use super::{
-    MAX_SUBSCRIPTIONS_PER_TOPIC, MAX_TOPICS, Protocol, Subscription, TopicArn, Topics, confirmation_token,
-};
+use super::subscriptions::confirmation_token;
+use super::{MAX_SUBSCRIPTIONS_PER_TOPIC, MAX_TOPICS, Protocol, Subscription, TopicArn, Topics};
 
 /// One topic as a snapshot carries it.
 #[derive(Debug, Clone, PartialEq, Eq)]
