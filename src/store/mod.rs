@@ -5,7 +5,7 @@
 //! group commits the same way (`group_commit.rs`) and keep the same records
 //! (`codec.rs`); the group-backed ones fence loads alike (`load_id.rs`,
 //! `reload.rs`) and reach their servers over the same TLS (`tls.rs`); a
-//! snapshot (`snapshot.rs`) moves the state between them.
+//! snapshot (`snapshot/`) moves the state between them.
 
 pub(crate) mod codec;
 pub mod disk;

@@ -36,7 +36,7 @@ pub const UNBUDGETED: usize = 64 * 1024;
 const PIECE: usize = 64 * 1024;
 
 /// Marks an answer that holds its pieces under the budget itself, as it
-/// makes them (a snapshot: `snapshot.rs`), and is not to be taken whole.
+/// makes them (a snapshot: `admin_api/snapshot.rs`), and is not to be taken whole.
 #[derive(Clone, Copy)]
 pub(in crate::http) struct InPieces;
 
