@@ -5,7 +5,9 @@
 //! group commits the same way (`group_commit.rs`) and keep the same records
 //! (`codec.rs`); the group-backed ones fence loads alike (`load_id.rs`,
 //! `reload.rs`) and reach their servers over the same TLS (`tls.rs`); a
-//! snapshot (`snapshot/`) moves the state between them.
+//! snapshot (`snapshot/`) moves the state between them. A backend shared
+//! by a group is all in its folder, its lock, roster, notices and mailboxes
+//! too, started for the group through `cluster::Backend`.
 
 pub(crate) mod codec;
 pub mod disk;

@@ -361,22 +361,7 @@ impl Topics {
     /// At most `max` of a subscription's deliveries due at `now`, taken to
     /// be sent (in flight until their outcome is told).
     pub fn take_due(&mut self, subscription: &str, now: u64, max: usize) -> Vec<Delivery> {
-        let deliveries = &mut self.deliveries;
-        let Some(lane) = deliveries.lanes.get_mut(subscription) else {
-            return Vec::new();
-        };
-        let mut taken = Vec::new();
-        while taken.len() < max {
-            let Some(&(at, id)) = lane.due.first() else { break };
-            if at > now {
-                break;
-            }
-            lane.due.pop_first();
-            if let Some(delivery) = deliveries.waiting.get(&id) {
-                taken.push(delivery.clone());
-            }
-        }
-        taken
+        self.take_before(subscription, now.saturating_add(1), max)
     }
 
     /// At most `max` of a subscription's deliveries that were due before
@@ -384,6 +369,13 @@ impl Topics {
     /// take them within their delivery policy's time. Taken to be given up
     /// (in flight until their outcome is told).
     pub fn take_overdue(&mut self, subscription: &str, due_before: u64, max: usize) -> Vec<Delivery> {
+        self.take_before(subscription, due_before, max)
+    }
+
+    /// At most `max` of a subscription's deliveries due before `due_before`,
+    /// earliest first, taken out of its lane (in flight until their outcome
+    /// is told).
+    fn take_before(&mut self, subscription: &str, due_before: u64, max: usize) -> Vec<Delivery> {
         let deliveries = &mut self.deliveries;
         let Some(lane) = deliveries.lanes.get_mut(subscription) else {
             return Vec::new();
