@@ -42,6 +42,19 @@ async fn subscribe(sns: &aws_sdk_sns::Client, topic: &str, receiver: &Receiver, 
     );
 }
 
+/// Three endpoints subscribed to `topic` with quick retries, each
+/// answering 500 to one first try in ten.
+async fn flaky_endpoints(sns: &aws_sdk_sns::Client, topic: &str) -> Vec<Receiver> {
+    let mut receivers = Vec::new();
+    for _ in 0..3 {
+        let receiver = Receiver::start(Answer::Healthy).await;
+        subscribe(sns, topic, &receiver, Some(QUICK_RETRIES)).await;
+        receiver.answer(Answer::FailFirstTryOneIn(10));
+        receivers.push(receiver);
+    }
+    receivers
+}
+
 async fn create_topic(sns: &aws_sdk_sns::Client, name: &str) -> String {
     crate::common::create_topic(sns, name).await
 }
@@ -151,13 +164,7 @@ async fn kills_lose_no_acknowledged_publication_on_disk() {
     let mut server = start_on(&dir, &[]).await;
     let sns = sns_client_for(&server.url);
     let topic = create_topic(&sns, "durable").await;
-    let mut receivers = Vec::new();
-    for _ in 0..3 {
-        let receiver = Receiver::start(Answer::Healthy).await;
-        subscribe(&sns, &topic, &receiver, Some(QUICK_RETRIES)).await;
-        receiver.answer(Answer::FailFirstTryOneIn(10));
-        receivers.push(receiver);
-    }
+    let receivers = flaky_endpoints(&sns, &topic).await;
     let mut acknowledged = Vec::new();
     let mut n = 0;
     for _round in 0..3 {
@@ -259,13 +266,7 @@ async fn a_failover_loses_no_acknowledged_publication(a: Server, b: Server) {
     };
     let sns = sns_client_for(&front.url);
     let topic = create_topic(&sns, "failover").await;
-    let mut receivers = Vec::new();
-    for _ in 0..3 {
-        let receiver = Receiver::start(Answer::Healthy).await;
-        subscribe(&sns, &topic, &receiver, Some(QUICK_RETRIES)).await;
-        receiver.answer(Answer::FailFirstTryOneIn(10));
-        receivers.push(receiver);
-    }
+    let receivers = flaky_endpoints(&sns, &topic).await;
     let mut acknowledged = Vec::new();
     for n in 0..300 {
         let body = format!("failover-{n}");
