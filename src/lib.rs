@@ -1,13 +1,17 @@
 //! ssq: an SQS-compatible queue server. See docs/ARCHITECTURE.md for the map.
 //!
-//! The layers, each using only those listed before it: `queue` and `topic`
-//! (the pure cores of SQS and SNS) and `policy` (IAM policies), `service` (queues behind locks, long polling, shards' placement),
-//! `store` (durability: Redis, or SQLite on local disk; snapshots),
-//! `cluster` (election, the sharded group, messages between shards), `api`,
-//! `protocol` and `http` (SQS calls and their wire formats, a folder per
-//! HTTP surface), and `node` wiring them. `error`,
-//! `journal` (what the service hands the store), `leader` (who may serve,
-//! with which token), `metrics`, `config` and `wildcard` are shared.
+//! The layers, top down, each using only those below it (the order
+//! docs/ARCHITECTURE.md's ```layers block declares and `make lint` checks):
+//! `node` (wiring), `http` (a folder per HTTP surface, and what they
+//! share), `config`, `protocol` and `api` (SQS's and SNS's calls and their
+//! wire formats), `webhooks` (SNS deliveries to HTTP endpoints), `store`
+//! (durability: a folder per backend, Redis, Postgres or SQLite on local
+//! disk; snapshots), `cluster` (election, the sharded group, messages
+//! between shards, the traits a shared store implements), `service` (queues
+//! and topics behind locks, long polling, shards' placement), `leader`
+//! (who may serve, with which token), `journal` (what the service hands the
+//! store), `metrics`, `topic` and `queue` (the pure cores of SNS and SQS),
+//! `policy` (IAM policies), `wildcard` and `error`.
 
 pub mod api;
 pub mod cluster;

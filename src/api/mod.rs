@@ -9,7 +9,7 @@
 //! The actions live by area, one file each: [`queues`], [`messages`],
 //! [`batches`], [`redrive`] (dead-letter queues and move tasks) and
 //! [`permissions`]; the checks they share are in [`params`], the message
-//! conversions in [`wire`]. Adding an action means a shape in [`model`], a
+//! conversions in `convert.rs`. Adding an action means a shape in [`model`], a
 //! function in one of those files and a line in the table below.
 
 mod batches;
@@ -41,14 +41,14 @@ use model::*;
 use shape::{Member, Shape};
 
 /// What the actions run against: the queues of one shard, and the move
-/// tasks between them; in a sharded group, every shard's queues as Redis
-/// holds them (`catalog`: ListQueues, and the dead-letter rules for queues
+/// tasks between them; in a sharded group, every shard's queues as the
+/// store holds them (`catalog`: ListQueues, and the dead-letter rules for queues
 /// of other shards; which shard a queue is in, the service knows).
 pub struct Api {
     pub service: Arc<Service>,
     pub move_tasks: MoveTasks,
-    /// Replays of FIFO topics' archives (unsharded: a sharded group serves
-    /// no SNS).
+    /// Replays of FIFO topics' archives (in a sharded group, the first
+    /// shard's, which holds the topics).
     pub replays: Replays,
     pub catalog: Option<Arc<dyn Catalog>>,
 }
