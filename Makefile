@@ -28,8 +28,14 @@ test-quick: test-deps test-rust test-python
 test-deps:
 	bash tools/test-deps.sh
 
+# Every test binary's tests side by side (.config/nextest.toml), then the
+# sharded group on Redis Cluster on its own (its tests measure sub-second
+# gaps), then the doc tests, which nextest does not run.
 test-rust:
-	cargo test
+	command -v cargo-nextest >/dev/null || cargo install cargo-nextest --locked
+	cargo nextest run --no-fail-fast -E 'not binary(cluster)'
+	cargo nextest run --no-fail-fast -E 'binary(cluster)'
+	cargo test --doc
 
 # The Prometheus alert rules ssq ships (docker/prometheus/): promtool comes
 # with Debian's prometheus package (tools/test-deps.sh installs it).

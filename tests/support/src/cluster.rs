@@ -44,8 +44,9 @@ impl RedisCluster {
             .expect("redis-cli is installed with redis-server");
         assert!(
             output.status.success(),
-            "redis-cli --cluster create failed: {}",
-            String::from_utf8_lossy(&output.stdout)
+            "redis-cli --cluster create failed: {}{}",
+            String::from_utf8_lossy(&output.stdout),
+            String::from_utf8_lossy(&output.stderr)
         );
         let cluster = RedisCluster { nodes };
         cluster.wait_until_healthy(Duration::from_secs(20)).await;
