@@ -14,12 +14,18 @@ fn main() {
         .unwrap_or_else(|| "unknown".to_string());
     println!("cargo:rustc-env=SSQ_COMMIT={}", commit.trim());
     // Built again when HEAD moves: a checkout, or a commit on the branch.
+    // Only files that exist are named: cargo takes a missing one as changed
+    // at every build (a fresh clone has no packed-refs), and would build
+    // ssq again each time it is asked, for the wheel, the npm packages and
+    // the image in turn.
     if let Some(dir) = git(&["rev-parse", "--git-dir"]) {
-        println!("cargo:rerun-if-changed={dir}/HEAD");
+        let mut watched = vec![format!("{dir}/HEAD"), format!("{dir}/packed-refs")];
         if let Some(branch) = git(&["symbolic-ref", "-q", "HEAD"]) {
-            println!("cargo:rerun-if-changed={dir}/{branch}");
+            watched.push(format!("{dir}/{branch}"));
         }
-        println!("cargo:rerun-if-changed={dir}/packed-refs");
+        for path in watched.iter().filter(|path| std::path::Path::new(path).exists()) {
+            println!("cargo:rerun-if-changed={path}");
+        }
     }
 }
 
