@@ -94,8 +94,9 @@ def imports(path):
 
     def add(offset, parts):
         target = file_of(parts)
-        if target and target != path:
-            found.append((text.count("\n", 0, offset) + 1, target))
+        line = text.count("\n", 0, offset) + 1
+        if target and target != path and (line, target) not in found:
+            found.append((line, target))
 
     uses = list(re.finditer(r"\buse\s+([^;]+);", text))
     for m in uses:
