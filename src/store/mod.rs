@@ -9,8 +9,10 @@
 //! by a group is all in its folder, its lock, roster, notices and mailboxes
 //! too, started for the group through `cluster::Backend`.
 
+pub(crate) mod batch;
 pub(crate) mod codec;
 pub mod disk;
+pub(crate) mod folded_commit;
 pub(crate) mod group_commit;
 pub(crate) mod load_id;
 pub mod postgres;
@@ -51,6 +53,14 @@ pub fn without_password(url: &str) -> String {
         shown.push_str(&pairs.join("&"));
     }
     shown
+}
+
+/// The epoch of the lease this instance holds for its current term, and
+/// the term: what fences its writes.
+pub(crate) fn current_epoch(leadership: &crate::leader::Leadership) -> Option<(u64, i64)> {
+    let (term, token) = leadership.current_term()?;
+    let epoch = crate::leader::LeaderInfo::parse(&token)?.epoch;
+    Some((term, epoch as i64))
 }
 
 #[cfg(test)]

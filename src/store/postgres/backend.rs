@@ -9,7 +9,7 @@ use std::time::Duration;
 use tokio::sync::watch;
 
 use super::catalog::PostgresCatalog;
-use super::committer::Committer;
+use super::committer::PostgresCall;
 use super::loader::Loader;
 use super::lock::PostgresLock;
 use super::mailboxes::{PostgresMailboxes, inbox_channel};
@@ -20,6 +20,7 @@ use crate::cluster::election::ElectionConfig;
 use crate::cluster::transfers::Mailboxes;
 use crate::leader::Leadership;
 use crate::service::shards::{Catalog, Placement};
+use crate::store::folded_commit::{self, Committer};
 use crate::store::load_id::LoadId;
 use crate::store::reload;
 
@@ -72,7 +73,14 @@ impl Backend for PostgresBackend {
             load_id: Arc::new(LoadId::default()),
         };
         let loader = Arc::new(Loader::new(store.clone(), election.retry_every));
-        let committer = Committer::new(store, loader.clone(), election.retry_every * 4);
+        let committed = folded_commit::Shard {
+            memory: store.memory.clone(),
+            leadership: store.leadership.clone(),
+            metrics: store.metrics.clone(),
+            load_id: store.load_id.clone(),
+        };
+        let call = PostgresCall::new(store.target.clone(), store.shard);
+        let committer = Committer::new(call, committed, loader.clone(), election.retry_every * 4);
         tokio::spawn(committer.run(shard.journal));
         Elected {
             lock: Arc::new(lock),

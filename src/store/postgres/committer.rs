@@ -1,131 +1,47 @@
-//! Group commit on Postgres: one task turns every write waiting into one
-//! call of `ssq_commit` (`batch.rs`), on a connection of its own.
-//!
-//! As on Redis (`store/redis/committer.rs`), only one batch is in flight,
-//! so batches apply in the order memory made them, and failures keep
-//! memory honest:
-//! - FENCED (SQLSTATE SSQFN): another instance took the lease. Every
-//!   waiter gets a 503 and this instance steps down at once.
-//! - STALE (SSQST), any other error, or no answer in time: the batch may
-//!   or may not have applied. Every waiter gets a 503, the instance stops
-//!   serving, drops memory and loads it again from Postgres, which holds
-//!   the truth either way; a lost connection is made again first.
+//! The Postgres call of a group commit (`store/folded_commit.rs`): the
+//! folded writes (`store/batch.rs`) sent as arrays to one call of
+//! `ssq_commit` (`schema.rs`), on a connection of its own, which raises
+//! SQLSTATE SSQFN when another instance leads (fenced) and SSQST when
+//! memory was loaded again since (stale).
 
-use std::sync::Arc;
-use std::time::{Duration, Instant};
-
-use tokio::sync::{Mutex, mpsc};
+use tokio::sync::Mutex;
+use tokio_postgres::types::ToSql;
 use tokio_postgres::{Client, Statement};
 
-use super::batch::{Batch, CALL};
-use super::loader::Loader;
-use super::{PostgresError, PostgresStore};
-use crate::journal::Pending;
-use crate::store::group_commit::{Admitted, Outcome, Settling, admit, answer, next_batch, unavailable};
-use crate::store::reload;
+use super::{PostgresError, Target};
+use crate::store::batch::{Arguments, Batch};
+use crate::store::folded_commit::FoldedCall;
+use crate::store::group_commit::Outcome;
 
-/// A batch stops growing at this many bytes of records (one more write
-/// may cross it).
+/// A batch stops growing at this many bytes of records.
 const MAX_BATCH_BYTES: usize = 8 * 1024 * 1024;
-const MAX_BATCH_WRITES: usize = 1_024;
 
 /// The SQLSTATE `ssq_commit` raises when another instance leads.
 const FENCED: &str = "SSQFN";
 
-pub struct Committer {
-    store: PostgresStore,
-    loader: Arc<Loader>,
+pub struct PostgresCall {
+    pub target: Target,
+    pub shard: i32,
     /// The connection commits go on, and the call prepared on it.
     connection: Mutex<Option<(Client, Statement)>>,
-    settling: Settling,
 }
 
 /// Why a group commit did not count.
 #[derive(Debug, thiserror::Error)]
 #[error("the write to Postgres failed ({0})")]
-struct CommitError(#[from] PostgresError);
+pub struct CommitError(#[from] PostgresError);
 
-impl Committer {
-    pub fn new(store: PostgresStore, loader: Arc<Loader>, max_reload_delay: Duration) -> Committer {
-        Committer {
-            store,
-            loader,
+impl PostgresCall {
+    pub fn new(target: Target, shard: i32) -> PostgresCall {
+        PostgresCall {
+            target,
+            shard,
             connection: Mutex::new(None),
-            settling: Settling::new(max_reload_delay),
-        }
-    }
-
-    pub async fn run(self, mut queue: mpsc::UnboundedReceiver<Pending>) {
-        while let Some(batch) = next_batch(&mut queue, MAX_BATCH_WRITES).await {
-            self.commit(batch).await;
-        }
-    }
-
-    async fn commit(&self, batch: Vec<Pending>) {
-        let store = &self.store;
-        let Some(Admitted {
-            pendings: current,
-            load_id,
-            term,
-            token,
-        }) = admit(batch, &store.load_id, &*store.memory, &store.leadership)
-        else {
-            return;
-        };
-        let Some(epoch) = crate::leader::LeaderInfo::parse(&token).map(|info| info.epoch as i64) else {
-            answer(current, Err(unavailable("the lease's token has no epoch")));
-            return;
-        };
-        let mut rest = current;
-        while !rest.is_empty() {
-            let mut batch = Batch::default();
-            let mut taken = 0;
-            while taken < rest.len() && batch.bytes() < MAX_BATCH_BYTES {
-                for write in &rest[taken].writes {
-                    batch.push(write);
-                }
-                taken += 1;
-            }
-            let chunk: Vec<Pending> = rest.drain(..taken).collect();
-            if !self.send(term, epoch, &load_id, batch, chunk).await {
-                answer(rest, Err(unavailable("an earlier write to Postgres failed")));
-                return;
-            }
-        }
-    }
-
-    /// Runs one call; answers its waiters. Returns whether it applied.
-    async fn send(&self, term: u64, epoch: i64, load_id: &str, batch: Batch, chunk: Vec<Pending>) -> bool {
-        let started = Instant::now();
-        self.store.metrics.commit_writes.observe(chunk.len() as f64);
-        let outcome = self.call(epoch, load_id, batch).await;
-        self.store
-            .metrics
-            .commit_seconds
-            .observe(started.elapsed().as_secs_f64());
-        let store = &self.store;
-        self.settling.settle(
-            outcome,
-            chunk,
-            term,
-            &store.leadership,
-            &store.metrics,
-            |term, delay| reload::spawn_restore(&self.loader, term, delay),
-        )
-    }
-
-    async fn call(&self, epoch: i64, load_id: &str, batch: Batch) -> Outcome<CommitError> {
-        match self.try_call(epoch, load_id, batch).await {
-            Ok(()) => Outcome::Applied,
-            Err(PostgresError::Call(error)) if error.code().is_some_and(|code| code.code() == FENCED) => {
-                Outcome::Fenced
-            }
-            Err(error) => Outcome::Failed(error.into()),
         }
     }
 
     async fn try_call(&self, epoch: i64, load_id: &str, mut batch: Batch) -> Result<(), PostgresError> {
-        let target = &self.store.target;
+        let target = &self.target;
         let mut connection = self.connection.lock().await;
         // A connection that broke while idle (Postgres restarted) is made
         // again before the call rather than failing it.
@@ -140,13 +56,94 @@ impl Committer {
         let (client, statement) = connection.as_ref().expect("connected above");
         let bytes = batch.bytes();
         let arguments = batch.arguments();
-        let mut parameters: Vec<&(dyn tokio_postgres::types::ToSql + Sync)> =
-            vec![&self.store.shard, &epoch, &load_id];
-        parameters.extend(arguments.parameters());
-        let result = (target.bounded_for(bytes, client.execute(statement, &parameters))).await;
+        let mut values: Vec<&(dyn ToSql + Sync)> = vec![&self.shard, &epoch, &load_id];
+        values.extend(parameters(&arguments));
+        let result = (target.bounded_for(bytes, client.execute(statement, &values))).await;
         if result.as_ref().is_err_and(PostgresError::connection_lost) {
             *connection = None;
         }
         result.map(drop)
+    }
+}
+
+impl FoldedCall for PostgresCall {
+    type Error = CommitError;
+    const STORE: &'static str = "Postgres";
+
+    fn max_batch_bytes(&self) -> usize {
+        MAX_BATCH_BYTES
+    }
+
+    async fn call(&self, epoch: i64, load_id: &str, batch: Batch) -> Outcome<CommitError> {
+        match self.try_call(epoch, load_id, batch).await {
+            Ok(()) => Outcome::Applied,
+            Err(PostgresError::Call(error)) if error.code().is_some_and(|code| code.code() == FENCED) => {
+                Outcome::Fenced
+            }
+            Err(error) => Outcome::Failed(error.into()),
+        }
+    }
+}
+
+/// `arguments`' arrays as statement parameters, in `ssq_commit`'s order.
+fn parameters<'a>(a: &'a Arguments<'_>) -> [&'a (dyn ToSql + Sync); 35] {
+    [
+        &a.wiped,
+        &a.queues_gone,
+        &a.queue_names,
+        &a.queue_records,
+        &a.sequence_names,
+        &a.sequence_ceilings,
+        &a.removed_queues,
+        &a.removed_seqs,
+        &a.body_queues,
+        &a.body_seqs,
+        &a.body_records,
+        &a.state_queues,
+        &a.state_seqs,
+        &a.state_records,
+        &a.dedup_gone_queues,
+        &a.dedup_gone_keys,
+        &a.dedup_queues,
+        &a.dedup_keys,
+        &a.dedup_records,
+        &a.attempts_gone_queues,
+        &a.attempts_gone_ids,
+        &a.attempt_queues,
+        &a.attempt_ids,
+        &a.attempt_records,
+        &a.sns_gone,
+        &a.sns_keys,
+        &a.sns_records,
+        &a.outbox_to,
+        &a.outbox_from,
+        &a.outbox_seqs,
+        &a.outbox_bodies,
+        &a.outbox_states,
+        &a.outbox_sources,
+        &a.delivered,
+        &a.taken_in,
+    ]
+}
+
+/// The call, with every parameter typed, so that the arrays are sent in
+/// binary without Postgres guessing their types.
+const CALL: &str = "SELECT ssq_commit($1::integer, $2::bigint, $3::text, \
+     $4::text[], $5::text[], $6::text[], $7::text[], $8::text[], $9::bigint[], \
+     $10::text[], $11::bigint[], $12::text[], $13::bigint[], $14::text[], \
+     $15::text[], $16::bigint[], $17::text[], $18::text[], $19::text[], \
+     $20::text[], $21::text[], $22::text[], $23::text[], $24::text[], \
+     $25::text[], $26::text[], $27::text[], $28::text[], $29::text[], $30::text[], \
+     $31::text[], $32::text[], $33::bigint[], $34::text[], $35::text[], $36::text[], \
+     $37::bigint[], $38::bigint[])";
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_call_names_every_array() {
+        let a = Arguments::default();
+        assert_eq!(parameters(&a).len() + 3, CALL.matches('$').count());
     }
 }

@@ -5,10 +5,9 @@
 //! - `connect.rs`: the URL, the password, connections with timeouts.
 //! - `schema.rs`: the tables and the commit function, made or upgraded
 //!   once, under an advisory lock, by whichever instance comes first.
-//! - `batch.rs`: a group commit's writes folded into one row change per
-//!   key, sent as arrays to one call of the commit function.
-//! - `committer.rs`: the fenced group commit; `loader.rs`: the load on
-//!   takeover and after a failed write (a shard's queues only).
+//! - `committer.rs`: a group commit (folded by `store/batch.rs`) as one
+//!   call of the commit function; `loader.rs`: the load on takeover and
+//!   after a failed write (a shard's queues only).
 //! - `lock.rs`: the lock that elects the leader, and whose epoch fences
 //!   every commit.
 //! - `roster.rs`, `notices.rs`: the group's members and its notices;
@@ -17,7 +16,6 @@
 //! - `backend.rs`: all of it started for the group.
 
 mod backend;
-pub(crate) mod batch;
 pub(crate) mod catalog;
 pub(crate) mod committer;
 mod connect;
@@ -41,6 +39,7 @@ use crate::cluster::transfers::MailboxError;
 use crate::journal::Memory;
 use crate::leader::Leadership;
 use crate::metrics::Metrics;
+pub(crate) use crate::store::current_epoch;
 use crate::service::shards::Placement;
 
 /// Why a Postgres call did not do what was asked, or the URL cannot be
@@ -122,12 +121,4 @@ pub struct PostgresStore {
     pub metrics: Arc<Metrics>,
     /// The id of the load that memory came from, which every commit names.
     pub load_id: Arc<LoadId>,
-}
-
-/// The epoch of the lease this instance holds for its current term, and
-/// the term: what fences its writes.
-pub(crate) fn current_epoch(leadership: &Leadership) -> Option<(u64, i64)> {
-    let (term, token) = leadership.current_term()?;
-    let epoch = crate::leader::LeaderInfo::parse(&token)?.epoch;
-    Some((term, epoch as i64))
 }

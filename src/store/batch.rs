@@ -1,13 +1,12 @@
-//! A group commit as one call of `ssq_commit` (`schema.rs`): the writes of
-//! every request in it, folded in order into the last change of each row
-//! (a message sent and deleted in the same commit is one removal; a queue
-//! purged and then sent to is wiped, then written), and sent as one array
-//! per column. One statement, however many writes: Postgres's cost per
+//! A group commit of the SQL stores (Postgres, MySQL) folded: the writes
+//! of every request in it, in order, into the last change of each row (a
+//! message sent and deleted in the same commit is one removal; a queue
+//! purged and then sent to is wiped, then written), as one array per
+//! column. Each store sends the arrays to its commit procedure in one call
+//! (`postgres/committer.rs`, `mysql/committer.rs`): the database's cost per
 //! commit stays about that of one row per change.
 
 use std::collections::HashMap;
-
-use tokio_postgres::types::ToSql;
 
 use crate::journal::{Transfer, Write};
 use crate::queue::Change;
@@ -138,7 +137,7 @@ impl Batch {
         self.bytes
     }
 
-    /// The arguments of `ssq_commit` after the shard, epoch and load id,
+    /// The arguments of the commit procedure after the shard, epoch and load id,
     /// in its order: the records moved out, the queues' names borrowed
     /// (one per row, and most rows of a commit are of a few queues).
     pub fn arguments(&mut self) -> Arguments<'_> {
@@ -237,7 +236,7 @@ fn split<'a>(
     }
 }
 
-/// `ssq_commit`'s arrays, in its order.
+/// The commit procedure's arrays, in its order.
 #[derive(Default, Debug)]
 pub struct Arguments<'a> {
     pub wiped: Vec<&'a str>,
@@ -276,60 +275,6 @@ pub struct Arguments<'a> {
     pub delivered: Vec<i64>,
     pub taken_in: Vec<i64>,
 }
-
-impl Arguments<'_> {
-    /// The arrays as statement parameters, in `ssq_commit`'s order.
-    pub fn parameters(&self) -> [&(dyn ToSql + Sync); 35] {
-        [
-            &self.wiped,
-            &self.queues_gone,
-            &self.queue_names,
-            &self.queue_records,
-            &self.sequence_names,
-            &self.sequence_ceilings,
-            &self.removed_queues,
-            &self.removed_seqs,
-            &self.body_queues,
-            &self.body_seqs,
-            &self.body_records,
-            &self.state_queues,
-            &self.state_seqs,
-            &self.state_records,
-            &self.dedup_gone_queues,
-            &self.dedup_gone_keys,
-            &self.dedup_queues,
-            &self.dedup_keys,
-            &self.dedup_records,
-            &self.attempts_gone_queues,
-            &self.attempts_gone_ids,
-            &self.attempt_queues,
-            &self.attempt_ids,
-            &self.attempt_records,
-            &self.sns_gone,
-            &self.sns_keys,
-            &self.sns_records,
-            &self.outbox_to,
-            &self.outbox_from,
-            &self.outbox_seqs,
-            &self.outbox_bodies,
-            &self.outbox_states,
-            &self.outbox_sources,
-            &self.delivered,
-            &self.taken_in,
-        ]
-    }
-}
-
-/// The call, with every parameter typed, so that the arrays are sent in
-/// binary without Postgres guessing their types.
-pub const CALL: &str = "SELECT ssq_commit($1::integer, $2::bigint, $3::text, \
-     $4::text[], $5::text[], $6::text[], $7::text[], $8::text[], $9::bigint[], \
-     $10::text[], $11::bigint[], $12::text[], $13::bigint[], $14::text[], \
-     $15::text[], $16::bigint[], $17::text[], $18::text[], $19::text[], \
-     $20::text[], $21::text[], $22::text[], $23::text[], $24::text[], \
-     $25::text[], $26::text[], $27::text[], $28::text[], $29::text[], $30::text[], \
-     $31::text[], $32::text[], $33::bigint[], $34::text[], $35::text[], $36::text[], \
-     $37::bigint[], $38::bigint[])";
 
 /// A rough size of a change's records, to cap a batch.
 fn change_bytes(change: &Change) -> usize {
@@ -430,6 +375,5 @@ mod tests {
         assert_eq!(a.queues_gone, ["jobs"]);
         assert_eq!(a.queue_names, ["jobs"], "the new queue's settings, written after");
         assert!(a.body_records.is_empty(), "{a:?}");
-        assert_eq!(a.parameters().len() + 3, CALL.matches('$').count());
     }
 }
