@@ -68,6 +68,27 @@ pub struct Config {
     #[arg(long, env = "SSQ_POSTGRES_TIMEOUT", default_value = "1s", value_parser = parse_duration)]
     pub postgres_timeout: Duration,
 
+    /// MySQL or MariaDB URL, e.g. mysql://ssq@db.example.com:3306/ssq:
+    /// instances sharing one database form a group as with Redis, elected
+    /// by GET_LOCK and fenced by a lease row. Several hosts
+    /// (mysql://a:3306,b:3306/ssq) reach whichever is writable. The
+    /// password comes from the URL or MYSQL_PWD; ?ssl-mode=REQUIRED for TLS.
+    /// Not with --redis-url, --postgres-url or --data-dir; see
+    /// docs/operations.md, "MySQL and MariaDB".
+    #[arg(long, env = "SSQ_MYSQL_URL", conflicts_with_all = ["data_dir", "redis_url", "postgres_url"])]
+    pub mysql_url: Option<String>,
+
+    /// PEM file of the CA that signed MySQL's certificate: TLS is then
+    /// required, the server's host name checked [default: the system's
+    /// roots, with ssl-mode=REQUIRED].
+    #[arg(long, env = "SSQ_MYSQL_CA_FILE")]
+    pub mysql_ca_file: Option<PathBuf>,
+
+    /// Time limit of every MySQL call but a load: the lock's, and a group
+    /// commit's.
+    #[arg(long, env = "SSQ_MYSQL_TIMEOUT", default_value = "1s", value_parser = parse_duration)]
+    pub mysql_timeout: Duration,
+
     /// Keep the state on local disk in this directory: one instance, every
     /// change a client is told about written (and synced, see --data-sync)
     /// there first, everything back after a restart. One process per
@@ -445,10 +466,20 @@ impl Config {
         ))
     }
 
-    /// Whether instances share a store and elect a leader (Redis or
-    /// Postgres), rather than one instance serving alone.
+    /// The MySQL to use, if any.
+    pub fn mysql(&self) -> Option<Result<crate::store::mysql::Target, crate::store::mysql::MysqlError>> {
+        let url = self.mysql_url.as_deref()?;
+        Some(crate::store::mysql::Target::parse(
+            url,
+            self.mysql_ca_file.as_deref(),
+            self.mysql_timeout,
+        ))
+    }
+
+    /// Whether instances share a store and elect a leader (Redis, Postgres
+    /// or MySQL), rather than one instance serving alone.
     pub fn in_group(&self) -> bool {
-        self.redis_url.is_some() || self.postgres_url.is_some()
+        self.redis_url.is_some() || self.postgres_url.is_some() || self.mysql_url.is_some()
     }
 
     /// What a write needs from Redis's replicas before it counts.
@@ -485,10 +516,11 @@ impl Config {
             renew_every: self.lock_renew,
             step_down_after: self.lock_step_down,
             retry_every: self.lock_retry,
-            call_timeout: match (&self.postgres_url, self.redis_min_replicas) {
-                (Some(_), _) => self.postgres_timeout,
-                (None, 0) => self.redis_timeout,
-                (None, _) => self.redis_timeout + self.redis_replica_timeout,
+            call_timeout: match (&self.postgres_url, &self.mysql_url, self.redis_min_replicas) {
+                (Some(_), _, _) => self.postgres_timeout,
+                (None, Some(_), _) => self.mysql_timeout,
+                (None, None, 0) => self.redis_timeout,
+                (None, None, _) => self.redis_timeout + self.redis_replica_timeout,
             },
         }
     }

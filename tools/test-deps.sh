@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Installs the system tools the tests run, as real processes, when they are
 # missing: redis-server (with redis-cli), Postgres (initdb, postgres, psql,
-# pg_basebackup: Debian's postgresql), haproxy, chromium, openssl, curl,
+# pg_basebackup: Debian's postgresql), MariaDB (mariadbd, mariadb-install-db,
+# mariadb: Debian's mariadb-server), haproxy, chromium, openssl, curl,
 # promtool (Debian's prometheus package, for the alert rules), Node.js and
 # npm (the npm packages), Docker's engine and docker-compose (the image and
 # its compose files; tests/packages),
@@ -27,6 +28,12 @@ if ! compgen -G '/usr/lib/postgresql/*/bin/initdb' >/dev/null && ! command -v in
   missing_packages+=(postgresql)
 fi
 need psql postgresql-client
+# Debian keeps mariadbd in /usr/sbin, which a user's PATH may lack.
+if ! [ -x /usr/sbin/mariadbd ] && ! command -v mariadbd >/dev/null 2>&1; then
+  missing_tools+=(mariadbd)
+  missing_packages+=(mariadb-server)
+fi
+need mariadb-install-db mariadb-server
 need haproxy haproxy
 need chromium chromium
 need openssl openssl

@@ -76,6 +76,7 @@ pub enum Storage {
     Disk { dir: std::path::PathBuf },
     Redis,
     Postgres,
+    Mysql,
 }
 
 impl AppState {
@@ -211,6 +212,7 @@ pub(in crate::http) fn storage_json(storage: &Storage, admin: bool) -> serde_jso
         Storage::Memory => serde_json::json!({"mode": "memory"}),
         Storage::Redis => serde_json::json!({"mode": "redis"}),
         Storage::Postgres => serde_json::json!({"mode": "postgres"}),
+        Storage::Mysql => serde_json::json!({"mode": "mysql"}),
         Storage::Disk { dir } => {
             let mut disk = serde_json::json!({
                 "mode": "disk",

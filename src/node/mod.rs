@@ -50,6 +50,7 @@ use crate::queue::clock::{Clock, SystemClock, VirtualClock};
 use crate::service::shards::Placement;
 use crate::service::{ConfiguredQueueError, ImportError, QueueSpec, Seed, SeedError, SeedSource, Service};
 use crate::store::disk::{DiskError, DiskStore};
+use crate::store::mysql::MysqlBackend;
 use crate::store::postgres::PostgresBackend;
 use crate::store::redis::replicas::ReplicaAcks;
 use crate::store::redis::{RedisBackend, Settings, SetupError};
@@ -69,12 +70,14 @@ pub enum StartError {
     #[error(transparent)]
     AuditLog(#[from] AuditLogError),
     #[error(
-        "--shards {0} needs Redis (--redis-url) or Postgres (--postgres-url): shards are spread over \
+        "--shards {0} needs Redis (--redis-url), Postgres (--postgres-url) or MySQL (--mysql-url): shards are spread over \
          the instances of a group sharing one store; memory-only mode is one instance"
     )]
     ShardsNeedASharedStore(usize),
     #[error(transparent)]
     Postgres(#[from] crate::store::postgres::PostgresError),
+    #[error(transparent)]
+    Mysql(#[from] crate::store::mysql::MysqlError),
     #[error(
         "--control-api with --credentials: the control API's requests are not signed, so anyone who reaches \
          ssq could reset it; use one or the other (the control API is for test instances)"
@@ -88,7 +91,7 @@ pub enum StartError {
     #[error("--clock virtual needs --control-api: POST /_ssq/clock is what moves it")]
     VirtualClockNeedsControlApi,
     #[error(
-        "--clock virtual with --redis-url or --postgres-url: each instance of a group would keep a time \
+        "--clock virtual with --redis-url, --postgres-url or --mysql-url: each instance of a group would keep a time \
          of its own; run test instances memory-only or with --data-dir"
     )]
     VirtualClockWithRedis,
@@ -501,20 +504,29 @@ fn backend_of(
         let backend = PostgresBackend::new(target?, placement.clone(), advertise_url, election);
         return Ok(Some(Arc::new(backend)));
     }
+    if let Some(target) = config.mysql() {
+        let backend = MysqlBackend::new(target?, placement.clone(), advertise_url, election);
+        return Ok(Some(Arc::new(backend)));
+    }
     Ok(None)
 }
 
 /// Logs how the node started, and warns that memory-only keeps nothing.
 fn log_started(config: &Config, shards: usize, address: SocketAddr, node_id: &str) {
     let advertise = config.advertise_url();
-    if config.postgres_url.is_some() {
+    let sql = match (&config.postgres_url, &config.mysql_url) {
+        (Some(_), _) => Some("postgres"),
+        (None, Some(_)) => Some("mysql"),
+        (None, None) => None,
+    };
+    if let Some(mode) = sql {
         match shards {
             1 => tracing::info!(
-                mode = "postgres", listen = %address, node_id = %node_id, advertise = %advertise,
+                mode, listen = %address, node_id = %node_id, advertise = %advertise,
                 "ssq started as a passive; it serves once it holds the leader lock"
             ),
             _ => tracing::info!(
-                mode = "postgres", shards, listen = %address, node_id = %node_id, advertise = %advertise,
+                mode, shards, listen = %address, node_id = %node_id, advertise = %advertise,
                 "ssq started in a sharded group; it leads the shards the group's map gives it and forwards the others"
             ),
         }
@@ -586,11 +598,17 @@ fn app_state(config: &Config, node_id: &str, parts: FrontParts) -> Arc<AppState>
         request_timeout: config.request_timeout,
         every_shard_led: Default::default(),
         body_budget: BodyBudget::new(config.max_body_buffer as usize),
-        storage: match (&config.data_dir, &config.redis_url, &config.postgres_url) {
-            (_, Some(_), _) => Storage::Redis,
-            (_, _, Some(_)) => Storage::Postgres,
-            (Some(dir), None, None) => Storage::Disk { dir: dir.clone() },
-            (None, None, None) => Storage::Memory,
+        storage: match (
+            &config.data_dir,
+            &config.redis_url,
+            &config.postgres_url,
+            &config.mysql_url,
+        ) {
+            (_, Some(_), _, _) => Storage::Redis,
+            (_, _, Some(_), _) => Storage::Postgres,
+            (_, _, _, Some(_)) => Storage::Mysql,
+            (Some(dir), None, None, None) => Storage::Disk { dir: dir.clone() },
+            (None, None, None, None) => Storage::Memory,
         },
         forwarding: Forwarding {
             forwarder: Forwarder::new(node_id),

@@ -42,7 +42,12 @@ pub trait FoldedCall: Send + Sync + 'static {
 
     /// Commits `batch` whole or not at all, if the shard's lease still has
     /// `epoch` and its load fence is `load_id`.
-    fn call(&self, epoch: i64, load_id: &str, batch: Batch) -> impl Future<Output = Outcome<Self::Error>> + Send;
+    fn call(
+        &self,
+        epoch: i64,
+        load_id: &str,
+        batch: Batch,
+    ) -> impl Future<Output = Outcome<Self::Error>> + Send;
 }
 
 /// What a committer keeps in step with its store: the shard's memory,
@@ -118,7 +123,10 @@ impl<C: FoldedCall, L: FencedLoad + Send + Sync + 'static> Committer<C, L> {
         let started = Instant::now();
         shard.metrics.commit_writes.observe(chunk.len() as f64);
         let outcome = self.call.call(epoch, load_id, batch).await;
-        shard.metrics.commit_seconds.observe(started.elapsed().as_secs_f64());
+        shard
+            .metrics
+            .commit_seconds
+            .observe(started.elapsed().as_secs_f64());
         self.settling.settle(
             outcome,
             chunk,

@@ -15,6 +15,7 @@ pub mod disk;
 pub(crate) mod folded_commit;
 pub(crate) mod group_commit;
 pub(crate) mod load_id;
+pub mod mysql;
 pub mod postgres;
 pub mod redis;
 pub(crate) mod reload;

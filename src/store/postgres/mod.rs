@@ -39,8 +39,8 @@ use crate::cluster::transfers::MailboxError;
 use crate::journal::Memory;
 use crate::leader::Leadership;
 use crate::metrics::Metrics;
-pub(crate) use crate::store::current_epoch;
 use crate::service::shards::Placement;
+pub(crate) use crate::store::current_epoch;
 
 /// Why a Postgres call did not do what was asked, or the URL cannot be
 /// used. Calls are retried; a URL error stops the start.

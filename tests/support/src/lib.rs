@@ -1,5 +1,6 @@
-//! Shared by the integration tests and the benches: real `ssq`, `redis-server` and
-//! `postgres` processes on free loopback ports ([`process`], [`redis`], [`postgres`]), a relay that holds
+//! Shared by the integration tests and the benches: real `ssq`, `redis-server`,
+//! `postgres` and `mariadbd` processes on free loopback ports ([`process`], [`redis`], [`postgres`],
+//! [`mariadb`]), a relay that holds
 //! traffic back ([`hold`]), an ssq node inside the
 //! test process ([`node`]), and the official AWS SDKs to talk to them
 //! ([`sdk`], and [`sns`] for topics).
@@ -7,6 +8,7 @@
 pub mod certificates;
 pub mod cluster;
 pub mod hold;
+pub mod mariadb;
 pub mod node;
 pub mod postgres;
 pub mod process;
@@ -17,6 +19,7 @@ pub mod webhook;
 
 pub use cluster::*;
 pub use hold::*;
+pub use mariadb::*;
 pub use node::*;
 pub use postgres::*;
 pub use process::*;

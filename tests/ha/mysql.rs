@@ -1,0 +1,57 @@
+//! A group on MariaDB (`--mysql-url`): the tests every SQL store passes
+//! (`databases.rs`) on a private `mariadbd` per test.
+
+use crate::common::MariadbServer;
+use crate::databases;
+
+#[tokio::test]
+async fn a_leader_killed_under_load_loses_nothing_it_acknowledged() {
+    databases::a_leader_killed_under_load_loses_nothing_it_acknowledged::<MariadbServer>().await;
+}
+
+#[tokio::test]
+async fn a_frozen_leader_is_replaced_and_its_epoch_no_longer_commits() {
+    databases::a_frozen_leader_is_replaced_and_its_epoch_no_longer_commits::<MariadbServer>().await;
+}
+
+#[tokio::test]
+async fn mariadb_killed_restarted_and_stalled_the_leader_serves_again_with_everything() {
+    databases::killed_restarted_and_stalled_the_leader_serves_again_with_everything::<MariadbServer>().await;
+}
+
+#[tokio::test]
+async fn mysql_with_another_store_is_refused_at_start() {
+    databases::refused_beside_another_store::<MariadbServer>("mysql://ssq@127.0.0.1:1/ssq");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn of_locks_racing_one_wins_and_a_live_lease_is_never_taken() {
+    databases::of_locks_racing_one_wins_and_a_live_lease_is_never_taken::<MariadbServer>().await;
+}
+
+#[test]
+fn a_bad_url_is_refused_saying_what_is_expected() {
+    let refused = |url: &str| {
+        let output = std::process::Command::new(crate::common::ssq_binary())
+            .args(["--listen", "127.0.0.1:0", "--mysql-url", url])
+            .output()
+            .unwrap();
+        assert_ne!(output.status.code(), Some(0), "{url}");
+        String::from_utf8_lossy(&output.stderr).into_owned()
+    };
+    for url in [
+        "postgres://h/db",
+        "mysql://h:port/db",
+        "mysql://h",
+        "mysql://h/db?sslmode=maybe",
+    ] {
+        let said = refused(url);
+        assert!(
+            said.contains("--mysql-url is not a valid MySQL URL"),
+            "{url}: {said}"
+        );
+        assert!(!said.contains("panicked"), "{url}: {said}");
+    }
+    let said = refused("mysql://ssq:SECRET@h/db?ssl-mode=DISABLED&x=1");
+    assert!(!said.contains("SECRET"), "{said}");
+}
