@@ -19,6 +19,8 @@
 //!   postmaster and every backend) and started again, or frozen whole
 //!   (SIGSTOP) for seconds; Postgres killed while the leader is frozen or
 //!   held back.
+//! - MariaDB (`--mysql-url`): the same faults as on Postgres, on one
+//!   `mariadbd` (InnoDB, its log flushed at every commit).
 //! - Disk: one ssq on `--data-dir`, killed (SIGKILL) or stopped (SIGTERM)
 //!   and started again on the same directory, or frozen (SIGSTOP).
 //!
@@ -43,7 +45,8 @@ use std::time::{Duration, Instant};
 
 use crate::common::webhook::{Answer, Receiver};
 use crate::common::{
-    Endpoints, HoldingRelay, PostgresServer, RedisServer, Server, redis_cli, sns_client_for, subscribe_queue,
+    Endpoints, HoldingRelay, MariadbServer, PostgresServer, RedisServer, Server, redis_cli, sns_client_for,
+    subscribe_queue,
 };
 use crate::disk::DataDir;
 use aws_sdk_sqs::types::QueueAttributeName;
@@ -152,9 +155,10 @@ enum Backing {
         redis: Mutex<RedisServer>,
         relays: Vec<HoldingRelay>,
     },
-    /// One Postgres, each instance behind its own relay to it.
-    Postgres {
-        postgres: Mutex<PostgresServer>,
+    /// One SQL database (Postgres, MariaDB), each instance behind its own
+    /// relay to it.
+    Database {
+        database: Mutex<Box<dyn SharedDatabase>>,
         relays: Vec<HoldingRelay>,
     },
     /// One instance on a data directory.
@@ -172,7 +176,7 @@ struct Group {
 impl Group {
     async fn start(backing: Backing) -> Group {
         let slots = match &backing {
-            Backing::Redis { relays, .. } | Backing::Postgres { relays, .. } => relays.len(),
+            Backing::Redis { relays, .. } | Backing::Database { relays, .. } => relays.len(),
             Backing::Disk(_) => 1,
         };
         let group = Group {
@@ -191,9 +195,10 @@ impl Group {
             Backing::Redis { relays, .. } => {
                 Server::start_node_with(&relays[slot].url(), &format!("chaos-{slot}"), &[])
             }
-            Backing::Postgres { relays, .. } => {
-                Server::start_postgres_node_at(relays[slot].port, &format!("chaos-{slot}"))
-            }
+            Backing::Database { database, relays } => database
+                .lock()
+                .unwrap()
+                .node_at(relays[slot].port, &format!("chaos-{slot}")),
             Backing::Disk(dir) => Server::start_with(&["--data-dir", dir.path()]),
         });
         self.endpoints.set_at(slot, server.url.clone());
@@ -210,14 +215,14 @@ impl Group {
                 tokio::task::block_in_place(|| redis.lock().unwrap().restart());
             }
         }
-        if let Backing::Postgres { postgres, relays } = &self.backing {
+        if let Backing::Database { database, relays } = &self.backing {
             for relay in relays {
                 relay.release();
             }
-            let mut postgres = postgres.lock().unwrap();
-            match postgres.is_running() {
-                true => postgres.signal("CONT"),
-                false => tokio::task::block_in_place(|| postgres.restart()),
+            let mut database = database.lock().unwrap();
+            match database.is_running() {
+                true => database.signal("CONT"),
+                false => tokio::task::block_in_place(|| database.restart()),
             }
         }
         let slots = self.servers.lock().unwrap().len();
@@ -428,47 +433,102 @@ async fn consume(
 async fn fault(group: &Group, rng: &mut rand::rngs::StdRng) -> String {
     match &group.backing {
         Backing::Redis { redis, relays } => redis_fault(group, redis, relays, rng).await,
-        Backing::Postgres { postgres, relays } => postgres_fault(group, postgres, relays, rng).await,
+        Backing::Database { database, relays } => database_fault(group, database, relays, rng).await,
         Backing::Disk(_) => disk_fault(group, rng).await,
     }
 }
 
-/// One fault of a Postgres-backed group: the leader's (as on Redis), or
-/// Postgres's own, killed or frozen whole.
-async fn postgres_fault(
+/// A SQL database the group shares, as the faults drive it.
+trait SharedDatabase: Send {
+    /// Its name, for the faults' log.
+    fn name(&self) -> &'static str;
+    /// An instance reaching it through the relay on `port`.
+    fn node_at(&self, port: u16, node_id: &str) -> Server;
+    fn kill(&mut self);
+    fn restart(&mut self);
+    fn signal(&self, signal: &str);
+    fn is_running(&self) -> bool;
+}
+
+impl SharedDatabase for PostgresServer {
+    fn name(&self) -> &'static str {
+        "Postgres"
+    }
+    fn node_at(&self, port: u16, node_id: &str) -> Server {
+        Server::start_postgres_node_at(port, node_id)
+    }
+    fn kill(&mut self) {
+        PostgresServer::kill(self)
+    }
+    fn restart(&mut self) {
+        PostgresServer::restart(self)
+    }
+    fn signal(&self, signal: &str) {
+        PostgresServer::signal(self, signal)
+    }
+    fn is_running(&self) -> bool {
+        PostgresServer::is_running(self)
+    }
+}
+
+impl SharedDatabase for MariadbServer {
+    fn name(&self) -> &'static str {
+        "MariaDB"
+    }
+    fn node_at(&self, port: u16, node_id: &str) -> Server {
+        Server::start_mysql_node_with(&format!("mysql://ssq@127.0.0.1:{port}/ssq"), node_id, &[])
+    }
+    fn kill(&mut self) {
+        MariadbServer::kill(self)
+    }
+    fn restart(&mut self) {
+        MariadbServer::restart(self)
+    }
+    fn signal(&self, signal: &str) {
+        MariadbServer::signal(self, signal)
+    }
+    fn is_running(&self) -> bool {
+        MariadbServer::is_running(self)
+    }
+}
+
+/// One fault of a group on a SQL database: the leader's (as on Redis), or
+/// the database's own, killed or frozen whole.
+async fn database_fault(
     group: &Group,
-    postgres: &Mutex<PostgresServer>,
+    database: &Mutex<Box<dyn SharedDatabase>>,
     relays: &[HoldingRelay],
     rng: &mut rand::rngs::StdRng,
 ) -> String {
     let leader = group.leader().await;
+    let name = database.lock().unwrap().name();
     let choice = rng.gen_range(0..8);
     let restart = || {
         tokio::task::block_in_place(|| {
-            let mut postgres = postgres.lock().unwrap();
-            postgres.kill();
+            let mut database = database.lock().unwrap();
+            database.kill();
             std::thread::sleep(Duration::from_millis(300));
-            postgres.restart();
+            database.restart();
         })
     };
     match (choice, leader) {
-        (0..=3, Some(slot)) => leader_fault(group, relays, slot, choice, rng, "Postgres").await,
+        (0..=3, Some(slot)) => leader_fault(group, relays, slot, choice, rng, name).await,
         (4, Some(slot)) => {
             let stop = rng.gen_bool(0.5);
-            restart_while_leader_away(group, relays, slot, stop, rng, "Postgres", restart).await
+            restart_while_leader_away(group, relays, slot, stop, rng, name, restart).await
         }
         (5 | 6, _) => {
-            tokio::task::block_in_place(|| postgres.lock().unwrap().kill());
+            tokio::task::block_in_place(|| database.lock().unwrap().kill());
             tokio::time::sleep(Duration::from_millis(rng.gen_range(100..1_500))).await;
-            tokio::task::block_in_place(|| postgres.lock().unwrap().restart());
-            "Postgres SIGKILL, started again".to_string()
+            tokio::task::block_in_place(|| database.lock().unwrap().restart());
+            format!("{name} SIGKILL, started again")
         }
         _ => {
             let frozen = Duration::from_millis(rng.gen_range(1_000..3_000));
-            postgres.lock().unwrap().signal("STOP");
+            database.lock().unwrap().signal("STOP");
             tokio::time::sleep(frozen).await;
-            postgres.lock().unwrap().signal("CONT");
-            format!("Postgres frozen whole (SIGSTOP) for {frozen:?}")
+            database.lock().unwrap().signal("CONT");
+            format!("{name} frozen whole (SIGSTOP) for {frozen:?}")
         }
     }
 }
@@ -751,12 +811,24 @@ async fn on_redis_no_fault_loses_resurrects_hastens_or_reorders_a_message() {
 #[ignore = "a two-minute fault run: make chaos"]
 async fn on_postgres_no_fault_loses_resurrects_hastens_or_reorders_a_message() {
     let postgres = PostgresServer::start();
+    run(on_database(postgres.port, Box::new(postgres)).await).await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+#[ignore = "a two-minute fault run: make chaos"]
+async fn on_mariadb_no_fault_loses_resurrects_hastens_or_reorders_a_message() {
+    let mariadb = MariadbServer::start();
+    run(on_database(mariadb.port, Box::new(mariadb)).await).await;
+}
+
+/// Three instances on `database` (listening on `port`), each behind its own relay.
+async fn on_database(port: u16, database: Box<dyn SharedDatabase>) -> Group {
     let mut relays = Vec::new();
     for _ in 0..3 {
-        relays.push(HoldingRelay::start(postgres.port).await);
+        relays.push(HoldingRelay::start(port).await);
     }
-    let postgres = Mutex::new(postgres);
-    run(Group::start(Backing::Postgres { postgres, relays }).await).await;
+    let database = Mutex::new(database);
+    Group::start(Backing::Database { database, relays }).await
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]

@@ -116,6 +116,10 @@ impl MariadbServer {
         assert!(status.success(), "kill -{signal} {pid} failed");
     }
 
+    pub fn is_running(&self) -> bool {
+        self.child.is_some()
+    }
+
     /// Kills the server at once, as a crash would (its data stays).
     pub fn kill(&mut self) {
         self.signal("KILL");
