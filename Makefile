@@ -107,7 +107,7 @@ fuzz:
 # Postgres-backed beside Redis-backed and memory-only (its table in target/bench-results/postgres.txt).
 bench:
 	bash loadtest/run.sh
-	bash loadtest/postgres.sh | tee target/bench-results/postgres.txt
+	bash loadtest/databases.sh | tee target/bench-results/databases.txt
 
 # Another build against this one, side by side: make bench-compare OLD=/path/to/old/ssq
 bench-compare: build
@@ -117,11 +117,12 @@ bench-compare: build
 bench-sns:
 	bash loadtest/sns.sh
 
-# Postgres-backed beside Redis-backed and memory-only (64 clients), a takeover of a million messages on Postgres,
-# and the client crate's choice (tokio-postgres beside sqlx); loadtest/postgres.md records them.
+# Postgres- and MySQL-backed beside Redis-backed and memory-only (64 clients), a takeover of a million messages
+# on each, and the Postgres client crate's choice (tokio-postgres beside sqlx); loadtest/postgres.md records them.
 bench-postgres:
-	bash loadtest/postgres.sh
-	bash loadtest/postgres-takeover.sh
+	bash loadtest/databases.sh
+	bash loadtest/takeover.sh
+	STORE=mysql bash loadtest/takeover.sh
 	bash loadtest/postgres-clients.sh
 
 # Fair queues: quiet tenants' dwell time with and without group ids, side by side.

@@ -67,3 +67,27 @@ start_postgres() {
   POSTMASTER=$(head -1 "$dir/data/postmaster.pid")
   PG_URL="postgres://ssq@127.0.0.1:$PG_PORT/ssq"
 }
+
+# A private MariaDB (Debian's mariadb-server) on a free port, InnoDB's log
+# flushed at every commit as installed, with a database and a user `ssq`:
+# MY_PORT, MARIADBD (its pid), MY_URL. MY_SETTINGS: more mariadbd flags.
+start_mariadb() {
+  local sbin=/usr/sbin; [ -x "$sbin/mariadbd" ] || sbin=$(dirname "$(command -v mariadbd)")
+  [ -x "$sbin/mariadbd" ] || { echo "mariadbd is needed: apt-get install mariadb-server" >&2; exit 1; }
+  local as=(); [ "$(id -u)" -eq 0 ] && as=(--user=root)
+  MY_PORT=$(free_port)
+  local dir; dir=$(mktemp -d); TEMP_DIRS+=("$dir")
+  mariadb-install-db --no-defaults --datadir="$dir/data" --auth-root-authentication-method=normal \
+    --skip-test-db "${as[@]}" >/dev/null
+  # shellcheck disable=SC2086 # MY_SETTINGS is words on purpose
+  $SRV "$sbin/mariadbd" --no-defaults --datadir="$dir/data" --port="$MY_PORT" --socket="$dir/socket" \
+    --bind-address=127.0.0.1 --skip-name-resolve --max-connections=300 --innodb-buffer-pool-size=1G \
+    --innodb-log-file-size=512M "${as[@]}" ${MY_SETTINGS:-} >"$dir/log" 2>&1 & PIDS+=($!); MARIADBD=$!
+  wait_port "$MY_PORT"
+  for _ in $(seq 100); do
+    mariadb --no-defaults -uroot --socket="$dir/socket" -e "CREATE DATABASE ssq; CREATE USER 'ssq'@'127.0.0.1'; \
+      GRANT ALL ON ssq.* TO 'ssq'@'127.0.0.1'" 2>/dev/null && break
+    sleep 0.1
+  done
+  MY_URL="mysql://ssq@127.0.0.1:$MY_PORT/ssq"
+}

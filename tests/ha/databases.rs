@@ -138,6 +138,66 @@ impl Database for MariadbServer {
     }
 }
 
+/// A database with a replica that has every commit before its primary
+/// acknowledges it, and a URL on which ssq finds whichever is writable.
+pub trait Replicated: Database {
+    /// A primary and its replica, replicating synchronously.
+    fn start_pair() -> (Self, Self);
+    fn url_of_both(primary: &Self, replica: &Self) -> String;
+    fn node_on(url: &str, node_id: &str) -> Server;
+    /// Makes the replica the primary.
+    fn promote(&self);
+}
+
+impl Replicated for PostgresServer {
+    fn start_pair() -> (Self, Self) {
+        let primary = PostgresServer::start();
+        let standby = primary.start_standby();
+        primary.psql("postgres", "ALTER SYSTEM SET synchronous_standby_names = '*'");
+        primary.psql("postgres", "SELECT pg_reload_conf()");
+        for _ in 0..500 {
+            let synchronous = "SELECT count(*) FROM pg_stat_replication WHERE sync_state = 'sync'";
+            if primary.psql("postgres", synchronous) == "1" {
+                return (primary, standby);
+            }
+            std::thread::sleep(Duration::from_millis(20));
+        }
+        panic!("the standby never became synchronous");
+    }
+    fn url_of_both(primary: &Self, replica: &Self) -> String {
+        format!(
+            "postgres://ssq@127.0.0.1:{},127.0.0.1:{}/ssq?target_session_attrs=read-write",
+            primary.port, replica.port
+        )
+    }
+    fn node_on(url: &str, node_id: &str) -> Server {
+        Server::start_postgres_node_with(url, node_id, &[])
+    }
+    fn promote(&self) {
+        PostgresServer::promote(self)
+    }
+}
+
+impl Replicated for MariadbServer {
+    fn start_pair() -> (Self, Self) {
+        let primary = MariadbServer::start_semi_sync_primary();
+        let replica = primary.start_replica();
+        (primary, replica)
+    }
+    fn url_of_both(primary: &Self, replica: &Self) -> String {
+        format!(
+            "mysql://ssq@127.0.0.1:{},127.0.0.1:{}/ssq",
+            primary.port, replica.port
+        )
+    }
+    fn node_on(url: &str, node_id: &str) -> Server {
+        Server::start_mysql_node_with(url, node_id, &[])
+    }
+    fn promote(&self) {
+        MariadbServer::promote(self)
+    }
+}
+
 /// Sends `body`; whether ssq acknowledged it.
 pub async fn send(sqs: &Client, url: &str, body: &str) -> bool {
     sqs.send_message()
@@ -384,4 +444,73 @@ pub async fn of_locks_racing_one_wins_and_a_live_lease_is_never_taken<D: Databas
     let second = won(&race(&locks).await);
     assert_eq!(second.len(), 1, "{second:?}");
     assert!(second[0].1.starts_with("2|"), "{second:?}");
+}
+
+/// With a replica that has every commit first, a primary killed under
+/// load and the replica promoted lose nothing ssq acknowledged, and ssq
+/// finds the new primary by itself (its URL names both).
+pub async fn a_primary_killed_under_load_and_its_replica_promoted_lose_nothing<D: Replicated>() {
+    let (mut primary, standby) = D::start_pair();
+    let url = D::url_of_both(&primary, &standby);
+    let node = D::node_on(&url, "s1");
+    wait_for(Duration::from_secs(15), || node.is_ready())
+        .await
+        .expect("leads");
+    let sqs = node.client();
+    let url = create_queue_url(&sqs, "replicated", &[]).await;
+    let stop = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
+    let mut senders = tokio::task::JoinSet::new();
+    for sender in 0..8 {
+        let (sqs, url, stop) = (sqs.clone(), url.clone(), stop.clone());
+        senders.spawn(async move {
+            let mut acknowledged = Vec::new();
+            let mut n = 0;
+            while !stop.load(std::sync::atomic::Ordering::Relaxed) {
+                let body = format!("{sender}-{n}");
+                n += 1;
+                if send(&sqs, &url, &body).await {
+                    acknowledged.push(body);
+                }
+            }
+            acknowledged
+        });
+    }
+    tokio::time::sleep(Duration::from_millis(1_500)).await;
+    primary.kill();
+    let killed_at = Instant::now();
+    tokio::time::sleep(Duration::from_millis(300)).await;
+    tokio::task::block_in_place(|| standby.promote());
+    wait_for(Duration::from_secs(20), || async {
+        send(&sqs, &url, "after the failover").await
+    })
+    .await
+    .expect("ssq serves again on the promoted standby");
+    let took = killed_at.elapsed();
+    // Sending goes on a moment on the new primary.
+    tokio::time::sleep(Duration::from_millis(500)).await;
+    stop.store(true, std::sync::atomic::Ordering::Relaxed);
+    let acknowledged: Vec<String> = senders.join_all().await.into_iter().flatten().collect();
+    let mut received = drain(&sqs, &url).await;
+    received.sort();
+    let lost: Vec<&String> = acknowledged
+        .iter()
+        .filter(|body| received.binary_search(body).is_err())
+        .collect();
+    eprintln!(
+        "{}: synchronous failover: {} sends acknowledged, {} lost, serving again {took:?} after the kill",
+        D::MODE,
+        acknowledged.len(),
+        lost.len()
+    );
+    assert!(
+        acknowledged.len() > 100,
+        "only {} acknowledged",
+        acknowledged.len()
+    );
+    assert!(
+        lost.is_empty(),
+        "{} acknowledged sends lost: {lost:?}",
+        lost.len()
+    );
+    assert!(took < Duration::from_secs(10), "served again after {took:?}");
 }

@@ -55,3 +55,12 @@ fn a_bad_url_is_refused_saying_what_is_expected() {
     let said = refused("mysql://ssq:SECRET@h/db?ssl-mode=DISABLED&x=1");
     assert!(!said.contains("SECRET"), "{said}");
 }
+
+/// With a semi-synchronous replica (`AFTER_SYNC`), a primary killed under
+/// load and its replica promoted lose nothing ssq acknowledged, and ssq
+/// finds the new primary by itself (its URL names both; the replica was
+/// read-only until promoted).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_primary_killed_under_load_and_its_semi_synchronous_replica_promoted_lose_nothing() {
+    databases::a_primary_killed_under_load_and_its_replica_promoted_lose_nothing::<MariadbServer>().await;
+}

@@ -3,7 +3,7 @@
 //! temporary directory), and Postgres's own: a synchronous standby
 //! promoted, TLS, a release announced.
 
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use crate::common::{PostgresServer, Server, create_queue_url, drain, wait_for};
 use crate::databases::{self, leader_of, send};
@@ -36,87 +36,9 @@ async fn of_locks_racing_one_wins_and_a_live_lease_is_never_taken() {
 /// With a synchronous standby, a primary killed under load and the
 /// standby promoted lose nothing ssq acknowledged, and ssq finds the new
 /// primary by itself (its URL names both, `target_session_attrs=read-write`).
-#[tokio::test]
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_primary_killed_under_load_and_its_synchronous_standby_promoted_lose_nothing() {
-    let mut primary = PostgresServer::start();
-    let standby = primary.start_standby();
-    primary.psql("postgres", "ALTER SYSTEM SET synchronous_standby_names = '*'");
-    primary.psql("postgres", "SELECT pg_reload_conf()");
-    wait_for(Duration::from_secs(10), || async {
-        primary.psql(
-            "postgres",
-            "SELECT count(*) FROM pg_stat_replication WHERE sync_state = 'sync'",
-        ) == "1"
-    })
-    .await
-    .expect("the standby is synchronous");
-    let url = format!(
-        "postgres://ssq@127.0.0.1:{},127.0.0.1:{}/ssq?target_session_attrs=read-write",
-        primary.port, standby.port
-    );
-    let mut args = vec!["--postgres-url", url.as_str(), "--node-id", "s1"];
-    args.extend_from_slice(crate::common::FAST_LOCK);
-    args.extend_from_slice(&["--postgres-timeout", "500ms"]);
-    let node = Server::start_with(&args);
-    wait_for(Duration::from_secs(15), || node.is_ready())
-        .await
-        .expect("leads");
-    let sqs = node.client();
-    let url = create_queue_url(&sqs, "replicated", &[]).await;
-    let stop = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
-    let mut senders = tokio::task::JoinSet::new();
-    for sender in 0..8 {
-        let (sqs, url, stop) = (sqs.clone(), url.clone(), stop.clone());
-        senders.spawn(async move {
-            let mut acknowledged = Vec::new();
-            let mut n = 0;
-            while !stop.load(std::sync::atomic::Ordering::Relaxed) {
-                let body = format!("{sender}-{n}");
-                n += 1;
-                if send(&sqs, &url, &body).await {
-                    acknowledged.push(body);
-                }
-            }
-            acknowledged
-        });
-    }
-    tokio::time::sleep(Duration::from_millis(1_500)).await;
-    primary.kill();
-    let killed_at = Instant::now();
-    tokio::time::sleep(Duration::from_millis(300)).await;
-    standby.promote();
-    wait_for(Duration::from_secs(20), || async {
-        send(&sqs, &url, "after the failover").await
-    })
-    .await
-    .expect("ssq serves again on the promoted standby");
-    let took = killed_at.elapsed();
-    // Sending goes on a moment on the new primary.
-    tokio::time::sleep(Duration::from_millis(500)).await;
-    stop.store(true, std::sync::atomic::Ordering::Relaxed);
-    let acknowledged: Vec<String> = senders.join_all().await.into_iter().flatten().collect();
-    let mut received = drain(&sqs, &url).await;
-    received.sort();
-    let lost: Vec<&String> = acknowledged
-        .iter()
-        .filter(|body| received.binary_search(body).is_err())
-        .collect();
-    eprintln!(
-        "synchronous failover: {} sends acknowledged, {} lost, serving again {took:?} after the kill",
-        acknowledged.len(),
-        lost.len()
-    );
-    assert!(
-        acknowledged.len() > 100,
-        "only {} acknowledged",
-        acknowledged.len()
-    );
-    assert!(
-        lost.is_empty(),
-        "{} acknowledged sends lost: {lost:?}",
-        lost.len()
-    );
-    assert!(took < Duration::from_secs(10), "served again after {took:?}");
+    databases::a_primary_killed_under_load_and_its_replica_promoted_lose_nothing::<PostgresServer>().await;
 }
 
 /// `sslmode=require`: ssq leads only over TLS with a certificate it trusts

@@ -15,6 +15,8 @@ pub struct MariadbServer {
     child: Option<Child>,
     pub port: u16,
     dir: PathBuf,
+    /// More `mariadbd` flags, kept across restarts.
+    flags: Vec<String>,
 }
 
 /// Where a MariaDB program is: Debian puts the server in /usr/sbin.
@@ -31,6 +33,101 @@ fn as_root() -> bool {
 
 impl MariadbServer {
     pub fn start() -> MariadbServer {
+        let server = MariadbServer::install(&[]);
+        server.sql(
+            "CREATE DATABASE ssq; CREATE USER 'ssq'@'127.0.0.1'; GRANT ALL ON ssq.* TO 'ssq'@'127.0.0.1'",
+        );
+        server
+    }
+
+    /// A primary that writes a binary log and, once its first replica is
+    /// attached ([`MariadbServer::start_replica`], as the user `repl`),
+    /// acknowledges a commit only once a semi-synchronous replica has it
+    /// (`AFTER_SYNC`).
+    pub fn start_semi_sync_primary() -> MariadbServer {
+        let server = MariadbServer::install(&[
+            "--server-id=1",
+            "--log-bin=binlog",
+            "--rpl-semi-sync-master-wait-point=AFTER_SYNC",
+            "--rpl-semi-sync-master-timeout=60000",
+        ]);
+        server.sql(
+            "CREATE USER 'repl'@'127.0.0.1'; GRANT REPLICATION SLAVE ON *.* TO 'repl'@'127.0.0.1'; \
+             CREATE DATABASE ssq; CREATE USER 'ssq'@'127.0.0.1'; GRANT ALL ON ssq.* TO 'ssq'@'127.0.0.1'",
+        );
+        server
+    }
+
+    /// A read-only, semi-synchronous replica of this primary, replaying its
+    /// binary log from the start (the database and users too).
+    pub fn start_replica(&self) -> MariadbServer {
+        let replica = MariadbServer::install(&[
+            "--server-id=2",
+            "--read-only=ON",
+            "--rpl-semi-sync-slave-enabled=ON",
+        ]);
+        replica.sql(&format!(
+            "CHANGE MASTER TO MASTER_HOST='127.0.0.1', MASTER_PORT={}, MASTER_USER='repl', \
+             MASTER_USE_GTID=no, MASTER_LOG_FILE='binlog.000001', MASTER_LOG_POS=4; START SLAVE",
+            self.port
+        ));
+        for _ in 0..500 {
+            if replica
+                .try_sql("SELECT 1 FROM mysql.user WHERE user = 'ssq'")
+                .is_some_and(|found| found == "1")
+            {
+                self.sql("SET GLOBAL rpl_semi_sync_master_enabled = ON");
+                return replica;
+            }
+            std::thread::sleep(std::time::Duration::from_millis(20));
+        }
+        panic!("the replica never caught up: {:?}", replica.slave_status());
+    }
+
+    /// Makes a replica the primary, as an operator (or an orchestrator)
+    /// does: it stops fetching, applies everything it received, and takes
+    /// writes.
+    pub fn promote(&self) {
+        self.sql("STOP SLAVE IO_THREAD");
+        for _ in 0..1_000 {
+            let status = self.slave_status();
+            let caught_up = status.get("Master_Log_File") == status.get("Relay_Master_Log_File")
+                && status.get("Read_Master_Log_Pos") == status.get("Exec_Master_Log_Pos");
+            if caught_up {
+                self.sql("STOP SLAVE; RESET SLAVE ALL; SET GLOBAL read_only = OFF");
+                return;
+            }
+            std::thread::sleep(std::time::Duration::from_millis(10));
+        }
+        panic!(
+            "the replica never applied what it received: {:?}",
+            self.slave_status()
+        );
+    }
+
+    /// `SHOW SLAVE STATUS`, by column.
+    fn slave_status(&self) -> std::collections::HashMap<String, String> {
+        let output = Command::new("mariadb")
+            .arg("--no-defaults")
+            .args(["-uroot", "-B"])
+            .arg(format!("--socket={}", self.dir.join("socket").display()))
+            .args(["-e", "SHOW SLAVE STATUS"])
+            .output()
+            .unwrap();
+        let text = String::from_utf8_lossy(&output.stdout);
+        let mut lines = text.lines();
+        let (Some(names), Some(values)) = (lines.next(), lines.next()) else {
+            return Default::default();
+        };
+        names
+            .split('\t')
+            .map(str::to_string)
+            .zip(values.split('\t').map(str::to_string))
+            .collect()
+    }
+
+    /// A new server with `flags`, its system tables only.
+    fn install(flags: &[&str]) -> MariadbServer {
         let port = free_port();
         let dir = std::env::temp_dir().join(format!("ssq-test-mariadb-{}-{port}", std::process::id()));
         let _ = std::fs::remove_dir_all(&dir);
@@ -56,11 +153,9 @@ impl MariadbServer {
             child: None,
             port,
             dir,
+            flags: flags.iter().map(|flag| flag.to_string()).collect(),
         };
         server.restart();
-        server.sql(
-            "CREATE DATABASE ssq; CREATE USER 'ssq'@'127.0.0.1'; GRANT ALL ON ssq.* TO 'ssq'@'127.0.0.1'",
-        );
         server
     }
 
@@ -85,7 +180,8 @@ impl MariadbServer {
                 "--skip-name-resolve",
                 "--max-connections=300",
                 "--innodb-buffer-pool-size=128M",
-            ]);
+            ])
+            .args(&self.flags);
         if as_root() {
             server.arg("--user=root");
         }

@@ -1,17 +1,18 @@
 #!/usr/bin/env bash
-# Postgres-backed ssq beside Redis-backed and memory-only, side by side in
-# one run on the same load (ssq-bench, 64 clients unless CONCURRENCY says):
+# The SQL stores (Postgres-backed, MySQL-backed on MariaDB) beside
+# Redis-backed and memory-only, side by side in one run on the same load (ssq-bench, 64 clients unless CONCURRENCY says):
 # a round trip (send, receive, delete) and sends alone, rounds interleaved
 # so that the machine's noise hits all alike. For each: requests/s, and CPU
 # per request of ssq and its store together (redis-server; the postmaster
-# and every Postgres process, sampled after ssq connected), and the writes
+# and every Postgres process, sampled after ssq connected; mariadbd), and the writes
 # per group commit (ssq_commit_writes). Postgres runs as installed
 # (synchronous_commit on: a commit is flushed before ssq answers), Redis as
 # `make bench` runs it (AOF, everysec: a write is flushed within a second).
 # pg-lazy is Postgres flushing as lazily as that Redis: the same server,
 # another database, synchronous_commit=off in the URL (flushed within
-# 0.6 s), for a comparison at equal durability.
-#   bash loadtest/postgres.sh [SSQ_BINARY]   (BENCH_DURATION=5, ROUNDS=3, CONCURRENCY=64)
+# 0.6 s), for a comparison at equal durability. MariaDB runs as installed
+# (innodb_flush_log_at_trx_commit = 1: flushed before ssq answers).
+#   bash loadtest/databases.sh [SSQ_BINARY]   (BENCH_DURATION=5, ROUNDS=3, CONCURRENCY=64)
 set -euo pipefail
 cd "$(dirname "$0")/.."
 SSQ=${1:-target/release/ssq}
@@ -24,32 +25,35 @@ source loadtest/lib.sh
 
 start_redis
 start_postgres
+start_mariadb
 
 psql -h 127.0.0.1 -p "$PG_PORT" -U ssq -d postgres -Xqc 'CREATE DATABASE ssq_lazy'
-MEMORY=$(free_port); REDIS_BACKED=$(free_port); PG_BACKED=$(free_port); PG_LAZY=$(free_port)
+MEMORY=$(free_port); REDIS_BACKED=$(free_port); PG_BACKED=$(free_port); PG_LAZY=$(free_port); MY_BACKED=$(free_port)
 RUST_LOG=warn $SRV "$SSQ" --listen 127.0.0.1:$MEMORY 2>/dev/null & MEMORY_PID=$!; PIDS+=($!)
 RUST_LOG=warn $SRV "$SSQ" --listen 127.0.0.1:$REDIS_BACKED --redis-url redis://127.0.0.1:$REDIS 2>/dev/null & REDIS_SSQ=$!; PIDS+=($!)
 RUST_LOG=warn $SRV "$SSQ" --listen 127.0.0.1:$PG_BACKED --postgres-url "$PG_URL" 2>/dev/null & PG_SSQ=$!; PIDS+=($!)
 RUST_LOG=warn $SRV "$SSQ" --listen 127.0.0.1:$PG_LAZY \
   --postgres-url "${PG_URL}_lazy?options=-c%20synchronous_commit%3Doff" 2>/dev/null & PG_LAZY_SSQ=$!; PIDS+=($!)
-for port in $MEMORY $REDIS_BACKED $PG_BACKED $PG_LAZY; do wait_port $port; done
-for port in $REDIS_BACKED $PG_BACKED $PG_LAZY; do
+RUST_LOG=error $SRV "$SSQ" --listen 127.0.0.1:$MY_BACKED --mysql-url "$MY_URL" 2>/dev/null & MY_SSQ=$!; PIDS+=($!)
+for port in $MEMORY $REDIS_BACKED $PG_BACKED $PG_LAZY $MY_BACKED; do wait_port $port; done
+for port in $REDIS_BACKED $PG_BACKED $PG_LAZY $MY_BACKED; do
   for _ in $(seq 100); do curl -sf "http://127.0.0.1:$port/ready" >/dev/null && break; sleep 0.1; done
 done
 
 WORK=$(mktemp -d); TEMP_DIRS+=("$WORK")
-declare -A URL=([memory]=$MEMORY [redis]=$REDIS_BACKED [postgres]=$PG_BACKED [pg-lazy]=$PG_LAZY)
+declare -A URL=([memory]=$MEMORY [redis]=$REDIS_BACKED [postgres]=$PG_BACKED [pg-lazy]=$PG_LAZY [mysql]=$MY_BACKED)
 pids_of() { # target: ssq and its store's processes
   case $1 in
     memory) echo "$MEMORY_PID" ;;
     redis) echo "$REDIS_SSQ $REDIS_PID" ;;
     postgres) echo "$PG_SSQ $POSTMASTER $(pgrep -P "$POSTMASTER" | tr '\n' ' ')" ;;
     pg-lazy) echo "$PG_LAZY_SSQ $POSTMASTER $(pgrep -P "$POSTMASTER" | tr '\n' ' ')" ;;
+    mysql) echo "$MY_SSQ $MARIADBD" ;;
   esac
 }
 commit_writes() { curl -s "http://127.0.0.1:$1/metrics" | awk '/^ssq_commit_writes_(sum|count)/ {printf "%s ", $2}'; }
 
-rotation=(memory redis postgres pg-lazy)
+rotation=(memory redis postgres pg-lazy mysql)
 for round in $(seq "$ROUNDS"); do
   for scenario in roundtrip send; do
     for target in "${rotation[@]}"; do
@@ -83,7 +87,7 @@ print(f"c={c}, median of {rounds} rounds; CPU is ssq's and its store's together"
 print(f"{'scenario':<10} {'target':<9} {'req/s':>9} {'µs CPU/req':>11} {'writes/commit':>14} {'req/s vs Redis':>15} {'CPU vs Redis':>13}")
 for scenario in ("roundtrip", "send"):
     redis = figures("redis", scenario)
-    for target in ("memory", "redis", "postgres", "pg-lazy"):
+    for target in ("memory", "redis", "postgres", "pg-lazy", "mysql"):
         rps, cpu, per_commit = figures(target, scenario)
         commits = f"{per_commit:.1f}" if per_commit else "-"
         print(f"{scenario:<10} {target:<9} {rps:>9.0f} {cpu:>11.1f} {commits:>14} {rps / redis[0]:>14.2f}x {cpu / redis[1]:>12.2f}x")
