@@ -118,12 +118,12 @@ bench-sns:
 	bash loadtest/sns.sh
 
 # Postgres- and MySQL-backed beside Redis-backed and memory-only (64 clients), a takeover of a million messages
-# on each, and the Postgres client crate's choice (tokio-postgres beside sqlx); loadtest/postgres.md records them.
+# on each, and the client crates' choice (tokio-postgres beside sqlx, mysql_async beside sqlx); loadtest/postgres.md records them.
 bench-postgres:
 	bash loadtest/databases.sh
 	bash loadtest/takeover.sh
 	STORE=mysql bash loadtest/takeover.sh
-	bash loadtest/postgres-clients.sh
+	bash loadtest/db-clients.sh
 
 # Fair queues: quiet tenants' dwell time with and without group ids, side by side.
 bench-fair:

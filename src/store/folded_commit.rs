@@ -22,6 +22,7 @@ use super::batch::Batch;
 use super::group_commit::{Admitted, Outcome, Settling, admit, answer, next_batch, unavailable};
 use super::load_id::LoadId;
 use super::reload::{self, FencedLoad};
+use crate::cluster::election::LoadState;
 use crate::journal::{Memory, Pending};
 use crate::leader::Leadership;
 use crate::metrics::Metrics;
@@ -59,15 +60,30 @@ pub struct Shard {
     pub load_id: Arc<LoadId>,
 }
 
-pub struct Committer<C, L> {
+struct Committer<C, L> {
     call: C,
     shard: Shard,
     loader: Arc<L>,
     settling: Settling,
 }
 
-impl<C: FoldedCall, L: FencedLoad + Send + Sync + 'static> Committer<C, L> {
-    pub fn new(call: C, shard: Shard, loader: Arc<L>, max_reload_delay: Duration) -> Committer<C, L> {
+/// Starts a shard's committer on `journal`, reloading through `loader`
+/// after a failed write (waiting at most `retry_every` × 4 between
+/// reloads); answers how a new term loads the shard.
+pub fn start<C: FoldedCall, L: FencedLoad>(
+    call: C,
+    shard: Shard,
+    loader: Arc<L>,
+    retry_every: Duration,
+    journal: mpsc::UnboundedReceiver<Pending>,
+) -> LoadState {
+    let committer = Committer::new(call, shard, loader.clone(), retry_every * 4);
+    tokio::spawn(committer.run(journal));
+    Arc::new(move |term| reload::spawn_restore(&loader, term, Duration::ZERO))
+}
+
+impl<C: FoldedCall, L: FencedLoad> Committer<C, L> {
+    fn new(call: C, shard: Shard, loader: Arc<L>, max_reload_delay: Duration) -> Committer<C, L> {
         Committer {
             call,
             shard,
@@ -76,7 +92,7 @@ impl<C: FoldedCall, L: FencedLoad + Send + Sync + 'static> Committer<C, L> {
         }
     }
 
-    pub async fn run(self, mut queue: mpsc::UnboundedReceiver<Pending>) {
+    async fn run(self, mut queue: mpsc::UnboundedReceiver<Pending>) {
         while let Some(batch) = next_batch(&mut queue, MAX_BATCH_WRITES).await {
             self.commit(batch).await;
         }

@@ -48,6 +48,7 @@ use crate::common::{
     Endpoints, HoldingRelay, MariadbServer, PostgresServer, RedisServer, Server, redis_cli, sns_client_for,
     subscribe_queue,
 };
+use crate::databases::DatabaseServer;
 use crate::disk::DataDir;
 use aws_sdk_sqs::types::QueueAttributeName;
 use rand::{Rng, SeedableRng};
@@ -158,7 +159,7 @@ enum Backing {
     /// One SQL database (Postgres, MariaDB), each instance behind its own
     /// relay to it.
     Database {
-        database: Mutex<Box<dyn SharedDatabase>>,
+        database: Mutex<Box<dyn DatabaseServer>>,
         relays: Vec<HoldingRelay>,
     },
     /// One instance on a data directory.
@@ -195,10 +196,12 @@ impl Group {
             Backing::Redis { relays, .. } => {
                 Server::start_node_with(&relays[slot].url(), &format!("chaos-{slot}"), &[])
             }
-            Backing::Database { database, relays } => database
-                .lock()
-                .unwrap()
-                .node_at(relays[slot].port, &format!("chaos-{slot}")),
+            Backing::Database { database, relays } => {
+                database
+                    .lock()
+                    .unwrap()
+                    .node_via(relays[slot].port, &format!("chaos-{slot}"), &[])
+            }
             Backing::Disk(dir) => Server::start_with(&["--data-dir", dir.path()]),
         });
         self.endpoints.set_at(slot, server.url.clone());
@@ -438,65 +441,11 @@ async fn fault(group: &Group, rng: &mut rand::rngs::StdRng) -> String {
     }
 }
 
-/// A SQL database the group shares, as the faults drive it.
-trait SharedDatabase: Send {
-    /// Its name, for the faults' log.
-    fn name(&self) -> &'static str;
-    /// An instance reaching it through the relay on `port`.
-    fn node_at(&self, port: u16, node_id: &str) -> Server;
-    fn kill(&mut self);
-    fn restart(&mut self);
-    fn signal(&self, signal: &str);
-    fn is_running(&self) -> bool;
-}
-
-impl SharedDatabase for PostgresServer {
-    fn name(&self) -> &'static str {
-        "Postgres"
-    }
-    fn node_at(&self, port: u16, node_id: &str) -> Server {
-        Server::start_postgres_node_at(port, node_id)
-    }
-    fn kill(&mut self) {
-        PostgresServer::kill(self)
-    }
-    fn restart(&mut self) {
-        PostgresServer::restart(self)
-    }
-    fn signal(&self, signal: &str) {
-        PostgresServer::signal(self, signal)
-    }
-    fn is_running(&self) -> bool {
-        PostgresServer::is_running(self)
-    }
-}
-
-impl SharedDatabase for MariadbServer {
-    fn name(&self) -> &'static str {
-        "MariaDB"
-    }
-    fn node_at(&self, port: u16, node_id: &str) -> Server {
-        Server::start_mysql_node_with(&format!("mysql://ssq@127.0.0.1:{port}/ssq"), node_id, &[])
-    }
-    fn kill(&mut self) {
-        MariadbServer::kill(self)
-    }
-    fn restart(&mut self) {
-        MariadbServer::restart(self)
-    }
-    fn signal(&self, signal: &str) {
-        MariadbServer::signal(self, signal)
-    }
-    fn is_running(&self) -> bool {
-        MariadbServer::is_running(self)
-    }
-}
-
 /// One fault of a group on a SQL database: the leader's (as on Redis), or
 /// the database's own, killed or frozen whole.
 async fn database_fault(
     group: &Group,
-    database: &Mutex<Box<dyn SharedDatabase>>,
+    database: &Mutex<Box<dyn DatabaseServer>>,
     relays: &[HoldingRelay],
     rng: &mut rand::rngs::StdRng,
 ) -> String {
@@ -822,7 +771,7 @@ async fn on_mariadb_no_fault_loses_resurrects_hastens_or_reorders_a_message() {
 }
 
 /// Three instances on `database` (listening on `port`), each behind its own relay.
-async fn on_database(port: u16, database: Box<dyn SharedDatabase>) -> Group {
+async fn on_database(port: u16, database: Box<dyn DatabaseServer>) -> Group {
     let mut relays = Vec::new();
     for _ in 0..3 {
         relays.push(HoldingRelay::start(port).await);

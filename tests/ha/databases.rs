@@ -14,17 +14,82 @@ use crate::common::{
     MariadbServer, PostgresServer, Server, create_queue_url, drain, single_leader, ssq_binary, wait_for,
 };
 
-/// A database server a group of ssq instances shares, as a test drives it.
-pub trait Database: Sized {
-    fn start() -> Self;
-    /// An ssq instance on it, with the test timings.
-    fn node(&self, node_id: &str) -> Server;
-    /// The flag that names it, and `/status`'s storage mode.
-    const FLAG: &'static str;
-    const MODE: &'static str;
+/// A database server as faults drive it (`chaos.rs` holds one as a trait
+/// object): started again, killed, frozen, reached through a relay.
+pub trait DatabaseServer: Send {
+    /// Its name, for messages.
+    fn name(&self) -> &'static str;
+    /// An ssq instance reaching it through `port` (its own, or a relay's),
+    /// with the test timings and `extra` flags.
+    fn node_via(&self, port: u16, node_id: &str, extra: &[&str]) -> Server;
     fn kill(&mut self);
     fn restart(&mut self);
     fn signal(&self, signal: &str);
+    fn is_running(&self) -> bool;
+}
+
+impl DatabaseServer for PostgresServer {
+    fn name(&self) -> &'static str {
+        "Postgres"
+    }
+    fn node_via(&self, port: u16, node_id: &str, extra: &[&str]) -> Server {
+        Server::start_postgres_node_with(&format!("postgres://ssq@127.0.0.1:{port}/ssq"), node_id, extra)
+    }
+    fn kill(&mut self) {
+        PostgresServer::kill(self)
+    }
+    fn restart(&mut self) {
+        PostgresServer::restart(self)
+    }
+    fn signal(&self, signal: &str) {
+        PostgresServer::signal(self, signal)
+    }
+    fn is_running(&self) -> bool {
+        PostgresServer::is_running(self)
+    }
+}
+
+impl DatabaseServer for MariadbServer {
+    fn name(&self) -> &'static str {
+        "MariaDB"
+    }
+    fn node_via(&self, port: u16, node_id: &str, extra: &[&str]) -> Server {
+        Server::start_mysql_node_with(&format!("mysql://ssq@127.0.0.1:{port}/ssq"), node_id, extra)
+    }
+    fn kill(&mut self) {
+        MariadbServer::kill(self)
+    }
+    fn restart(&mut self) {
+        MariadbServer::restart(self)
+    }
+    fn signal(&self, signal: &str) {
+        MariadbServer::signal(self, signal)
+    }
+    fn is_running(&self) -> bool {
+        MariadbServer::is_running(self)
+    }
+}
+
+/// A database server a group of ssq instances shares, as a test drives it.
+pub trait Database: DatabaseServer + Sized {
+    fn start() -> Self;
+    /// An ssq instance on it, with the test timings.
+    fn node(&self, node_id: &str) -> Server {
+        self.node_with(node_id, &[])
+    }
+    /// The same with `extra` flags.
+    fn node_with(&self, node_id: &str, extra: &[&str]) -> Server {
+        self.node_via(self.port(), node_id, extra)
+    }
+    fn port(&self) -> u16;
+    /// How many rows `table` of ssq's holds.
+    fn rows(&self, table: &str) -> u64;
+    /// The flag that names it, its time limit's, and `/status`'s storage mode.
+    const FLAG: &'static str;
+    const TIMEOUT_FLAG: &'static str;
+    /// The URL ssq reaches it at.
+    fn url(&self) -> String;
+    const MODE: &'static str;
     /// Shard 0's epoch in the lease table.
     fn epoch(&self) -> i64;
     /// A commit at `epoch` that changes nothing: the database's error, if it refused it.
@@ -35,22 +100,22 @@ pub trait Database: Sized {
 
 impl Database for PostgresServer {
     const FLAG: &'static str = "--postgres-url";
+    const TIMEOUT_FLAG: &'static str = "--postgres-timeout";
     const MODE: &'static str = "postgres";
 
     fn start() -> Self {
         PostgresServer::start()
     }
-    fn node(&self, node_id: &str) -> Server {
-        Server::start_postgres_node(self, node_id)
+    fn url(&self) -> String {
+        PostgresServer::url(self)
     }
-    fn kill(&mut self) {
-        PostgresServer::kill(self)
+    fn port(&self) -> u16 {
+        self.port
     }
-    fn restart(&mut self) {
-        PostgresServer::restart(self)
-    }
-    fn signal(&self, signal: &str) {
-        PostgresServer::signal(self, signal)
+    fn rows(&self, table: &str) -> u64 {
+        self.psql("ssq", &format!("SELECT count(*) FROM {table}"))
+            .parse()
+            .unwrap()
     }
     fn epoch(&self) -> i64 {
         self.psql("ssq", "SELECT epoch FROM ssq_lease WHERE shard = 0")
@@ -96,22 +161,22 @@ impl Database for PostgresServer {
 
 impl Database for MariadbServer {
     const FLAG: &'static str = "--mysql-url";
+    const TIMEOUT_FLAG: &'static str = "--mysql-timeout";
     const MODE: &'static str = "mysql";
 
     fn start() -> Self {
         MariadbServer::start()
     }
-    fn node(&self, node_id: &str) -> Server {
-        Server::start_mysql_node(self, node_id)
+    fn url(&self) -> String {
+        MariadbServer::url(self)
     }
-    fn kill(&mut self) {
-        MariadbServer::kill(self)
+    fn port(&self) -> u16 {
+        self.port
     }
-    fn restart(&mut self) {
-        MariadbServer::restart(self)
-    }
-    fn signal(&self, signal: &str) {
-        MariadbServer::signal(self, signal)
+    fn rows(&self, table: &str) -> u64 {
+        self.sql(&format!("SELECT count(*) FROM ssq.{table}"))
+            .parse()
+            .unwrap()
     }
     fn epoch(&self) -> i64 {
         self.sql("SELECT epoch FROM ssq.ssq_lease WHERE shard = 0")

@@ -8,8 +8,9 @@ use std::time::Duration;
 use aws_sdk_sqs::primitives::Blob;
 use aws_sdk_sqs::types::{MessageAttributeValue, MessageSystemAttributeName};
 
-use crate::common::{RedisServer, Server, create_queue_url, wait_for};
+use crate::common::{MariadbServer, PostgresServer, RedisServer, Server, create_queue_url, wait_for};
 use crate::data_dir::refused_start;
+use crate::databases::Database;
 use crate::disk::{DataDir, SmallDisk, attribute, kill_9, queue_attributes, send_job, start_on};
 
 fn message_attribute(kind: &str, text: &str) -> MessageAttributeValue {
@@ -552,65 +553,70 @@ async fn topics_and_subscriptions_are_exported_and_imported_with_the_queues() {
     let _ = std::fs::remove_file(&file);
 }
 
-/// A snapshot imports into a Postgres-backed instance, which stores it
+/// A snapshot imports into an instance on a SQL store, which stores it
 /// before it serves: exported again it has every queue and message, and an
-/// instance started later without `--import` finds them in Postgres.
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn a_snapshot_imports_into_postgres_and_exports_back_whole() {
-    let file = three_queues("postgres", 300, 100).await;
-    let postgres = crate::common::PostgresServer::start();
-    let mut importing = start_on_postgres(&postgres, &["--import", file.to_str().unwrap()]).await;
+/// instance started later without `--import` finds them in the database.
+async fn a_snapshot_imports_into_a_database_and_exports_back_whole<D: Database>() {
+    let file = three_queues(D::MODE, 300, 100).await;
+    let database = D::start();
+    let mut importing = leading(database.node_with("importing", &["--import", file.to_str().unwrap()])).await;
     let exported = export(&importing).await;
     let end: serde_json::Value = serde_json::from_str(exported.lines().last().unwrap()).unwrap();
     assert_eq!(end["end"], serde_json::json!({"queues": 3, "messages": 900}));
     importing.signal("KILL");
     importing.wait_exit(Duration::from_secs(5));
     drop(importing);
-    let later = start_on_postgres(&postgres, &[]).await;
+    let later = leading(database.node("later")).await;
     let visible = visible_in(&later, "b").await;
     assert_eq!(visible, "300");
     let _ = std::fs::remove_file(&file);
 }
 
-/// An import is one commit, however large: it gets a second more than
-/// `--postgres-timeout` for each 4 MiB it writes. Here about 30 MB, which
-/// takes Postgres most of a second to write, imports whole under a time
-/// limit of 300 ms.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn a_large_snapshot_imports_into_postgres_beyond_the_time_limit_of_a_call() {
-    let file = three_queues("postgres-large", 4_000, 2_000).await;
-    let postgres = crate::common::PostgresServer::start();
-    let url = postgres.url();
+async fn a_snapshot_imports_into_postgres_and_exports_back_whole() {
+    a_snapshot_imports_into_a_database_and_exports_back_whole::<PostgresServer>().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_snapshot_imports_into_mysql_and_exports_back_whole() {
+    a_snapshot_imports_into_a_database_and_exports_back_whole::<MariadbServer>().await;
+}
+
+/// An import is one commit, however large: it gets a second more than the
+/// store's time limit for each 4 MiB it writes. Here about 30 MB, which
+/// takes the database most of a second to write, imports whole under a
+/// time limit of 300 ms (on MySQL, in several calls of one transaction:
+/// more than half of a 16 MiB packet).
+async fn a_large_snapshot_imports_beyond_the_time_limit_of_a_call<D: Database>() {
+    let file = three_queues(&format!("{}-large", D::MODE), 4_000, 2_000).await;
+    let database = D::start();
     let import = file.to_str().unwrap();
-    let args = [
-        "--postgres-url",
-        &url,
-        "--postgres-timeout",
-        "300ms",
-        "--import",
-        import,
-    ];
-    let server = Server::start_with(&args);
+    let url = database.url();
+    let server = Server::start_with(&[D::FLAG, &url, D::TIMEOUT_FLAG, "300ms", "--import", import]);
     crate::common::wait_for(Duration::from_secs(60), || server.is_ready())
         .await
         .expect("imports, then leads");
     let visible = visible_in(&server, "c").await;
     assert_eq!(visible, "4000");
-    let stored = postgres.psql("ssq", "SELECT count(*) FROM ssq_bodies");
-    assert_eq!(stored, "12000");
+    assert_eq!(database.rows("ssq_bodies"), 12_000);
     let _ = std::fs::remove_file(&file);
 }
 
-/// An instance of a Postgres-backed group, once it leads.
-async fn start_on_postgres(postgres: &crate::common::PostgresServer, extra: &[&str]) -> Server {
-    let url = postgres.url();
-    let mut args = vec!["--postgres-url", url.as_str()];
-    args.extend_from_slice(crate::common::FAST_LOCK);
-    args.extend_from_slice(extra);
-    let server = Server::start_with(&args);
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_large_snapshot_imports_into_postgres_beyond_the_time_limit_of_a_call() {
+    a_large_snapshot_imports_beyond_the_time_limit_of_a_call::<PostgresServer>().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_large_snapshot_imports_into_mysql_beyond_the_time_limit_of_a_call() {
+    a_large_snapshot_imports_beyond_the_time_limit_of_a_call::<MariadbServer>().await;
+}
+
+/// `server`, once it leads.
+async fn leading(server: Server) -> Server {
     crate::common::wait_for(Duration::from_secs(20), || server.is_ready())
         .await
-        .expect("leads on Postgres");
+        .expect("leads on its database");
     server
 }
 

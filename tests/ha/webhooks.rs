@@ -225,20 +225,29 @@ async fn a_failover_loses_no_acknowledged_publication_on_postgres() {
         .await;
 }
 
-/// The same in a sharded group (`--shards 4` on Postgres), whose first
-/// shard holds the topics and their deliveries: its leader is the one
-/// killed, calls go through the other member.
+/// The same in a sharded group (`--shards 4` on Postgres, on MariaDB),
+/// whose first shard holds the topics and their deliveries: its leader is
+/// the one killed, calls go through the other member.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_failover_loses_no_acknowledged_publication_when_sharded() {
-    let postgres = PostgresServer::start();
+    when_sharded::<PostgresServer>().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_failover_loses_no_acknowledged_publication_when_sharded_on_mysql() {
+    when_sharded::<crate::common::MariadbServer>().await;
+}
+
+async fn when_sharded<D: crate::databases::Database>() {
+    let database = D::start();
     let shards = ["--shards", "4"];
-    let first = Server::start_postgres_node_with(&postgres.url(), "webhook-a", &shards);
+    let first = database.node_with("webhook-a", &shards);
     assert!(
         wait_for(Duration::from_secs(10), || first.is_ready())
             .await
             .is_some()
     );
-    let second = Server::start_postgres_node_with(&postgres.url(), "webhook-b", &shards);
+    let second = database.node_with("webhook-b", &shards);
     // Both lead shards before the test goes on.
     let shared = wait_for(Duration::from_secs(20), || async {
         first_shard_led(&first).await != first_shard_led(&second).await

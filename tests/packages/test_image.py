@@ -326,28 +326,84 @@ def run_postgres(bin_dir, directory):
         server.wait(timeout=30)
 
 
-def test_the_postgres_compose_files_instances_lead_one_at_a_time_and_keep_messages(containers, postgres, tmp_path):
-    """compose.postgres.yaml's ssq services as users run them, but for the
-    network: on the host's, each on a free port, and against the test's own
-    Postgres in place of the postgres service (these machines pull no
-    image). One instance leads; killed, another takes over with every
-    message."""
+# The compose files' database password: MariaDB's test user has it;
+# the test's Postgres trusts every local connection and ignores it.
+DATABASE_PASSWORD = "test-password-9"
+
+
+@pytest.fixture
+def mariadb():
+    """A MariaDB of the test's own: Debian's mariadb-server (`make test`
+    installs it), `mariadb-install-db` in a temporary directory, on a free
+    port, with a database and a user `ssq` whose password is
+    DATABASE_PASSWORD."""
+    sbin = Path("/usr/sbin/mariadbd")
+    if not sbin.exists():
+        pytest.fail("no /usr/sbin/mariadbd: run `make test-deps` (Debian's mariadb-server)")
+    root = ["--user=root"] if os.geteuid() == 0 else []
+    with tempfile.TemporaryDirectory(prefix="ssq-test-mariadb-") as directory:
+        data, socket = Path(directory) / "data", Path(directory) / "socket"
+        install = subprocess.run(
+            ["mariadb-install-db", "--no-defaults", f"--datadir={data}", "--auth-root-authentication-method=normal",
+             "--skip-test-db", *root],
+            capture_output=True, text=True,
+        )
+        assert install.returncode == 0, f"mariadb-install-db failed: {install.stderr}"
+        port = free_port()
+        server = subprocess.Popen(
+            [sbin, "--no-defaults", f"--datadir={data}", f"--port={port}", f"--socket={socket}",
+             "--bind-address=127.0.0.1", "--skip-name-resolve", *root],
+            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+        )
+        try:
+            deadline = time.monotonic() + 30
+            setup = (
+                f"CREATE DATABASE ssq; CREATE USER 'ssq'@'127.0.0.1' IDENTIFIED BY '{DATABASE_PASSWORD}'; "
+                "GRANT ALL ON ssq.* TO 'ssq'@'127.0.0.1'"
+            )
+            while subprocess.run(
+                ["mariadb", "--no-defaults", "-uroot", f"--socket={socket}", "-e", setup], capture_output=True,
+            ).returncode != 0:
+                assert time.monotonic() < deadline, "mariadbd did not accept a query within 30 s"
+                time.sleep(0.1)
+            yield f"mysql://ssq@127.0.0.1:{port}/ssq"
+        finally:
+            server.terminate()
+            server.wait(timeout=30)
+
+
+@pytest.mark.parametrize(
+    "file, database, image, url_variable, password_variable",
+    [
+        ("compose.postgres.yaml", "postgres", "postgres:16", "SSQ_POSTGRES_URL", "POSTGRES_PASSWORD"),
+        ("compose.mysql.yaml", "mariadb", "mariadb:11.4", "SSQ_MYSQL_URL", "MYSQL_PASSWORD"),
+    ],
+)
+def test_a_database_compose_files_instances_lead_one_at_a_time_and_keep_messages(
+    containers, request, tmp_path, file, database, image, url_variable, password_variable
+):
+    """A database's compose file (Postgres's, MariaDB's): its ssq services
+    as users run them, but for the network: on the host's, each on a free
+    port, and against the test's own database in place of the database
+    service (these machines pull no image). One instance leads; killed,
+    another takes over with every message."""
     compose = compose_command()
     if compose is None:
         pytest.skip("neither docker compose nor docker-compose is installed (Debian: apt-get install docker-compose)")
-    definition = yaml.safe_load((ROOT / "docker" / "compose.postgres.yaml").read_text())
+    url = request.getfixturevalue(database)
+    definition = yaml.safe_load((ROOT / "docker" / file).read_text())
     services = definition["services"]
-    assert {services.pop("postgres")["image"], services.pop("haproxy")["image"]} == {"postgres:16", "haproxy:2.8"}
+    assert {services.pop(database)["image"], services.pop("haproxy")["image"]} == {image, "haproxy:2.8"}
     definition.pop("volumes")
     endpoints = {}
     for name, service in services.items():
-        assert service.pop("depends_on") == {"postgres": {"condition": "service_healthy"}}
+        assert service.pop("depends_on") == {database: {"condition": "service_healthy"}}
         port = free_port()
         endpoints[name] = f"http://127.0.0.1:{port}"
         service["network_mode"] = "host"
-        assert service["environment"]["SSQ_POSTGRES_URL"] == "postgres://ssq@postgres:5432/ssq"
+        assert service["environment"][url_variable].startswith(url.split("://")[0] + f"://ssq@{database}:")
         service["environment"].update(
-            SSQ_POSTGRES_URL=postgres,
+            **{url_variable: url},
             SSQ_LISTEN=f"127.0.0.1:{port}",
             SSQ_ADVERTISE_URL=endpoints[name],
             SSQ_PUBLIC_URL="http://localhost:9324",
@@ -356,7 +412,7 @@ def test_the_postgres_compose_files_instances_lead_one_at_a_time_and_keep_messag
     (tmp_path / "compose.yaml").write_text(yaml.safe_dump(definition))
     project = f"ssqtest{uuid.uuid4().hex[:8]}"
     base = [*compose, "-p", project, "-f", str(tmp_path / "compose.yaml")]
-    env = {**os.environ, "SSQ_IMAGE": IMAGE, "POSTGRES_PASSWORD": "unused-with-trust"}
+    env = {**os.environ, "SSQ_IMAGE": IMAGE, password_variable: DATABASE_PASSWORD}
 
     def run(*args):
         result = subprocess.run([*base, *args], capture_output=True, text=True, env=env, timeout=120)

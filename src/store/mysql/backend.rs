@@ -5,7 +5,6 @@
 //! finds changes at its next poll.
 
 use std::sync::Arc;
-use std::time::Duration;
 
 use tokio::sync::watch;
 
@@ -21,9 +20,8 @@ use crate::cluster::election::ElectionConfig;
 use crate::cluster::transfers::Mailboxes;
 use crate::leader::Leadership;
 use crate::service::shards::{Catalog, Placement};
-use crate::store::folded_commit::{self, Committer};
+use crate::store::folded_commit;
 use crate::store::load_id::LoadId;
-use crate::store::reload;
 
 /// What the shards of a MySQL-backed node share.
 pub struct MysqlBackend {
@@ -79,11 +77,9 @@ impl Backend for MysqlBackend {
         };
         let call = MysqlCall::new(self.target.clone(), store.shard);
         let loader = Arc::new(Loader::new(store, election.retry_every));
-        let committer = Committer::new(call, committed, loader.clone(), election.retry_every * 4);
-        tokio::spawn(committer.run(shard.journal));
         Elected {
             lock: Arc::new(lock),
-            load_state: Arc::new(move |term| reload::spawn_restore(&loader, term, Duration::ZERO)),
+            load_state: folded_commit::start(call, committed, loader, election.retry_every, shard.journal),
         }
     }
 

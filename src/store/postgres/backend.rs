@@ -4,7 +4,6 @@
 //! of its own, which also hears its release notices), loader and committer.
 
 use std::sync::Arc;
-use std::time::Duration;
 
 use tokio::sync::watch;
 
@@ -20,9 +19,8 @@ use crate::cluster::election::ElectionConfig;
 use crate::cluster::transfers::Mailboxes;
 use crate::leader::Leadership;
 use crate::service::shards::{Catalog, Placement};
-use crate::store::folded_commit::{self, Committer};
+use crate::store::folded_commit;
 use crate::store::load_id::LoadId;
-use crate::store::reload;
 
 /// What the shards of a Postgres-backed node share.
 pub struct PostgresBackend {
@@ -80,11 +78,9 @@ impl Backend for PostgresBackend {
             load_id: store.load_id.clone(),
         };
         let call = PostgresCall::new(store.target.clone(), store.shard);
-        let committer = Committer::new(call, committed, loader.clone(), election.retry_every * 4);
-        tokio::spawn(committer.run(shard.journal));
         Elected {
             lock: Arc::new(lock),
-            load_state: Arc::new(move |term| reload::spawn_restore(&loader, term, Duration::ZERO)),
+            load_state: folded_commit::start(call, committed, loader, election.retry_every, shard.journal),
         }
     }
 

@@ -184,11 +184,6 @@ impl Server {
         Server::start_with(&args)
     }
 
-    /// An instance of a MySQL-backed group on `mariadb`, with the test timings.
-    pub fn start_mysql_node(mariadb: &crate::mariadb::MariadbServer, node_id: &str) -> Server {
-        Server::start_mysql_node_with(&mariadb.url(), node_id, &[])
-    }
-
     /// An instance of a MySQL-backed group on `url`, with the test timings
     /// and `extra` flags.
     pub fn start_mysql_node_with(url: &str, node_id: &str, extra: &[&str]) -> Server {
