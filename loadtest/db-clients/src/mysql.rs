@@ -40,7 +40,7 @@ impl Clients for Mysql {
              PRIMARY KEY (queue, seq)) ENGINE=InnoDB"
                 .to_string(),
             format!(
-                "CREATE TABLE bench_loaded ENGINE=InnoDB AS SELECT CONCAT('queue-', seq % 8) AS queue, seq, \
+                "CREATE TABLE bench_loaded ENGINE=InnoDB AS SELECT CONCAT('queue-', seq % 8) AS queue, CAST(seq AS SIGNED) AS seq, \
                  REPEAT('b', {BODY_BYTES}) AS body, CONCAT('{{\"r\":', seq, '}}') AS state FROM seq_1_to_{LOAD_ROWS}"
             ),
             "CREATE PROCEDURE bench_commit(p_put LONGTEXT CHARACTER SET utf8mb4, p_gone LONGTEXT CHARACTER SET utf8mb4)
