@@ -79,7 +79,7 @@ pub struct Config {
     pub mysql_url: Option<String>,
 
     /// PEM file of the CA that signed MySQL's certificate: TLS is then
-    /// required, the server's host name checked [default: the system's
+    /// required, the server's host name checked [default: the Mozilla
     /// roots, with ssl-mode=REQUIRED].
     #[arg(long, env = "SSQ_MYSQL_CA_FILE")]
     pub mysql_ca_file: Option<PathBuf>,

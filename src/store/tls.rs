@@ -1,5 +1,5 @@
-//! TLS to a store (Redis, Postgres): a rustls client that trusts the
-//! certificates of a CA file the operator names, or the system's roots.
+//! TLS to a store (Redis, Postgres, MySQL): a rustls client that trusts
+//! the certificates of a CA file the operator names, or the system's roots.
 
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
@@ -19,6 +19,13 @@ pub enum TlsError {
     BadCertificate { path: PathBuf, source: rustls::Error },
     #[error("TLS cannot be set up: {0}")]
     Setup(rustls::Error),
+}
+
+/// Installs ring as rustls's process-wide crypto provider, which a client
+/// that builds its own TLS configuration needs (fred for `rediss://` with
+/// the system's roots, mysql_async); installing it twice is harmless.
+pub fn use_ring() {
+    let _ = rustls::crypto::ring::default_provider().install_default();
 }
 
 /// A client configuration trusting the CA in `ca_file`, or the system's

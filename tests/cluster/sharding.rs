@@ -6,7 +6,8 @@
 //! Redis primary failing over loses nothing acknowledged. Dead letters and
 //! move tasks cross shards exactly once. The shard count is guarded: an
 //! instance with another count refuses to start. The tests that do not
-//! touch Redis itself run again on one Postgres (`on_postgres_*`).
+//! touch Redis itself run again on one Postgres (`on_postgres_*`) and on
+//! one MariaDB (`on_mysql_*`).
 
 use std::collections::{BTreeMap, BTreeSet, HashMap, HashSet};
 use std::sync::Arc;
@@ -27,13 +28,29 @@ fn placement() -> Placement {
     Placement::new(SHARDS, "000000000000", "us-east-1")
 }
 
-/// A member of the group on `url`: a Redis (Cluster) or a Postgres one.
+/// A member of the group on `url`: a Redis (Cluster), a Postgres or a
+/// MySQL one.
 fn start_member(url: &str, node_id: &str, extra: &[&str]) -> Server {
     let mut args = vec!["--shards", "12"];
     args.extend_from_slice(extra);
-    match url.starts_with("postgres://") {
-        true => Server::start_postgres_node_with(url, node_id, &args),
-        false => Server::start_node_with(url, node_id, &args),
+    start_on(url, node_id, &args)
+}
+
+/// An instance on the store at `url`, whichever it is, with `args`.
+fn start_on(url: &str, node_id: &str, args: &[&str]) -> Server {
+    match store_flag(url) {
+        "--postgres-url" => Server::start_postgres_node_with(url, node_id, args),
+        "--mysql-url" => Server::start_mysql_node_with(url, node_id, args),
+        _ => Server::start_node_with(url, node_id, args),
+    }
+}
+
+/// The flag that names the store at `url`.
+fn store_flag(url: &str) -> &'static str {
+    match url.split("://").next() {
+        Some("postgres") => "--postgres-url",
+        Some("mysql") => "--mysql-url",
+        _ => "--redis-url",
     }
 }
 
@@ -163,6 +180,14 @@ async fn on_postgres_every_instance_leads_some_shards_and_answers_every_queue() 
     let _alone = ONE_AT_A_TIME.lock().await;
     let postgres = PostgresServer::start();
     let servers = every_instance_leads_some_shards(&postgres.url()).await;
+    every_instance_answers_every_queue(&servers).await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn on_mysql_every_instance_leads_some_shards_and_answers_every_queue() {
+    let _alone = ONE_AT_A_TIME.lock().await;
+    let mariadb = MariadbServer::start();
+    let servers = every_instance_leads_some_shards(&mariadb.url()).await;
     every_instance_answers_every_queue(&servers).await;
 }
 
@@ -437,6 +462,15 @@ async fn on_postgres_a_killed_instance_moves_only_its_shards_and_loses_nothing()
     a_killed_instance_moves_only_its_shards_and_loses_nothing_on(&postgres.url(), limits).await;
 }
 
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn on_mysql_a_killed_instance_moves_only_its_shards_and_loses_nothing() {
+    let _alone = ONE_AT_A_TIME.lock().await;
+    let mariadb = MariadbServer::start();
+    // As on Postgres: every commit and renewal waits for InnoDB's log flush.
+    let limits = (Duration::from_millis(3700), Duration::from_millis(1500));
+    a_killed_instance_moves_only_its_shards_and_loses_nothing_on(&mariadb.url(), limits).await;
+}
+
 /// `limits`: the longest gap allowed on the moved and the unmoved shards.
 async fn a_killed_instance_moves_only_its_shards_and_loses_nothing_on(
     url: &str,
@@ -541,6 +575,13 @@ async fn on_postgres_a_stopped_instance_hands_off_at_once_and_a_new_one_receives
     let _alone = ONE_AT_A_TIME.lock().await;
     let postgres = PostgresServer::start();
     a_stopped_instance_hands_off_at_once_and_a_new_one_receives_shards_on(&postgres.url()).await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn on_mysql_a_stopped_instance_hands_off_at_once_and_a_new_one_receives_shards() {
+    let _alone = ONE_AT_A_TIME.lock().await;
+    let mariadb = MariadbServer::start();
+    a_stopped_instance_hands_off_at_once_and_a_new_one_receives_shards_on(&mariadb.url()).await;
 }
 
 async fn a_stopped_instance_hands_off_at_once_and_a_new_one_receives_shards_on(url: &str) {
@@ -673,13 +714,17 @@ async fn on_postgres_an_instance_with_another_shard_count_refuses_to_start() {
         .await;
 }
 
+#[tokio::test]
+async fn on_mysql_an_instance_with_another_shard_count_refuses_to_start() {
+    let _alone = ONE_AT_A_TIME.lock().await;
+    let (mariadb, unsharded) = (MariadbServer::start(), MariadbServer::start());
+    an_instance_with_another_shard_count_refuses_to_start_on(&mariadb.url(), &unsharded.url(), "MySQL").await;
+}
+
 /// Starts ssq on the store at `url` with `--shards count`, expecting it to
 /// refuse; its standard error.
 fn refused_start(url: &str, node: &str, count: &str) -> String {
-    let store_flag = match url.starts_with("postgres://") {
-        true => "--postgres-url",
-        false => "--redis-url",
-    };
+    let store_flag = store_flag(url);
     let output = std::process::Command::new(env!("CARGO_BIN_EXE_ssq"))
         .args(["--listen", &format!("127.0.0.1:{}", free_port())])
         .args([store_flag, url, "--node-id", node, "--shards", count])
@@ -714,10 +759,7 @@ async fn an_instance_with_another_shard_count_refuses_to_start_on(url: &str, uns
     );
 
     // Data of an unsharded group is no sharded group's.
-    let leader = match unsharded.starts_with("postgres://") {
-        true => Server::start_postgres_node_with(unsharded, "unsharded", &[]),
-        false => Server::start_node_with(unsharded, "unsharded", &[]),
-    };
+    let leader = start_on(unsharded, "unsharded", &[]);
     single_leader(std::slice::from_ref(&leader), Duration::from_secs(10)).await;
     create_queue_url(&leader.client(), "kept", &[]).await;
     let stderr = refused_start(unsharded, "sharded", "12");
@@ -785,6 +827,13 @@ async fn on_postgres_dead_letters_and_moved_messages_cross_shards_exactly_once()
     let _alone = ONE_AT_A_TIME.lock().await;
     let postgres = PostgresServer::start();
     dead_letters_and_moved_messages_cross_shards_exactly_once_on(&postgres.url()).await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn on_mysql_dead_letters_and_moved_messages_cross_shards_exactly_once() {
+    let _alone = ONE_AT_A_TIME.lock().await;
+    let mariadb = MariadbServer::start();
+    dead_letters_and_moved_messages_cross_shards_exactly_once_on(&mariadb.url()).await;
 }
 
 async fn dead_letters_and_moved_messages_cross_shards_exactly_once_on(url: &str) {
@@ -1202,6 +1251,13 @@ async fn on_postgres_a_publish_reaches_queues_of_every_shard_exactly_once_across
     let _alone = ONE_AT_A_TIME.lock().await;
     let postgres = PostgresServer::start();
     a_publish_reaches_queues_of_every_shard_exactly_once_across_a_kill_on(&postgres.url()).await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn on_mysql_a_publish_reaches_queues_of_every_shard_exactly_once_across_a_kill() {
+    let _alone = ONE_AT_A_TIME.lock().await;
+    let mariadb = MariadbServer::start();
+    a_publish_reaches_queues_of_every_shard_exactly_once_across_a_kill_on(&mariadb.url()).await;
 }
 
 async fn a_publish_reaches_queues_of_every_shard_exactly_once_across_a_kill_on(url: &str) {

@@ -64,3 +64,36 @@ fn a_bad_url_is_refused_saying_what_is_expected() {
 async fn a_primary_killed_under_load_and_its_semi_synchronous_replica_promoted_lose_nothing() {
     databases::a_primary_killed_under_load_and_its_replica_promoted_lose_nothing::<MariadbServer>().await;
 }
+
+/// `ssl-mode=REQUIRED`: ssq leads only over TLS with a certificate it
+/// trusts (`--mysql-ca-file`), its host name checked; the server lets the
+/// user `ssq` in over TLS only, so leading at all proves every connection
+/// is encrypted.
+#[tokio::test]
+async fn over_tls_ssq_trusts_only_the_ca_it_is_given() {
+    use std::time::Duration;
+
+    use crate::common::{Server, create_queue_url, drain, wait_for};
+    let (mariadb, ca) = MariadbServer::start_tls();
+    let url = format!("{}?ssl-mode=REQUIRED", mariadb.url());
+    // The system's roots do not hold the test CA: no connection, no leading.
+    let untrusting = Server::start_mysql_node_with(&url, "untrusting", &[]);
+    tokio::time::sleep(Duration::from_secs(2)).await;
+    assert!(!untrusting.is_ready().await, "led without a trusted certificate");
+    drop(untrusting);
+    // Plain text is refused by the server: the user must use TLS.
+    let plain = Server::start_mysql_node_with(&mariadb.url(), "plain", &[]);
+    tokio::time::sleep(Duration::from_secs(2)).await;
+    assert!(!plain.is_ready().await, "led over plain text");
+    drop(plain);
+    let node = Server::start_mysql_node_with(&url, "trusting", &["--mysql-ca-file", ca.to_str().unwrap()]);
+    wait_for(Duration::from_secs(15), || node.is_ready())
+        .await
+        .expect("leads over TLS");
+    let sqs = node.client();
+    let queue = create_queue_url(&sqs, "secret", &[]).await;
+    assert!(crate::databases::send(&sqs, &queue, "over TLS").await);
+    assert_eq!(drain(&sqs, &queue).await, ["over TLS"]);
+    let encrypted = mariadb.sql("SELECT count(*) FROM information_schema.PROCESSLIST WHERE USER = 'ssq'");
+    assert!(encrypted.parse::<u32>().unwrap() >= 2, "{encrypted}");
+}

@@ -2,7 +2,8 @@
 //! [:port][,host[:port]...]/database`, `mariadb://` alike), the password
 //! from the URL or `MYSQL_PWD`, TLS when `ssl-mode` asks for it or a CA
 //! file is given (the server's certificate always checked, against the
-//! CA file or the system's roots, and its host name), and connections
+//! CA file or the Mozilla roots mysql_async carries, and its host name),
+//! and connections
 //! whose making and calls are bounded in time.
 //!
 //! With several hosts, a connection goes to the first that is writable
@@ -105,6 +106,7 @@ impl Target {
             (Some(false), Some(_)) => return Err(MysqlError::CaFileWithoutTls),
             (Some(false), None) | (None, None) => None,
             (_, ca_file) => {
+                crate::store::tls::use_ring();
                 let mut ssl = SslOpts::default();
                 if let Some(path) = ca_file {
                     let pem = std::fs::read(path)

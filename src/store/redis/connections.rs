@@ -69,10 +69,7 @@ const SCHEMES: &[&str] = &[
 
 /// What `target`'s URL and CA file say.
 pub(super) fn config(target: &Target) -> Result<Config, SetupError> {
-    // rustls needs one process-wide crypto provider for rediss:// with the
-    // system's roots; choose ring, as the custom-CA path does. Installing it
-    // twice is harmless.
-    let _ = rustls::crypto::ring::default_provider().install_default();
+    crate::store::tls::use_ring();
     let url = target.url.as_str();
     let scheme = url.split_once("://").map_or(url, |(scheme, _)| scheme);
     if !SCHEMES.contains(&scheme) {

@@ -40,6 +40,30 @@ impl MariadbServer {
         server
     }
 
+    /// A server offering TLS with a certificate for 127.0.0.1
+    /// (`certificates.rs`), whose user `ssq` may connect only over TLS.
+    /// Returns it and the CA's PEM file.
+    pub fn start_tls() -> (MariadbServer, PathBuf) {
+        let certificates_dir = std::env::temp_dir().join(format!(
+            "ssq-test-mariadb-tls-{}-{}",
+            std::process::id(),
+            free_port()
+        ));
+        std::fs::create_dir_all(&certificates_dir).unwrap();
+        let certificates = super::certificates::for_loopback(&certificates_dir);
+        let flags = [
+            format!("--ssl-ca={}", certificates.ca.display()),
+            format!("--ssl-cert={}", certificates.server.display()),
+            format!("--ssl-key={}", certificates.key.display()),
+        ];
+        let flags: Vec<&str> = flags.iter().map(String::as_str).collect();
+        let server = MariadbServer::install(&flags);
+        server.sql(
+            "CREATE DATABASE ssq; CREATE USER 'ssq'@'127.0.0.1' REQUIRE SSL; GRANT ALL ON ssq.* TO 'ssq'@'127.0.0.1'",
+        );
+        (server, certificates.ca)
+    }
+
     /// A primary that writes a binary log and, once its first replica is
     /// attached ([`MariadbServer::start_replica`], as the user `repl`),
     /// acknowledges a commit only once a semi-synchronous replica has it
