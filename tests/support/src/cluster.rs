@@ -18,7 +18,12 @@ impl RedisCluster {
     pub async fn start() -> RedisCluster {
         let nodes: Vec<RedisServer> = (0..6)
             .map(|_| {
+                // The bus port is a free one of its own: by default it is
+                // the node's port + 10000, which may be taken (or past 65535).
+                let bus_port = super::process::free_port().to_string();
                 RedisServer::start_with(&[
+                    "--cluster-port",
+                    &bus_port,
                     "--cluster-enabled",
                     "yes",
                     "--cluster-config-file",
