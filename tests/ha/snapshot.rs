@@ -585,7 +585,7 @@ async fn a_snapshot_imports_into_mysql_and_exports_back_whole() {
 /// An import is one commit, however large: it gets a second more than the
 /// store's time limit for each 4 MiB it writes. Here about 30 MB, which
 /// takes the database most of a second to write, imports whole under a
-/// time limit of 300 ms (on MySQL, in several calls of one transaction:
+/// time limit of 300 ms (1 s on MySQL, in several calls of one transaction:
 /// more than half of a 16 MiB packet).
 async fn a_large_snapshot_imports_beyond_the_time_limit_of_a_call<D: Database>(limit: &str) {
     let file = three_queues(&format!("{}-large", D::MODE), 4_000, 2_000).await;
