@@ -97,3 +97,34 @@ async fn over_tls_ssq_trusts_only_the_ca_it_is_given() {
     let encrypted = mariadb.sql("SELECT count(*) FROM information_schema.PROCESSLIST WHERE USER = 'ssq'");
     assert!(encrypted.parse::<u32>().unwrap() >= 2, "{encrypted}");
 }
+
+/// MySQL commits each table it makes on its own, so a migration cut short
+/// (its connection timed out or lost) leaves some tables made and the
+/// schema's version unwritten: the next instance runs the step again and
+/// leads, with what was already stored.
+#[tokio::test]
+async fn a_migration_cut_short_is_completed_by_the_next_instance() {
+    use std::time::Duration;
+
+    use crate::common::{Server, create_queue_url, drain, wait_for};
+    let mariadb = MariadbServer::start();
+    let first = Server::start_mysql_node_with(&mariadb.url(), "first", &[]);
+    wait_for(Duration::from_secs(15), || first.is_ready())
+        .await
+        .expect("the first instance leads");
+    let queue = create_queue_url(&first.client(), "kept", &[]).await;
+    assert!(crate::databases::send(&first.client(), &queue, "before the cut").await);
+    drop(first);
+    // The step's last tables and the procedures are gone, its version too.
+    mariadb.sql(
+        "DELETE FROM ssq.ssq_schema; DROP TABLE ssq.ssq_transfers, ssq.ssq_members; \
+         DROP PROCEDURE ssq.ssq_commit; DROP PROCEDURE ssq.ssq_shard_count",
+    );
+    let second = Server::start_mysql_node_with(&mariadb.url(), "second", &[]);
+    wait_for(Duration::from_secs(15), || second.is_ready())
+        .await
+        .expect("the next instance completes the migration and leads");
+    assert_eq!(mariadb.sql("SELECT version FROM ssq.ssq_schema"), "1");
+    let queue = create_queue_url(&second.client(), "kept", &[]).await;
+    assert_eq!(drain(&second.client(), &queue).await, ["before the cut"]);
+}

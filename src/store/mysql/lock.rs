@@ -83,8 +83,7 @@ impl MysqlLock {
         let mut slot = self.session.lock().await;
         if slot.is_none() {
             let mut conn = self.target.connect().await?;
-            let wait = self.target.timeout.as_secs().max(1);
-            self.target.bounded(schema::migrate(&mut conn, wait)).await?;
+            schema::migrate(&mut conn).await?;
             self.target.bounded(check_server(&mut conn)).await?;
             *slot = Some(Session {
                 conn,

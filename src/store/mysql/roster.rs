@@ -46,9 +46,7 @@ impl Roster for MysqlRoster {
         Box::pin(async move {
             let target = self.connection.target();
             let mut conn = target.connect().await?;
-            target
-                .bounded(schema::migrate(&mut conn, target.timeout.as_secs().max(1)))
-                .await?;
+            schema::migrate(&mut conn).await?;
             tokio::spawn(conn.disconnect());
             let shards = shards as i32;
             let count: Option<i32> = self

@@ -1,13 +1,20 @@
 //! ssq's tables and procedures in MySQL and MariaDB, made or upgraded by
 //! the first instance to start, under a named lock (`GET_LOCK`), one
-//! version at a time (MySQL commits each DDL statement by itself, so each
-//! step is recorded as it is done).
+//! version at a time. MySQL commits each DDL statement by itself, so a
+//! step cut short (its connection lost or timed out) has made some of its
+//! tables and not recorded its version: every statement of a step can run
+//! again (`IF NOT EXISTS`, procedures dropped first), and the next try
+//! runs the whole step. A migration is bounded by [`LIMIT`], not by
+//! `--mysql-timeout`: making a table takes several flushes, which a busy
+//! disk makes slower than any one call ought to be.
 //!
 //! Keys are `VARBINARY`, compared byte for byte as `codec.rs` writes them;
 //! records are `LONGBLOB`, UTF-8 JSON text. Every write of a commit is
 //! one statement over a `JSON_TABLE` of its array (`ssq_commit`), each
 //! finding its rows by primary key: `STRAIGHT_JOIN` puts the array first,
 //! so that a delete of a few rows never scans a table.
+
+use std::time::Duration;
 
 use mysql_async::Conn;
 use mysql_async::prelude::Queryable;
@@ -20,14 +27,24 @@ const MIGRATIONS_LOCK: &str = "CONCAT('ssq:', SHA1(DATABASE()), ':schema')";
 /// Each migration, in order: the schema's version is how many have run.
 const STEPS: &[&[&str]] = &[FIRST];
 
-/// Makes or upgrades ssq's tables, once, whoever else starts now. Waits
-/// for another instance's migration (its lock) at most `wait_seconds`.
-pub async fn migrate(conn: &mut Conn, wait_seconds: u64) -> Result<(), MysqlError> {
+/// How long making or upgrading the tables may take, waiting for another
+/// instance's migration included.
+pub const LIMIT: Duration = Duration::from_secs(60);
+
+/// Makes or upgrades ssq's tables, once, whoever else starts now, within
+/// [`LIMIT`].
+pub async fn migrate(conn: &mut Conn) -> Result<(), MysqlError> {
+    tokio::time::timeout(LIMIT, migrate_unbounded(conn))
+        .await
+        .map_err(|_| MysqlError::TimedOut(LIMIT))?
+}
+
+async fn migrate_unbounded(conn: &mut Conn) -> Result<(), MysqlError> {
     let taken: Option<i64> = conn
-        .query_first(format!("SELECT GET_LOCK({MIGRATIONS_LOCK}, {wait_seconds})"))
+        .query_first(format!("SELECT GET_LOCK({MIGRATIONS_LOCK}, {})", LIMIT.as_secs()))
         .await?;
     if taken != Some(1) {
-        return Err(MysqlError::TimedOut(std::time::Duration::from_secs(wait_seconds)));
+        return Err(MysqlError::TimedOut(LIMIT));
     }
     let result = upgrade(conn).await;
     conn.query_drop(format!("DO RELEASE_LOCK({MIGRATIONS_LOCK})"))
@@ -70,7 +87,7 @@ const FIRST: &[&str] = &[
     // One row per shard: who leads it (token = epoch|node|nonce|url), since
     // when (renewed_at, the database's clock, UTC) for how long, and the
     // load its leader's memory came from.
-    "CREATE TABLE ssq_lease (
+    "CREATE TABLE IF NOT EXISTS ssq_lease (
         shard INT PRIMARY KEY,
         epoch BIGINT NOT NULL DEFAULT 0,
         token VARBINARY(2048) NULL,
@@ -78,36 +95,36 @@ const FIRST: &[&str] = &[
         ttl_ms BIGINT NULL,
         load_id VARBINARY(128) NULL
     ) ENGINE=InnoDB",
-    "CREATE TABLE ssq_queues (name VARBINARY(1024) PRIMARY KEY, record LONGBLOB NOT NULL) ENGINE=InnoDB",
-    "CREATE TABLE ssq_sequences (name VARBINARY(1024) PRIMARY KEY, ceiling BIGINT NOT NULL) ENGINE=InnoDB",
-    "CREATE TABLE ssq_bodies (
+    "CREATE TABLE IF NOT EXISTS ssq_queues (name VARBINARY(1024) PRIMARY KEY, record LONGBLOB NOT NULL) ENGINE=InnoDB",
+    "CREATE TABLE IF NOT EXISTS ssq_sequences (name VARBINARY(1024) PRIMARY KEY, ceiling BIGINT NOT NULL) ENGINE=InnoDB",
+    "CREATE TABLE IF NOT EXISTS ssq_bodies (
         queue VARBINARY(1024) NOT NULL, seq BIGINT NOT NULL, record LONGBLOB NOT NULL,
         PRIMARY KEY (queue, seq)
     ) ENGINE=InnoDB",
-    "CREATE TABLE ssq_states (
+    "CREATE TABLE IF NOT EXISTS ssq_states (
         queue VARBINARY(1024) NOT NULL, seq BIGINT NOT NULL, record LONGBLOB NOT NULL,
         PRIMARY KEY (queue, seq)
     ) ENGINE=InnoDB",
-    "CREATE TABLE ssq_dedup (
+    "CREATE TABLE IF NOT EXISTS ssq_dedup (
         queue VARBINARY(1024) NOT NULL, `key` VARBINARY(1024) NOT NULL, record LONGBLOB NOT NULL,
         PRIMARY KEY (queue, `key`)
     ) ENGINE=InnoDB",
-    "CREATE TABLE ssq_attempts (
+    "CREATE TABLE IF NOT EXISTS ssq_attempts (
         queue VARBINARY(1024) NOT NULL, id VARBINARY(1024) NOT NULL, record LONGBLOB NOT NULL,
         PRIMARY KEY (queue, id)
     ) ENGINE=InnoDB",
     // SNS: topics, subscriptions and FIFO topics' deduplication ids.
-    "CREATE TABLE ssq_sns (`key` VARBINARY(1024) PRIMARY KEY, record LONGBLOB NOT NULL) ENGINE=InnoDB",
+    "CREATE TABLE IF NOT EXISTS ssq_sns (`key` VARBINARY(1024) PRIMARY KEY, record LONGBLOB NOT NULL) ENGINE=InnoDB",
     // The shard count the data is for: one row, written by the first instance.
-    "CREATE TABLE ssq_group (one TINYINT PRIMARY KEY, shards INT NOT NULL) ENGINE=InnoDB",
+    "CREATE TABLE IF NOT EXISTS ssq_group (one TINYINT PRIMARY KEY, shards INT NOT NULL) ENGINE=InnoDB",
     // The live members of a sharded group, each until its heartbeat's
     // expiry on the database's clock.
-    "CREATE TABLE ssq_members (node VARBINARY(255) PRIMARY KEY, expires_at DATETIME(6) NOT NULL) ENGINE=InnoDB",
+    "CREATE TABLE IF NOT EXISTS ssq_members (node VARBINARY(255) PRIMARY KEY, expires_at DATETIME(6) NOT NULL) ENGINE=InnoDB",
     // Messages on their way to a queue of another shard: first in the
     // outbox of the shard they left (`delivered` 0), then, moved in one
     // step, in the inbox of the shard they go to (`delivered` 1, `shard`
     // the target's).
-    "CREATE TABLE ssq_transfers (
+    "CREATE TABLE IF NOT EXISTS ssq_transfers (
         id BIGINT AUTO_INCREMENT PRIMARY KEY,
         shard INT NOT NULL,
         delivered TINYINT NOT NULL DEFAULT 0,

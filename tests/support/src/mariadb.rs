@@ -155,11 +155,15 @@ impl MariadbServer {
         let port = free_port();
         let dir = std::env::temp_dir().join(format!("ssq-test-mariadb-{}-{port}", std::process::id()));
         let _ = std::fs::remove_dir_all(&dir);
-        std::fs::create_dir_all(&dir).unwrap();
+        // A temporary directory of its own: servers sharing /tmp name their
+        // temporary tables alike, and two installs side by side then drop
+        // each other's (`Unknown table 'mysql.tmp_user_sys'`).
+        std::fs::create_dir_all(dir.join("tmp")).unwrap();
         let mut install = Command::new(program("mariadb-install-db"));
         install
             .arg("--no-defaults")
             .arg(format!("--datadir={}", dir.join("data").display()))
+            .arg(format!("--tmpdir={}", dir.join("tmp").display()))
             .args(["--auth-root-authentication-method=normal", "--skip-test-db"]);
         if as_root() {
             install.arg("--user=root");
@@ -195,6 +199,7 @@ impl MariadbServer {
         server
             .arg("--no-defaults")
             .arg(format!("--datadir={}", self.dir.join("data").display()))
+            .arg(format!("--tmpdir={}", self.dir.join("tmp").display()))
             .arg(format!("--port={}", self.port))
             .arg(format!("--socket={}", self.dir.join("socket").display()))
             .arg(format!("--pid-file={}", self.dir.join("pid").display()))
@@ -248,8 +253,8 @@ impl MariadbServer {
         }
     }
 
-    /// What `sql` prints (tab-separated, no headers), run as root in the
-    /// database `ssq` once it exists; panics if it fails.
+    /// What `sql` prints (tab-separated, no headers), run as root (no
+    /// database chosen: name ssq's tables `ssq.<table>`); panics if it fails.
     pub fn sql(&self, sql: &str) -> String {
         self.try_sql(sql)
             .unwrap_or_else(|| panic!("mariadb failed on {sql:?}"))
