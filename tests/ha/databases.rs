@@ -84,6 +84,8 @@ pub trait Database: DatabaseServer + Sized {
     fn port(&self) -> u16;
     /// How many rows `table` of ssq's holds.
     fn rows(&self, table: &str) -> u64;
+    /// The table with a row per message.
+    const MESSAGES: &'static str;
     /// The flag that names it, its time limit's, and `/status`'s storage mode.
     const FLAG: &'static str;
     const TIMEOUT_FLAG: &'static str;
@@ -102,6 +104,7 @@ impl Database for PostgresServer {
     const FLAG: &'static str = "--postgres-url";
     const TIMEOUT_FLAG: &'static str = "--postgres-timeout";
     const MODE: &'static str = "postgres";
+    const MESSAGES: &'static str = "ssq_bodies";
 
     fn start() -> Self {
         PostgresServer::start()
@@ -163,6 +166,7 @@ impl Database for MariadbServer {
     const FLAG: &'static str = "--mysql-url";
     const TIMEOUT_FLAG: &'static str = "--mysql-timeout";
     const MODE: &'static str = "mysql";
+    const MESSAGES: &'static str = "ssq_messages";
 
     fn start() -> Self {
         MariadbServer::start()

@@ -598,7 +598,7 @@ async fn a_large_snapshot_imports_beyond_the_time_limit_of_a_call<D: Database>(l
         .expect("imports, then leads");
     let visible = visible_in(&server, "c").await;
     assert_eq!(visible, "4000");
-    assert_eq!(database.rows("ssq_bodies"), 12_000);
+    assert_eq!(database.rows(D::MESSAGES), 12_000);
     let _ = std::fs::remove_file(&file);
 }
 

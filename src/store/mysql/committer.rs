@@ -1,9 +1,12 @@
 //! The MySQL call of a group commit (`store/folded_commit.rs`): the folded
 //! writes (`store/batch.rs`) as JSON arrays, one per kind of row, sent to
-//! one call of `ssq_commit` (`schema.rs`) on a connection of its own. A
+//! one call of `ssq_commit` (`schema.rs`) on a connection of its own; a
+//! message sent in the commit is one element, its state beside its body. A
 //! commit larger than half of the server's `max_allowed_packet` (a
 //! snapshot's import) goes in several calls of one transaction: its
 //! removals in the first, its rows put spread over the rest.
+
+use std::collections::HashMap;
 
 use mysql_async::prelude::Queryable;
 use mysql_async::{Conn, Params, Value};
@@ -133,8 +136,23 @@ fn encode(a: &Arguments<'_>, per_call: usize) -> Vec<[Option<String>; ARRAYS]> {
     let mut add = |array: usize, element: String| elements.push((array, element));
     pairs(&a.queue_names, &a.queue_records).for_each(|e| add(2, e));
     pairs(&a.sequence_names, &a.sequence_ceilings).for_each(|e| add(3, e));
-    triples(&a.body_queues, &a.body_seqs, &a.body_records).for_each(|e| add(5, e));
-    triples(&a.state_queues, &a.state_seqs, &a.state_records).for_each(|e| add(6, e));
+    // A message sent in this commit is one row put whole, with its state
+    // if it has one already; the other states are rewritten in place.
+    let mut states: HashMap<(&str, i64), &String> = a
+        .state_queues
+        .iter()
+        .zip(&a.state_seqs)
+        .zip(&a.state_records)
+        .map(|((queue, seq), state)| ((*queue, *seq), state))
+        .collect();
+    for (index, queue) in a.body_queues.iter().enumerate() {
+        let seq = a.body_seqs[index];
+        let state = states.remove(&(*queue, seq));
+        add(5, json(&(queue, seq, &a.body_records[index], state)));
+    }
+    states
+        .into_iter()
+        .for_each(|((queue, seq), state)| add(6, json(&(queue, seq, state))));
     triples(&a.dedup_queues, &a.dedup_keys, &a.dedup_records).for_each(|e| add(8, e));
     triples(&a.attempt_queues, &a.attempt_ids, &a.attempt_records).for_each(|e| add(10, e));
     pairs(&a.sns_keys, &a.sns_records).for_each(|e| add(12, e));
@@ -213,6 +231,31 @@ mod tests {
         let one = encode(&a, 1 << 20);
         assert_eq!(one.len(), 1);
         assert!(one[0][2].is_none(), "no queue record: the array is NULL");
+    }
+
+    #[test]
+    fn a_message_sent_in_the_commit_is_put_whole_and_other_states_alone() {
+        let a = Arguments {
+            body_queues: vec!["q", "q"],
+            body_seqs: vec![1, 2],
+            body_records: vec!["b1".into(), "b2".into()],
+            state_queues: vec!["q", "q"],
+            state_seqs: vec![2, 7],
+            state_records: vec!["s2".into(), "s7".into()],
+            ..Arguments::default()
+        };
+        let call = &encode(&a, 1 << 20)[0];
+        let mut messages: Vec<(String, i64, String, Option<String>)> =
+            serde_json::from_str(call[5].as_deref().unwrap()).unwrap();
+        messages.sort();
+        assert_eq!(
+            messages,
+            [
+                ("q".into(), 1, "b1".into(), None),
+                ("q".into(), 2, "b2".into(), Some("s2".into()))
+            ]
+        );
+        assert_eq!(call[6].as_deref(), Some(r#"[["q",7,"s7"]]"#));
     }
 
     #[test]

@@ -143,10 +143,7 @@ pub async fn load(conn: &mut Conn, placement: &Placement, shard: usize) -> Resul
     let mut damaged = 0;
     let mut messages: HashMap<String, Vec<Message>> = HashMap::new();
     let mut rows = conn
-        .query_iter(
-            "SELECT b.queue, b.seq, b.record, s.record FROM ssq_bodies b \
-             LEFT JOIN ssq_states s ON s.queue = b.queue AND s.seq = b.seq ORDER BY b.queue, b.seq",
-        )
+        .query_iter("SELECT queue, seq, body, state FROM ssq_messages ORDER BY queue, seq")
         .await?;
     rows.for_each(|row: Row| {
         let Ok((queue, seq, body, state)) =

@@ -97,12 +97,13 @@ const FIRST: &[&str] = &[
     ) ENGINE=InnoDB",
     "CREATE TABLE IF NOT EXISTS ssq_queues (name VARBINARY(1024) PRIMARY KEY, record LONGBLOB NOT NULL) ENGINE=InnoDB",
     "CREATE TABLE IF NOT EXISTS ssq_sequences (name VARBINARY(1024) PRIMARY KEY, ceiling BIGINT NOT NULL) ENGINE=InnoDB",
-    "CREATE TABLE IF NOT EXISTS ssq_bodies (
-        queue VARBINARY(1024) NOT NULL, seq BIGINT NOT NULL, record LONGBLOB NOT NULL,
-        PRIMARY KEY (queue, seq)
-    ) ENGINE=InnoDB",
-    "CREATE TABLE IF NOT EXISTS ssq_states (
-        queue VARBINARY(1024) NOT NULL, seq BIGINT NOT NULL, record LONGBLOB NOT NULL,
+    // A message is one row: its body, and its state once it differs from
+    // what the body implies (received, delayed...). InnoDB updates a row
+    // in place and undoes only the columns changed, so a receive rewrites
+    // the state, not the body, and a delete removes one row.
+    "CREATE TABLE IF NOT EXISTS ssq_messages (
+        queue VARBINARY(1024) NOT NULL, seq BIGINT NOT NULL,
+        body LONGBLOB NOT NULL, state LONGBLOB NULL,
         PRIMARY KEY (queue, seq)
     ) ENGINE=InnoDB",
     "CREATE TABLE IF NOT EXISTS ssq_dedup (
@@ -150,11 +151,13 @@ const PROCEDURES: &[&str] = &[
     // lock held to the end, so a takeover or a load's fence (which update
     // it) waits for a commit in flight. Each array is NULL when empty;
     // each key appears once in it (`store/batch.rs` folds the writes).
+    // p_messages puts whole messages (body, and state or null where the
+    // body implies it); p_states rewrites the state of stored ones.
     "CREATE PROCEDURE ssq_commit(
         p_shard INT, p_epoch BIGINT, p_load VARBINARY(128), p_begin BOOLEAN, p_end BOOLEAN,
         p_wiped LONGTEXT CHARACTER SET utf8mb4, p_gone LONGTEXT CHARACTER SET utf8mb4,
         p_queues LONGTEXT CHARACTER SET utf8mb4, p_sequences LONGTEXT CHARACTER SET utf8mb4,
-        p_removed LONGTEXT CHARACTER SET utf8mb4, p_bodies LONGTEXT CHARACTER SET utf8mb4,
+        p_removed LONGTEXT CHARACTER SET utf8mb4, p_messages LONGTEXT CHARACTER SET utf8mb4,
         p_states LONGTEXT CHARACTER SET utf8mb4, p_dedup_gone LONGTEXT CHARACTER SET utf8mb4,
         p_dedup LONGTEXT CHARACTER SET utf8mb4, p_attempts_gone LONGTEXT CHARACTER SET utf8mb4,
         p_attempts LONGTEXT CHARACTER SET utf8mb4, p_sns_gone LONGTEXT CHARACTER SET utf8mb4,
@@ -176,9 +179,7 @@ const PROCEDURES: &[&str] = &[
 
         IF p_wiped IS NOT NULL THEN
             DELETE t FROM JSON_TABLE(p_wiped, '$[*]' COLUMNS (q VARCHAR(1024) CHARACTER SET utf8mb4 PATH '$')) g
-                STRAIGHT_JOIN ssq_bodies t ON t.queue = g.q;
-            DELETE t FROM JSON_TABLE(p_wiped, '$[*]' COLUMNS (q VARCHAR(1024) CHARACTER SET utf8mb4 PATH '$')) g
-                STRAIGHT_JOIN ssq_states t ON t.queue = g.q;
+                STRAIGHT_JOIN ssq_messages t ON t.queue = g.q;
             DELETE t FROM JSON_TABLE(p_wiped, '$[*]' COLUMNS (q VARCHAR(1024) CHARACTER SET utf8mb4 PATH '$')) g
                 STRAIGHT_JOIN ssq_dedup t ON t.queue = g.q;
             DELETE t FROM JSON_TABLE(p_wiped, '$[*]' COLUMNS (q VARCHAR(1024) CHARACTER SET utf8mb4 PATH '$')) g
@@ -192,9 +193,7 @@ const PROCEDURES: &[&str] = &[
         END IF;
         IF p_removed IS NOT NULL THEN
             DELETE t FROM JSON_TABLE(p_removed, '$[*]' COLUMNS (q VARCHAR(1024) CHARACTER SET utf8mb4 PATH '$[0]', s BIGINT PATH '$[1]')) g
-                STRAIGHT_JOIN ssq_bodies t ON t.queue = g.q AND t.seq = g.s;
-            DELETE t FROM JSON_TABLE(p_removed, '$[*]' COLUMNS (q VARCHAR(1024) CHARACTER SET utf8mb4 PATH '$[0]', s BIGINT PATH '$[1]')) g
-                STRAIGHT_JOIN ssq_states t ON t.queue = g.q AND t.seq = g.s;
+                STRAIGHT_JOIN ssq_messages t ON t.queue = g.q AND t.seq = g.s;
         END IF;
         IF p_dedup_gone IS NOT NULL THEN
             DELETE t FROM JSON_TABLE(p_dedup_gone, '$[*]' COLUMNS (q VARCHAR(1024) CHARACTER SET utf8mb4 PATH '$[0]', k VARCHAR(1024) CHARACTER SET utf8mb4 PATH '$[1]')) g
@@ -227,15 +226,15 @@ const PROCEDURES: &[&str] = &[
                 SELECT g.q, g.c FROM JSON_TABLE(p_sequences, '$[*]' COLUMNS (q VARCHAR(1024) CHARACTER SET utf8mb4 PATH '$[0]', c BIGINT PATH '$[1]')) g
                 ON DUPLICATE KEY UPDATE ceiling = g.c;
         END IF;
-        IF p_bodies IS NOT NULL THEN
-            INSERT INTO ssq_bodies (queue, seq, record)
-                SELECT g.q, g.s, g.r FROM JSON_TABLE(p_bodies, '$[*]' COLUMNS (q VARCHAR(1024) CHARACTER SET utf8mb4 PATH '$[0]', s BIGINT PATH '$[1]', r LONGTEXT CHARACTER SET utf8mb4 PATH '$[2]')) g
-                ON DUPLICATE KEY UPDATE record = g.r;
+        IF p_messages IS NOT NULL THEN
+            INSERT INTO ssq_messages (queue, seq, body, state)
+                SELECT g.q, g.s, g.b, g.st FROM JSON_TABLE(p_messages, '$[*]' COLUMNS (q VARCHAR(1024) CHARACTER SET utf8mb4 PATH '$[0]', s BIGINT PATH '$[1]', b LONGTEXT CHARACTER SET utf8mb4 PATH '$[2]', st LONGTEXT CHARACTER SET utf8mb4 PATH '$[3]')) g
+                ON DUPLICATE KEY UPDATE body = g.b, state = g.st;
         END IF;
         IF p_states IS NOT NULL THEN
-            INSERT INTO ssq_states (queue, seq, record)
-                SELECT g.q, g.s, g.r FROM JSON_TABLE(p_states, '$[*]' COLUMNS (q VARCHAR(1024) CHARACTER SET utf8mb4 PATH '$[0]', s BIGINT PATH '$[1]', r LONGTEXT CHARACTER SET utf8mb4 PATH '$[2]')) g
-                ON DUPLICATE KEY UPDATE record = g.r;
+            UPDATE JSON_TABLE(p_states, '$[*]' COLUMNS (q VARCHAR(1024) CHARACTER SET utf8mb4 PATH '$[0]', s BIGINT PATH '$[1]', r LONGTEXT CHARACTER SET utf8mb4 PATH '$[2]')) g
+                STRAIGHT_JOIN ssq_messages t ON t.queue = g.q AND t.seq = g.s
+                SET t.state = g.r;
         END IF;
         IF p_dedup IS NOT NULL THEN
             INSERT INTO ssq_dedup (queue, `key`, record)
