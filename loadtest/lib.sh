@@ -70,13 +70,14 @@ start_postgres() {
 
 # A private MariaDB (Debian's mariadb-server) on a free port, InnoDB's log
 # flushed at every commit as installed, with a database and a user `ssq`:
-# MY_PORT, MARIADBD (its pid), MY_URL. MY_SETTINGS: more mariadbd flags.
+# MY_PORT, MARIADBD (its pid), MY_URL, MY_DIR (its data under data/, its
+# socket). MY_SETTINGS: more mariadbd flags.
 start_mariadb() {
   local sbin=/usr/sbin; [ -x "$sbin/mariadbd" ] || sbin=$(dirname "$(command -v mariadbd)")
   [ -x "$sbin/mariadbd" ] || { echo "mariadbd is needed: apt-get install mariadb-server" >&2; exit 1; }
   local as=(); [ "$(id -u)" -eq 0 ] && as=(--user=root)
   MY_PORT=$(free_port)
-  local dir; dir=$(mktemp -d); TEMP_DIRS+=("$dir")
+  local dir; dir=$(mktemp -d); TEMP_DIRS+=("$dir"); MY_DIR=$dir
   mariadb-install-db --no-defaults --datadir="$dir/data" --auth-root-authentication-method=normal \
     --skip-test-db "${as[@]}" >/dev/null
   # shellcheck disable=SC2086 # MY_SETTINGS is words on purpose
