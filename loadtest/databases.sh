@@ -36,9 +36,7 @@ RUST_LOG=warn $SRV "$SSQ" --listen 127.0.0.1:$PG_LAZY \
   --postgres-url "${PG_URL}_lazy?options=-c%20synchronous_commit%3Doff" 2>/dev/null & PG_LAZY_SSQ=$!; PIDS+=($!)
 RUST_LOG=error $SRV "$SSQ" --listen 127.0.0.1:$MY_BACKED --mysql-url "$MY_URL" 2>/dev/null & MY_SSQ=$!; PIDS+=($!)
 for port in $MEMORY $REDIS_BACKED $PG_BACKED $PG_LAZY $MY_BACKED; do wait_port $port; done
-for port in $REDIS_BACKED $PG_BACKED $PG_LAZY $MY_BACKED; do
-  for _ in $(seq 100); do curl -sf "http://127.0.0.1:$port/ready" >/dev/null && break; sleep 0.1; done
-done
+for port in $REDIS_BACKED $PG_BACKED $PG_LAZY $MY_BACKED; do wait_ready "$port"; done
 
 WORK=$(mktemp -d); TEMP_DIRS+=("$WORK")
 declare -A URL=([memory]=$MEMORY [redis]=$REDIS_BACKED [postgres]=$PG_BACKED [pg-lazy]=$PG_LAZY [mysql]=$MY_BACKED)

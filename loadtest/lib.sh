@@ -9,6 +9,12 @@ wait_port() {
   echo "nothing listens on $1" >&2; return 1
 }
 
+# Waits until the ssq on port $1 answers /ready (it leads), 100 ms at a
+# time, for up to 10 s; goes on either way (the load then says why).
+wait_ready() {
+  for _ in $(seq 100); do curl -sf "http://127.0.0.1:$1/ready" >/dev/null && return 0; sleep 0.1; done
+}
+
 # The load generator and the servers under test get CPUs of their own (the
 # first half for the generator, the rest for the servers and Redis), so that
 # they do not take turns on the same cores and each server's CPU time per

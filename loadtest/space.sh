@@ -1,11 +1,12 @@
 #!/usr/bin/env bash
 # Space under steady send-and-delete on MySQL (MariaDB): a queue filled
 # with a backlog (BACKLOG messages of 256 B), then ROUNDS rounds of the
-# round-trip load (64 clients sending, receiving and deleting, ROUND_SECONDS each),
-# which keeps the backlog's size while its messages move on. After each
-# round: the rows of ssq_messages, its file on disk (.ibd), and what InnoDB
-# counts as used (DATA_LENGTH) and free inside it (DATA_FREE). Space is
-# reclaimed when the file stops growing while the messages keep moving.
+# round-trip load (64 clients sending, receiving and deleting, ROUND_SECONDS each;
+# its senders may outpace its deleters, and the backlog then grows). After
+# each round: the rows of ssq_messages, its file on disk (.ibd), and what
+# InnoDB counts as used (DATA_LENGTH) and free inside it (DATA_FREE). Space
+# is reused when the file's size per live row stays as it was after the
+# fill however many messages were deleted.
 #   bash loadtest/space.sh [SSQ_BINARY]   (BACKLOG=100000, ROUNDS=6, ROUND_SECONDS=30)
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -21,7 +22,7 @@ start_mariadb
 PORT=$(free_port)
 $SRV "$SSQ" --listen 127.0.0.1:"$PORT" --mysql-url "$MY_URL" 2>/dev/null & PIDS+=($!)
 wait_port "$PORT"
-for _ in $(seq 100); do curl -sf "http://127.0.0.1:$PORT/ready" >/dev/null && break; sleep 0.1; done
+wait_ready "$PORT"
 sql() { mariadb --no-defaults -uroot --socket="$MY_DIR/socket" -N -B -e "$1"; }
 bench() { $GEN $BENCH --endpoint "http://127.0.0.1:$PORT" --queue-prefix space- --keep-queues --quiet "$@" >/dev/null; }
 

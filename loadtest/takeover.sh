@@ -26,7 +26,7 @@ LEADER=$(free_port); PASSIVE=$(free_port)
 WORK=$(mktemp -d); TEMP_DIRS+=("$WORK")
 RUST_LOG=warn "$SSQ" --listen 127.0.0.1:$LEADER "$FLAG" "$URL" --node-id leader 2>"$WORK/leader.log" & LEADER_PID=$!; PIDS+=($!)
 wait_port $LEADER
-for _ in $(seq 100); do curl -sf "http://127.0.0.1:$LEADER/ready" >/dev/null && break; sleep 0.1; done
+wait_ready "$LEADER"
 RUST_LOG=info "$SSQ" --listen 127.0.0.1:$PASSIVE "$FLAG" "$URL" --node-id passive 2>"$WORK/passive.log" & PIDS+=($!)
 wait_port $PASSIVE
 $BENCH --endpoint "http://127.0.0.1:$LEADER" --scenario fill --prefill "$MESSAGES" --batch 10 --concurrency 32 --keep-queues --quiet
