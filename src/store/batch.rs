@@ -139,7 +139,9 @@ impl Batch {
 
     /// The arguments of the commit procedure after the shard, epoch and load id,
     /// in its order: the records moved out, the queues' names borrowed
-    /// (one per row, and most rows of a commit are of a few queues).
+    /// (one per row, and most rows of a commit are of a few queues). A
+    /// message sent in this commit carries its state beside its body
+    /// (`body_states`); `state_*` are the states of the others.
     pub fn arguments(&mut self) -> Arguments<'_> {
         let mut a = Arguments::default();
         for (name, rows) in &mut self.queues {
@@ -164,6 +166,7 @@ impl Batch {
                         a.body_queues.push(name);
                         a.body_seqs.push(seq as i64);
                         a.body_records.push(body);
+                        a.body_states.push(rows.states.remove(&seq));
                     }
                     None => {
                         a.removed_queues.push(name);
@@ -250,6 +253,9 @@ pub struct Arguments<'a> {
     pub body_queues: Vec<&'a str>,
     pub body_seqs: Vec<i64>,
     pub body_records: Vec<String>,
+    /// The state of each message sent, if it has one already (a message
+    /// received in the commit that sent it; a delayed one).
+    pub body_states: Vec<Option<String>>,
     pub state_queues: Vec<&'a str>,
     pub state_seqs: Vec<i64>,
     pub state_records: Vec<String>,
@@ -274,6 +280,21 @@ pub struct Arguments<'a> {
     pub outbox_sources: Vec<Option<&'a str>>,
     pub delivered: Vec<i64>,
     pub taken_in: Vec<i64>,
+}
+
+impl Arguments<'_> {
+    /// Moves the states of the messages sent into `state_*`, for a store
+    /// that keeps states in a table of their own (Postgres).
+    pub fn states_apart(&mut self) {
+        let sent = self.body_queues.iter().zip(&self.body_seqs);
+        for ((queue, seq), state) in sent.zip(&mut self.body_states) {
+            if let Some(state) = state.take() {
+                self.state_queues.push(queue);
+                self.state_seqs.push(*seq);
+                self.state_records.push(state);
+            }
+        }
+    }
 }
 
 /// A rough size of a change's records, to cap a batch.
@@ -343,6 +364,44 @@ mod tests {
             "the removed message's state is not written: {a:?}"
         );
         assert!(a.wiped.is_empty() && a.queues_gone.is_empty());
+    }
+
+    #[test]
+    fn a_message_sent_carries_its_state_and_others_states_go_apart() {
+        let mut queue = queue();
+        queue.send(NewMessage::plain("earlier"), T0).unwrap();
+        let mut batch = Batch::default();
+        batch.push(&write(&mut queue));
+        let _ = batch.arguments();
+        queue.send(NewMessage::plain("received"), T0).unwrap();
+        queue.send(NewMessage::plain("waiting"), T0).unwrap();
+        assert_eq!(queue.receive(2, None, None, None, T0 + 1).len(), 2);
+        batch.push(&write(&mut queue));
+        let mut a = batch.arguments();
+        let mut sent: Vec<(&str, bool)> = a
+            .body_records
+            .iter()
+            .zip(&a.body_states)
+            .map(|(body, state)| {
+                (
+                    if body.contains("received") {
+                        "received"
+                    } else {
+                        "other"
+                    },
+                    state.is_some(),
+                )
+            })
+            .collect();
+        sent.sort();
+        assert_eq!(sent, [("other", false), ("received", true)], "{a:?}");
+        assert_eq!(a.state_seqs.len(), 1, "the earlier message's state alone: {a:?}");
+        assert!(!a.body_seqs.contains(&a.state_seqs[0]));
+        let received = a.body_states.iter().position(Option::is_some).unwrap();
+        a.states_apart();
+        assert_eq!(a.state_seqs.len(), 2, "{a:?}");
+        assert!(a.state_seqs.contains(&a.body_seqs[received]));
+        assert!(a.body_states.iter().all(Option::is_none));
     }
 
     #[test]

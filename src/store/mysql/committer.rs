@@ -6,8 +6,6 @@
 //! snapshot's import) goes in several calls of one transaction: its
 //! removals in the first, its rows put spread over the rest.
 
-use std::collections::HashMap;
-
 use mysql_async::prelude::Queryable;
 use mysql_async::{Conn, Params, Value};
 use serde::Serialize;
@@ -138,21 +136,11 @@ fn encode(a: &Arguments<'_>, per_call: usize) -> Vec<[Option<String>; ARRAYS]> {
     pairs(&a.sequence_names, &a.sequence_ceilings).for_each(|e| add(3, e));
     // A message sent in this commit is one row put whole, with its state
     // if it has one already; the other states are rewritten in place.
-    let mut states: HashMap<(&str, i64), &String> = a
-        .state_queues
-        .iter()
-        .zip(&a.state_seqs)
-        .zip(&a.state_records)
-        .map(|((queue, seq), state)| ((*queue, *seq), state))
-        .collect();
-    for (index, queue) in a.body_queues.iter().enumerate() {
-        let seq = a.body_seqs[index];
-        let state = states.remove(&(*queue, seq));
-        add(5, json(&(queue, seq, &a.body_records[index], state)));
+    let sent = a.body_queues.iter().zip(&a.body_seqs);
+    for ((queue, seq), (body, state)) in sent.zip(a.body_records.iter().zip(&a.body_states)) {
+        add(5, json(&(queue, seq, body, state)));
     }
-    states
-        .into_iter()
-        .for_each(|((queue, seq), state)| add(6, json(&(queue, seq, state))));
+    triples(&a.state_queues, &a.state_seqs, &a.state_records).for_each(|e| add(6, e));
     triples(&a.dedup_queues, &a.dedup_keys, &a.dedup_records).for_each(|e| add(8, e));
     triples(&a.attempt_queues, &a.attempt_ids, &a.attempt_records).for_each(|e| add(10, e));
     pairs(&a.sns_keys, &a.sns_records).for_each(|e| add(12, e));
@@ -218,6 +206,7 @@ mod tests {
             body_queues: vec!["q"; 4],
             body_seqs: vec![1, 2, 3, 4],
             body_records: records,
+            body_states: vec![None; 4],
             ..Arguments::default()
         };
         let calls = encode(&a, 250);
@@ -239,9 +228,10 @@ mod tests {
             body_queues: vec!["q", "q"],
             body_seqs: vec![1, 2],
             body_records: vec!["b1".into(), "b2".into()],
-            state_queues: vec!["q", "q"],
-            state_seqs: vec![2, 7],
-            state_records: vec!["s2".into(), "s7".into()],
+            body_states: vec![None, Some("s2".into())],
+            state_queues: vec!["q"],
+            state_seqs: vec![7],
+            state_records: vec!["s7".into()],
             ..Arguments::default()
         };
         let call = &encode(&a, 1 << 20)[0];

@@ -55,7 +55,8 @@ impl PostgresCall {
         }
         let (client, statement) = connection.as_ref().expect("connected above");
         let bytes = batch.bytes();
-        let arguments = batch.arguments();
+        let mut arguments = batch.arguments();
+        arguments.states_apart();
         let mut values: Vec<&(dyn ToSql + Sync)> = vec![&self.shard, &epoch, &load_id];
         values.extend(parameters(&arguments));
         let result = (target.bounded_for(bytes, client.execute(statement, &values))).await;
