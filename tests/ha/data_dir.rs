@@ -77,11 +77,7 @@ fn start_with_umask(dir: &DataDir) -> Server {
         .spawn()
         .unwrap();
     crate::common::wait_for_port(port, "ssq");
-    Server {
-        child,
-        port,
-        url: format!("http://127.0.0.1:{port}"),
-    }
+    Server::adopt(child, port)
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

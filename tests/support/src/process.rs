@@ -1,10 +1,15 @@
 //! `ssq` processes on free loopback ports: one alone, or a group sharing a
 //! Redis with lock timings short enough for tests, and waiting on them.
+//!
+//! `SSQ_TEST_STORE=mariadb` gives every instance started without a store
+//! of its own a private MariaDB (`--mysql-url`), so that a suite written
+//! for memory-only runs on MySQL-backed ssq as it is (docs/testing.md).
 
 use std::net::TcpListener;
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
+use super::mariadb::MariadbServer;
 use super::postgres::PostgresServer;
 use super::redis::RedisServer;
 use super::sdk::client_for;
@@ -14,6 +19,23 @@ pub struct Server {
     pub child: Child,
     pub port: u16,
     pub url: String,
+    /// The private MariaDB it stores in under `SSQ_TEST_STORE=mariadb`,
+    /// removed after the process is killed.
+    store: Option<MariadbServer>,
+}
+
+/// The flags that choose a store: an instance given one keeps it.
+const STORE_FLAGS: &[&str] = &["--redis-url", "--postgres-url", "--mysql-url", "--data-dir"];
+
+/// A private MariaDB for an instance started without a store, when the
+/// run asks for one (`SSQ_TEST_STORE=mariadb`). An instance on a virtual
+/// clock stays memory-only: ssq refuses a shared store beside it.
+fn store_for(args: &[&str]) -> Option<MariadbServer> {
+    let wanted = std::env::var("SSQ_TEST_STORE").ok()?;
+    assert_eq!(wanted, "mariadb", "SSQ_TEST_STORE may only be mariadb");
+    let has_store = args.iter().any(|arg| STORE_FLAGS.contains(arg));
+    let virtual_clock = args.windows(2).any(|pair| pair == ["--clock", "virtual"]);
+    (!has_store && !virtual_clock).then(MariadbServer::start)
 }
 
 /// Waits up to 10 s until something accepts connections on `port`.
@@ -49,11 +71,17 @@ impl Server {
     /// started again on another port if it exited first.
     pub fn start_with(args: &[&str]) -> Server {
         let binary = ssq_binary();
+        let mut store = store_for(args);
+        let store_args: Vec<String> = match &store {
+            Some(mariadb) => vec!["--mysql-url".into(), mariadb.url()],
+            None => Vec::new(),
+        };
         for _ in 0..5 {
             let port = free_port();
             let child = Command::new(&binary)
                 .args(["--listen", &format!("127.0.0.1:{port}")])
                 .args(args)
+                .args(&store_args)
                 // SSQ_TEST_LOG sets the instances' log filter, to see why a test failed.
                 .env(
                     "RUST_LOG",
@@ -67,6 +95,7 @@ impl Server {
                 child,
                 port,
                 url: format!("http://127.0.0.1:{port}"),
+                store: None,
             };
             let flag = |name: &str| {
                 args.iter()
@@ -77,6 +106,11 @@ impl Server {
             // /status is on the admin address when that is apart.
             let status_at = flag("--admin-listen").unwrap_or_else(|| format!("127.0.0.1:{port}"));
             if server.answers_as_itself(&status_at, flag("--node-id").as_deref()) {
+                if store.is_some() {
+                    // It serves once it leads: the lock is free, so at once.
+                    wait_until_ready(&status_at);
+                    server.store = store.take();
+                }
                 return server;
             }
         }
@@ -118,20 +152,39 @@ impl Drop for Server {
     }
 }
 
-/// The node id in `/status` at `address`, read with a plain HTTP/1.0 GET
-/// (the harness starts servers outside any runtime).
+/// Waits up to 10 s until `/ready` at `address` answers 200.
+fn wait_until_ready(address: &str) {
+    let deadline = Instant::now() + Duration::from_secs(10);
+    let ready = || plain_get(address, "/ready").is_some_and(|r| r.split(' ').nth(1) == Some("200"));
+    while !ready() {
+        assert!(
+            Instant::now() < deadline,
+            "ssq at {address} did not lead within 10 s"
+        );
+        std::thread::sleep(Duration::from_millis(10));
+    }
+}
+
+/// The node id in `/status` at `address`.
 fn status_node_id(address: &str) -> Option<String> {
+    let response = plain_get(address, "/status")?;
+    let body = response.split_once("\r\n\r\n")?.1;
+    let status: serde_json::Value = serde_json::from_str(body).ok()?;
+    status["node_id"].as_str().map(str::to_string)
+}
+
+/// The whole response to a plain HTTP/1.0 GET of `path` (the harness
+/// starts servers outside any runtime).
+fn plain_get(address: &str, path: &str) -> Option<String> {
     use std::io::{Read, Write};
     let mut stream = std::net::TcpStream::connect(address).ok()?;
     stream.set_read_timeout(Some(Duration::from_millis(500))).ok()?;
     stream
-        .write_all(b"GET /status HTTP/1.0\r\nHost: 127.0.0.1\r\n\r\n")
+        .write_all(format!("GET {path} HTTP/1.0\r\nHost: 127.0.0.1\r\n\r\n").as_bytes())
         .ok()?;
     let mut response = String::new();
     stream.read_to_string(&mut response).ok()?;
-    let body = response.split_once("\r\n\r\n")?.1;
-    let status: serde_json::Value = serde_json::from_str(body).ok()?;
-    status["node_id"].as_str().map(str::to_string)
+    Some(response)
 }
 
 /// Lock timings short enough for tests: TTL 2 s, renew every 250 ms, step
@@ -192,6 +245,17 @@ impl Server {
         args.extend_from_slice(&["--mysql-timeout", "500ms"]);
         args.extend_from_slice(extra);
         Server::start_with(&args)
+    }
+
+    /// An ssq process the test started itself (under a shell, say),
+    /// listening on `port`: killed when dropped, as any other.
+    pub fn adopt(child: Child, port: u16) -> Server {
+        Server {
+            child,
+            port,
+            url: format!("http://127.0.0.1:{port}"),
+            store: None,
+        }
     }
 
     pub fn pid(&self) -> u32 {
