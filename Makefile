@@ -123,12 +123,14 @@ bench-sns:
 	bash loadtest/sns.sh
 
 # Postgres- and MySQL-backed beside Redis-backed and memory-only (64 clients), a takeover of a million messages
-# on each, and the client crates' choice (tokio-postgres beside sqlx, mysql_async beside sqlx); loadtest/postgres.md records them.
+# on each, the client crates' choice (tokio-postgres beside sqlx, mysql_async beside sqlx) and MariaDB's own floor;
+# loadtest/postgres.md records them.
 bench-postgres:
 	bash loadtest/databases.sh
 	bash loadtest/takeover.sh
 	STORE=mysql bash loadtest/takeover.sh
 	bash loadtest/db-clients.sh
+	bash loadtest/mariadb-floor.sh
 
 # Fair queues: quiet tenants' dwell time with and without group ids, side by side.
 bench-fair:
