@@ -36,6 +36,8 @@ test-rust:
 	command -v cargo-nextest >/dev/null || cargo install cargo-nextest --locked
 	cargo nextest run --no-fail-fast -E 'not binary(cluster)'
 	cargo nextest run --no-fail-fast -E 'binary(cluster)'
+	# The hostile-tenant tests again, each instance on a MariaDB of its own.
+	SSQ_TEST_STORE=mariadb cargo nextest run --no-fail-fast --test sqs -E 'test(/^(accounts|policies|sigv4|protocols)::/)'
 	cargo test --doc
 
 # The Prometheus alert rules ssq ships (docker/prometheus/): promtool comes
