@@ -10,15 +10,6 @@ use ssq::config::{Config, LogFormat};
 use ssq::http::status_api::health_check;
 use ssq::node::{Listeners, Node};
 
-/// jemalloc rather than the system's malloc: ssq allocates and frees many
-/// short-lived buffers of every size on every request (bodies, answers, a
-/// commit's records), which glibc's malloc served at a quarter of ssq's CPU
-/// (its free lists consolidated again and again); jemalloc's per-thread
-/// size classes do it at a fraction (docs/benchmarks.md, "Allocator").
-#[cfg(not(target_env = "msvc"))]
-#[global_allocator]
-static ALLOCATOR: tikv_jemallocator::Jemalloc = tikv_jemallocator::Jemalloc;
-
 #[tokio::main]
 async fn main() {
     let (config, queues) = Config::load().unwrap_or_else(|why| {
