@@ -89,6 +89,29 @@ pub struct Config {
     #[arg(long, env = "SSQ_MYSQL_TIMEOUT", default_value = "1s", value_parser = parse_duration)]
     pub mysql_timeout: Duration,
 
+    /// etcd as the leader lock, beside the shared store that keeps the
+    /// data: etcd://[user:password@]host:2379[,host:2379...][/prefix]
+    /// (etcds:// for TLS). etcd chooses each shard's leader with a lease of
+    /// --lock-ttl; the store fences its writes by the key's revision.
+    /// Without it, the store's own lock. See docs/operations.md, "etcd".
+    #[arg(long, env = "SSQ_LOCK_URL")]
+    pub lock_url: Option<String>,
+
+    /// PEM file of the CA that signed etcd's certificates: TLS is then
+    /// used, the host name checked [default with etcds://: the system's
+    /// roots].
+    #[arg(long, env = "SSQ_LOCK_CA_FILE")]
+    pub lock_ca_file: Option<PathBuf>,
+
+    /// PEM file of the client certificate ssq presents to etcd (with
+    /// --lock-key-file), for etcd's --client-cert-auth.
+    #[arg(long, env = "SSQ_LOCK_CERT_FILE", requires = "lock_key_file")]
+    pub lock_cert_file: Option<PathBuf>,
+
+    /// PEM file of the private key of --lock-cert-file.
+    #[arg(long, env = "SSQ_LOCK_KEY_FILE", requires = "lock_cert_file")]
+    pub lock_key_file: Option<PathBuf>,
+
     /// Keep the state on local disk in this directory: one instance, every
     /// change a client is told about written (and synced, see --data-sync)
     /// there first, everything back after a restart. One process per
@@ -474,6 +497,15 @@ impl Config {
             self.mysql_ca_file.as_deref(),
             self.mysql_timeout,
         ))
+    }
+
+    /// The files of TLS to etcd (`--lock-url`).
+    pub fn lock_tls(&self) -> crate::store::etcd::LockTls {
+        crate::store::etcd::LockTls {
+            ca_file: self.lock_ca_file.clone(),
+            cert_file: self.lock_cert_file.clone(),
+            key_file: self.lock_key_file.clone(),
+        }
     }
 
     /// Whether instances share a store and elect a leader (Redis, Postgres

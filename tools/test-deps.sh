@@ -2,7 +2,8 @@
 # Installs the system tools the tests run, as real processes, when they are
 # missing: redis-server (with redis-cli), Postgres (initdb, postgres, psql,
 # pg_basebackup: Debian's postgresql), MariaDB (mariadbd, mariadb-install-db,
-# mariadb: Debian's mariadb-server), haproxy, chromium, openssl, curl,
+# mariadb: Debian's mariadb-server), etcd (Debian's etcd-server, the lock
+# of --lock-url), haproxy, chromium, openssl, curl,
 # promtool (Debian's prometheus package, for the alert rules), Node.js and
 # npm (the npm packages), Docker's engine and docker-compose (the image and
 # its compose files; tests/packages),
@@ -34,6 +35,7 @@ if ! [ -x /usr/sbin/mariadbd ] && ! command -v mariadbd >/dev/null 2>&1; then
   missing_packages+=(mariadb-server)
 fi
 need mariadb-install-db mariadb-server
+need etcd etcd-server
 need haproxy haproxy
 need chromium chromium
 need openssl openssl

@@ -18,7 +18,7 @@ use tokio::sync::{Notify, mpsc, watch};
 
 use crate::cluster::StoreError;
 use crate::cluster::election::LoadState;
-use crate::cluster::lock::LockStore;
+use crate::cluster::lock::{Fence, LockStore};
 use crate::cluster::transfers::Mailboxes;
 use crate::journal::{Memory, Pending};
 use crate::leader::Leadership;
@@ -41,14 +41,17 @@ pub struct ShardParts {
     pub journal: mpsc::UnboundedReceiver<Pending>,
 }
 
-/// A started shard: the lock its elector and watchdog act through, and
-/// how its state is loaded when a term begins.
+/// A started shard: the lock its elector and watchdog act through, the
+/// store's fence for a lock kept elsewhere (`--lock-url`), and how its
+/// state is loaded when a term begins.
 pub struct Elected {
     pub lock: Arc<dyn LockStore>,
+    pub fence: Arc<dyn Fence>,
     pub load_state: LoadState,
 }
 
 /// Who the store's notices wake at once rather than at their next poll.
+#[derive(Clone)]
 pub struct Wakes {
     /// One per shard: its elector, when its leader lets go of the lock.
     pub electors: Vec<Arc<Notify>>,
@@ -57,6 +60,7 @@ pub struct Wakes {
     pub sharded: Option<ShardedWakes>,
 }
 
+#[derive(Clone)]
 pub struct ShardedWakes {
     pub members: Arc<Notify>,
     pub inboxes: Vec<Arc<Notify>>,

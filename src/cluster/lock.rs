@@ -1,8 +1,10 @@
 //! The leader lock: the [`LockStore`] interface the elector, the watchdog
 //! and the HTTP front act through. Each backend has its own in its folder
 //! (`store/redis/lock.rs`: a key with a TTL; `store/postgres/lock.rs`: a
-//! session advisory lock and a lease row), and each fences every write by
-//! the epoch its acquisition took.
+//! session advisory lock and a lease row; `store/mysql/lock.rs`:
+//! `GET_LOCK` and a lease row), and each fences every write by the epoch
+//! its acquisition took. A lock kept apart from the store (`--lock-url`,
+//! `store/etcd/`) fences through the store's [`Fence`].
 //!
 //! The elector's timing rules are tested against a lock in memory that can
 //! be made to hang or fail (`election.rs`'s tests); each backend is tested
@@ -42,4 +44,18 @@ pub trait LockStore: Send + Sync + 'static {
     fn holder(&self) -> LockCall<'_, Option<String>>;
     fn renew<'a>(&'a self, token: &'a str) -> LockCall<'a, bool>;
     fn release<'a>(&'a self, token: &'a str) -> LockCall<'a, bool>;
+}
+
+/// A store's side of a lock kept apart from it (`--lock-url`): the store
+/// records each new holder's revision, which only grows from one holder to
+/// the next, and starts a new epoch with it; every commit carries the
+/// epoch's token and is refused once a later holder recorded its own. So a
+/// holder frozen past its lease, or cut off from the lock but not from the
+/// store, cannot write once its successor has recorded.
+pub trait Fence: Send + Sync + 'static {
+    /// Records `revision` for `holder` (`node|nonce|url`) if it is larger
+    /// than the revision recorded: `Won` with the new token
+    /// (`epoch|node|nonce|url`), or `Held` with the recorded holder's token
+    /// when as large a revision is recorded already.
+    fn record<'a>(&'a self, revision: u64, holder: &'a str) -> LockCall<'a, Acquire>;
 }

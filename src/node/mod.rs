@@ -50,6 +50,7 @@ use crate::queue::clock::{Clock, SystemClock, VirtualClock};
 use crate::service::shards::Placement;
 use crate::service::{ConfiguredQueueError, ImportError, QueueSpec, Seed, SeedError, SeedSource, Service};
 use crate::store::disk::{DiskError, DiskStore};
+use crate::store::etcd::{Etcd, LockUrl, LockedByEtcd};
 use crate::store::mysql::MysqlBackend;
 use crate::store::postgres::PostgresBackend;
 use crate::store::redis::replicas::ReplicaAcks;
@@ -78,6 +79,15 @@ pub enum StartError {
     Postgres(#[from] crate::store::postgres::PostgresError),
     #[error(transparent)]
     Mysql(#[from] crate::store::mysql::MysqlError),
+    #[error(transparent)]
+    LockUrl(#[from] crate::store::etcd::LockUrlError),
+    #[error(transparent)]
+    Etcd(#[from] crate::store::etcd::EtcdError),
+    #[error(
+        "--lock-url needs a store the group shares (--redis-url, --postgres-url or --mysql-url): etcd chooses the \
+         leader, the store keeps the data and fences the leader's writes"
+    )]
+    LockUrlNeedsASharedStore,
     #[error(
         "--control-api with --credentials: the control API's requests are not signed, so anyone who reaches \
          ssq could reset it; use one or the other (the control API is for test instances)"
@@ -483,6 +493,29 @@ impl Node {
 /// The store a group of instances shares, as `config` names it (none:
 /// memory-only or `--data-dir`). One line per backend.
 fn backend_of(
+    config: &Config,
+    acks: ReplicaAcks,
+    placement: &Placement,
+) -> Result<Option<Arc<dyn Backend>>, StartError> {
+    let store = store_of(config, acks, placement)?;
+    let Some(url) = &config.lock_url else {
+        return Ok(store);
+    };
+    let store = store.ok_or(StartError::LockUrlNeedsASharedStore)?;
+    let election = config.election();
+    let etcd = Etcd::new(&LockUrl::parse(url)?, &config.lock_tls(), election.call_timeout)?;
+    let locked = LockedByEtcd::new(
+        store,
+        etcd,
+        config.advertise_url(),
+        election.ttl,
+        election.retry_every,
+    );
+    Ok(Some(Arc::new(locked)))
+}
+
+/// The store of the group's data, as `config` names it.
+fn store_of(
     config: &Config,
     acks: ReplicaAcks,
     placement: &Placement,

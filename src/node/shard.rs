@@ -216,7 +216,7 @@ impl Shard {
             claim,
             metrics,
         } = *group;
-        let Elected { lock, load_state } = backend.start_shard(ShardParts {
+        let Elected { lock, load_state, .. } = backend.start_shard(ShardParts {
             index: leadership.shard(),
             memory: service.clone(),
             leadership: leadership.clone(),

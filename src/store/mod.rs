@@ -7,11 +7,14 @@
 //! `reload.rs`) and reach their servers over the same TLS (`tls.rs`); a
 //! snapshot (`snapshot/`) moves the state between them. A backend shared
 //! by a group is all in its folder, its lock, roster, notices and mailboxes
-//! too, started for the group through `cluster::Backend`.
+//! too, started for the group through `cluster::Backend`. `etcd/` keeps
+//! no data: it is a lock (`--lock-url`) beside one of the shared stores,
+//! fenced through that store.
 
 pub(crate) mod batch;
 pub(crate) mod codec;
 pub mod disk;
+pub mod etcd;
 pub(crate) mod folded_commit;
 pub(crate) mod group_commit;
 pub(crate) mod load_id;

@@ -4,13 +4,13 @@
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
-use rustls::pki_types::CertificateDer;
 use rustls::pki_types::pem::PemObject;
+use rustls::pki_types::{CertificateDer, PrivateKeyDer};
 
 /// Why TLS to a store cannot be set up; each names the file to fix.
 #[derive(Debug, thiserror::Error)]
 pub enum TlsError {
-    #[error("cannot read the CA file {}: {source}", path.display())]
+    #[error("cannot read the TLS file {}: {source}", path.display())]
     CaFileUnreadable {
         path: PathBuf,
         source: rustls::pki_types::pem::Error,
@@ -31,6 +31,15 @@ pub fn use_ring() {
 /// A client configuration trusting the CA in `ca_file`, or the system's
 /// roots without one; certificates and host names are checked.
 pub fn client_config(ca_file: Option<&Path>) -> Result<rustls::ClientConfig, TlsError> {
+    client_config_with_identity(ca_file, None)
+}
+
+/// [`client_config`], presenting the client certificate of `identity`
+/// (its certificate chain's PEM file and its private key's) if given.
+pub fn client_config_with_identity(
+    ca_file: Option<&Path>,
+    identity: Option<(&Path, &Path)>,
+) -> Result<rustls::ClientConfig, TlsError> {
     let mut roots = rustls::RootCertStore::empty();
     match ca_file {
         Some(path) => {
@@ -54,9 +63,26 @@ pub fn client_config(ca_file: Option<&Path>) -> Result<rustls::ClientConfig, Tls
         }
     }
     let provider = Arc::new(rustls::crypto::ring::default_provider());
-    Ok(rustls::ClientConfig::builder_with_provider(provider)
+    let builder = rustls::ClientConfig::builder_with_provider(provider)
         .with_safe_default_protocol_versions()
         .map_err(TlsError::Setup)?
-        .with_root_certificates(roots)
-        .with_no_client_auth())
+        .with_root_certificates(roots);
+    let Some((cert_file, key_file)) = identity else {
+        return Ok(builder.with_no_client_auth());
+    };
+    let unreadable = |path: &Path| {
+        let path = path.to_path_buf();
+        move |source| TlsError::CaFileUnreadable { path, source }
+    };
+    let chain = CertificateDer::pem_file_iter(cert_file)
+        .map_err(unreadable(cert_file))?
+        .collect::<Result<Vec<_>, _>>()
+        .map_err(unreadable(cert_file))?;
+    let key = PrivateKeyDer::from_pem_file(key_file).map_err(unreadable(key_file))?;
+    builder
+        .with_client_auth_cert(chain, key)
+        .map_err(|source| TlsError::BadCertificate {
+            path: cert_file.to_path_buf(),
+            source,
+        })
 }

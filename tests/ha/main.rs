@@ -13,6 +13,7 @@ mod data_dir;
 mod databases;
 mod disk;
 mod durability;
+mod etcd;
 mod failover;
 mod fencing;
 mod haproxy;

@@ -77,8 +77,10 @@ impl Backend for MysqlBackend {
         };
         let call = MysqlCall::new(self.target.clone(), store.shard);
         let loader = Arc::new(Loader::new(store, election.retry_every));
+        let lock = Arc::new(lock);
         Elected {
-            lock: Arc::new(lock),
+            lock: lock.clone(),
+            fence: lock,
             load_state: folded_commit::start(call, committed, loader, election.retry_every, shard.journal),
         }
     }

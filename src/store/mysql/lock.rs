@@ -33,7 +33,7 @@ use mysql_async::prelude::Queryable;
 use tokio::sync::Mutex;
 
 use super::{MysqlError, Target, schema, text};
-use crate::cluster::lock::{Acquire, LockCall, LockError, LockStore};
+use crate::cluster::lock::{Acquire, Fence, LockCall, LockError, LockStore};
 
 /// The shard's named lock: unique per database, under MySQL's 64 characters.
 const LOCK_NAME: &str = "CONCAT('ssq:', SHA1(DATABASE()), ':', ?)";
@@ -134,9 +134,7 @@ impl MysqlLock {
             let nonce = format!("{:016x}", crate::queue::random::nonce());
             let rest = format!("|{}|{nonce}|{}", self.node_id, self.advertise_url);
             let mine = format!("|{}|", self.node_id);
-            let conn = &mut session.conn;
-            conn.query_drop("START TRANSACTION").await?;
-            let taken = async {
+            let taken = in_transaction(&mut session.conn, async |conn| {
                 conn.exec_drop("INSERT IGNORE INTO ssq_lease (shard) VALUES (?)", (self.shard,))
                     .await?;
                 // The row lock waits for a commit in flight, which finishes
@@ -153,33 +151,70 @@ impl MysqlLock {
                 if let Some(token) = live_other {
                     return Ok(Acquire::Held(text(token)?));
                 }
+                self.new_epoch(conn, &rest).await.map(Acquire::Won)
+            })
+            .await?;
+            if matches!(taken, Acquire::Held(_)) {
+                self.let_go_of_named_lock(session).await?;
+            }
+            Ok(taken)
+        })
+        .await
+    }
+
+    /// Starts a new epoch for the holder whose token ends in `rest`
+    /// (`|node|nonce|url`), inside the caller's transaction; its token.
+    async fn new_epoch(&self, conn: &mut Conn, rest: &str) -> Result<String, MysqlError> {
+        conn.exec_drop(
+            "UPDATE ssq_lease SET epoch = epoch + 1, token = CONCAT(epoch, ?), \
+             renewed_at = NOW(6), ttl_ms = ?, load_id = NULL WHERE shard = ?",
+            (rest.as_bytes(), self.ttl_ms(), self.shard),
+        )
+        .await?;
+        let token: Option<Vec<u8>> = conn
+            .exec_first("SELECT token FROM ssq_lease WHERE shard = ?", (self.shard,))
+            .await?;
+        text(token.unwrap_or_default())
+    }
+
+    /// [`Fence::record`]: a new epoch for `holder` if `revision` is larger
+    /// than the one recorded (`ssq_lock_revisions`), after any commit in
+    /// flight (the lease row's lock).
+    async fn record_revision(&self, revision: u64, holder: &str) -> Result<Acquire, LockError> {
+        let revision = i64::try_from(revision).unwrap_or(i64::MAX);
+        let rest = format!("|{holder}");
+        self.on_session(async |session| {
+            in_transaction(&mut session.conn, async |conn| {
+                conn.exec_drop("INSERT IGNORE INTO ssq_lease (shard) VALUES (?)", (self.shard,))
+                    .await?;
+                let held: Option<Vec<u8>> = conn
+                    .exec_first(
+                        "SELECT coalesce(token, '') FROM ssq_lease WHERE shard = ? FOR UPDATE",
+                        (self.shard,),
+                    )
+                    .await?;
                 conn.exec_drop(
-                    "UPDATE ssq_lease SET epoch = epoch + 1, token = CONCAT(epoch, ?), \
-                     renewed_at = NOW(6), ttl_ms = ?, load_id = NULL WHERE shard = ?",
-                    (rest.as_bytes(), self.ttl_ms(), self.shard),
+                    "INSERT IGNORE INTO ssq_lock_revisions (shard, revision) VALUES (?, 0)",
+                    (self.shard,),
                 )
                 .await?;
-                let token: Option<Vec<u8>> = conn
-                    .exec_first("SELECT token FROM ssq_lease WHERE shard = ?", (self.shard,))
+                let recorded: Option<i64> = conn
+                    .exec_first(
+                        "SELECT revision FROM ssq_lock_revisions WHERE shard = ? FOR UPDATE",
+                        (self.shard,),
+                    )
                     .await?;
-                Ok::<_, MysqlError>(Acquire::Won(text(token.unwrap_or_default())?))
-            }
-            .await;
-            match taken {
-                Ok(Acquire::Won(token)) => {
-                    conn.query_drop("COMMIT").await?;
-                    Ok(Acquire::Won(token))
+                if recorded.unwrap_or(0) >= revision {
+                    return Ok(Acquire::Held(text(held.unwrap_or_default())?));
                 }
-                Ok(held) => {
-                    conn.query_drop("ROLLBACK").await?;
-                    self.let_go_of_named_lock(session).await?;
-                    Ok(held)
-                }
-                Err(error) => {
-                    let _ = conn.query_drop("ROLLBACK").await;
-                    Err(error)
-                }
-            }
+                conn.exec_drop(
+                    "UPDATE ssq_lock_revisions SET revision = ? WHERE shard = ?",
+                    (revision, self.shard),
+                )
+                .await?;
+                self.new_epoch(conn, &rest).await.map(Acquire::Won)
+            })
+            .await
         })
         .await
     }
@@ -328,6 +363,35 @@ async fn check_server(conn: &mut Conn) -> Result<(), MysqlError> {
         );
     }
     Ok(())
+}
+
+/// Runs `body` in a transaction on `conn`: committed when it won (a new
+/// epoch), rolled back otherwise or on an error.
+async fn in_transaction(
+    conn: &mut Conn,
+    body: impl AsyncFnOnce(&mut Conn) -> Result<Acquire, MysqlError>,
+) -> Result<Acquire, MysqlError> {
+    conn.query_drop("START TRANSACTION").await?;
+    match body(conn).await {
+        Ok(Acquire::Won(token)) => {
+            conn.query_drop("COMMIT").await?;
+            Ok(Acquire::Won(token))
+        }
+        Ok(held) => {
+            conn.query_drop("ROLLBACK").await?;
+            Ok(held)
+        }
+        Err(error) => {
+            let _ = conn.query_drop("ROLLBACK").await;
+            Err(error)
+        }
+    }
+}
+
+impl Fence for MysqlLock {
+    fn record<'a>(&'a self, revision: u64, holder: &'a str) -> LockCall<'a, Acquire> {
+        Box::pin(self.record_revision(revision, holder))
+    }
 }
 
 impl LockStore for MysqlLock {

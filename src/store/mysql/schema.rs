@@ -25,7 +25,7 @@ use super::MysqlError;
 const MIGRATIONS_LOCK: &str = "CONCAT('ssq:', SHA1(DATABASE()), ':schema')";
 
 /// Each migration, in order: the schema's version is how many have run.
-const STEPS: &[&[&str]] = &[FIRST];
+const STEPS: &[&[&str]] = &[FIRST, LOCK_REVISIONS];
 
 /// How long making or upgrading the tables may take, waiting for another
 /// instance's migration included.
@@ -81,6 +81,13 @@ async fn upgrade(conn: &mut Conn) -> Result<(), MysqlError> {
     }
     Ok(())
 }
+
+/// Version 2: with a lock kept apart from the database (`--lock-url`),
+/// the revision of the holder last recorded for each shard; a holder with
+/// a smaller one is refused (`lock.rs`, `record_revision`).
+const LOCK_REVISIONS: &[&str] = &[
+    "CREATE TABLE IF NOT EXISTS ssq_lock_revisions (shard INT PRIMARY KEY, revision BIGINT NOT NULL) ENGINE=InnoDB",
+];
 
 /// Version 1: the lease, the records, and what a sharded group shares.
 const FIRST: &[&str] = &[

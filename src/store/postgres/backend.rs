@@ -78,8 +78,10 @@ impl Backend for PostgresBackend {
             load_id: store.load_id.clone(),
         };
         let call = PostgresCall::new(store.target.clone(), store.shard);
+        let lock = Arc::new(lock);
         Elected {
-            lock: Arc::new(lock),
+            lock: lock.clone(),
+            fence: lock,
             load_state: folded_commit::start(call, committed, loader, election.retry_every, shard.journal),
         }
     }

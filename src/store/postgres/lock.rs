@@ -21,6 +21,10 @@
 //! `NOTIFY` that every instance's lock session listens for, so that a
 //! passive takes over at once rather than at its next try.
 //!
+//! With a lock kept apart from the database (`--lock-url`) the lease row
+//! is the store's [`Fence`] alone: a holder records its revision there,
+//! starting a new epoch, if it is larger than the one recorded.
+//!
 //! Behind a connection pooler in transaction mode a session lock does not
 //! hold; taking the lock checks that the session holding it is the one
 //! that asked, and refuses to lead otherwise.
@@ -32,7 +36,7 @@ use std::sync::Arc;
 use tokio::sync::{Mutex, Notify};
 use tokio_postgres::Client;
 
-use crate::cluster::lock::{Acquire, LockCall, LockError, LockStore};
+use crate::cluster::lock::{Acquire, Fence, LockCall, LockError, LockStore};
 use crate::store::postgres::schema::{self, FENCE_CLASS, LOCK_CLASS};
 use crate::store::postgres::{PostgresError, Target};
 
@@ -259,6 +263,52 @@ impl PostgresLock {
         Ok(token)
     }
 
+    /// [`Fence::record`]: a new epoch for `holder` if `revision` is larger
+    /// than the one the lease row recorded, after any commit in flight.
+    async fn record_revision(&self, revision: u64, holder: &str) -> Result<Acquire, LockError> {
+        let revision = i64::try_from(revision).unwrap_or(i64::MAX);
+        let rest = format!("|{holder}");
+        self.on_session(async |session| {
+            let transaction = session.client.transaction().await?;
+            transaction
+                .execute(
+                    "SELECT pg_advisory_xact_lock($1, $2)",
+                    &[&FENCE_CLASS, &self.shard],
+                )
+                .await?;
+            transaction
+                .execute(
+                    "INSERT INTO ssq_lease (shard) VALUES ($1) ON CONFLICT (shard) DO NOTHING",
+                    &[&self.shard],
+                )
+                .await?;
+            let won: Option<String> = transaction
+                .query_opt(
+                    "UPDATE ssq_lease SET epoch = epoch + 1, token = (epoch + 1)::text || $2, \
+                     lock_revision = $3, renewed_at = now(), ttl_ms = $4, load_id = NULL \
+                     WHERE shard = $1 AND lock_revision < $3 RETURNING token",
+                    &[&self.shard, &rest, &revision, &self.ttl_ms],
+                )
+                .await?
+                .map(|row| row.get(0));
+            let answer = match won {
+                Some(token) => Acquire::Won(token),
+                None => Acquire::Held(
+                    transaction
+                        .query_one(
+                            "SELECT coalesce(token, '') FROM ssq_lease WHERE shard = $1",
+                            &[&self.shard],
+                        )
+                        .await?
+                        .get(0),
+                ),
+            };
+            transaction.commit().await?;
+            Ok(answer)
+        })
+        .await
+    }
+
     async fn read_holder(&self) -> Result<Option<String>, LockError> {
         self.on_session(async |session| {
             Ok(session
@@ -345,6 +395,12 @@ async fn say_what_a_failover_can_lose(client: &Client) -> Result<(), PostgresErr
         );
     }
     Ok(())
+}
+
+impl Fence for PostgresLock {
+    fn record<'a>(&'a self, revision: u64, holder: &'a str) -> LockCall<'a, Acquire> {
+        Box::pin(self.record_revision(revision, holder))
+    }
 }
 
 impl LockStore for PostgresLock {

@@ -33,7 +33,7 @@ pub const FENCE_CLASS: i32 = 0x5353_5132;
 const MIGRATIONS: i32 = 0;
 
 /// Each migration, in order: the schema's version is how many have run.
-const STEPS: &[&str] = &[FIRST, GROUPS];
+const STEPS: &[&str] = &[FIRST, GROUPS, LOCK_REVISION];
 
 /// Makes or upgrades ssq's tables, once, whoever else starts now.
 pub async fn migrate(client: &mut Client) -> Result<(), PostgresError> {
@@ -156,6 +156,13 @@ CREATE TABLE ssq_transfers (
     dead_letter_source text
 ) WITH (autovacuum_vacuum_scale_factor = 0.01);
 CREATE INDEX ssq_transfers_box ON ssq_transfers (shard, delivered, id);
+"#;
+
+/// Version 3: with a lock kept apart from the database (`--lock-url`),
+/// the revision of the holder last recorded in each shard's lease; a
+/// holder with a smaller one is refused (`lock.rs`, `record_revision`).
+const LOCK_REVISION: &str = r#"
+ALTER TABLE ssq_lease ADD COLUMN lock_revision bigint NOT NULL DEFAULT 0;
 "#;
 
 /// The functions ssq calls, put in (again) by every upgrade.

@@ -115,8 +115,10 @@ impl Backend for RedisBackend {
         )
         .confirmed_by_replicas(self.acks);
         tokio::spawn(committer.run(shard.journal));
+        let lock = Arc::new(lock);
         Elected {
-            lock: Arc::new(lock),
+            lock: lock.clone(),
+            fence: lock,
             load_state: Arc::new(move |term| reload::spawn_restore(&loader, term, Duration::ZERO)),
         }
     }

@@ -61,6 +61,12 @@ impl Layout {
         format!("{{{}}}:epoch", self.prefix)
     }
 
+    /// With a lock kept apart from Redis (`--lock-url`): the revision of
+    /// the holder last recorded; a holder with a smaller one is refused.
+    pub fn lock_revision(&self) -> String {
+        format!("{{{}}}:lock-revision", self.prefix)
+    }
+
     /// Pub/sub channel on which a leader announces that it let go.
     pub fn release_channel(&self) -> String {
         format!("{{{}}}:leader-released", self.prefix)

@@ -1,13 +1,15 @@
 //! The leader lock in Redis: a key with a TTL holding the holder's token,
 //! and an epoch key that numbers the acquisitions; every commit script
-//! checks the token (`store/redis/lua/commit.lua`).
+//! checks the token (`store/redis/lua/commit.lua`). With a lock kept apart
+//! (`--lock-url`) the same key, without a TTL, is the store's [`Fence`]:
+//! it holds the token of the holder with the largest revision.
 
 use std::time::Duration;
 
 use fred::prelude::*;
 use fred::types::scripts::Script;
 
-use crate::cluster::lock::{Acquire, LockCall, LockError, LockStore};
+use crate::cluster::lock::{Acquire, Fence, LockCall, LockError, LockStore};
 use crate::store::redis::replicas::ReplicaAcks;
 use crate::store::redis::{Layout, Link, RedisError};
 
@@ -17,6 +19,7 @@ pub struct RedisLock {
     link: Link,
     lock_key: String,
     epoch_key: String,
+    revision_key: String,
     pub release_channel: String,
     node_id: String,
     advertise_url: String,
@@ -24,6 +27,7 @@ pub struct RedisLock {
     acquire: Script,
     renew: Script,
     release: Script,
+    record: Script,
     /// Replicas that must hold an acquisition or a renewal (`replicas.rs`).
     acks: ReplicaAcks,
 }
@@ -34,6 +38,7 @@ impl RedisLock {
             link,
             lock_key: layout.lock(),
             epoch_key: layout.epoch(),
+            revision_key: layout.lock_revision(),
             release_channel: layout.release_channel(),
             node_id: node_id.to_string(),
             advertise_url: advertise_url.to_string(),
@@ -41,6 +46,7 @@ impl RedisLock {
             acquire: Script::from_lua(include_str!("lua/lock_acquire.lua")),
             renew: Script::from_lua(include_str!("lua/lock_renew.lua")),
             release: Script::from_lua(include_str!("lua/lock_release.lua")),
+            record: Script::from_lua(include_str!("lua/lock_record.lua")),
             acks: ReplicaAcks::NONE,
         }
     }
@@ -129,6 +135,28 @@ impl RedisLock {
             )
             .await?
             == 1)
+    }
+
+    async fn record_revision(&self, revision: u64, holder: &str) -> Result<Acquire, LockError> {
+        let keys = vec![
+            self.lock_key.clone(),
+            self.epoch_key.clone(),
+            self.revision_key.clone(),
+        ];
+        let client = self.link.commands();
+        let args = vec![revision.to_string(), holder.to_string()];
+        let (recorded, token): (i64, String) = self.run(&client, &self.record, keys, args).await?;
+        if recorded != 1 {
+            return Ok(Acquire::Held(token));
+        }
+        self.confirm(&client).await?;
+        Ok(Acquire::Won(token))
+    }
+}
+
+impl Fence for RedisLock {
+    fn record<'a>(&'a self, revision: u64, holder: &'a str) -> LockCall<'a, Acquire> {
+        Box::pin(self.record_revision(revision, holder))
     }
 }
 

@@ -5,8 +5,11 @@
 //! their clients send waits in the relay, in order, and reaches the server
 //! at [`HoldingRelay::release`], even if the client has closed the
 //! connection by then, as delayed packets still arrive. Connections opened
-//! while others are held pass freely.
+//! while others are held pass freely, unless [`HoldingRelay::cut_off`]
+//! holds them too: a client then reaches the server on no connection, as
+//! behind a network partition.
 
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
 
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
@@ -17,6 +20,8 @@ pub struct HoldingRelay {
     pub port: u16,
     /// Each open connection's switch: true while its client's bytes are held.
     switches: Arc<Mutex<Vec<watch::Sender<bool>>>>,
+    /// Whether connections opened now start held.
+    cut: Arc<AtomicBool>,
     accepting: tokio::task::JoinHandle<()>,
 }
 
@@ -29,12 +34,14 @@ impl HoldingRelay {
         let port = listener.local_addr().unwrap().port();
         let switches: Arc<Mutex<Vec<watch::Sender<bool>>>> = Arc::default();
         let registry = switches.clone();
+        let cut = Arc::new(AtomicBool::new(false));
+        let cut_now = cut.clone();
         let accepting = tokio::spawn(async move {
             while let Ok((client, _)) = listener.accept().await {
                 let Ok(server) = TcpStream::connect(("127.0.0.1", upstream)).await else {
                     continue;
                 };
-                let (switch, held) = watch::channel(false);
+                let (switch, held) = watch::channel(cut_now.load(Ordering::SeqCst));
                 let mut switches = registry.lock().unwrap();
                 switches.retain(|switch| !switch.is_closed());
                 switches.push(switch);
@@ -44,6 +51,7 @@ impl HoldingRelay {
         HoldingRelay {
             port,
             switches,
+            cut,
             accepting,
         }
     }
@@ -59,8 +67,16 @@ impl HoldingRelay {
         }
     }
 
+    /// Holds the connections open now and every one opened until
+    /// [`HoldingRelay::release`].
+    pub fn cut_off(&self) {
+        self.cut.store(true, Ordering::SeqCst);
+        self.hold();
+    }
+
     /// Lets everything held through, in the order it was sent.
     pub fn release(&self) {
+        self.cut.store(false, Ordering::SeqCst);
         for switch in self.switches.lock().unwrap().iter() {
             let _ = switch.send(false);
         }

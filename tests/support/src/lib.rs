@@ -1,12 +1,13 @@
 //! Shared by the integration tests and the benches: real `ssq`, `redis-server`,
-//! `postgres` and `mariadbd` processes on free loopback ports ([`process`], [`redis`], [`postgres`],
-//! [`mariadb`]), a relay that holds
+//! `postgres`, `mariadbd` and `etcd` processes on free loopback ports ([`process`], [`redis`], [`postgres`],
+//! [`mariadb`], [`etcd`]), a relay that holds
 //! traffic back ([`hold`]), an ssq node inside the
 //! test process ([`node`]), and the official AWS SDKs to talk to them
 //! ([`sdk`], and [`sns`] for topics).
 
 pub mod certificates;
 pub mod cluster;
+pub mod etcd;
 pub mod hold;
 pub mod mariadb;
 pub mod node;
@@ -18,6 +19,7 @@ pub mod sns;
 pub mod webhook;
 
 pub use cluster::*;
+pub use etcd::*;
 pub use hold::*;
 pub use mariadb::*;
 pub use node::*;

@@ -1,0 +1,337 @@
+//! etcd as the lock (`--lock-url`) beside a store: a three-member etcd
+//! cluster on loopback per test (`EtcdCluster`), real ssq processes. The
+//! SQL stores' tests run with the lock taken from etcd (`WithEtcd`): the
+//! leader killed under load, frozen past its lease (its epoch's commits
+//! refused in the database). And etcd's own faults on Redis: its leader
+//! killed (ssq keeps serving), a majority lost (ssq stops within the lease,
+//! serves again with quorum), the ssq leader cut off from etcd but not from
+//! the store, a release seen through the watch, and a sharded group's keys.
+
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use ssq::cluster::lock::LockStore;
+
+use crate::common::{
+    EtcdCluster, FAST_LOCK, HoldingRelay, MariadbServer, PostgresServer, RedisServer, Server,
+    create_queue_url, drain, redis_cli, wait_for,
+};
+use crate::databases::{self, Database, DatabaseServer, leader_of, lost, send};
+
+/// A database whose group takes its lock from etcd.
+pub struct WithEtcd<D> {
+    database: D,
+    etcd: EtcdCluster,
+}
+
+impl<D: Database> DatabaseServer for WithEtcd<D> {
+    fn name(&self) -> &'static str {
+        self.database.name()
+    }
+    fn node_via(&self, port: u16, node_id: &str, extra: &[&str]) -> Server {
+        let url = self.etcd.url();
+        let mut args = extra.to_vec();
+        args.extend(["--lock-url", &url]);
+        self.database.node_via(port, node_id, &args)
+    }
+    fn kill(&mut self) {
+        self.database.kill()
+    }
+    fn restart(&mut self) {
+        self.database.restart()
+    }
+    fn signal(&self, signal: &str) {
+        self.database.signal(signal)
+    }
+    fn is_running(&self) -> bool {
+        self.database.is_running()
+    }
+}
+
+impl<D: Database> Database for WithEtcd<D> {
+    const MESSAGES: &'static str = D::MESSAGES;
+    const FLAG: &'static str = D::FLAG;
+    const TIMEOUT_FLAG: &'static str = D::TIMEOUT_FLAG;
+    const MODE: &'static str = D::MODE;
+
+    fn start() -> Self {
+        WithEtcd {
+            database: D::start(),
+            etcd: EtcdCluster::start(3),
+        }
+    }
+    fn port(&self) -> u16 {
+        self.database.port()
+    }
+    fn rows(&self, table: &str) -> u64 {
+        self.database.rows(table)
+    }
+    fn url(&self) -> String {
+        self.database.url()
+    }
+    fn epoch(&self) -> i64 {
+        self.database.epoch()
+    }
+    fn commit_at(&self, epoch: i64) -> Result<(), String> {
+        self.database.commit_at(epoch)
+    }
+    /// The store's own lock: what records the revisions etcd's holders bring.
+    fn lock(&self, node_id: &str) -> Arc<dyn LockStore> {
+        self.database.lock(node_id)
+    }
+}
+
+#[tokio::test]
+async fn on_postgres_a_leader_killed_under_load_loses_nothing_it_acknowledged() {
+    databases::a_leader_killed_under_load_loses_nothing_it_acknowledged::<WithEtcd<PostgresServer>>().await;
+}
+
+#[tokio::test]
+async fn on_postgres_a_frozen_leader_is_replaced_and_its_epoch_no_longer_commits() {
+    databases::a_frozen_leader_is_replaced_and_its_epoch_no_longer_commits::<WithEtcd<PostgresServer>>()
+        .await;
+}
+
+#[tokio::test]
+async fn on_mysql_a_frozen_leader_is_replaced_and_its_epoch_no_longer_commits() {
+    databases::a_frozen_leader_is_replaced_and_its_epoch_no_longer_commits::<WithEtcd<MariadbServer>>().await;
+}
+
+/// An ssq instance on `redis`, its lock in etcd at `lock_url`.
+fn node(redis: &RedisServer, lock_url: &str, node_id: &str, extra: &[&str]) -> Server {
+    let mut args = vec!["--lock-url", lock_url];
+    args.extend_from_slice(extra);
+    Server::start_node_with(&redis.url(), node_id, &args)
+}
+
+/// Sends on `url` for `period`: the bodies acknowledged, and how many sends failed.
+async fn send_for(sqs: &aws_sdk_sqs::Client, url: &str, period: Duration) -> (Vec<String>, usize) {
+    let (mut acknowledged, mut failed) = (Vec::new(), 0);
+    let until = Instant::now() + period;
+    for n in 0.. {
+        if Instant::now() >= until {
+            break;
+        }
+        let body = format!("m-{n}");
+        match send(sqs, url, &body).await {
+            true => acknowledged.push(body),
+            false => failed += 1,
+        }
+    }
+    (acknowledged, failed)
+}
+
+#[tokio::test]
+async fn the_etcd_leader_killed_under_load_ssq_keeps_serving() {
+    let redis = RedisServer::start();
+    let mut etcd = EtcdCluster::start(3);
+    let nodes = [
+        node(&redis, &etcd.url(), "e1", &[]),
+        node(&redis, &etcd.url(), "e2", &[]),
+    ];
+    let first = leader_of(&nodes).await;
+    let sqs = nodes[first].client();
+    let url = create_queue_url(&sqs, "through-etcd-failover", &[]).await;
+    let sending = tokio::spawn({
+        let (sqs, url) = (sqs.clone(), url.clone());
+        async move { send_for(&sqs, &url, Duration::from_secs(5)).await }
+    });
+    tokio::time::sleep(Duration::from_secs(1)).await;
+    let killed = etcd.leader().expect("etcd has a leader");
+    etcd.kill(killed);
+    let (acknowledged, failed) = sending.await.unwrap();
+    let elected = etcd.leader().expect("etcd elected another leader");
+    assert_ne!(elected, killed);
+    assert_eq!(failed, 0, "sends failed while etcd changed its leader");
+    assert!(nodes[first].is_ready().await, "the ssq leader still serves");
+    let mut received = drain(&sqs, &url).await;
+    let lost = lost(&acknowledged, &mut received);
+    eprintln!(
+        "etcd leader killed: {} sends acknowledged, {failed} failed, {} lost",
+        acknowledged.len(),
+        lost.len()
+    );
+    assert!(lost.is_empty(), "lost {lost:?}");
+}
+
+#[tokio::test]
+async fn without_an_etcd_quorum_ssq_stops_within_the_lease_and_serves_again_with_it() {
+    let redis = RedisServer::start();
+    let mut etcd = EtcdCluster::start(3);
+    let nodes = [
+        node(&redis, &etcd.url(), "q1", &[]),
+        node(&redis, &etcd.url(), "q2", &[]),
+    ];
+    let first = leader_of(&nodes).await;
+    let sqs = nodes[first].client();
+    let url = create_queue_url(&sqs, "quorum", &[]).await;
+    assert!(send(&sqs, &url, "before").await);
+    let survivor = etcd.leader().expect("etcd has a leader");
+    let lost_members: Vec<usize> = (0..3).filter(|&member| member != survivor).collect();
+    for &member in &lost_members {
+        etcd.kill(member);
+    }
+    let lost_at = Instant::now();
+    // The lease is 2 s; the leader steps down 1.2 s after its last good
+    // renewal was sent, and never leads alone.
+    let stopped = wait_for(Duration::from_secs(5), || async {
+        !nodes[0].is_ready().await && !nodes[1].is_ready().await
+    })
+    .await
+    .expect("ssq stops serving without an etcd quorum");
+    eprintln!("etcd quorum lost: no ssq instance serving {stopped:?} after");
+    assert!(stopped < Duration::from_secs(2), "stopped after {stopped:?}");
+    tokio::time::sleep(Duration::from_secs(2)).await;
+    for node in &nodes {
+        assert!(
+            !node.is_ready().await,
+            "an instance serves without an etcd quorum"
+        );
+    }
+    for member in lost_members {
+        etcd.restart(member);
+    }
+    let back = Instant::now();
+    let leader = leader_of(&nodes).await;
+    eprintln!(
+        "etcd quorum back: ssq serving {:?} after ({:?} after it was lost)",
+        back.elapsed(),
+        lost_at.elapsed()
+    );
+    let sqs = nodes[leader].client();
+    assert!(send(&sqs, &url, "after").await);
+    let mut bodies = drain(&sqs, &url).await;
+    bodies.sort();
+    assert_eq!(bodies, ["after", "before"]);
+}
+
+#[tokio::test]
+async fn a_leader_cut_off_from_etcd_is_replaced_and_fenced_out_of_the_store() {
+    let redis = RedisServer::start();
+    let etcd = EtcdCluster::start(3);
+    let mut relays = Vec::new();
+    for member in 0..3 {
+        relays.push(HoldingRelay::start(etcd.client_port(member)).await);
+    }
+    let ports: Vec<u16> = relays.iter().map(|relay| relay.port).collect();
+    let cut = node(&redis, &etcd.url_of(&ports), "c1", &[]);
+    wait_for(Duration::from_secs(15), || cut.is_ready())
+        .await
+        .expect("the first instance leads");
+    let other = node(&redis, &etcd.url(), "c2", &[]);
+    let sqs = cut.client();
+    let url = create_queue_url(&sqs, "cut-off", &[]).await;
+    assert!(send(&sqs, &url, "before").await);
+    let epoch_before: u64 = redis_cli(redis.port, &["get", "{ssq}:epoch"])
+        .trim()
+        .parse()
+        .unwrap();
+    for relay in &relays {
+        relay.cut_off();
+    }
+    let took = wait_for(Duration::from_secs(10), || other.is_ready())
+        .await
+        .expect("the other instance takes over");
+    eprintln!("leader cut off from etcd: the other serving {took:?} after");
+    assert!(!cut.is_ready().await, "the cut-off leader stepped down");
+    // The store holds the successor's token: the old one's commits are refused.
+    let holder = redis_cli(redis.port, &["get", "{ssq}:leader"]);
+    assert!(holder.contains("|c2|"), "the store's fence names {holder}");
+    let epoch_after: u64 = redis_cli(redis.port, &["get", "{ssq}:epoch"])
+        .trim()
+        .parse()
+        .unwrap();
+    assert!(epoch_after > epoch_before);
+    let sqs = other.client();
+    assert!(send(&sqs, &url, "after").await);
+    for relay in &relays {
+        relay.release();
+    }
+    tokio::time::sleep(Duration::from_secs(1)).await;
+    assert!(
+        !cut.is_ready().await,
+        "the old leader stays passive once it hears etcd again"
+    );
+    assert!(other.is_ready().await);
+    let mut bodies = drain(&sqs, &url).await;
+    bodies.sort();
+    assert_eq!(bodies, ["after", "before"]);
+}
+
+#[tokio::test]
+async fn a_released_lock_is_seen_through_the_watch_not_at_the_next_try() {
+    let redis = RedisServer::start();
+    let etcd = EtcdCluster::start(3);
+    let leader = node(&redis, &etcd.url(), "w1", &[]);
+    wait_for(Duration::from_secs(15), || leader.is_ready())
+        .await
+        .expect("w1 leads");
+    // A passive that would try only every 20 s.
+    let (redis_url, lock_url) = (redis.url(), etcd.url());
+    let mut args = vec![
+        "--redis-url",
+        &redis_url,
+        "--lock-url",
+        &lock_url,
+        "--node-id",
+        "w2",
+    ];
+    let fast_but_the_retry = FAST_LOCK
+        .chunks(2)
+        .filter(|flag| flag[0] != "--lock-retry")
+        .flatten();
+    args.extend(fast_but_the_retry);
+    args.extend(["--lock-retry", "20s"]);
+    let passive = Server::start_with(&args);
+    tokio::time::sleep(Duration::from_secs(1)).await;
+    leader.signal("TERM");
+    let took = wait_for(Duration::from_secs(10), || passive.is_ready())
+        .await
+        .expect("the passive takes the released lock");
+    eprintln!("lock released: the passive serving {took:?} after");
+    assert!(took < Duration::from_secs(3), "took {took:?}");
+}
+
+#[tokio::test]
+async fn in_a_sharded_group_each_shard_has_its_own_key_and_leader() {
+    let redis = RedisServer::start();
+    let etcd = EtcdCluster::start(3);
+    let sharded = ["--shards", "4"];
+    let nodes = [
+        node(&redis, &etcd.url(), "s1", &sharded),
+        node(&redis, &etcd.url(), "s2", &sharded),
+    ];
+    let shared = wait_for(Duration::from_secs(20), || async {
+        let keys = etcd.keys("ssq/lock/");
+        let held_by = |node: &str| {
+            keys.iter()
+                .filter(|(_, token)| token.contains(&format!("|{node}|")))
+                .count()
+        };
+        keys.len() == 4 && held_by("s1") == 2 && held_by("s2") == 2
+    })
+    .await;
+    assert!(shared.is_some(), "keys: {:?}", etcd.keys("ssq/lock/"));
+    let names: Vec<String> = etcd.keys("ssq/lock/").into_iter().map(|(key, _)| key).collect();
+    assert_eq!(names, ["ssq/lock/0", "ssq/lock/1", "ssq/lock/2", "ssq/lock/3"]);
+    // Every queue is reachable from either instance, whichever shard it is on.
+    let sqs = nodes[0].client();
+    for n in 0..8 {
+        let url = create_queue_url(&sqs, &format!("q{n}"), &[]).await;
+        assert!(send(&nodes[1].client(), &url, "x").await, "queue q{n} through s2");
+    }
+}
+
+#[test]
+fn a_lock_url_without_a_shared_store_is_refused_at_start() {
+    let output = std::process::Command::new(crate::common::ssq_binary())
+        .args(["--listen", "127.0.0.1:0", "--lock-url", "etcd://127.0.0.1:2379"])
+        .output()
+        .unwrap();
+    assert_eq!(output.status.code(), Some(2));
+    let error = String::from_utf8_lossy(&output.stderr);
+    assert!(
+        error.contains("--lock-url needs a store the group shares"),
+        "{error}"
+    );
+}
