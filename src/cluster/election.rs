@@ -85,7 +85,8 @@ impl ElectionConfig {
     }
 }
 
-/// Logs the lock store's reachability once per change, not once per attempt.
+/// Logs the lock's reachability (its store's, or etcd's) once per change,
+/// not once per attempt; the error names which.
 struct Reachability {
     reachable: Option<bool>,
 }
@@ -94,7 +95,7 @@ impl Reachability {
     fn ok(&mut self) {
         if self.reachable != Some(true) {
             if self.reachable.is_some() {
-                tracing::info!("the lock's store (Redis or Postgres) answers again");
+                tracing::info!("the lock answers again");
             }
             self.reachable = Some(true);
         }
@@ -102,7 +103,7 @@ impl Reachability {
 
     fn failed(&mut self, error: &LockError) {
         if self.reachable != Some(false) {
-            tracing::warn!(%error, "the lock's store (Redis or Postgres) does not answer: will keep retrying");
+            tracing::warn!(%error, "the lock does not answer: will keep retrying");
             self.reachable = Some(false);
         }
     }

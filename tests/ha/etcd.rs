@@ -104,6 +104,25 @@ fn node(redis: &RedisServer, lock_url: &str, node_id: &str, extra: &[&str]) -> S
     Server::start_node_with(&redis.url(), node_id, &args)
 }
 
+/// The same with the test timings but for `timings` (flag, value).
+fn node_timed(redis: &RedisServer, lock_url: &str, node_id: &str, timings: &[(&str, &str)]) -> Server {
+    let redis_url = redis.url();
+    let mut args = vec![
+        "--redis-url",
+        &redis_url,
+        "--lock-url",
+        lock_url,
+        "--node-id",
+        node_id,
+    ];
+    let kept = FAST_LOCK
+        .chunks(2)
+        .filter(|flag| timings.iter().all(|(name, _)| *name != flag[0]));
+    args.extend(kept.flatten());
+    args.extend(timings.iter().flat_map(|(name, value)| [*name, *value]));
+    Server::start_with(&args)
+}
+
 /// Sends on `url` for `period`: the bodies acknowledged, and how many sends failed.
 async fn send_for(sqs: &aws_sdk_sqs::Client, url: &str, period: Duration) -> (Vec<String>, usize) {
     let (mut acknowledged, mut failed) = (Vec::new(), 0);
@@ -125,9 +144,16 @@ async fn send_for(sqs: &aws_sdk_sqs::Client, url: &str, period: Duration) -> (Ve
 async fn the_etcd_leader_killed_under_load_ssq_keeps_serving() {
     let redis = RedisServer::start();
     let mut etcd = EtcdCluster::start(3);
+    // The default timings: renewals every second, stepping down after 3 s
+    // without one, which an etcd election (500 ms here) stays well within.
+    let timings = [
+        ("--lock-ttl", "5s"),
+        ("--lock-renew", "1s"),
+        ("--lock-step-down", "3s"),
+    ];
     let nodes = [
-        node(&redis, &etcd.url(), "e1", &[]),
-        node(&redis, &etcd.url(), "e2", &[]),
+        node_timed(&redis, &etcd.url(), "e1", &timings),
+        node_timed(&redis, &etcd.url(), "e2", &timings),
     ];
     let first = leader_of(&nodes).await;
     let sqs = nodes[first].client();
@@ -267,22 +293,7 @@ async fn a_released_lock_is_seen_through_the_watch_not_at_the_next_try() {
         .await
         .expect("w1 leads");
     // A passive that would try only every 20 s.
-    let (redis_url, lock_url) = (redis.url(), etcd.url());
-    let mut args = vec![
-        "--redis-url",
-        &redis_url,
-        "--lock-url",
-        &lock_url,
-        "--node-id",
-        "w2",
-    ];
-    let fast_but_the_retry = FAST_LOCK
-        .chunks(2)
-        .filter(|flag| flag[0] != "--lock-retry")
-        .flatten();
-    args.extend(fast_but_the_retry);
-    args.extend(["--lock-retry", "20s"]);
-    let passive = Server::start_with(&args);
+    let passive = node_timed(&redis, &etcd.url(), "w2", &[("--lock-retry", "20s")]);
     tokio::time::sleep(Duration::from_secs(1)).await;
     leader.signal("TERM");
     let took = wait_for(Duration::from_secs(10), || passive.is_ready())
@@ -333,5 +344,89 @@ fn a_lock_url_without_a_shared_store_is_refused_at_start() {
     assert!(
         error.contains("--lock-url needs a store the group shares"),
         "{error}"
+    );
+}
+
+#[tokio::test]
+async fn over_tls_a_client_certificate_is_what_lets_an_instance_lead() {
+    let etcd = EtcdCluster::start_tls(3);
+    let tls = etcd.tls.as_ref().unwrap();
+    let (ca, cert, key) = (
+        tls.ca.to_str().unwrap(),
+        tls.server.to_str().unwrap(),
+        tls.key.to_str().unwrap(),
+    );
+    let redis = RedisServer::start();
+    let with_certificate = [
+        "--lock-ca-file",
+        ca,
+        "--lock-cert-file",
+        cert,
+        "--lock-key-file",
+        key,
+    ];
+    let nodes = [
+        node(&redis, &etcd.url(), "t1", &with_certificate),
+        node(&redis, &etcd.url(), "t2", &with_certificate),
+    ];
+    let first = leader_of(&nodes).await;
+    let sqs = nodes[first].client();
+    let url = create_queue_url(&sqs, "over-tls", &[]).await;
+    assert!(send(&sqs, &url, "kept").await);
+    nodes[first].signal("KILL");
+    let took = wait_for(Duration::from_secs(10), || nodes[1 - first].is_ready())
+        .await
+        .expect("the other instance takes over through TLS");
+    eprintln!("etcd over TLS: the passive serving {took:?} after the leader's kill");
+    assert_eq!(drain(&nodes[1 - first].client(), &url).await, ["kept"]);
+    // Trusting etcd's CA is not enough: etcd asks for a client certificate.
+    let other_group = RedisServer::start();
+    let without = node(&other_group, &etcd.url(), "t3", &["--lock-ca-file", ca]);
+    tokio::time::sleep(Duration::from_secs(3)).await;
+    assert!(
+        !without.is_ready().await,
+        "an instance without a client certificate leads"
+    );
+}
+
+#[tokio::test]
+async fn with_authentication_a_user_of_its_prefix_leads_and_signs_in_again_after_etcd_restarts() {
+    let mut etcd = EtcdCluster::start(3);
+    etcd.enable_auth("ssq", "s3cret", "team/");
+    let lock_url = etcd.url().replace("etcd://", "etcd://ssq:s3cret@") + "/team";
+    let redis = RedisServer::start();
+    let nodes = [
+        node(&redis, &lock_url, "a1", &[]),
+        node(&redis, &lock_url, "a2", &[]),
+    ];
+    let first = leader_of(&nodes).await;
+    assert_eq!(etcd.keys("team/lock/").len(), 1);
+    nodes[first].signal("KILL");
+    let second = 1 - first;
+    wait_for(Duration::from_secs(10), || nodes[second].is_ready())
+        .await
+        .expect("the other instance takes over, its lease and key within its permissions");
+    // etcd's tokens live in its members' memory: after a restart of them
+    // all, the token ssq holds is unknown, and it must sign in again.
+    for member in 0..3 {
+        etcd.kill(member);
+    }
+    for member in 0..3 {
+        etcd.restart(member);
+    }
+    etcd.wait_for_leader(Duration::from_secs(20));
+    wait_for(Duration::from_secs(15), || nodes[second].is_ready())
+        .await
+        .expect("the instance signs in again and leads");
+    let other_group = RedisServer::start();
+    let wrong = etcd.url().replace("etcd://", "etcd://ssq:wrong@") + "/team";
+    let refused = node(&other_group, &wrong, "a3", &[]);
+    let outside = etcd.url().replace("etcd://", "etcd://ssq:s3cret@") + "/elsewhere";
+    let forbidden = node(&other_group, &outside, "a4", &["--redis-prefix", "other"]);
+    tokio::time::sleep(Duration::from_secs(3)).await;
+    assert!(!refused.is_ready().await, "a wrong password leads");
+    assert!(
+        !forbidden.is_ready().await,
+        "a key outside the user's permissions was taken"
     );
 }

@@ -23,6 +23,7 @@ use hyper::{Request, Response};
 use hyper_util::rt::TokioIo;
 use serde_json::{Value, json};
 use tokio::net::TcpStream;
+use tokio::sync::Notify;
 
 use super::{LockTls, LockUrl};
 use crate::store::tls::{self, TlsError};
@@ -33,30 +34,34 @@ const MAX_ANSWER_BYTES: usize = 1 << 20;
 /// Why an etcd call failed.
 #[derive(Debug, thiserror::Error)]
 pub enum EtcdError {
-    #[error("cannot connect to etcd at {endpoint}: {source}")]
+    #[error("cannot connect to {endpoint}: {source}")]
     Connect {
         endpoint: String,
         source: std::io::Error,
     },
-    #[error("TLS to etcd at {endpoint}: {source}")]
+    #[error("TLS to {endpoint}: {source}")]
     Tls {
         endpoint: String,
         source: std::io::Error,
     },
-    #[error("etcd at {endpoint}: {source}")]
+    #[error("{endpoint}: {source}")]
     Http { endpoint: String, source: hyper::Error },
-    #[error("etcd at {endpoint} gave no answer within {limit:?}")]
+    #[error("{endpoint} gave no answer within {limit:?}")]
     TimedOut { endpoint: String, limit: Duration },
     /// etcd answered with an error: its gRPC code and message.
-    #[error("etcd at {endpoint} answered {code}: {message}")]
+    #[error("{endpoint} answered {code}: {message}")]
     Answered {
         endpoint: String,
         code: i64,
         message: String,
     },
-    #[error("etcd at {endpoint} answered what is not JSON: {detail}")]
+    #[error("{endpoint} answered what is not JSON: {detail}")]
     Unreadable { endpoint: String, detail: String },
-    #[error("etcd's host name {0} cannot be checked against a certificate")]
+    #[error("cannot sign in to etcd: {0}; check the user and password of --lock-url")]
+    SignIn(String),
+    #[error(
+        "the host name of {0} cannot be checked against a certificate: name etcd's members by DNS name or IP address"
+    )]
     Name(String),
     #[error(transparent)]
     TlsSetup(#[from] TlsError),
@@ -74,7 +79,10 @@ impl EtcdError {
     fn try_another(&self) -> bool {
         match self {
             EtcdError::Answered { code, .. } => matches!(*code, UNAVAILABLE | DEADLINE_EXCEEDED),
-            EtcdError::Unreadable { .. } | EtcdError::Name(_) | EtcdError::TlsSetup(_) => false,
+            EtcdError::Unreadable { .. }
+            | EtcdError::Name(_)
+            | EtcdError::TlsSetup(_)
+            | EtcdError::SignIn(_) => false,
             _ => true,
         }
     }
@@ -93,6 +101,18 @@ impl Endpoint {
     }
 }
 
+/// How long signing in may take: etcd hashes the password with bcrypt.
+const SIGN_IN_LIMIT: Duration = Duration::from_secs(10);
+
+/// Where signing in stands.
+#[derive(Default)]
+struct SignIn {
+    token: Option<String>,
+    running: bool,
+    /// Why the last sign-in failed, while no token is held.
+    failure: Option<String>,
+}
+
 /// A client of one etcd cluster.
 pub struct Etcd {
     endpoints: Vec<Endpoint>,
@@ -100,8 +120,10 @@ pub struct Etcd {
     user: Option<(String, String)>,
     /// The endpoint a call goes to first: the one that answered last.
     current: AtomicUsize,
-    /// The auth token etcd gave for `user`.
-    token: Mutex<Option<String>>,
+    /// Signing in as `user`: the token etcd gave, a sign-in under way.
+    sign_in: Mutex<SignIn>,
+    /// Rung when a sign-in ends.
+    signed_in: Notify,
     /// How long one endpoint may take to answer before the next is tried.
     attempt_timeout: Duration,
     prefix: String,
@@ -130,7 +152,8 @@ impl Etcd {
             tls,
             user: url.user.clone(),
             current: AtomicUsize::new(0),
-            token: Mutex::default(),
+            sign_in: Mutex::default(),
+            signed_in: Notify::new(),
             attempt_timeout: call_timeout / tries,
             prefix: url.prefix.clone(),
         })
@@ -147,7 +170,7 @@ impl Etcd {
     }
 
     /// POSTs `body` to `path` (`/v3/kv/range`, …): etcd's answer.
-    pub async fn call(&self, path: &str, body: &Value) -> Result<Value, EtcdError> {
+    pub async fn call(self: &Arc<Self>, path: &str, body: &Value) -> Result<Value, EtcdError> {
         let count = self.endpoints.len();
         let first = self.current.load(Ordering::Relaxed);
         let mut failure = None;
@@ -168,14 +191,14 @@ impl Etcd {
     }
 
     /// A call on endpoint `index`, signed in if a user is configured.
-    async fn call_on(&self, index: usize, path: &str, body: &Value) -> Result<Value, EtcdError> {
+    async fn call_on(self: &Arc<Self>, index: usize, path: &str, body: &Value) -> Result<Value, EtcdError> {
         let endpoint = &self.endpoints[index];
         let limit = self.attempt_timeout;
         let attempt = async {
             let token = self.token(index).await?;
             match self.post(index, path, body, token.as_deref()).await {
-                Err(EtcdError::Answered { code, .. }) if code == UNAUTHENTICATED && self.user.is_some() => {
-                    *self.token.lock().unwrap_or_else(|p| p.into_inner()) = None;
+                Err(EtcdError::Answered { code, .. }) if code == UNAUTHENTICATED && token.is_some() => {
+                    self.forget(token.as_deref());
                     let token = self.token(index).await?;
                     self.post(index, path, body, token.as_deref()).await
                 }
@@ -190,24 +213,66 @@ impl Etcd {
         })
     }
 
-    /// The auth token to send, asked for on endpoint `index` if none is held.
-    async fn token(&self, index: usize) -> Result<Option<String>, EtcdError> {
+    fn sign_in_state(&self) -> std::sync::MutexGuard<'_, SignIn> {
+        self.sign_in
+            .lock()
+            .unwrap_or_else(|poisoned| poisoned.into_inner())
+    }
+
+    /// Drops `token`, which etcd no longer knows (it expired, or the
+    /// members restarted), unless another sign-in replaced it already.
+    fn forget(&self, token: Option<&str>) {
+        let mut state = self.sign_in_state();
+        if state.token.as_deref() == token {
+            state.token = None;
+        }
+    }
+
+    /// The auth token to send: the one held, or one asked for on endpoint
+    /// `index`. Signing in costs etcd a bcrypt hash, longer than a lock
+    /// call may wait, so it runs as a task of its own, bounded by
+    /// [`SIGN_IN_LIMIT`]: a call that gives up waiting leaves it running,
+    /// and a later call takes its token.
+    async fn token(self: &Arc<Self>, index: usize) -> Result<Option<String>, EtcdError> {
         let Some((name, password)) = &self.user else {
             return Ok(None);
         };
-        if let Some(token) = self.token.lock().unwrap_or_else(|p| p.into_inner()).clone() {
-            return Ok(Some(token));
+        let signed_in = self.signed_in.notified();
+        tokio::pin!(signed_in);
+        signed_in.as_mut().enable();
+        {
+            let mut state = self.sign_in_state();
+            if let Some(token) = &state.token {
+                return Ok(Some(token.clone()));
+            }
+            if !state.running {
+                state.running = true;
+                let me = self.clone();
+                let body = json!({"name": name, "password": password});
+                tokio::spawn(async move {
+                    let signing_in = me.post(index, "/v3/auth/authenticate", &body, None);
+                    let answer = tokio::time::timeout(SIGN_IN_LIMIT, signing_in).await;
+                    let mut state = me.sign_in_state();
+                    state.running = false;
+                    match answer {
+                        Ok(Ok(answer)) => {
+                            state.token = answer["token"].as_str().map(str::to_string);
+                            state.failure = None;
+                        }
+                        Ok(Err(error)) => state.failure = Some(error.to_string()),
+                        Err(_) => state.failure = Some(format!("no answer within {SIGN_IN_LIMIT:?}")),
+                    }
+                    drop(state);
+                    me.signed_in.notify_waiters();
+                });
+            }
         }
-        let answer = (self.post(
-            index,
-            "/v3/auth/authenticate",
-            &json!({"name": name, "password": password}),
-            None,
-        ))
-        .await?;
-        let token = answer["token"].as_str().unwrap_or_default().to_string();
-        *self.token.lock().unwrap_or_else(|p| p.into_inner()) = Some(token.clone());
-        Ok(Some(token))
+        signed_in.await;
+        let state = self.sign_in_state();
+        match (&state.token, &state.failure) {
+            (Some(token), _) => Ok(Some(token.clone())),
+            (None, failure) => Err(EtcdError::SignIn(failure.clone().unwrap_or_default())),
+        }
     }
 
     /// One POST on a kept or new connection to endpoint `index`.
@@ -269,7 +334,7 @@ impl Etcd {
 
     /// Opens a stream on the endpoint calls go to first (a watch): etcd's
     /// answer as it comes. Not bounded in time: the caller reads it.
-    pub async fn stream(&self, path: &str, body: &Value) -> Result<Response<Incoming>, EtcdError> {
+    pub async fn stream(self: &Arc<Self>, path: &str, body: &Value) -> Result<Response<Incoming>, EtcdError> {
         let index = self.current.load(Ordering::Relaxed) % self.endpoints.len();
         let endpoint = &self.endpoints[index];
         let opening = async {

@@ -50,7 +50,7 @@ pub async fn wake_on_release(
 }
 
 /// Reads one watch until it ends; why it ended.
-async fn follow(etcd: &Etcd, request: &Value, keys: &str, electors: &[Arc<Notify>]) -> String {
+async fn follow(etcd: &Arc<Etcd>, request: &Value, keys: &str, electors: &[Arc<Notify>]) -> String {
     let response = match etcd.stream("/v3/watch", request).await {
         Ok(response) => response,
         Err(error) => return error.to_string(),
