@@ -45,8 +45,9 @@ test-rust:
 rules:
 	promtool check rules docker/prometheus/ssq-alerts.yml
 
-# Faults under load, then a history check (tests/ha/chaos.rs), on Redis and
-# on --data-dir in turn: two to three minutes each; CHAOS_SECONDS=N for
+# Faults under load, then a history check (tests/ha/chaos.rs), on Redis,
+# Postgres, MariaDB, Redis and Postgres with etcd as the lock, and
+# --data-dir in turn: two to four minutes each; CHAOS_SECONDS=N for
 # longer, CHAOS_SEED=S to replay a run.
 chaos: test-deps
 	cargo test --test ha chaos:: -- --ignored --nocapture --test-threads 1

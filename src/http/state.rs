@@ -68,6 +68,9 @@ pub struct AppState {
     pub control: ControlApiState,
     /// Where the state is kept (`/status`, `/metrics`).
     pub storage: Storage,
+    /// With `--lock-url`: where the lock is kept instead, its password
+    /// hidden.
+    pub lock_url: Option<String>,
 }
 
 /// Where an instance keeps its state.
@@ -205,9 +208,21 @@ pub(in crate::http) fn shard_map_json(state: &AppState) -> serde_json::Value {
     serde_json::json!({"count": state.shards.len(), "members": members, "share": share, "shards": shards})
 }
 
-/// Where the state is kept, for `/status` and the admin page; the data
-/// directory's path only for an admin.
-pub(in crate::http) fn storage_json(storage: &Storage, admin: bool) -> serde_json::Value {
+/// Where the state is kept, and the lock if it is kept elsewhere
+/// (`"lock": "etcd"`), for `/status` and the admin page; the data
+/// directory's path and etcd's URL only for an admin.
+pub(in crate::http) fn storage_json(state: &AppState, admin: bool) -> serde_json::Value {
+    let mut storage = mode_json(&state.storage, admin);
+    if let Some(url) = &state.lock_url {
+        storage["lock"] = "etcd".into();
+        if admin {
+            storage["lock_url"] = url.clone().into();
+        }
+    }
+    storage
+}
+
+fn mode_json(storage: &Storage, admin: bool) -> serde_json::Value {
     match storage {
         Storage::Memory => serde_json::json!({"mode": "memory"}),
         Storage::Redis => serde_json::json!({"mode": "redis"}),

@@ -643,6 +643,9 @@ fn app_state(config: &Config, node_id: &str, parts: FrontParts) -> Arc<AppState>
             (Some(dir), None, None, None) => Storage::Disk { dir: dir.clone() },
             (None, None, None, None) => Storage::Memory,
         },
+        lock_url: (config.lock_url.as_deref())
+            .and_then(|url| LockUrl::parse(url).ok())
+            .map(|url| url.redacted()),
         forwarding: Forwarding {
             forwarder: Forwarder::new(node_id),
             shard_wait: config.lock_retry * 2,

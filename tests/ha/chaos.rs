@@ -23,6 +23,11 @@
 //!   `mariadbd` (InnoDB, its log flushed at every commit).
 //! - Disk: one ssq on `--data-dir`, killed (SIGKILL) or stopped (SIGTERM)
 //!   and started again on the same directory, or frozen (SIGSTOP).
+//! - etcd as the lock (`--lock-url`) beside Redis or Postgres: a
+//!   three-member etcd, each instance reaching each member through a relay
+//!   of its own; besides the store's faults above, etcd's leader killed and
+//!   started again, a member frozen, a majority killed for a while (no
+//!   instance may serve), and the ssq leader cut off from every member.
 //!
 //! Then everything heals, the consumers drain the queues, a patient sweep
 //! looks for what is still missing, and the history of every call is
@@ -34,7 +39,7 @@
 //! queues, once each, in order, and reach the two endpoints that answer at
 //! least once each; nothing is delivered that was not sent.
 //!
-//! `make chaos` runs all three (they are `#[ignore]`d by `cargo test`): two
+//! `make chaos` runs them all (they are `#[ignore]`d by `cargo test`): two
 //! to three minutes each. `CHAOS_SECONDS` sets how long faults go on (default
 //! 45), `CHAOS_SEED` replays a run's faults (each run prints its seed).
 
@@ -45,8 +50,8 @@ use std::time::{Duration, Instant};
 
 use crate::common::webhook::{Answer, Receiver};
 use crate::common::{
-    Endpoints, HoldingRelay, MariadbServer, PostgresServer, RedisServer, Server, redis_cli, sns_client_for,
-    subscribe_queue,
+    Endpoints, EtcdCluster, HoldingRelay, MariadbServer, PostgresServer, RedisServer, Server, redis_cli,
+    sns_client_for, subscribe_queue,
 };
 use crate::databases::DatabaseServer;
 use crate::disk::DataDir;
@@ -166,22 +171,125 @@ enum Backing {
     Disk(DataDir),
 }
 
+/// etcd as the lock beside the store (`--lock-url`): a three-member
+/// cluster, each instance reaching each member through a relay of its own.
+struct EtcdLock {
+    cluster: Mutex<EtcdCluster>,
+    /// `relays[slot][member]`.
+    relays: Vec<Vec<HoldingRelay>>,
+}
+
+impl EtcdLock {
+    async fn start(slots: usize) -> EtcdLock {
+        let cluster = tokio::task::block_in_place(|| EtcdCluster::start(3));
+        let mut relays = Vec::new();
+        for _ in 0..slots {
+            let mut of_slot = Vec::new();
+            for member in 0..3 {
+                of_slot.push(HoldingRelay::start(cluster.client_port(member)).await);
+            }
+            relays.push(of_slot);
+        }
+        let cluster = Mutex::new(cluster);
+        EtcdLock { cluster, relays }
+    }
+
+    /// The flags of the instance in `slot`: etcd through its relays.
+    fn flags(&self, slot: usize) -> Vec<String> {
+        let ports: Vec<u16> = self.relays[slot].iter().map(|relay| relay.port).collect();
+        vec![
+            "--lock-url".to_string(),
+            self.cluster.lock().unwrap().url_of(&ports),
+        ]
+    }
+
+    /// Every member up and unfrozen, nothing held.
+    fn heal(&self) {
+        for relay in self.relays.iter().flatten() {
+            relay.release();
+        }
+        let mut cluster = self.cluster.lock().unwrap();
+        for member in 0..3 {
+            match cluster.is_running(member) {
+                true => cluster.signal(member, "CONT"),
+                false => tokio::task::block_in_place(|| cluster.restart(member)),
+            }
+        }
+    }
+
+    /// One fault of etcd, or of the ssq leader's way to it.
+    async fn fault(&self, leader: Option<usize>, rng: &mut rand::rngs::StdRng) -> String {
+        let elected = tokio::task::block_in_place(|| self.cluster.lock().unwrap().leader());
+        let pause = Duration::from_millis(rng.gen_range(500..2_500));
+        let kill_for = |members: &[usize]| {
+            tokio::task::block_in_place(|| {
+                for &member in members {
+                    self.cluster.lock().unwrap().kill(member);
+                }
+                std::thread::sleep(pause);
+                for &member in members {
+                    self.cluster.lock().unwrap().restart(member);
+                }
+            })
+        };
+        match (rng.gen_range(0..4), leader, elected) {
+            (0, _, Some(member)) => {
+                kill_for(&[member]);
+                format!("etcd's leader (member {member}) SIGKILL for {pause:?}, started again")
+            }
+            (1, _, Some(member)) => {
+                let others: Vec<usize> = (0..3).filter(|&other| other != member).collect();
+                kill_for(&others);
+                format!("etcd's quorum lost: members {others:?} SIGKILL for {pause:?}, started again")
+            }
+            (2, Some(slot), _) => {
+                for relay in &self.relays[slot] {
+                    relay.cut_off();
+                }
+                tokio::time::sleep(pause + Duration::from_secs(2)).await;
+                for relay in &self.relays[slot] {
+                    relay.release();
+                }
+                format!(
+                    "the leader (slot {slot}) cut off from etcd for {:?}",
+                    pause + Duration::from_secs(2)
+                )
+            }
+            _ => {
+                let member = rng.gen_range(0..3);
+                self.cluster.lock().unwrap().signal(member, "STOP");
+                tokio::time::sleep(pause).await;
+                self.cluster.lock().unwrap().signal(member, "CONT");
+                format!("etcd member {member} frozen (SIGSTOP) for {pause:?}")
+            }
+        }
+    }
+}
+
 /// The group under test: instances in slots (a killed one is started again
 /// in its slot, on a new port).
 struct Group {
     backing: Backing,
+    /// With `--lock-url`: etcd, the lock beside the store.
+    lock: Option<EtcdLock>,
     servers: Mutex<Vec<Option<Server>>>,
     endpoints: Endpoints,
 }
 
 impl Group {
     async fn start(backing: Backing) -> Group {
+        Group::start_locked(backing, None).await
+    }
+
+    /// The group, its lock in etcd if `lock` is given.
+    async fn start_locked(backing: Backing, lock: Option<EtcdLock>) -> Group {
         let slots = match &backing {
             Backing::Redis { relays, .. } | Backing::Database { relays, .. } => relays.len(),
             Backing::Disk(_) => 1,
         };
         let group = Group {
             backing,
+            lock,
             servers: Mutex::new((0..slots).map(|_| None).collect()),
             endpoints: Endpoints::default(),
         };
@@ -192,15 +300,21 @@ impl Group {
     }
 
     fn start_in(&self, slot: usize) {
+        let flags = self
+            .lock
+            .as_ref()
+            .map(|lock| lock.flags(slot))
+            .unwrap_or_default();
+        let extra: Vec<&str> = flags.iter().map(String::as_str).collect();
         let server = tokio::task::block_in_place(|| match &self.backing {
             Backing::Redis { relays, .. } => {
-                Server::start_node_with(&relays[slot].url(), &format!("chaos-{slot}"), &[])
+                Server::start_node_with(&relays[slot].url(), &format!("chaos-{slot}"), &extra)
             }
             Backing::Database { database, relays } => {
                 database
                     .lock()
                     .unwrap()
-                    .node_via(relays[slot].port, &format!("chaos-{slot}"), &[])
+                    .node_via(relays[slot].port, &format!("chaos-{slot}"), &extra)
             }
             Backing::Disk(dir) => Server::start_with(&["--data-dir", dir.path()]),
         });
@@ -210,6 +324,9 @@ impl Group {
 
     /// Every instance and its store up, nothing held or frozen.
     fn heal(&self) {
+        if let Some(lock) = &self.lock {
+            lock.heal();
+        }
         if let Backing::Redis { redis, relays } = &self.backing {
             for relay in relays {
                 relay.release();
@@ -434,6 +551,11 @@ async fn consume(
 
 /// One fault, chosen by `rng`, for the group's store.
 async fn fault(group: &Group, rng: &mut rand::rngs::StdRng) -> String {
+    if let Some(lock) = &group.lock
+        && rng.gen_bool(0.4)
+    {
+        return lock.fault(group.leader().await, rng).await;
+    }
     match &group.backing {
         Backing::Redis { redis, relays } => redis_fault(group, redis, relays, rng).await,
         Backing::Database { database, relays } => database_fault(group, database, relays, rng).await,
@@ -772,12 +894,38 @@ async fn on_mariadb_no_fault_loses_resurrects_hastens_or_reorders_a_message() {
 
 /// Three instances on `database` (listening on `port`), each behind its own relay.
 async fn on_database(port: u16, database: Box<dyn DatabaseServer>) -> Group {
+    on_database_locked(port, database, None).await
+}
+
+/// The same, the lock in etcd if `lock` is given.
+async fn on_database_locked(port: u16, database: Box<dyn DatabaseServer>, lock: Option<EtcdLock>) -> Group {
     let mut relays = Vec::new();
     for _ in 0..3 {
         relays.push(HoldingRelay::start(port).await);
     }
     let database = Mutex::new(database);
-    Group::start(Backing::Database { database, relays }).await
+    Group::start_locked(Backing::Database { database, relays }, lock).await
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+#[ignore = "a two-minute fault run: make chaos"]
+async fn on_redis_with_etcd_as_the_lock_no_fault_loses_resurrects_hastens_or_reorders_a_message() {
+    let redis = RedisServer::start_with(&["--appendonly", "yes", "--appendfsync", "always"]);
+    let mut relays = Vec::new();
+    for _ in 0..3 {
+        relays.push(HoldingRelay::start(redis.port).await);
+    }
+    let redis = Mutex::new(redis);
+    let lock = EtcdLock::start(3).await;
+    run(Group::start_locked(Backing::Redis { redis, relays }, Some(lock)).await).await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+#[ignore = "a two-minute fault run: make chaos"]
+async fn on_postgres_with_etcd_as_the_lock_no_fault_loses_resurrects_hastens_or_reorders_a_message() {
+    let postgres = PostgresServer::start();
+    let lock = EtcdLock::start(3).await;
+    run(on_database_locked(postgres.port, Box::new(postgres), Some(lock)).await).await;
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]

@@ -401,6 +401,13 @@ async fn with_authentication_a_user_of_its_prefix_leads_and_signs_in_again_after
     ];
     let first = leader_of(&nodes).await;
     assert_eq!(etcd.keys("team/lock/").len(), 1);
+    let status = nodes[first].status().await;
+    assert_eq!(status["storage"]["lock"], "etcd", "{status}");
+    // Without --credentials anyone is an admin, and sees etcd's URL, but
+    // never its password.
+    let shown = status["storage"]["lock_url"].as_str().unwrap_or_default();
+    assert!(shown.starts_with("etcd://ssq:***@127.0.0.1:"), "{status}");
+    assert!(!status.to_string().contains("s3cret"));
     nodes[first].signal("KILL");
     let second = 1 - first;
     wait_for(Duration::from_secs(10), || nodes[second].is_ready())

@@ -291,7 +291,7 @@ async fn overview(
         sharding,
         open: state.credentials.is_none(),
         // The overview is answered to signed-in admins only.
-        storage: crate::http::state::storage_json(&state.storage, true),
+        storage: crate::http::state::storage_json(&state, true),
         sample_seconds: SAMPLE_EVERY.as_secs(),
         queues,
         topics: topics::summaries(&state, &admin),

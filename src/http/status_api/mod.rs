@@ -129,7 +129,7 @@ async fn status(State(state): State<Arc<AppState>>, request: axum::extract::Requ
             "leader": status.leader.map(leader_json),
             "epoch": epoch,
             "ms_since_last_renew": status.since_last_renew.map(|d| d.as_millis() as u64),
-            "storage": storage_json(&state.storage, admin),
+            "storage": storage_json(&state, admin),
         })
     };
     (

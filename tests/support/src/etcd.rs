@@ -329,6 +329,11 @@ impl EtcdCluster {
             .collect()
     }
 
+    /// Whether member `index` runs (it may be frozen).
+    pub fn is_running(&self, index: usize) -> bool {
+        self.members[index].child.is_some()
+    }
+
     /// Kills member `index` at once (SIGKILL), as a crash would.
     pub fn kill(&mut self, index: usize) {
         if let Some(mut child) = self.members[index].child.take() {

@@ -130,10 +130,12 @@ function queueLink(key) {
 // ---- the header and notices ---------------------------------------------------
 
 function storageText(storage) {
+  const lock = storage.lock === "etcd" ? `, led through etcd (${storage.lock_url})` : "";
   switch (storage.mode) {
     case "disk": return `on disk: ${storage.data_dir} (${mebibytes(storage.bytes)})`;
-    case "redis": return "in Redis";
-    case "postgres": return "in Postgres";
+    case "redis": return `in Redis${lock}`;
+    case "postgres": return `in Postgres${lock}`;
+    case "mysql": return `in MySQL${lock}`;
     default: return "in memory only: lost on exit";
   }
 }
