@@ -125,11 +125,13 @@ bench-compare: build
 bench-sns:
 	bash loadtest/sns.sh
 
-# Postgres- and MySQL-backed beside Redis-backed and memory-only (64 clients), a takeover of a million messages
-# on each, the client crates' choice (tokio-postgres beside sqlx, mysql_async beside sqlx) and MariaDB's own floor;
-# loadtest/postgres.md records them.
+# Postgres- and MySQL-backed beside Redis-backed and memory-only (64 clients; and with etcd as the lock beside
+# each store's own), a takeover of a million messages on each, a takeover after kill -9 with etcd beside the
+# store's lock, the client crates' choice (tokio-postgres beside sqlx, mysql_async beside sqlx) and MariaDB's
+# own floor; loadtest/postgres.md records them.
 bench-postgres:
 	bash loadtest/databases.sh
+	bash loadtest/lock-takeover.sh
 	bash loadtest/takeover.sh
 	STORE=mysql bash loadtest/takeover.sh
 	bash loadtest/db-clients.sh

@@ -12,6 +12,10 @@
 # another database, synchronous_commit=off in the URL (flushed within
 # 0.6 s), for a comparison at equal durability. MariaDB runs as installed
 # (innodb_flush_log_at_trx_commit = 1: flushed before ssq answers).
+# redis+etcd and postgres+etcd are the same stores with etcd as the lock
+# (--lock-url, a one-member etcd): the lock must cost the requests nothing,
+# so each is set against its store with the store's own lock (CPU there
+# counts etcd's too).
 #   bash loadtest/databases.sh [SSQ_BINARY]   (BENCH_DURATION=5, ROUNDS=3, CONCURRENCY=64)
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -26,20 +30,29 @@ source loadtest/lib.sh
 start_redis
 start_postgres
 start_mariadb
+start_etcd
 
 psql -h 127.0.0.1 -p "$PG_PORT" -U ssq -d postgres -Xqc 'CREATE DATABASE ssq_lazy'
 MEMORY=$(free_port); REDIS_BACKED=$(free_port); PG_BACKED=$(free_port); PG_LAZY=$(free_port); MY_BACKED=$(free_port)
+REDIS_ETCD=$(free_port); PG_ETCD=$(free_port)
 RUST_LOG=warn $SRV "$SSQ" --listen 127.0.0.1:$MEMORY 2>/dev/null & MEMORY_PID=$!; PIDS+=($!)
 RUST_LOG=warn $SRV "$SSQ" --listen 127.0.0.1:$REDIS_BACKED --redis-url redis://127.0.0.1:$REDIS 2>/dev/null & REDIS_SSQ=$!; PIDS+=($!)
 RUST_LOG=warn $SRV "$SSQ" --listen 127.0.0.1:$PG_BACKED --postgres-url "$PG_URL" 2>/dev/null & PG_SSQ=$!; PIDS+=($!)
 RUST_LOG=warn $SRV "$SSQ" --listen 127.0.0.1:$PG_LAZY \
   --postgres-url "${PG_URL}_lazy?options=-c%20synchronous_commit%3Doff" 2>/dev/null & PG_LAZY_SSQ=$!; PIDS+=($!)
 RUST_LOG=error $SRV "$SSQ" --listen 127.0.0.1:$MY_BACKED --mysql-url "$MY_URL" 2>/dev/null & MY_SSQ=$!; PIDS+=($!)
-for port in $MEMORY $REDIS_BACKED $PG_BACKED $PG_LAZY $MY_BACKED; do wait_port $port; done
-for port in $REDIS_BACKED $PG_BACKED $PG_LAZY $MY_BACKED; do wait_ready "$port"; done
+psql -h 127.0.0.1 -p "$PG_PORT" -U ssq -d postgres -Xqc 'CREATE DATABASE ssq_etcd'
+RUST_LOG=warn $SRV "$SSQ" --listen 127.0.0.1:$REDIS_ETCD --redis-url redis://127.0.0.1:$REDIS --redis-prefix etcd \
+  --lock-url "$ETCD_URL/redis" 2>/dev/null & REDIS_ETCD_SSQ=$!; PIDS+=($!)
+RUST_LOG=warn $SRV "$SSQ" --listen 127.0.0.1:$PG_ETCD --postgres-url "${PG_URL}_etcd" \
+  --lock-url "$ETCD_URL/postgres" 2>/dev/null & PG_ETCD_SSQ=$!; PIDS+=($!)
+SERVED=($REDIS_BACKED $PG_BACKED $PG_LAZY $MY_BACKED $REDIS_ETCD $PG_ETCD)
+for port in $MEMORY "${SERVED[@]}"; do wait_port $port; done
+for port in "${SERVED[@]}"; do wait_ready "$port"; done
 
 WORK=$(mktemp -d); TEMP_DIRS+=("$WORK")
-declare -A URL=([memory]=$MEMORY [redis]=$REDIS_BACKED [postgres]=$PG_BACKED [pg-lazy]=$PG_LAZY [mysql]=$MY_BACKED)
+declare -A URL=([memory]=$MEMORY [redis]=$REDIS_BACKED [postgres]=$PG_BACKED [pg-lazy]=$PG_LAZY [mysql]=$MY_BACKED
+  [redis+etcd]=$REDIS_ETCD [postgres+etcd]=$PG_ETCD)
 pids_of() { # target: ssq and its store's processes
   case $1 in
     memory) echo "$MEMORY_PID" ;;
@@ -47,11 +60,13 @@ pids_of() { # target: ssq and its store's processes
     postgres) echo "$PG_SSQ $POSTMASTER $(pgrep -P "$POSTMASTER" | tr '\n' ' ')" ;;
     pg-lazy) echo "$PG_LAZY_SSQ $POSTMASTER $(pgrep -P "$POSTMASTER" | tr '\n' ' ')" ;;
     mysql) echo "$MY_SSQ $MARIADBD" ;;
+    redis+etcd) echo "$REDIS_ETCD_SSQ $REDIS_PID $ETCD_PID" ;;
+    postgres+etcd) echo "$PG_ETCD_SSQ $ETCD_PID $POSTMASTER $(pgrep -P "$POSTMASTER" | tr '\n' ' ')" ;;
   esac
 }
 commit_writes() { curl -s "http://127.0.0.1:$1/metrics" | awk '/^ssq_commit_writes_(sum|count)/ {printf "%s ", $2}'; }
 
-rotation=(memory redis postgres pg-lazy mysql)
+rotation=(memory redis postgres pg-lazy mysql redis+etcd postgres+etcd)
 for round in $(seq "$ROUNDS"); do
   for scenario in roundtrip send; do
     for target in "${rotation[@]}"; do
@@ -89,4 +104,12 @@ for scenario in ("roundtrip", "send"):
         rps, cpu, per_commit = figures(target, scenario)
         commits = f"{per_commit:.1f}" if per_commit else "-"
         print(f"{scenario:<10} {target:<9} {rps:>9.0f} {cpu:>11.1f} {commits:>14} {rps / redis[0]:>14.2f}x {cpu / redis[1]:>12.2f}x")
+print()
+print("etcd as the lock (--lock-url) against the store's own lock; CPU counts etcd's too")
+print(f"{'scenario':<10} {'target':<14} {'req/s':>9} {'µs CPU/req':>11} {'req/s vs own lock':>18} {'CPU vs own lock':>16}")
+for scenario in ("roundtrip", "send"):
+    for store in ("redis", "postgres"):
+        own = figures(store, scenario)
+        rps, cpu, _ = figures(f"{store}+etcd", scenario)
+        print(f"{scenario:<10} {store + '+etcd':<14} {rps:>9.0f} {cpu:>11.1f} {rps / own[0]:>17.2f}x {cpu / own[1]:>15.2f}x")
 PY

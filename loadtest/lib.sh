@@ -52,6 +52,20 @@ start_redis() {
   wait_port "$REDIS"
 }
 
+# Starts a one-member etcd (Debian's etcd-server), the lock of --lock-url, in
+# a directory of its own on a free port, on the servers' CPUs. Sets
+# ETCD_URL (for --lock-url) and ETCD_PID.
+start_etcd() {
+  local client peer dir; client=$(free_port); peer=$(free_port); dir=$(mktemp -d); TEMP_DIRS+=("$dir")
+  $SRV etcd --name bench --data-dir "$dir/data" \
+    --listen-client-urls "http://127.0.0.1:$client" --advertise-client-urls "http://127.0.0.1:$client" \
+    --listen-peer-urls "http://127.0.0.1:$peer" --initial-advertise-peer-urls "http://127.0.0.1:$peer" \
+    --initial-cluster "bench=http://127.0.0.1:$peer" >"$dir/etcd.log" 2>&1 &
+  ETCD_PID=$!; PIDS+=($!)
+  ETCD_URL=etcd://127.0.0.1:$client
+  wait_port "$client"
+}
+
 # Starts a Postgres as the benchmarks run it (its defaults: synchronous_commit
 # on, fsync on), initdb in a directory of its own, as the postgres user when
 # run as root (Postgres refuses root), on the servers' CPUs, with a database

@@ -372,36 +372,76 @@ def mariadb():
             server.wait(timeout=30)
 
 
+@pytest.fixture
+def etcd():
+    """An etcd of the test's own: Debian's etcd-server (`make test`
+    installs it), one member in a temporary directory, on free ports."""
+    client, peer = free_port(), free_port()
+    with tempfile.TemporaryDirectory(prefix="ssq-test-etcd-") as directory:
+        server = subprocess.Popen(
+            ["etcd", "--name", "test", "--data-dir", f"{directory}/data",
+             "--listen-client-urls", f"http://127.0.0.1:{client}", "--advertise-client-urls", f"http://127.0.0.1:{client}",
+             "--listen-peer-urls", f"http://127.0.0.1:{peer}", "--initial-advertise-peer-urls", f"http://127.0.0.1:{peer}",
+             "--initial-cluster", f"test=http://127.0.0.1:{peer}"],
+            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+        )
+        try:
+            deadline = time.monotonic() + 30
+            while get(f"http://127.0.0.1:{client}/health") != 200:
+                assert time.monotonic() < deadline, "etcd did not answer /health within 30 s"
+                time.sleep(0.1)
+            yield f"etcd://127.0.0.1:{client}/ssq"
+        finally:
+            server.terminate()
+            server.wait(timeout=30)
+
+
+ETCD_IMAGE = "quay.io/coreos/etcd:v3.5.17"
+
+
 @pytest.mark.parametrize(
-    "file, database, image, url_variable, password_variable",
+    "file, database, image, url_variable, password_variable, lock",
     [
-        ("compose.postgres.yaml", "postgres", "postgres:16", "SSQ_POSTGRES_URL", "POSTGRES_PASSWORD"),
-        ("compose.mysql.yaml", "mariadb", "mariadb:11.4", "SSQ_MYSQL_URL", "MYSQL_PASSWORD"),
+        ("compose.postgres.yaml", "postgres", "postgres:16", "SSQ_POSTGRES_URL", "POSTGRES_PASSWORD", None),
+        ("compose.mysql.yaml", "mariadb", "mariadb:11.4", "SSQ_MYSQL_URL", "MYSQL_PASSWORD", None),
+        ("compose.etcd.yaml", "postgres", "postgres:16", "SSQ_POSTGRES_URL", "POSTGRES_PASSWORD", "etcd"),
     ],
 )
 def test_a_database_compose_files_instances_lead_one_at_a_time_and_keep_messages(
-    containers, request, tmp_path, file, database, image, url_variable, password_variable
+    containers, request, tmp_path, file, database, image, url_variable, password_variable, lock
 ):
-    """A database's compose file (Postgres's, MariaDB's): its ssq services
-    as users run them, but for the network: on the host's, each on a free
-    port, and against the test's own database in place of the database
-    service (these machines pull no image). One instance leads; killed,
-    another takes over with every message."""
+    """A database's compose file (Postgres's, MariaDB's, and Postgres's
+    with etcd as the lock): its ssq services as users run them, but for the
+    network: on the host's, each on a free port, and against the test's own
+    database (and etcd) in place of those services (these machines pull no
+    image). One instance leads; killed, another takes over with every
+    message."""
     compose = compose_command()
     if compose is None:
         pytest.skip("neither docker compose nor docker-compose is installed (Debian: apt-get install docker-compose)")
     url = request.getfixturevalue(database)
     definition = yaml.safe_load((ROOT / "docker" / file).read_text())
     services = definition["services"]
-    assert {services.pop(database)["image"], services.pop("haproxy")["image"]} == {image, "haproxy:2.8"}
+    images = {services.pop(database)["image"], services.pop("haproxy")["image"]}
+    needs = {database: {"condition": "service_healthy"}}
+    if lock == "etcd":
+        lock_url = request.getfixturevalue("etcd")
+        members = sorted(name for name in services if name.startswith("etcd"))
+        assert members == ["etcd1", "etcd2", "etcd3"]
+        images |= {services.pop(name)["image"] for name in members}
+        needs["etcd1"] = {"condition": "service_healthy"}
+    assert images == {image, "haproxy:2.8", *([ETCD_IMAGE] if lock else [])}
     definition.pop("volumes")
     endpoints = {}
     for name, service in services.items():
-        assert service.pop("depends_on") == {database: {"condition": "service_healthy"}}
+        assert service.pop("depends_on") == needs
         port = free_port()
         endpoints[name] = f"http://127.0.0.1:{port}"
         service["network_mode"] = "host"
         assert service["environment"][url_variable].startswith(url.split("://")[0] + f"://ssq@{database}:")
+        if lock == "etcd":
+            assert service["environment"]["SSQ_LOCK_URL"] == "etcd://etcd1:2379,etcd2:2379,etcd3:2379/ssq"
+            service["environment"]["SSQ_LOCK_URL"] = lock_url
         service["environment"].update(
             **{url_variable: url},
             SSQ_LISTEN=f"127.0.0.1:{port}",
