@@ -444,16 +444,27 @@ async fn a_stuck_etcd_endpoint_named_first_holds_up_nothing() {
     // Takes connections (the kernel's backlog) and never answers.
     let stuck = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
     let stuck_port = stuck.local_addr().unwrap().port();
-    let ports: Vec<u16> = std::iter::once(stuck_port).chain((0..3).map(|m| etcd.client_port(m))).collect();
+    let ports: Vec<u16> = std::iter::once(stuck_port)
+        .chain((0..3).map(|m| etcd.client_port(m)))
+        .collect();
     let lock_url = etcd.url_of(&ports);
     let redis = RedisServer::start();
     let started = Instant::now();
-    let nodes = [node(&redis, &lock_url, "k1", &[]), node(&redis, &lock_url, "k2", &[])];
+    let nodes = [
+        node(&redis, &lock_url, "k1", &[]),
+        node(&redis, &lock_url, "k2", &[]),
+    ];
     let first = leader_of(&nodes).await;
-    eprintln!("a stuck endpoint first: leading {:?} after the start", started.elapsed());
+    eprintln!(
+        "a stuck endpoint first: leading {:?} after the start",
+        started.elapsed()
+    );
     for _ in 0..6 {
         tokio::time::sleep(Duration::from_millis(500)).await;
-        assert!(nodes[first].is_ready().await, "the leader stepped down beside a stuck endpoint");
+        assert!(
+            nodes[first].is_ready().await,
+            "the leader stepped down beside a stuck endpoint"
+        );
     }
     nodes[first].signal("KILL");
     let took = wait_for(Duration::from_secs(10), || nodes[1 - first].is_ready())

@@ -115,16 +115,18 @@ async fn a_migration_cut_short_is_completed_by_the_next_instance() {
     let queue = create_queue_url(&first.client(), "kept", &[]).await;
     assert!(crate::databases::send(&first.client(), &queue, "before the cut").await);
     drop(first);
-    // The step's last tables and the procedures are gone, its version too.
+    // The first step's last tables, the second's table and the procedures
+    // are gone, the version too.
     mariadb.sql(
-        "DELETE FROM ssq.ssq_schema; DROP TABLE ssq.ssq_transfers, ssq.ssq_members; \
+        "DELETE FROM ssq.ssq_schema; DROP TABLE ssq.ssq_transfers, ssq.ssq_members, ssq.ssq_lock_revisions; \
          DROP PROCEDURE ssq.ssq_commit; DROP PROCEDURE ssq.ssq_shard_count",
     );
     let second = Server::start_mysql_node_with(&mariadb.url(), "second", &[]);
     wait_for(Duration::from_secs(15), || second.is_ready())
         .await
         .expect("the next instance completes the migration and leads");
-    assert_eq!(mariadb.sql("SELECT version FROM ssq.ssq_schema"), "1");
+    assert_eq!(mariadb.sql("SELECT version FROM ssq.ssq_schema"), "2");
+    assert_eq!(mariadb.sql("SELECT count(*) FROM ssq.ssq_lock_revisions"), "0");
     let queue = create_queue_url(&second.client(), "kept", &[]).await;
     assert_eq!(drain(&second.client(), &queue).await, ["before the cut"]);
 }

@@ -114,3 +114,30 @@ async fn a_leader_that_lets_go_is_replaced_at_once() {
         "took over after {took:?}, not at once"
     );
 }
+
+#[tokio::test]
+async fn a_database_of_version_2_is_upgraded_with_its_messages() {
+    let postgres = PostgresServer::start();
+    let first = Server::start_postgres_node(&postgres, "old");
+    wait_for(Duration::from_secs(15), || first.is_ready())
+        .await
+        .expect("the first instance leads");
+    let queue = create_queue_url(&first.client(), "kept", &[]).await;
+    assert!(send(&first.client(), &queue, "from version 2").await);
+    drop(first);
+    // As the last release left it: no lock revision, version 2.
+    postgres.psql(
+        "ssq",
+        "ALTER TABLE ssq_lease DROP COLUMN lock_revision; UPDATE ssq_schema SET version = 2",
+    );
+    let second = Server::start_postgres_node(&postgres, "new");
+    wait_for(Duration::from_secs(15), || second.is_ready())
+        .await
+        .expect("the next instance upgrades the tables and leads");
+    assert_eq!(postgres.psql("ssq", "SELECT max(version) FROM ssq_schema"), "3");
+    assert_eq!(
+        postgres.psql("ssq", "SELECT lock_revision FROM ssq_lease WHERE shard = 0"),
+        "0"
+    );
+    assert_eq!(drain(&second.client(), &queue).await, ["from version 2"]);
+}
