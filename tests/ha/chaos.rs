@@ -869,13 +869,19 @@ async fn sweep(history: &Mutex<History>) {
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
 #[ignore = "a two-minute fault run: make chaos"]
 async fn on_redis_no_fault_loses_resurrects_hastens_or_reorders_a_message() {
+    run(on_redis(None).await).await;
+}
+
+/// Three instances on one Redis (AOF, fsync always), each behind its own
+/// relay, the lock in etcd if `lock` is given.
+async fn on_redis(lock: Option<EtcdLock>) -> Group {
     let redis = RedisServer::start_with(&["--appendonly", "yes", "--appendfsync", "always"]);
     let mut relays = Vec::new();
     for _ in 0..3 {
         relays.push(HoldingRelay::start(redis.port).await);
     }
     let redis = Mutex::new(redis);
-    run(Group::start(Backing::Redis { redis, relays }).await).await;
+    Group::start_locked(Backing::Redis { redis, relays }, lock).await
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
@@ -910,14 +916,7 @@ async fn on_database_locked(port: u16, database: Box<dyn DatabaseServer>, lock: 
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
 #[ignore = "a two-minute fault run: make chaos"]
 async fn on_redis_with_etcd_as_the_lock_no_fault_loses_resurrects_hastens_or_reorders_a_message() {
-    let redis = RedisServer::start_with(&["--appendonly", "yes", "--appendfsync", "always"]);
-    let mut relays = Vec::new();
-    for _ in 0..3 {
-        relays.push(HoldingRelay::start(redis.port).await);
-    }
-    let redis = Mutex::new(redis);
-    let lock = EtcdLock::start(3).await;
-    run(Group::start_locked(Backing::Redis { redis, relays }, Some(lock)).await).await;
+    run(on_redis(Some(EtcdLock::start(3).await)).await).await;
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]

@@ -165,6 +165,29 @@ impl PostgresLock {
         Ok(())
     }
 
+    /// A transaction that may change the shard's lease row (which it makes
+    /// if missing), begun once a commit in flight has finished under the
+    /// old epoch (the fence's advisory lock, held to its end).
+    async fn changing_the_lease<'a>(
+        &self,
+        client: &'a mut Client,
+    ) -> Result<tokio_postgres::Transaction<'a>, PostgresError> {
+        let transaction = client.transaction().await?;
+        transaction
+            .execute(
+                "SELECT pg_advisory_xact_lock($1, $2)",
+                &[&FENCE_CLASS, &self.shard],
+            )
+            .await?;
+        transaction
+            .execute(
+                "INSERT INTO ssq_lease (shard) VALUES ($1) ON CONFLICT (shard) DO NOTHING",
+                &[&self.shard],
+            )
+            .await?;
+        Ok(transaction)
+    }
+
     async fn take(&self) -> Result<Acquire, LockError> {
         self.on_session(async |session| {
             if !self.take_advisory_lock(session).await? {
@@ -174,20 +197,7 @@ impl PostgresLock {
             let nonce = format!("{:016x}", crate::queue::random::nonce());
             let rest = format!("|{}|{nonce}|{}", self.node_id, self.advertise_url);
             let mine = format!("|{}|", self.node_id);
-            let transaction = client.transaction().await?;
-            // A commit in flight finishes under the old epoch first.
-            transaction
-                .execute(
-                    "SELECT pg_advisory_xact_lock($1, $2)",
-                    &[&FENCE_CLASS, &self.shard],
-                )
-                .await?;
-            transaction
-                .execute(
-                    "INSERT INTO ssq_lease (shard) VALUES ($1) ON CONFLICT (shard) DO NOTHING",
-                    &[&self.shard],
-                )
-                .await?;
+            let transaction = self.changing_the_lease(client).await?;
             // Another's lease that has not expired: its holder may still
             // serve (its session broke, it did not stop).
             let live_other: Option<String> = transaction
@@ -269,19 +279,7 @@ impl PostgresLock {
         let revision = i64::try_from(revision).unwrap_or(i64::MAX);
         let rest = format!("|{holder}");
         self.on_session(async |session| {
-            let transaction = session.client.transaction().await?;
-            transaction
-                .execute(
-                    "SELECT pg_advisory_xact_lock($1, $2)",
-                    &[&FENCE_CLASS, &self.shard],
-                )
-                .await?;
-            transaction
-                .execute(
-                    "INSERT INTO ssq_lease (shard) VALUES ($1) ON CONFLICT (shard) DO NOTHING",
-                    &[&self.shard],
-                )
-                .await?;
+            let transaction = self.changing_the_lease(&mut session.client).await?;
             let won: Option<String> = transaction
                 .query_opt(
                     "UPDATE ssq_lease SET epoch = epoch + 1, token = (epoch + 1)::text || $2, \
