@@ -436,6 +436,15 @@ async fn with_authentication_a_user_of_its_prefix_leads_and_signs_in_again_after
         !forbidden.is_ready().await,
         "a key outside the user's permissions was taken"
     );
+    // The first member of the URL down: signing in goes to the next. (A
+    // group of its own: keys of its own, within the user's prefix.)
+    etcd.kill(0);
+    etcd.wait_for_leader(Duration::from_secs(20));
+    let third_group = RedisServer::start();
+    let late = node(&third_group, &format!("{lock_url}/third"), "a5", &[]);
+    wait_for(Duration::from_secs(15), || late.is_ready())
+        .await
+        .expect("an instance signs in through the second member when the first is down");
 }
 
 #[tokio::test]

@@ -57,8 +57,10 @@ pub enum EtcdError {
     },
     #[error("{endpoint} answered what is not JSON: {detail}")]
     Unreadable { endpoint: String, detail: String },
-    #[error("cannot sign in to etcd: {0}; check the user and password of --lock-url")]
-    SignIn(String),
+    /// Signing in failed: etcd refused the user (check the URL), or the
+    /// member could not be reached (`elsewhere`: another may be).
+    #[error("cannot sign in to etcd: {detail}; check the user and password of --lock-url")]
+    SignIn { detail: String, elsewhere: bool },
     #[error(
         "the host name of {0} cannot be checked against a certificate: name etcd's members by DNS name or IP address"
     )]
@@ -79,10 +81,8 @@ impl EtcdError {
     fn try_another(&self) -> bool {
         match self {
             EtcdError::Answered { code, .. } => matches!(*code, UNAVAILABLE | DEADLINE_EXCEEDED),
-            EtcdError::Unreadable { .. }
-            | EtcdError::Name(_)
-            | EtcdError::TlsSetup(_)
-            | EtcdError::SignIn(_) => false,
+            EtcdError::SignIn { elsewhere, .. } => *elsewhere,
+            EtcdError::Unreadable { .. } | EtcdError::Name(_) | EtcdError::TlsSetup(_) => false,
             _ => true,
         }
     }
@@ -109,8 +109,9 @@ const SIGN_IN_LIMIT: Duration = Duration::from_secs(10);
 struct SignIn {
     token: Option<String>,
     running: bool,
-    /// Why the last sign-in failed, while no token is held.
-    failure: Option<String>,
+    /// Why the last sign-in failed, while no token is held, and whether
+    /// another member might have answered.
+    failure: Option<(String, bool)>,
 }
 
 /// A client of one etcd cluster.
@@ -259,8 +260,8 @@ impl Etcd {
                             state.token = answer["token"].as_str().map(str::to_string);
                             state.failure = None;
                         }
-                        Ok(Err(error)) => state.failure = Some(error.to_string()),
-                        Err(_) => state.failure = Some(format!("no answer within {SIGN_IN_LIMIT:?}")),
+                        Ok(Err(error)) => state.failure = Some((error.to_string(), error.try_another())),
+                        Err(_) => state.failure = Some((format!("no answer within {SIGN_IN_LIMIT:?}"), true)),
                     }
                     drop(state);
                     me.signed_in.notify_waiters();
@@ -271,7 +272,10 @@ impl Etcd {
         let state = self.sign_in_state();
         match (&state.token, &state.failure) {
             (Some(token), _) => Ok(Some(token.clone())),
-            (None, failure) => Err(EtcdError::SignIn(failure.clone().unwrap_or_default())),
+            (None, failure) => {
+                let (detail, elsewhere) = failure.clone().unwrap_or_default();
+                Err(EtcdError::SignIn { detail, elsewhere })
+            }
         }
     }
 
